@@ -1,0 +1,79 @@
+"""The one interface every engine implements, and the typed values it returns."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import pyarrow as pa
+
+
+@dataclass(frozen=True)
+class Column:
+    name: str
+    type: str
+
+
+@dataclass(frozen=True)
+class Table:
+    name: str
+    columns: tuple[Column, ...]
+    schema: str | None = None
+
+
+@dataclass(frozen=True)
+class Result:
+    """Rows of one statement, as the database returned them.
+
+    `rows` keeps the driver's own Python values: the official Spider 1.0, BIRD and Spider 2.0
+    scorers compare exactly those (SQLite cells may mix types within a column), so no layer may
+    coerce them. `to_arrow()` gives the columnar view for everything else.
+    """
+
+    columns: tuple[str, ...]
+    rows: list[tuple[Any, ...]]
+    elapsed_s: float = 0.0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_arrow(self) -> pa.Table:
+        arrays = []
+        for i in range(len(self.columns)):
+            values = [row[i] for row in self.rows]
+            try:
+                arrays.append(pa.array(values))
+            except (pa.ArrowInvalid, pa.ArrowTypeError):
+                # A column mixing types (SQLite allows it) is shown as text.
+                arrays.append(pa.array([None if v is None else str(v) for v in values]))
+        names = _unique_names(self.columns)
+        return pa.Table.from_arrays(arrays, names=names)
+
+
+def _unique_names(names: tuple[str, ...]) -> list[str]:
+    seen: dict[str, int] = {}
+    out = []
+    for name in names:
+        n = seen.get(name, 0)
+        out.append(name if n == 0 else f"{name}_{n}")
+        seen[name] = n + 1
+    return out
+
+
+class Engine(Protocol):
+    """A read-only connection to one database.
+
+    `execute` runs exactly one statement; it raises `QueryRefused` for anything that would write,
+    `QueryTimeout` when `timeout` seconds pass (the query is really stopped), `ResultTooLarge`
+    past `max_rows`, and `EngineError` for any other failure.
+    """
+
+    dialect: str
+
+    def tables(self) -> list[Table]: ...
+
+    def sample_rows(self, table: str, n: int = 3) -> Result: ...
+
+    def execute(
+        self, sql: str, *, timeout: float | None = None, max_rows: int | None = None
+    ) -> Result: ...
+
+    def close(self) -> None: ...

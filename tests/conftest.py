@@ -1,0 +1,21 @@
+"""Shared fixtures: where the benchmark data is, and skipping (or failing, under CI) without it."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from querybench.data import data_root
+
+
+def require_data(*parts: str) -> Path:
+    """Path under the data root; skip with a reason when absent, fail when CI=true."""
+    path = data_root().joinpath(*parts)
+    if not path.exists():
+        reason = f"benchmark data not found at {path} (set QUERYBENCH_DATA)"
+        if os.environ.get("CI") == "true":
+            pytest.fail(reason)
+        pytest.skip(reason)
+    return path
