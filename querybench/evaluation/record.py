@@ -1,0 +1,30 @@
+"""One scored instance, as written to the output JSONL and summarised in the terminal."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class InstanceResult:
+    instance_id: str
+    score: float
+    error: str | None = None
+    message: str | None = None
+    # Spider 2.0 reports both scorings; other benchmarks leave these None.
+    official_score: float | None = None
+    strict_score: float | None = None
+    difficulty: str | None = None
+    engine: str | None = None
+    # Extra per-instance metrics (BIRD's `trivial`, `gold_error`, ...), 0/1 valued.
+    metrics: dict[str, float] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        out = asdict(self)
+        for key in ("official_score", "strict_score"):
+            if out[key] is None:
+                del out[key]
+        if not out["metrics"]:
+            del out["metrics"]
+        return out
