@@ -1,0 +1,44 @@
+from __future__ import annotations
+
+import pytest
+
+from querybench.evaluation.sql_extract import extract_sql
+
+FENCE = "```"
+
+CASES = [
+    # (answer, expected SQL)
+    ("SELECT 1", "SELECT 1"),
+    ("  SELECT 1;\n", "SELECT 1;"),
+    ("", None),
+    ("   \n ", None),
+    (f"Here you go:\n{FENCE}sql\nSELECT a\nFROM t;\n{FENCE}\nDone.", "SELECT a\nFROM t;"),
+    (f"{FENCE}SQL\nSELECT 1\n{FENCE}", "SELECT 1"),
+    (f"{FENCE}sqlite\nSELECT 1\n{FENCE}", "SELECT 1"),
+    (f"{FENCE}postgresql\nSELECT 1\n{FENCE}", "SELECT 1"),
+    # the first SQL block wins
+    (f"{FENCE}sql\nSELECT 1\n{FENCE}\nor\n{FENCE}sql\nSELECT 2\n{FENCE}", "SELECT 1"),
+    # a block tagged as SQL beats an earlier untagged one
+    (f"{FENCE}\nnot this\n{FENCE}\n{FENCE}sql\nSELECT 2\n{FENCE}", "SELECT 2"),
+    # an untagged block is taken when there is no SQL-tagged one
+    (f"{FENCE}\nSELECT 3\n{FENCE}", "SELECT 3"),
+    (f"{FENCE}python\nx = 1\n{FENCE}\n{FENCE}\nSELECT 4\n{FENCE}", "SELECT 4"),
+    # only other languages: no SQL
+    (f"{FENCE}python\nprint(1)\n{FENCE}", None),
+    # an empty block is no SQL
+    (f"{FENCE}sql\n{FENCE}", None),
+    (f"{FENCE}sql\n   \n{FENCE}", None),
+    # an answer cut off inside the block
+    (f"Sure.\n{FENCE}sql\nSELECT 5\nFROM t", "SELECT 5\nFROM t"),
+    # indented fences and longer fences
+    (f"  {FENCE}sql\n  SELECT 6\n  {FENCE}", "SELECT 6"),
+    (f"````sql\nSELECT '{FENCE}'\n````", f"SELECT '{FENCE}'"),
+    # everything on one line
+    (f"{FENCE}SELECT 7{FENCE}", "SELECT 7"),
+    (f"{FENCE}sql SELECT 8{FENCE}", "SELECT 8"),
+]
+
+
+@pytest.mark.parametrize(("answer", "expected"), CASES)
+def test_extract_sql(answer: str, expected: str | None) -> None:
+    assert extract_sql(answer) == expected
