@@ -1,0 +1,150 @@
+"""Scoring Spider 2.0-lite / -snow predictions under both scorings, official and strict."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+
+from querybench.errors import DataError
+from querybench.evaluation import spider2_official as official
+from querybench.evaluation import spider2_strict as strict
+from querybench.evaluation.record import InstanceResult
+from querybench.evaluation.spider2_gold import Benchmark, EvalSpec, Spider2Gold, engine_family
+from querybench.evaluation.verdict import (
+    GOLD_ERROR,
+    WRONG_RESULT,
+    Verdict,
+)
+
+OnResult = Callable[[InstanceResult], None]
+
+
+@dataclass(frozen=True)
+class Verdicts:
+    official: Verdict
+    strict: Verdict
+
+
+def variant_of(benchmark: Benchmark) -> official.Variant:
+    return "lite" if benchmark == "spider2-lite" else "snow"
+
+
+def score_frame(
+    pred: pd.DataFrame,
+    golds: Sequence[pd.DataFrame],
+    single: bool,
+    spec: EvalSpec,
+    variant: official.Variant,
+) -> Verdicts:
+    """Both verdicts for one parsed prediction against the instance's gold result(s)."""
+    if not golds:
+        missing = Verdict.fail(GOLD_ERROR, "no gold result file for this instance")
+        return Verdicts(missing, missing)
+    return Verdicts(
+        _official_verdict(pred, golds, single, spec, variant), _strict_verdict(pred, golds, spec)
+    )
+
+
+def _shape(frame: pd.DataFrame) -> str:
+    return f"{frame.shape[0]}x{frame.shape[1]}"
+
+
+def _official_verdict(
+    pred: pd.DataFrame,
+    golds: Sequence[pd.DataFrame],
+    single: bool,
+    spec: EvalSpec,
+    variant: official.Variant,
+) -> Verdict:
+    try:
+        columns = official.official_columns(pred)
+        if single:
+            ok = official.table_match(
+                columns, golds[0], spec.condition_cols, spec.ignore_order, variant
+            )
+        else:
+            ok = official.multi_table_match(
+                columns, golds, spec.condition_cols, spec.ignore_order, variant
+            )
+    except Exception as exc:  # the official scorer zeroes an instance on any error here
+        return Verdict.fail(GOLD_ERROR, f"official comparison failed: {type(exc).__name__}: {exc}")
+    if ok:
+        return Verdict.ok()
+    return Verdict.fail(
+        WRONG_RESULT,
+        f"prediction {_shape(pred)} matches no gold "
+        f"({', '.join(_shape(g) for g in golds)}; condition_cols={spec.condition_cols}, "
+        f"ignore_order={spec.ignore_order})",
+    )
+
+
+def strict_condition_cols(condition_cols: Any, n_golds: int) -> list[list[int] | None]:
+    """Columns of each alternative under strict scoring (None: all columns).
+
+    A nested list gives each alternative its own list; a flat list applies to every
+    alternative (never only its first entry, never `0` meaning "all").
+    """
+    if condition_cols in (None, [], [[]], [None]):
+        return [None] * n_golds
+    if isinstance(condition_cols, list) and all(isinstance(c, list) for c in condition_cols):
+        return [
+            list(condition_cols[i]) if i < len(condition_cols) else None for i in range(n_golds)
+        ]
+    if isinstance(condition_cols, list):
+        return [list(condition_cols)] * n_golds
+    return [[condition_cols]] * n_golds
+
+
+def _strict_verdict(pred: pd.DataFrame, golds: Sequence[pd.DataFrame], spec: EvalSpec) -> Verdict:
+    pred_columns = strict.strict_columns(pred)
+    invalid: list[str] = []
+    for i, cols in enumerate(strict_condition_cols(spec.condition_cols, len(golds))):
+        try:
+            gold = golds[i]
+        except DataError as exc:
+            invalid.append(str(exc))
+            continue
+        if cols is not None and any(
+            not isinstance(c, int) or not 0 <= c < gold.shape[1] for c in cols
+        ):
+            invalid.append(f"condition_cols {cols} out of range for {gold.shape[1]} columns")
+            continue
+        projected = gold if cols is None else gold.iloc[:, cols]
+        if strict.strict_table_match(
+            pred_columns, strict.strict_columns(projected), spec.ignore_order
+        ):
+            return Verdict.ok()
+    if len(invalid) == len(golds):
+        return Verdict.fail(GOLD_ERROR, "; ".join(invalid))
+    return Verdict.fail(
+        WRONG_RESULT,
+        f"prediction {_shape(pred)} matches no gold row for row "
+        f"({', '.join(_shape(g) for g in golds)})",
+    )
+
+
+def instance_result(
+    instance_id: str,
+    verdicts: Verdicts,
+    scoring: str,
+    gold: Spider2Gold,
+) -> InstanceResult:
+    chosen = verdicts.official if scoring == "official" else verdicts.strict
+    return InstanceResult(
+        instance_id=instance_id,
+        score=chosen.score,
+        error=None if chosen.passed else chosen.error,
+        message=None if chosen.passed else chosen.message,
+        official_score=verdicts.official.score,
+        strict_score=verdicts.strict.score,
+        difficulty=gold.difficulty(instance_id),
+        engine=engine_family(instance_id),
+    )
+
+
+def failed(instance_id: str, verdict: Verdict, gold: Spider2Gold) -> InstanceResult:
+    """An instance that never reached comparison (missing, unreadable, did not run)."""
+    return instance_result(instance_id, Verdicts(verdict, verdict), "official", gold)

@@ -1,0 +1,220 @@
+"""Evaluating a folder of Spider 2.0 predictions: exec_result (CSV) or sql mode.
+
+Every task of the eval config is scored, so the denominator is honest: a task without a
+prediction scores 0 with `missing_prediction`.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Literal
+
+import pandas as pd
+
+from querybench.engines.base import Result
+from querybench.errors import DataError
+from querybench.evaluation.record import InstanceResult
+from querybench.evaluation.result_csv import read_result_csv
+from querybench.evaluation.spider2 import (
+    OnResult,
+    failed,
+    instance_result,
+    score_frame,
+    variant_of,
+)
+from querybench.evaluation.spider2_gold import Benchmark, Spider2Gold, engine_family
+from querybench.evaluation.spider2_official import Variant
+from querybench.evaluation.verdict import (
+    BAD_PREDICTION_FILE,
+    ENGINE_UNAVAILABLE,
+    GOLD_ERROR,
+    MISSING_PREDICTION,
+    PARSE_ERROR,
+    Verdict,
+)
+
+Mode = Literal["exec_result", "sql"]
+Scoring = Literal["official", "strict"]
+
+_FENCED_SQL = "```sql\n"
+
+
+def evaluate_spider2(
+    benchmark: Benchmark,
+    predictions: str | Path,
+    gold_dir: str | Path,
+    *,
+    mode: Mode = "exec_result",
+    scoring: Scoring = "official",
+    db_dir: str | Path | None = None,
+    tasks_file: str | Path | None = None,
+    workers: int = 2,
+    timeout: float = 60.0,
+    on_result: OnResult | None = None,
+) -> list[InstanceResult]:
+    pred_dir = Path(predictions)
+    if not pred_dir.is_dir():
+        raise DataError(f"predictions folder not found: {pred_dir}")
+    gold = Spider2Gold(gold_dir, benchmark)
+    if mode == "exec_result":
+        results: Iterable[InstanceResult] = _exec_result_mode(gold, pred_dir, scoring)
+    else:
+        databases = _task_databases(tasks_file) if tasks_file else {}
+        results = _sql_mode(gold, pred_dir, scoring, db_dir, databases, workers, timeout)
+    out = []
+    for result in results:
+        out.append(result)
+        if on_result is not None:
+            on_result(result)
+    return sorted(out, key=lambda r: r.instance_id)
+
+
+def _exec_result_mode(
+    gold: Spider2Gold, pred_dir: Path, scoring: Scoring
+) -> Iterator[InstanceResult]:
+    variant = variant_of(gold.benchmark)
+    for instance_id in sorted(gold.specs):
+        path = pred_dir / f"{instance_id}.csv"
+        if not path.is_file():
+            yield failed(instance_id, Verdict.fail(MISSING_PREDICTION, f"no {path.name}"), gold)
+            continue
+        try:
+            pred = read_result_csv(path)
+        except DataError as exc:
+            yield failed(instance_id, Verdict.fail(BAD_PREDICTION_FILE, str(exc)), gold)
+            continue
+        yield _score(instance_id, pred, gold, scoring, variant)
+
+
+def _score(
+    instance_id: str,
+    pred: pd.DataFrame,
+    gold: Spider2Gold,
+    scoring: Scoring,
+    variant: Variant,
+) -> InstanceResult:
+    try:
+        golds, single = gold.load_results(instance_id)
+    except DataError as exc:
+        return failed(instance_id, Verdict.fail(GOLD_ERROR, str(exc)), gold)
+    verdicts = score_frame(pred, golds, single, gold.specs[instance_id], variant)
+    return instance_result(instance_id, verdicts, scoring, gold)
+
+
+def extract_official_sql(text: str) -> str:
+    """The official sql-mode extraction: the first "```sql" fenced block, else the whole text."""
+    start = text.find(_FENCED_SQL)
+    if start < 0:
+        return text
+    end = text.find("\n```", start + len(_FENCED_SQL) - 1)
+    if end < 0:
+        return text
+    return text[start + len(_FENCED_SQL) : end].strip()
+
+
+def official_result_frame(result: Result) -> pd.DataFrame:
+    """The prediction as the official sql mode sees it.
+
+    The official scorer reads SQLite results with `pd.read_sql_query(chunksize=500)`, appends
+    each chunk to a CSV and parses that CSV again; types are inferred per chunk on the way out
+    and for the whole file on the way in, so the round trip is reproduced here, in memory.
+    """
+    buffer = io.StringIO()
+    columns = list(result.columns)
+    if not result.rows:
+        pd.DataFrame.from_records([], columns=columns, coerce_float=True).to_csv(
+            buffer, index=False
+        )
+    for start in range(0, len(result.rows), 500):
+        chunk = pd.DataFrame.from_records(
+            result.rows[start : start + 500], columns=columns, coerce_float=True
+        )
+        chunk.to_csv(buffer, header=start == 0, index=False)
+    buffer.seek(0)
+    return pd.read_csv(buffer)
+
+
+def _task_databases(tasks_file: str | Path) -> dict[str, str]:
+    """instance_id -> database name, from `spider2-lite.jsonl` (`db`) or `spider2-snow.jsonl`."""
+    out: dict[str, str] = {}
+    path = Path(tasks_file)
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError as exc:
+        raise DataError(f"cannot read tasks file {path}: {exc}") from exc
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            item = json.loads(line)
+            out[item["instance_id"]] = item.get("db") or item["db_id"]
+        except (json.JSONDecodeError, KeyError) as exc:
+            raise DataError(f"{path}:{number}: bad task line ({exc})") from exc
+    return out
+
+
+def _sql_mode(
+    gold: Spider2Gold,
+    pred_dir: Path,
+    scoring: Scoring,
+    db_dir: str | Path | None,
+    databases: dict[str, str],
+    workers: int,
+    timeout: float,
+) -> Iterator[InstanceResult]:
+    from querybench.engines.pool import QueryJob, QueryPool
+
+    variant = variant_of(gold.benchmark)
+    jobs: list[QueryJob] = []
+    for instance_id in sorted(gold.specs):
+        path = pred_dir / f"{instance_id}.sql"
+        if not path.is_file():
+            yield failed(instance_id, Verdict.fail(MISSING_PREDICTION, f"no {path.name}"), gold)
+            continue
+        family = engine_family(instance_id)
+        if family != "local":
+            yield failed(
+                instance_id,
+                Verdict.fail(ENGINE_UNAVAILABLE, f"no {family} engine configured here"),
+                gold,
+            )
+            continue
+        database = databases.get(instance_id)
+        if db_dir is None or database is None:
+            reason = "no --db-dir given" if db_dir is None else "task has no database name"
+            yield failed(instance_id, Verdict.fail(ENGINE_UNAVAILABLE, reason), gold)
+            continue
+        db_path = Path(db_dir) / f"{database}.sqlite"
+        if not db_path.is_file():
+            yield failed(
+                instance_id,
+                Verdict.fail(ENGINE_UNAVAILABLE, f"database not found: {db_path}"),
+                gold,
+            )
+            continue
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            yield failed(instance_id, Verdict.fail(BAD_PREDICTION_FILE, str(exc)), gold)
+            continue
+        sql = extract_official_sql(text)
+        if not sql.strip():
+            yield failed(instance_id, Verdict.fail(PARSE_ERROR, "empty SQL"), gold)
+            continue
+        jobs.append(QueryJob(instance_id, db_path, sql))
+    with QueryPool(workers=workers, timeout=timeout) as pool:
+        for outcome in pool.run(jobs):
+            if outcome.error is not None:
+                verdict = Verdict.fail(outcome.error.code, str(outcome.error))
+                yield failed(outcome.key, verdict, gold)
+                continue
+            assert outcome.result is not None
+            try:
+                pred = official_result_frame(outcome.result)
+            except (pd.errors.EmptyDataError, ValueError) as exc:
+                yield failed(outcome.key, Verdict.fail(BAD_PREDICTION_FILE, str(exc)), gold)
+                continue
+            yield _score(outcome.key, pred, gold, scoring, variant)

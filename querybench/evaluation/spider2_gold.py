@@ -1,0 +1,145 @@
+"""The Spider 2.0 gold: eval config, gold result files and their alternatives, difficulty."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+from typing import Any, Literal, overload
+
+import pandas as pd
+
+from querybench.data import data_root
+from querybench.errors import DataError
+from querybench.evaluation.result_csv import read_result_csv
+
+Benchmark = Literal["spider2-lite", "spider2-snow"]
+
+EASY_BELOW, HARD_FROM = 80, 160
+
+
+@dataclass(frozen=True)
+class EvalSpec:
+    """One line of `spider2lite_eval.jsonl` / `spider2snow_eval.jsonl`."""
+
+    instance_id: str
+    condition_cols: Any
+    ignore_order: bool
+    toks: int | None = None
+    temporal: bool = False
+
+
+def engine_family(instance_id: str) -> str:
+    """`bq` (BigQuery, incl. `ga`), `sf` (Snowflake) or `local` (SQLite), from the id prefix."""
+    for prefix, family in (("bq", "bq"), ("ga", "bq"), ("sf", "sf"), ("local", "local")):
+        if instance_id.startswith(prefix):
+            return family
+    return "other"
+
+
+def difficulty_from_tokens(toks: int | None) -> str | None:
+    if toks is None:
+        return None
+    return "easy" if toks < EASY_BELOW else "medium" if toks < HARD_FROM else "hard"
+
+
+def default_gold_dir(benchmark: Benchmark) -> Path:
+    return data_root() / "spider2" / benchmark / "evaluation_suite" / "gold"
+
+
+def _eval_file_name(benchmark: Benchmark) -> str:
+    return "spider2lite_eval.jsonl" if benchmark == "spider2-lite" else "spider2snow_eval.jsonl"
+
+
+class Spider2Gold:
+    """A gold folder in the official layout: `exec_result/`, `sql/` and the eval config."""
+
+    def __init__(self, gold_dir: str | Path, benchmark: Benchmark) -> None:
+        self.dir = Path(gold_dir)
+        self.benchmark = benchmark
+        config = self.dir / _eval_file_name(benchmark)
+        if not config.is_file():
+            raise DataError(f"gold folder {self.dir} has no {config.name}")
+        self.specs = _read_specs(config)
+        self._results_dir = self.dir / "exec_result"
+        if not self._results_dir.is_dir():
+            raise DataError(f"gold folder {self.dir} has no exec_result/ folder")
+
+    @cached_property
+    def _result_files(self) -> frozenset[str]:
+        return frozenset(p.name for p in self._results_dir.iterdir())
+
+    def result_paths(self, instance_id: str) -> tuple[list[Path], bool]:
+        """Gold CSVs of an instance and whether it is the single base file.
+
+        `<id>.csv` alone when it exists; otherwise the sorted alternatives `<id>_a.csv` ...
+        (the official rule: alternatives are consulted only without a base file).
+        """
+        if f"{instance_id}.csv" in self._result_files:
+            return [self._results_dir / f"{instance_id}.csv"], True
+        pattern = re.compile(rf"^{re.escape(instance_id)}(_[a-z])?\.csv$")
+        names = sorted(n for n in self._result_files if pattern.match(n))
+        return [self._results_dir / n for n in names], False
+
+    def load_results(self, instance_id: str) -> tuple[GoldFrames, bool]:
+        paths, single = self.result_paths(instance_id)
+        return GoldFrames(paths), single
+
+    def gold_sql(self, instance_id: str) -> str | None:
+        path = self.dir / "sql" / f"{instance_id}.sql"
+        return path.read_text(encoding="utf-8", errors="replace") if path.is_file() else None
+
+    def difficulty(self, instance_id: str) -> str | None:
+        toks = self.specs[instance_id].toks
+        if toks is None:
+            sql = self.gold_sql(instance_id)
+            toks = len(sql.split()) if sql is not None else None
+        return difficulty_from_tokens(toks)
+
+
+class GoldFrames(Sequence[pd.DataFrame]):
+    """Gold alternatives parsed on first use: scoring stops at the first one that matches."""
+
+    def __init__(self, paths: list[Path]) -> None:
+        self.paths = paths
+        self._frames: dict[int, pd.DataFrame] = {}
+
+    def __len__(self) -> int:
+        return len(self.paths)
+
+    @overload
+    def __getitem__(self, index: int) -> pd.DataFrame: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[pd.DataFrame]: ...
+
+    def __getitem__(self, index: int | slice) -> pd.DataFrame | Sequence[pd.DataFrame]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(len(self))[index]]
+        if index not in self._frames:
+            self._frames[index] = read_result_csv(self.paths[index])
+        return self._frames[index]
+
+
+def _read_specs(path: Path) -> dict[str, EvalSpec]:
+    specs: dict[str, EvalSpec] = {}
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            item = json.loads(line)
+            toks = item.get("toks")
+            spec = EvalSpec(
+                instance_id=item["instance_id"],
+                condition_cols=item.get("condition_cols"),
+                ignore_order=bool(item.get("ignore_order", False)),
+                toks=int(toks) if toks not in (None, "") else None,
+                temporal=bool(item.get("temporal", False)),
+            )
+        except (json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
+            raise DataError(f"{path}:{number}: bad eval config line ({exc})") from exc
+        specs[spec.instance_id] = spec
+    return specs

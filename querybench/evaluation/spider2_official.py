@@ -1,0 +1,200 @@
+"""The official Spider 2.0-lite / -snow exec_result comparison, reproduced verdict for verdict.
+
+Semantics of the 2025-11 official `compare_pandas_table` / `compare_multi_pandas_table`:
+
+* the gold is projected on `condition_cols` with `iloc` (lite skips the projection when the
+  value is falsy, so a bare `0` means "all columns"; snow wraps any non-`[]` value in a list, so
+  `0` means column 0), then both frames are transposed with `.values.tolist()`, which first casts
+  every column of a frame to one common dtype (ints become floats next to a float column);
+* every cell is "normalised": missing becomes the integer 0;
+* with `ignore_order` each column is sorted on its own by `(str(x), is-number)`;
+* cells compare with `math.isclose(float(a), float(b), abs_tol=1e-2)` when both are numbers
+  (booleans count), else with `==`;
+* the score is 1 when every gold column equals some predicted column (the same predicted column
+  may serve several gold columns; extra predicted columns are ignored).
+
+The official code re-sorts both vectors for every pair it tries, in Python. Here each column is
+converted and sorted once, and a pair is compared with numpy, which is what makes it fast.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+import numpy.typing as npt
+import pandas as pd
+
+Variant = Literal["lite", "snow"]
+
+ABS_TOL = 1e-2
+REL_TOL = 1e-9  # math.isclose's default, which the official call keeps
+
+
+@dataclass
+class OfficialColumn:
+    """One column as the official scorer sees it after `.values.tolist()` and normalisation.
+
+    `isnum`/`num` carry what the numeric comparison needs; `text` (`str(x)` per cell, the sort
+    key and the `==` operand for strings) is built only when a comparison needs it.
+    """
+
+    isnum: npt.NDArray[np.bool_]
+    num: npt.NDArray[np.float64]
+    _source: npt.NDArray[Any] = field(repr=False)
+    _text: npt.NDArray[np.object_] | None = field(default=None, repr=False)
+    _order: npt.NDArray[np.intp] | None = field(default=None, repr=False)
+
+    def __len__(self) -> int:
+        return len(self.num)
+
+    @property
+    def text(self) -> npt.NDArray[np.object_]:
+        if self._text is None:
+            self._text = _texts(self._source)
+        return self._text
+
+    def order(self) -> npt.NDArray[np.intp]:
+        """The stable permutation of `sorted(key=(x is None, str(x), is-number))`."""
+        if self._order is None:
+            by_isnum = np.argsort(self.isnum, kind="stable")
+            by_text = np.argsort(self.text[by_isnum], kind="stable")
+            self._order = by_isnum[by_text]
+        return self._order
+
+
+def official_columns(frame: pd.DataFrame) -> list[OfficialColumn]:
+    """Columns of `frame.transpose().values.tolist()`, each cell normalised (missing -> 0)."""
+    matrix = frame.values  # casts all columns to the frame's common dtype, as the official does
+    return [_column(matrix[:, j]) for j in range(matrix.shape[1])]
+
+
+def _column(raw: npt.NDArray[Any]) -> OfficialColumn:
+    if raw.dtype.kind in "biuf":
+        num = raw.astype(np.float64)
+        missing = np.isnan(num)
+        num[missing] = 0.0
+        return OfficialColumn(np.ones(len(raw), dtype=bool), num, raw)
+    values = [0 if _is_missing(v) else v for v in raw.tolist()]
+    source = _object_array(values)
+    isnum = np.fromiter((_is_number(v) for v in values), dtype=bool, count=len(values))
+    num = np.fromiter((_as_float(v) for v in values), dtype=np.float64, count=len(values))
+    return OfficialColumn(isnum, num, source)
+
+
+def _texts(source: npt.NDArray[Any]) -> npt.NDArray[np.object_]:
+    """`str(x)` of every normalised cell; numpy's float formatting equals Python's repr."""
+    if source.dtype.kind == "f":
+        text = source.astype(str).astype(object)
+        text[np.isnan(source)] = "0"  # a missing float became the integer 0
+        return text
+    if source.dtype.kind in "biu":
+        text = source.astype(str).astype(object)
+        return text
+    return _object_array([str(v) for v in source.tolist()])
+
+
+def _object_array(items: list[Any]) -> npt.NDArray[np.object_]:
+    out = np.empty(len(items), dtype=object)
+    out[:] = items
+    return out
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float))
+
+
+def _is_missing(value: Any) -> bool:
+    return not isinstance(value, str) and bool(pd.isna(value))
+
+
+def _as_float(value: Any) -> float:
+    if not _is_number(value):
+        return math.nan
+    try:
+        return float(value)
+    except OverflowError:
+        return math.inf if value > 0 else -math.inf
+
+
+def isclose(a: npt.NDArray[np.float64], b: npt.NDArray[np.float64]) -> npt.NDArray[np.bool_]:
+    """`math.isclose(a, b, abs_tol=1e-2)` elementwise (symmetric, unlike `np.isclose`)."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        diff = np.abs(a - b)
+        bound = np.maximum(REL_TOL * np.maximum(np.abs(a), np.abs(b)), ABS_TOL)
+        close: npt.NDArray[np.bool_] = (a == b) | (np.isfinite(diff) & (diff <= bound))
+        return close
+
+
+def vectors_match(gold: OfficialColumn, pred: OfficialColumn, ignore_order: bool) -> bool:
+    if len(gold) != len(pred):
+        return False
+    if len(gold) == 0:
+        return True
+    if ignore_order:
+        g_idx, p_idx = gold.order(), pred.order()
+    else:
+        g_idx = p_idx = np.arange(len(gold))
+    g_num, p_num = gold.isnum[g_idx], pred.isnum[p_idx]
+    both_num = g_num & p_num
+    if both_num.all():
+        return bool(isclose(gold.num[g_idx], pred.num[p_idx]).all())
+    if (g_num != p_num).any():
+        return False  # a number never equals a string
+    if not isclose(gold.num[g_idx][both_num], pred.num[p_idx][both_num]).all():
+        return False
+    texts = ~both_num
+    return bool((gold.text[g_idx][texts] == pred.text[p_idx][texts]).all())
+
+
+def project_gold(gold: pd.DataFrame, condition_cols: Any, variant: Variant) -> pd.DataFrame:
+    """The official `gold.iloc[:, condition_cols]` step, errors included (IndexError etc.)."""
+    selects = bool(condition_cols) if variant == "lite" else condition_cols != []
+    if not selects:
+        return gold
+    if not isinstance(condition_cols, (list, tuple)):
+        condition_cols = [condition_cols]
+    projected: pd.DataFrame = gold.iloc[:, condition_cols]
+    return projected
+
+
+def table_match(
+    pred: Sequence[OfficialColumn],
+    gold: pd.DataFrame,
+    condition_cols: Any,
+    ignore_order: bool,
+    variant: Variant,
+) -> bool:
+    """`compare_pandas_table`: may raise exactly where the official raises."""
+    gold_columns = official_columns(project_gold(gold, condition_cols, variant))
+    return all(any(vectors_match(g, p, ignore_order) for p in pred) for g in gold_columns)
+
+
+def multi_table_match(
+    pred: Sequence[OfficialColumn],
+    golds: Sequence[pd.DataFrame],
+    condition_cols: Any,
+    ignore_order: bool,
+    variant: Variant,
+) -> bool:
+    """`compare_multi_pandas_table`: alternatives tried in order, the first match wins.
+
+    A flat `condition_cols` is broadcast to every alternative only when there are several; with
+    a single alternative its first entry is handed on alone. An error on an alternative reached
+    before any match propagates and zeroes the instance, as in the official loop.
+    """
+    if not golds:
+        return False
+    per_gold: Any
+    if condition_cols in (None, [], [[]], [None]):
+        per_gold = [[] for _ in golds]
+    elif len(golds) > 1 and not all(isinstance(c, list) for c in condition_cols):
+        per_gold = [condition_cols for _ in golds]
+    else:
+        per_gold = condition_cols
+    return any(
+        table_match(pred, gold, per_gold[i], ignore_order, variant) for i, gold in enumerate(golds)
+    )

@@ -1,0 +1,208 @@
+"""The strict Spider 2.0 table comparison: what a passing score should mean.
+
+Differences from the official comparison, each a flaw it fixes:
+
+* a missing cell equals only a missing cell (officially missing becomes 0, so NULL == 0);
+* numbers compare with a relative tolerance as well (`rel_tol=1e-6, abs_tol=1e-2`), booleans are
+  not numbers, and everything else compares by `str()`;
+* each gold column needs its *own* predicted column (officially one predicted column may
+  satisfy several gold columns);
+* rows must match as whole rows: as a multiset (a one-to-one pairing) when order is ignored,
+  position by position otherwise (officially each column is sorted on its own, so the values of
+  a row may come from different predicted rows);
+* an alternative whose `condition_cols` are out of range is skipped, not fatal for the instance.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import pandas as pd
+
+ABS_TOL = 1e-2
+REL_TOL = 1e-6
+
+MISSING, NUMBER, TEXT = 0, 1, 2
+_MAX_ASSIGNMENTS = 20_000
+_MAX_BIPARTITE_ROWS = 3_000
+
+
+@dataclass
+class StrictColumn:
+    kind: npt.NDArray[np.int8]  # MISSING / NUMBER / TEXT per cell
+    num: npt.NDArray[np.float64]  # value where NUMBER, else 0
+    text: npt.NDArray[np.object_]  # str() where TEXT, else ""
+    _rank: npt.NDArray[np.intp] | None = field(default=None, repr=False)
+    _order: npt.NDArray[np.intp] | None = field(default=None, repr=False)
+
+    def __len__(self) -> int:
+        return len(self.kind)
+
+    @property
+    def rank(self) -> npt.NDArray[np.intp]:
+        """Position of each cell's text in sorted order (an integer sort key for the text)."""
+        if self._rank is None:
+            if (self.kind == TEXT).any():
+                self._rank = np.unique(self.text, return_inverse=True)[1]
+            else:
+                self._rank = np.zeros(len(self.kind), dtype=np.intp)
+        return self._rank
+
+    def order(self) -> npt.NDArray[np.intp]:
+        if self._order is None:
+            self._order = _sort_rows([self])
+        return self._order
+
+
+def strict_columns(frame: pd.DataFrame) -> list[StrictColumn]:
+    return [_strict_column(frame.iloc[:, j]) for j in range(frame.shape[1])]
+
+
+def _strict_column(series: pd.Series[Any]) -> StrictColumn:
+    n = len(series)
+    if series.dtype.kind in "iuf":
+        num = series.to_numpy(dtype=np.float64, na_value=np.nan)
+        missing = np.isnan(num)
+        kind = np.where(missing, MISSING, NUMBER).astype(np.int8)
+        return StrictColumn(kind, np.where(missing, 0.0, num), np.full(n, "", dtype=object))
+    values = series.to_numpy(dtype=object)
+    kind = np.empty(n, dtype=np.int8)
+    num = np.zeros(n, dtype=np.float64)
+    text = np.full(n, "", dtype=object)
+    for i, v in enumerate(values):
+        if not isinstance(v, str) and pd.isna(v):
+            kind[i] = MISSING
+        elif isinstance(v, (int, float)) and not isinstance(v, bool):
+            kind[i], num[i] = NUMBER, float(v)
+        else:
+            kind[i], text[i] = TEXT, str(v)
+    return StrictColumn(kind, num, text)
+
+
+def cells_equal(
+    a: StrictColumn, b: StrictColumn, ia: npt.NDArray[np.intp], ib: npt.NDArray[np.intp]
+) -> npt.NDArray[np.bool_]:
+    """Elementwise equality of a[ia] and b[ib] under the strict cell rule."""
+    ka, kb = a.kind[ia], b.kind[ib]
+    na, nb = a.num[ia], b.num[ib]
+    with np.errstate(invalid="ignore", over="ignore"):
+        close = (na == nb) | (
+            np.abs(na - nb) <= np.maximum(REL_TOL * np.maximum(np.abs(na), np.abs(nb)), ABS_TOL)
+        )
+    same_text = a.text[ia] == b.text[ib]
+    equal: npt.NDArray[np.bool_] = (ka == kb) & (
+        (ka == MISSING) | ((ka == NUMBER) & close) | ((ka == TEXT) & same_text)
+    )
+    return equal
+
+
+def strict_table_match(
+    pred: Sequence[StrictColumn], gold: Sequence[StrictColumn], ignore_order: bool
+) -> bool:
+    if not gold:
+        return True
+    n = len(gold[0])
+    if any(len(p) != n for p in pred) or len(pred) < len(gold):
+        return False
+    candidates = [
+        [j for j, p in enumerate(pred) if _column_compatible(g, p, ignore_order)] for g in gold
+    ]
+    if any(not c for c in candidates):
+        return False
+    if not ignore_order:
+        return _has_injective_assignment(candidates)
+    for assignment in itertools.islice(_assignments(candidates), _MAX_ASSIGNMENTS):
+        if _rows_match_as_multiset([pred[j] for j in assignment], gold):
+            return True
+    return False
+
+
+def _column_compatible(g: StrictColumn, p: StrictColumn, ignore_order: bool) -> bool:
+    if ignore_order:
+        return _rows_match_as_multiset([p], [g])
+    idx = np.arange(len(g))
+    return bool(cells_equal(g, p, idx, idx).all())
+
+
+def _has_injective_assignment(candidates: list[list[int]]) -> bool:
+    """Whether every left node gets its own right node (augmenting paths, iterative)."""
+    owner: dict[int, int] = {}
+    for start in range(len(candidates)):
+        # Depth-first search for an augmenting path from `start`, without recursion.
+        parent: dict[int, tuple[int, int | None]] = {}  # right node -> (left node, prev right)
+        stack: list[tuple[int, int | None]] = [(start, None)]
+        seen: set[int] = set()
+        found: int | None = None
+        while stack and found is None:
+            left, via = stack.pop()
+            for right in candidates[left]:
+                if right in seen:
+                    continue
+                seen.add(right)
+                parent[right] = (left, via)
+                if right not in owner:
+                    found = right
+                    break
+                stack.append((owner[right], right))
+        if found is None:
+            return False
+        right_node: int | None = found
+        while right_node is not None:
+            left, prev = parent[right_node]
+            owner[right_node] = left
+            right_node = prev
+    return True
+
+
+def _assignments(candidates: list[list[int]]) -> Iterator[tuple[int, ...]]:
+    def extend(i: int, used: tuple[int, ...]) -> Iterator[tuple[int, ...]]:
+        if i == len(candidates):
+            yield used
+            return
+        for p in candidates[i]:
+            if p not in used:
+                yield from extend(i + 1, (*used, p))
+
+    return extend(0, ())
+
+
+def _sort_rows(columns: Sequence[StrictColumn]) -> npt.NDArray[np.intp]:
+    """Row order by (kind, number, text) of each column in turn: a canonical multiset order."""
+    keys: list[npt.NDArray[Any]] = []
+    for col in reversed(columns):
+        keys.extend([col.rank, col.num, col.kind])
+    return np.lexsort(keys) if keys else np.arange(0)
+
+
+def _rows_match_as_multiset(pred: Sequence[StrictColumn], gold: Sequence[StrictColumn]) -> bool:
+    n = len(gold[0])
+    if len(gold) == 1:
+        gi, pi = gold[0].order(), pred[0].order()
+    else:
+        gi, pi = _sort_rows(gold), _sort_rows(pred)
+    if all(cells_equal(g, p, gi, pi).all() for g, p in zip(gold, pred, strict=True)):
+        return True
+    if n > _MAX_BIPARTITE_ROWS:
+        return False
+    return _rows_pair_up(pred, gold)
+
+
+def _rows_pair_up(pred: Sequence[StrictColumn], gold: Sequence[StrictColumn]) -> bool:
+    """Exact check: is there a one-to-one pairing of rows? (tolerance can defeat sorting)."""
+    n = len(gold[0])
+    all_rows = np.arange(n)
+    candidates: list[list[int]] = []
+    for r in range(n):
+        row = np.full(n, r)
+        ok = np.ones(n, dtype=bool)
+        for g, p in zip(gold, pred, strict=True):
+            ok &= cells_equal(g, p, row, all_rows)
+        candidates.append(np.flatnonzero(ok).tolist())
+        if not candidates[-1]:
+            return False
+    return _has_injective_assignment(candidates)
