@@ -1,0 +1,222 @@
+"""The `querybench` command line: a thin layer over the library functions."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from querybench.data import data_root
+from querybench.errors import QuerybenchError
+from querybench.evaluation.record import InstanceResult
+from querybench.report.summary import print_summary, summarise
+
+app = typer.Typer(
+    help="Benchmark, evaluate and train text-to-SQL systems (Spider 2.0, BIRD, Spider 1.0).",
+    no_args_is_help=True,
+    rich_markup_mode="markdown",
+)
+eval_app = typer.Typer(
+    help=(
+        "Score predictions against a benchmark's gold.\n\n"
+        "Examples:\n\n"
+        "    querybench eval spider2-lite --predictions my_csvs/\n\n"
+        "    querybench eval spider2-lite --predictions my_sqls/ --mode sql --db-dir dbs/\n\n"
+        "    querybench eval spider1 --gold dev_gold.sql --predictions pred.txt --db-dir database/\n\n"
+        "    querybench eval bird --questions dev.json --predictions predict_dev.json "
+        "--db-dir dev_databases/"
+    ),
+    no_args_is_help=True,
+    rich_markup_mode="markdown",
+)
+app.add_typer(eval_app, name="eval")
+
+console = Console(stderr=True)
+out_console = Console()
+
+Workers = Annotated[int, typer.Option(min=1, help="Queries run in parallel.")]
+Output = Annotated[
+    Path | None, typer.Option(help="Write one JSON line per instance to this file.")
+]
+
+
+def _fail(message: str) -> None:
+    console.print(f"[red]error:[/red] {message}")
+    raise typer.Exit(2)
+
+
+def _progress() -> Progress:
+    return Progress(
+        TextColumn("[progress.description]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+        transient=True,
+    )
+
+
+def _finish(results: Sequence[InstanceResult], output: Path | None, title: str) -> None:
+    if output is not None:
+        output.parent.mkdir(parents=True, exist_ok=True)
+        with output.open("w", encoding="utf-8") as f:
+            for r in results:
+                f.write(json.dumps(r.to_json()) + "\n")
+        console.print(f"wrote {len(results)} lines to {output}")
+    print_summary(summarise(results), out_console, title)
+
+
+def _run(title: str, total: int | None, work: Callable[[Callable[[Any], None]], list[Any]]) -> Any:
+    """Run `work(advance)` under a progress bar; library errors become a clean exit 2."""
+    try:
+        with _progress() as progress:
+            task = progress.add_task(title, total=total)
+            return work(lambda _result: progress.advance(task))
+    except QuerybenchError as exc:
+        _fail(str(exc))
+
+
+def _spider2(
+    benchmark: str,
+    predictions: Path,
+    mode: str,
+    gold_dir: Path | None,
+    db_dir: Path | None,
+    scoring: str,
+    workers: int,
+    timeout: float,
+    output: Path | None,
+    tasks_file: Path | None,
+) -> None:
+    from querybench.evaluation.spider2_eval import evaluate_spider2
+    from querybench.evaluation.spider2_gold import default_gold_dir
+
+    if mode not in ("exec_result", "sql"):
+        _fail(f"--mode must be exec_result or sql, not {mode!r}")
+    if scoring not in ("official", "strict"):
+        _fail(f"--scoring must be official or strict, not {scoring!r}")
+    gold = gold_dir or default_gold_dir(benchmark)  # type: ignore[arg-type]
+    if tasks_file is None:
+        candidate = gold.parent.parent / f"{benchmark}.jsonl"
+        tasks_file = candidate if candidate.is_file() else None
+    if mode == "sql" and db_dir is None:
+        local = data_root() / "spider2-lite-local"
+        db_dir = local if local.is_dir() else None
+    results = _run(
+        f"scoring {benchmark}",
+        None,
+        lambda advance: evaluate_spider2(
+            benchmark,  # type: ignore[arg-type]
+            predictions,
+            gold,
+            mode=mode,  # type: ignore[arg-type]
+            scoring=scoring,  # type: ignore[arg-type]
+            db_dir=db_dir,
+            tasks_file=tasks_file,
+            workers=workers,
+            timeout=timeout,
+            on_result=advance,
+        ),
+    )
+    _finish(results, output, f"{benchmark} ({mode}, score = {scoring})")
+
+
+def _spider2_command(benchmark: str) -> Callable[..., None]:
+    def command(
+        predictions: Annotated[
+            Path, typer.Option(help="Folder of `<instance_id>.csv` (or `.sql` in sql mode).")
+        ],
+        mode: Annotated[str, typer.Option(help="exec_result (CSV results) or sql.")] = (
+            "exec_result"
+        ),
+        gold_dir: Annotated[
+            Path | None,
+            typer.Option(help="Gold folder (exec_result/, sql/, eval jsonl); default: the data."),
+        ] = None,
+        db_dir: Annotated[
+            Path | None, typer.Option(help="sql mode: folder of `<db>.sqlite` for local tasks.")
+        ] = None,
+        scoring: Annotated[
+            str, typer.Option(help="Which score is `score`: official or strict (both reported).")
+        ] = "official",
+        workers: Workers = 2,
+        timeout: Annotated[float, typer.Option(help="Seconds per query (sql mode).")] = 60.0,
+        output: Output = None,
+        tasks_file: Annotated[
+            Path | None, typer.Option(help="Task jsonl naming each task's database.")
+        ] = None,
+    ) -> None:
+        _spider2(benchmark, predictions, mode, gold_dir, db_dir, scoring, workers, timeout,
+                 output, tasks_file)
+
+    command.__doc__ = (
+        f"Score {benchmark} predictions; both official and strict scores are reported.\n\n"
+        f"Example: `querybench eval {benchmark} --predictions "
+        f"$QUERYBENCH_DATA/spider2/{benchmark}/evaluation_suite/example_submission_folder_csv`"
+    )
+    return command
+
+
+eval_app.command("spider2-lite")(_spider2_command("spider2-lite"))
+eval_app.command("spider2-snow")(_spider2_command("spider2-snow"))
+
+
+@eval_app.command("spider1")
+def eval_spider1(
+    gold: Annotated[Path, typer.Option(help="Gold file: `SQL<TAB>db_id` per line.")],
+    predictions: Annotated[Path, typer.Option(help="One predicted SQL per line.")],
+    db_dir: Annotated[Path, typer.Option(help="Databases at `DIR/<db_id>/<db_id>.sqlite`.")],
+    timeout: Annotated[float, typer.Option(help="Seconds per query.")] = 30.0,
+    workers: Workers = 2,
+    output: Output = None,
+) -> None:
+    """Spider 1.0 execution match (official test-suite semantics).
+
+    Example: `querybench eval spider1 --gold dev_gold.sql --predictions pred.txt --db-dir database/`
+    """
+    from querybench.evaluation.spider1 import evaluate_spider1
+
+    results = _run(
+        "scoring spider1",
+        None,
+        lambda advance: evaluate_spider1(
+            gold, predictions, db_dir, timeout=timeout, workers=workers
+        ),
+    )
+    _finish(results, output, "Spider 1.0 execution match")
+
+
+@eval_app.command("bird")
+def eval_bird(
+    questions: Annotated[Path, typer.Option(help="BIRD question file (dev.json).")],
+    predictions: Annotated[
+        Path, typer.Option(help='Prediction JSON: {"<question_id>": "SQL\\t----- bird -----\\t<db_id>"}.')
+    ],
+    db_dir: Annotated[Path, typer.Option(help="Databases at `DIR/<db_id>/<db_id>.sqlite`.")],
+    timeout: Annotated[float, typer.Option(help="Seconds per query.")] = 30.0,
+    workers: Workers = 2,
+    output: Output = None,
+) -> None:
+    """BIRD execution match (set semantics) with error / trivial / gold_error metrics.
+
+    Example: `querybench eval bird --questions dev.json --predictions predict_dev.json --db-dir dev_databases/`
+    """
+    from querybench.evaluation.bird import evaluate_bird
+
+    results = _run(
+        "scoring bird",
+        None,
+        lambda advance: evaluate_bird(
+            questions, predictions, db_dir, timeout=timeout, workers=workers
+        ),
+    )
+    _finish(results, output, "BIRD execution match")
+
+
+def main() -> None:
+    app()

@@ -1,0 +1,117 @@
+"""Summaries of scored instances: overall, by difficulty, by engine, and the errors behind them."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from rich.console import Console
+from rich.table import Table
+
+from querybench.evaluation.record import InstanceResult
+from querybench.evaluation.verdict import MISSING_PREDICTION
+
+DIFFICULTY_ORDER = ["easy", "medium", "hard", "extra", "simple", "moderate", "challenging"]
+
+
+@dataclass(frozen=True)
+class Group:
+    name: str
+    n: int
+    score: float
+    official: float | None
+    strict: float | None
+
+
+def _mean(values: Sequence[float]) -> float:
+    return sum(values) / len(values) if values else 0.0
+
+
+def _group(name: str, results: Sequence[InstanceResult]) -> Group:
+    both = bool(results) and all(r.official_score is not None for r in results)
+    return Group(
+        name=name,
+        n=len(results),
+        score=_mean([r.score for r in results]),
+        official=_mean([r.official_score or 0.0 for r in results]) if both else None,
+        strict=_mean([r.strict_score or 0.0 for r in results]) if both else None,
+    )
+
+
+def _grouped(
+    results: Sequence[InstanceResult], key: Callable[[InstanceResult], str | None]
+) -> list[Group]:
+    buckets: dict[str, list[InstanceResult]] = {}
+    for r in results:
+        buckets.setdefault(key(r) or "unknown", []).append(r)
+
+    def order(name: str) -> tuple[int, str]:
+        rank = DIFFICULTY_ORDER.index(name) if name in DIFFICULTY_ORDER else len(DIFFICULTY_ORDER)
+        return rank, name
+
+    return [_group(name, buckets[name]) for name in sorted(buckets, key=order)]
+
+
+@dataclass(frozen=True)
+class Summary:
+    overall: Group
+    submitted: Group
+    by_difficulty: list[Group]
+    by_engine: list[Group]
+    errors: list[tuple[str, int]]
+    metrics: dict[str, float]
+
+
+def summarise(results: Sequence[InstanceResult]) -> Summary:
+    submitted = [r for r in results if r.error != MISSING_PREDICTION]
+    errors = Counter(r.error for r in results if r.error)
+    metric_names = sorted({m for r in results for m in r.metrics})
+    return Summary(
+        overall=_group("all tasks", results),
+        submitted=_group("submitted", submitted),
+        by_difficulty=_grouped(results, lambda r: r.difficulty),
+        by_engine=_grouped(results, lambda r: r.engine),
+        errors=errors.most_common(),
+        metrics={m: _mean([r.metrics.get(m, 0.0) for r in results]) for m in metric_names},
+    )
+
+
+def _pct(value: float | None) -> str:
+    return "" if value is None else f"{100 * value:.2f}"
+
+
+def print_summary(summary: Summary, console: Console, title: str) -> None:
+    show_both = summary.overall.official is not None
+    table = Table(title=title)
+    table.add_column("group")
+    table.add_column("n", justify="right")
+    table.add_column("score %", justify="right")
+    if show_both:
+        table.add_column("official %", justify="right")
+        table.add_column("strict %", justify="right")
+    sections = [
+        [summary.overall, summary.submitted],
+        summary.by_difficulty if len(summary.by_difficulty) > 1 else [],
+        summary.by_engine if len(summary.by_engine) > 1 else [],
+    ]
+    for section in sections:
+        for g in section:
+            cells = [g.name, str(g.n), _pct(g.score)]
+            if show_both:
+                cells += [_pct(g.official), _pct(g.strict)]
+            table.add_row(*cells)
+        if section:
+            table.add_section()
+    console.print(table)
+    if summary.metrics:
+        console.print(
+            "metrics: " + ", ".join(f"{k} {100 * v:.2f}%" for k, v in summary.metrics.items())
+        )
+    if summary.errors:
+        errors = Table(title="errors")
+        errors.add_column("error")
+        errors.add_column("count", justify="right")
+        for code, count in summary.errors:
+            errors.add_row(code, str(count))
+        console.print(errors)
