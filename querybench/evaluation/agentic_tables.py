@@ -1,0 +1,378 @@
+"""Spider 2.0 agentic / DBT answers given as tables: `table_match`, `tables_match`, `duckdb_match`.
+
+Each official function reproduces the verdict of the official `eval_utils` together with the
+driver around it (`evaluate.py` turns an exception while scoring a file answer into 0): a
+prediction that cannot be read is `bad_prediction_file`, a gold or config that cannot be used is
+`gold_error`, anything else that does not match is `wrong_result`. The `strict_*` counterparts take
+the same inputs, compare with `strict_compare` and reject ambiguous configs (see each docstring).
+DuckDB files are only ever opened with `read_only=True`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import duckdb
+import pandas as pd
+
+from querybench.evaluation.agentic_compare import (
+    OFFICIAL_TOLERANCE,
+    official_compare,
+    strict_columns,
+    strict_compare,
+)
+from querybench.evaluation.verdict import BAD_PREDICTION_FILE, GOLD_ERROR, WRONG_RESULT, Verdict
+
+PathLike = str | os.PathLike[str]
+
+
+class _Problem(Exception):
+    """Stops scoring with a verdict of its `code`."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+    def verdict(self) -> Verdict:
+        return Verdict.fail(self.code, str(self))
+
+
+def _scored(body: Callable[[], Verdict]) -> Verdict:
+    try:
+        return body()
+    except _Problem as problem:
+        return problem.verdict()
+
+
+def _read_csv(path: PathLike, code: str, *, low_memory: bool = False) -> pd.DataFrame:
+    try:
+        return pd.read_csv(path, low_memory=low_memory)
+    except Exception as exc:  # the official driver treats any read failure alike
+        raise _Problem(code, f"cannot read {os.fspath(path)!r}: {exc}") from None
+
+
+def _official(
+    pred: pd.DataFrame, gold: pd.DataFrame, cols: Any, ignore_order: Any, tolerance: float
+) -> str | None:
+    try:
+        return official_compare(pred, gold, cols, ignore_order, tolerance=tolerance)
+    except Exception as exc:  # `iloc` rejected condition_cols
+        raise _Problem(GOLD_ERROR, f"bad condition_cols {cols!r}: {exc}") from None
+
+
+# --------------------------------------------------------------------------- table_match
+
+
+def table_match(
+    result: PathLike,
+    gold: PathLike | Sequence[PathLike],
+    condition_cols: Any = (),
+    ignore_order: Any = False,
+    *,
+    tolerance: float = OFFICIAL_TOLERANCE,
+) -> Verdict:
+    """Official `table_match`: a result CSV against one gold CSV, or against any of several.
+
+    Both sides are read with `pd.read_csv(low_memory=False)` and compared by `official_compare`.
+    With several gold CSVs, `condition_cols` of `[]`, `[[]]`, `[None]` or `None` means all
+    columns of each, otherwise entry `i` belongs to gold `i` (a flat `[0, 3]` gives gold `i`
+    the single int `condition_cols[i]`); `ignore_order` is not split per gold: the whole value is
+    used for its truthiness, so `[false, false]` ignores the order.
+    """
+
+    def body() -> Verdict:
+        pred = _read_csv(result, BAD_PREDICTION_FILE)
+        if isinstance(gold, str | os.PathLike):
+            frame = _read_csv(gold, GOLD_ERROR)
+            reason = _official(pred, frame, condition_cols, ignore_order, tolerance)
+            return Verdict.ok() if reason is None else Verdict.fail(WRONG_RESULT, reason)
+        if not isinstance(gold, list | tuple):
+            raise _Problem(GOLD_ERROR, f"table_match gold must be a path or a list, not {gold!r}")
+        frames = [_read_csv(path, GOLD_ERROR) for path in gold]
+        cols: Any = condition_cols
+        if cols in ([], [[]], [None], None, ()):
+            cols = [[] for _ in frames]
+        reasons = []
+        for index, frame in enumerate(frames):
+            try:
+                selected = cols[index]
+            except (IndexError, TypeError, KeyError):
+                raise _Problem(GOLD_ERROR, f"no condition_cols for gold {index}") from None
+            reason = _official(pred, frame, selected, ignore_order, tolerance)
+            if reason is None:
+                return Verdict.ok()
+            reasons.append(reason)
+        return Verdict.fail(WRONG_RESULT, _any_of(reasons))
+
+    return _scored(body)
+
+
+def _any_of(reasons: Sequence[str]) -> str:
+    if len(reasons) == 1:
+        return reasons[0]
+    return f"matches none of {len(reasons)} gold tables (first: {reasons[0]})"
+
+
+def _strict_select(frame: pd.DataFrame, cols: Any) -> tuple[list[list[object]], list[str]]:
+    """Gold columns named by `cols` (None or [] = all), each once, with their labels."""
+    if cols is None or cols == []:
+        indexes = list(range(frame.shape[1]))
+    elif isinstance(cols, list | tuple) and all(
+        isinstance(c, int) and not isinstance(c, bool) for c in cols
+    ):
+        indexes = list(dict.fromkeys(cols))
+        width = frame.shape[1]
+        if any(not -width <= c < width for c in indexes):
+            raise _Problem(GOLD_ERROR, f"condition_cols {cols!r} out of range for {width} columns")
+        indexes = list(dict.fromkeys(c % width for c in indexes))
+    else:
+        raise _Problem(GOLD_ERROR, f"condition_cols must be a list of column indexes: {cols!r}")
+    if not indexes:
+        raise _Problem(GOLD_ERROR, "gold table has no columns")
+    picked = frame.iloc[:, indexes]
+    names = [f"{i} ({frame.columns[i]!s})" for i in indexes]
+    return strict_columns(picked), names
+
+
+def _strict_table(
+    pred: pd.DataFrame, gold: pd.DataFrame, cols: Any, ignore_order: Any, tolerance: float
+) -> str | None:
+    if not isinstance(ignore_order, bool):
+        raise _Problem(GOLD_ERROR, f"ignore_order must be true or false, not {ignore_order!r}")
+    columns, names = _strict_select(gold, cols)
+    return strict_compare(
+        strict_columns(pred), columns, ignore_order, gold_names=names, tolerance=tolerance
+    )
+
+
+def _per_table(value: Any, count: int, default: Any, what: str) -> list[Any]:
+    """A per-gold-table parameter: None → default for each, else a list of exactly `count`."""
+    if value is None:
+        return [default] * count
+    if not isinstance(value, list | tuple) or len(value) != count:
+        raise _Problem(GOLD_ERROR, f"{what} must list one entry per gold table: {value!r}")
+    return list(value)
+
+
+def strict_table_match(
+    result: PathLike,
+    gold: PathLike | Sequence[PathLike],
+    condition_cols: Any = (),
+    ignore_order: Any = False,
+    *,
+    tolerance: float = OFFICIAL_TOLERANCE,
+) -> Verdict:
+    """`table_match` compared with `strict_compare`; same inputs.
+
+    Config flaws fixed: with several gold CSVs a list `ignore_order` is split per gold (officially
+    `[false, false]` ignores the order because the list is truthy), `condition_cols` must list
+    one entry per gold (a flat `[0, 3]` officially makes every comparison fail), and a column
+    named twice in `condition_cols` is required once. Bad configs are `gold_error`.
+    """
+
+    def body() -> Verdict:
+        pred = _read_csv(result, BAD_PREDICTION_FILE)
+        if isinstance(gold, str | os.PathLike):
+            frame = _read_csv(gold, GOLD_ERROR)
+            cols = None if condition_cols == () else condition_cols
+            reason = _strict_table(pred, frame, cols, ignore_order, tolerance)
+            return Verdict.ok() if reason is None else Verdict.fail(WRONG_RESULT, reason)
+        if not isinstance(gold, list | tuple) or not gold:
+            raise _Problem(GOLD_ERROR, f"table_match gold must be a path or a list, not {gold!r}")
+        frames = [_read_csv(path, GOLD_ERROR) for path in gold]
+        all_cols = condition_cols in ([], [[]], [None], None, ())
+        cols = (
+            [None] * len(frames)
+            if all_cols
+            else _per_table(condition_cols, len(frames), None, "condition_cols")
+        )
+        orders = (
+            [ignore_order] * len(frames)
+            if isinstance(ignore_order, bool)
+            else _per_table(ignore_order, len(frames), False, "ignore_order")
+        )
+        reasons = []
+        for frame, selected, order in zip(frames, cols, orders, strict=True):
+            reason = _strict_table(pred, frame, selected, order, tolerance)
+            if reason is None:
+                return Verdict.ok()
+            reasons.append(reason)
+        return Verdict.fail(WRONG_RESULT, _any_of(reasons))
+
+    return _scored(body)
+
+
+# --------------------------------------------------------------------------- tables_match
+
+
+def tables_match(
+    result: Sequence[PathLike],
+    gold: Sequence[PathLike],
+    condition_cols: Any = None,
+    ignore_orders: Any = None,
+    *,
+    tolerance: float = OFFICIAL_TOLERANCE,
+) -> Verdict:
+    """Official `tables_match`: result CSV `i` against gold CSV `i`, all of them must match.
+
+    CSVs are read with `pd.read_csv()` defaults (unlike `table_match`, `low_memory` stays on);
+    `ignore_orders` defaults to false and `condition_cols` to all columns for every table.
+    """
+    return _scored(lambda: _tables(result, gold, condition_cols, ignore_orders, tolerance, False))
+
+
+def strict_tables_match(
+    result: Sequence[PathLike],
+    gold: Sequence[PathLike],
+    condition_cols: Any = None,
+    ignore_orders: Any = None,
+    *,
+    tolerance: float = OFFICIAL_TOLERANCE,
+) -> Verdict:
+    """`tables_match` compared with `strict_compare`; same inputs, configs checked strictly."""
+    return _scored(lambda: _tables(result, gold, condition_cols, ignore_orders, tolerance, True))
+
+
+def _tables(
+    result: Sequence[PathLike],
+    gold: Sequence[PathLike],
+    condition_cols: Any,
+    ignore_orders: Any,
+    tolerance: float,
+    strict: bool,
+) -> Verdict:
+    if isinstance(gold, str | os.PathLike) or isinstance(result, str | os.PathLike):
+        raise _Problem(GOLD_ERROR, "tables_match takes lists of CSV paths")
+    golds = [_read_csv(path, GOLD_ERROR, low_memory=True) for path in gold]
+    preds = [_read_csv(path, BAD_PREDICTION_FILE, low_memory=True) for path in result]
+    if len(preds) != len(golds):
+        return Verdict.fail(WRONG_RESULT, f"{len(preds)} result files for {len(golds)} gold ones")
+    orders = _per_table(ignore_orders, len(golds), False, "ignore_orders")
+    cols = _per_table(condition_cols, len(golds), [], "condition_cols")
+    for index, (pred, frame) in enumerate(zip(preds, golds, strict=True)):
+        if strict:
+            reason = _strict_table(pred, frame, cols[index], orders[index], tolerance)
+        else:
+            reason = _official(pred, frame, cols[index], orders[index], tolerance)
+        if reason is not None:
+            return Verdict.fail(WRONG_RESULT, f"table {index}: {reason}")
+    return Verdict.ok()
+
+
+# --------------------------------------------------------------------------- duckdb_match
+
+
+def _quoted(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _read_duckdb(
+    path: PathLike, names: Sequence[str] | None, *, code: str, quote: bool
+) -> tuple[list[str], list[pd.DataFrame]]:
+    """Tables of a DuckDB file (all of `SHOW TABLES` when `names` is None), read-only."""
+    try:
+        con = duckdb.connect(os.fspath(path), read_only=True)
+    except Exception as exc:
+        raise _Problem(code, f"cannot open {os.fspath(path)!r}: {exc}") from None
+    try:
+        with contextlib.suppress(duckdb.Error):
+            # A missing table must not resolve to a pandas variable of the caller.
+            con.execute("SET python_enable_replacements = false")
+        if names is None:
+            names = [str(row[0]) for row in con.execute("SHOW TABLES").fetchall()]
+        frames = []
+        for name in names:
+            # The official pastes the name unquoted; the strict reader quotes it.
+            sql = f"SELECT * FROM {_quoted(name) if quote else name}"
+            try:
+                frames.append(con.execute(sql).fetchdf())
+            except Exception as exc:
+                missing = code if code == GOLD_ERROR else WRONG_RESULT
+                raise _Problem(missing, f"cannot read table {name!r}: {exc}") from None
+        return list(names), frames
+    finally:
+        con.close()
+
+
+def _table_names(condition_tabs: Any) -> list[str] | None:
+    if condition_tabs is None:
+        return None
+    if not isinstance(condition_tabs, list | tuple) or not all(
+        isinstance(t, str) for t in condition_tabs
+    ):
+        raise _Problem(GOLD_ERROR, f"condition_tabs must be a list of names: {condition_tabs!r}")
+    return list(condition_tabs)
+
+
+def duckdb_match(
+    result: PathLike,
+    gold: PathLike,
+    condition_tabs: Any = None,
+    condition_cols: Any = None,
+    ignore_orders: Any = None,
+    *,
+    tolerance: float = OFFICIAL_TOLERANCE,
+) -> Verdict:
+    """Official `duckdb_match`: tables of a result DuckDB file against a gold DuckDB file.
+
+    `condition_tabs` names the tables (default: the gold's `SHOW TABLES`); each is read with
+    `SELECT * FROM <name>` (unquoted) and `fetchdf()`, and compared by `official_compare` with
+    its entry of `condition_cols` (default: all columns) and `ignore_orders` (default: false).
+    Reproduced as is: an empty `condition_tabs` passes without opening the result at all, and a
+    gold file without tables passes anything.
+    """
+
+    def body() -> Verdict:
+        wanted = _table_names(condition_tabs)
+        names, golds = _read_duckdb(gold, wanted, code=GOLD_ERROR, quote=False)
+        if not names:
+            return Verdict.ok()
+        _, preds = _read_duckdb(result, names, code=BAD_PREDICTION_FILE, quote=False)
+        orders = _per_table(ignore_orders, len(golds), False, "ignore_orders")
+        cols = _per_table(condition_cols, len(golds), [], "condition_cols")
+        for index, name in enumerate(names):
+            reason = _official(preds[index], golds[index], cols[index], orders[index], tolerance)
+            if reason is not None:
+                return Verdict.fail(WRONG_RESULT, f"table {name}: {reason}")
+        return Verdict.ok()
+
+    return _scored(body)
+
+
+def strict_duckdb_match(
+    result: PathLike,
+    gold: PathLike,
+    condition_tabs: Any = None,
+    condition_cols: Any = None,
+    ignore_orders: Any = None,
+    *,
+    tolerance: float = OFFICIAL_TOLERANCE,
+) -> Verdict:
+    """`duckdb_match` compared with `strict_compare`; same inputs.
+
+    Also fixed: no tables to compare (an empty `condition_tabs`, or a gold file without tables)
+    is a `gold_error` instead of a pass, table names are quoted (officially a name that is a
+    reserved word, such as `order`, cannot be read even from the gold), and `ignore_orders`
+    entries must be booleans.
+    """
+
+    def body() -> Verdict:
+        wanted = _table_names(condition_tabs)
+        names, golds = _read_duckdb(gold, wanted, code=GOLD_ERROR, quote=True)
+        if not names:
+            raise _Problem(GOLD_ERROR, "no tables to compare")
+        _, preds = _read_duckdb(result, names, code=BAD_PREDICTION_FILE, quote=True)
+        orders = _per_table(ignore_orders, len(golds), False, "ignore_orders")
+        cols = _per_table(condition_cols, len(golds), None, "condition_cols")
+        for index, name in enumerate(names):
+            reason = _strict_table(
+                preds[index], golds[index], cols[index], orders[index], tolerance
+            )
+            if reason is not None:
+                return Verdict.fail(WRONG_RESULT, f"table {name}: {reason}")
+        return Verdict.ok()
+
+    return _scored(body)
