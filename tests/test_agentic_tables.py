@@ -226,16 +226,6 @@ def test_duckdb_match_same_file_for_both(tmp_path: Path) -> None:
     assert strict_duckdb_match(str(gold), str(gold)).passed
 
 
-def test_duckdb_match_ignores_caller_dataframes(tmp_path: Path) -> None:
-    import pandas as pd
-
-    gold = build(tmp_path / "gold.duckdb", "create table nope(a int); insert into nope values (1);")
-    result = build(tmp_path / "result.duckdb", "create table other(a int);")
-    nope = pd.DataFrame({"a": [1]})  # DuckDB would otherwise find this by name
-    assert len(nope) == 1
-    assert outcome(duckdb_match(result, gold)) == 0
-
-
 def test_duckdb_match_reason(tmp_path: Path) -> None:
     gold = build(tmp_path / "gold.duckdb", GOLD_SQL)
     result = build(tmp_path / "result.duckdb", "create table mrr(id int);")

@@ -150,7 +150,7 @@ def _normalise(cell: Any) -> object:
     if isinstance(cell, np.ndarray | list | tuple):
         return tuple(_normalise(item) for item in cell)
     if isinstance(cell, dict):
-        items = sorted((str(key), _normalise(value)) for key, value in cell.items())
+        items = sorted(((str(k), _normalise(v)) for k, v in cell.items()), key=lambda kv: kv[0])
         return _Struct(tuple(items))
     try:
         if bool(pd.isna(cell)):
@@ -198,7 +198,7 @@ def _sort_key(cell: object, tolerance: float) -> tuple[Any, ...]:
         return (3, tuple(_sort_key(item, tolerance) for item in cell))
     if isinstance(cell, _Struct):
         return (4, tuple((k, _sort_key(v, tolerance)) for k, v in cell.fields))
-    return (5, type(cell).__name__, str(cell))
+    return (5, str(cell))  # timestamps and the like: equal values print alike
 
 
 def _vectors_equal(gold: Sequence[object], pred: Sequence[object], tolerance: float) -> bool:
@@ -224,18 +224,18 @@ def strict_compare(
     * with `ignore_order` the official sorts every column on its own, so rows are never
       compared: gold rows (a, 1), (b, 2) match predicted rows (a, 2), (b, 1). Strict compares
       the rows as a multiset;
-    * one predicted column may serve several gold columns, so a prediction that repeats a
-      column once can stand in for two different-named gold columns with equal values only by
-      accident, and one holding a single column passes a gold with two equal columns. Strict
-      pairs gold columns with distinct predicted columns;
+    * one predicted column may serve several gold columns, so a prediction with a single column
+      passes a gold that holds two equal columns. Strict pairs gold columns with distinct
+      predicted columns;
     * the official order sorts numbers as strings, so values within tolerance on either side of
       a digit boundary (9.999 and 10.0) end up in different places and fail. Strict sorts
       numbers numerically;
     * list / array cells (DuckDB LIST columns) never match officially (`pd.isna` on an array
       raises, which counts as a mismatch); strict compares them element-wise;
     * the official shared-dtype cast turns ints into floats next to a float column (harmless)
-      and, with pandas' nanosecond datetimes, timestamps into integers when a selection holds
-      only timestamp columns. Strict reads each column on its own.
+      and nanosecond timestamps (DuckDB TIMESTAMP_NS, pandas datetime64[ns]) into integers when
+      the gold selection holds only such columns, so they never equal the predicted
+      `Timestamp`s. Strict reads each column on its own.
 
     Limitation: rows are paired by sorting on tolerance-quantised values, so two rows whose
     numbers differ by less than the tolerance but fall on either side of a quantum boundary can
