@@ -1,0 +1,211 @@
+"""DuckDB, opened read-only with external access, extensions and spilling switched off and locked.
+
+Only a single SELECT runs (DuckDB's own parser decides, so there is no second tokenizer to
+disagree with it); file access from SQL (`read_csv`, `COPY`, `ATTACH`, `INSTALL`) is refused by
+`enable_external_access = false`; `lock_configuration` keeps all of it from being `SET` back.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pyarrow as pa
+
+from querybench.engines.base import Column, Result, Table
+from querybench.errors import EngineError, QueryRefused, QueryTimeout, ResultTooLarge
+
+_FETCH_CHUNK = 10_000
+
+
+class DuckDBEngine:
+    """A read-only connection to one DuckDB file.
+
+    DuckDB shares one database instance per file within a process, so every engine on the same
+    file must use the same `memory_limit` and `threads`.
+    """
+
+    dialect = "duckdb"
+
+    def __init__(
+        self, path: str | Path, *, memory_limit: str = "4GB", threads: int | None = None
+    ) -> None:
+        self.path = Path(path)
+        if not self.path.is_file():
+            raise EngineError(f"database file not found: {self.path}")
+        config: dict[str, str | bool | int | float | list[str]] = {
+            "enable_external_access": False,
+            "autoload_known_extensions": False,
+            "autoinstall_known_extensions": False,
+            "allow_community_extensions": False,
+            "allow_unsigned_extensions": False,
+            "allow_persistent_secrets": False,
+            # An empty temp_directory means nothing spills to disk: past memory_limit a query
+            # fails with an out-of-memory error instead.
+            "temp_directory": "",
+            "memory_limit": memory_limit,
+        }
+        if threads is not None:
+            config["threads"] = threads
+        config["lock_configuration"] = True  # last, after everything it locks
+        try:
+            self._conn = duckdb.connect(str(self.path), read_only=True, config=config)
+        except duckdb.Error as exc:
+            raise EngineError(f"cannot open {self.path}: {exc}") from exc
+        self._lock = threading.Lock()
+
+    def __enter__(self) -> DuckDBEngine:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+
+    def tables(self) -> list[Table]:
+        """Tables and views; `schema` is None for DuckDB's default schema `main`."""
+        with self._lock:
+            try:
+                rows = self._conn.execute(
+                    "SELECT schema_name, table_name, column_name, data_type FROM duckdb_columns()"
+                    " WHERE database_name = current_database() AND NOT internal"
+                    " ORDER BY schema_name, table_name, column_index"
+                ).fetchall()
+            except duckdb.Error as exc:
+                raise EngineError(f"cannot read the schema of {self.path}: {exc}") from exc
+        columns: dict[tuple[str, str], list[Column]] = {}
+        for schema, table, column, type_ in rows:
+            columns.setdefault((schema, table), []).append(Column(column, type_))
+        return [
+            Table(table, tuple(cols), None if schema == "main" else schema)
+            for (schema, table), cols in columns.items()
+        ]
+
+    def sample_rows(self, table: str, n: int = 3, *, timeout: float | None = 10.0) -> Result:
+        """`table` as `Table.name`, or `schema.name` for a table outside `main`."""
+        known = {(t.schema, t.name) for t in self.tables()}
+        schema, _, name = table.partition(".")
+        if (None, table) not in known and (schema, name) in known:
+            qualified = f"{_quote(schema)}.{_quote(name)}"
+        else:
+            qualified = _quote(table)
+        return self.execute(f"SELECT * FROM {qualified} LIMIT {int(n)}", timeout=timeout)
+
+    def execute(
+        self, sql: str, *, timeout: float | None = None, max_rows: int | None = None
+    ) -> Result:
+        with self._lock:
+            self._check_single_select(sql)
+            start = time.monotonic()
+            with _Watchdog(self._conn, timeout) as watchdog:
+                try:
+                    self._conn.execute(sql)
+                    columns = tuple(d[0] for d in self._conn.description or ())
+                    rows = self._fetch_rows(max_rows)
+                except ResultTooLarge:
+                    raise
+                except Exception as exc:
+                    raise _engine_error(exc, watchdog) from exc
+        return Result(columns, rows, elapsed_s=time.monotonic() - start)
+
+    def execute_arrow(
+        self, sql: str, *, timeout: float | None = None, max_rows: int | None = None
+    ) -> pa.Table:
+        """The result as an Arrow table, streamed in batches without Python values per cell."""
+        with self._lock:
+            self._check_single_select(sql)
+            with _Watchdog(self._conn, timeout) as watchdog:
+                try:
+                    relation = self._conn.sql(sql)
+                    if relation is None:
+                        raise EngineError("the statement returned no result")
+                    reader = relation.to_arrow_reader(_FETCH_CHUNK)
+                    batches: list[pa.RecordBatch] = []
+                    total = 0
+                    for batch in reader:
+                        batches.append(batch)
+                        total += batch.num_rows
+                        if max_rows is not None and total > max_rows:
+                            raise ResultTooLarge(f"the result has more than {max_rows} rows")
+                    return pa.Table.from_batches(batches, schema=reader.schema)
+                except EngineError:
+                    raise
+                except Exception as exc:
+                    raise _engine_error(exc, watchdog) from exc
+
+    def _fetch_rows(self, max_rows: int | None) -> list[tuple[Any, ...]]:
+        rows: list[tuple[Any, ...]] = []
+        while True:
+            size = _FETCH_CHUNK
+            if max_rows is not None:
+                size = min(size, max_rows + 1 - len(rows))
+            chunk = self._conn.fetchmany(size)
+            if not chunk:
+                return rows
+            rows.extend(chunk)
+            if max_rows is not None and len(rows) > max_rows:
+                raise ResultTooLarge(f"the result has more than {max_rows} rows")
+
+    def _check_single_select(self, sql: str) -> None:
+        try:
+            statements = self._conn.extract_statements(sql)
+        except duckdb.Error as exc:
+            raise EngineError(str(exc)) from exc
+        if not statements:
+            raise EngineError("empty statement")
+        if len(statements) > 1:
+            raise QueryRefused("only one statement per query is allowed")
+        kind = statements[0].type
+        if kind != duckdb.StatementType.SELECT:
+            raise QueryRefused(f"{kind.name} statements are not allowed (read-only, SELECT only)")
+
+
+class _Watchdog:
+    """Interrupts the connection once `timeout` seconds pass, unless the query finished first."""
+
+    def __init__(self, conn: duckdb.DuckDBPyConnection, timeout: float | None) -> None:
+        self._conn = conn
+        self._lock = threading.Lock()
+        self._running = True
+        self.fired = False
+        self.timeout = timeout
+        self._timer = None if timeout is None else threading.Timer(timeout, self._fire)
+
+    def __enter__(self) -> _Watchdog:
+        if self._timer is not None:
+            self._timer.daemon = True
+            self._timer.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        # Under the lock, so the timer can never interrupt a later query on this connection.
+        with self._lock:
+            self._running = False
+        if self._timer is not None:
+            self._timer.cancel()
+
+    def _fire(self) -> None:
+        with self._lock:
+            if self._running:
+                self.fired = True
+                self._conn.interrupt()
+
+
+def _engine_error(exc: Exception, watchdog: _Watchdog) -> EngineError:
+    message = str(exc)
+    if watchdog.fired and (isinstance(exc, duckdb.InterruptException) or "INTERRUPT" in message):
+        return QueryTimeout(f"the query ran past its {watchdog.timeout}s timeout and was stopped")
+    if isinstance(exc, duckdb.PermissionException) or "configuration has been locked" in message:
+        return QueryRefused(f"refused: {message}")
+    if isinstance(exc, duckdb.Error):
+        return EngineError(message)
+    return EngineError(f"{type(exc).__name__}: {message}")
+
+
+def _quote(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
