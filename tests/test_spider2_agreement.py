@@ -42,7 +42,11 @@ def _agreement(benchmark: str, eval_name: str, n_instances: int, seed: int, tmp:
         ours = {r.instance_id: r for r in evaluate_spider2(benchmark, pred_dir, gold_dir)}  # type: ignore[arg-type]
         for iid, _ in chosen:
             expected = score_instance(
-                str(pred_dir / f"{iid}.csv"), str(gold_dir / "exec_result"), iid, specs[iid], variant
+                str(pred_dir / f"{iid}.csv"),
+                str(gold_dir / "exec_result"),
+                iid,
+                specs[iid],
+                variant,
             )
             assert ours[iid].official_score == expected, (name, iid, ours[iid])
             checked += 1

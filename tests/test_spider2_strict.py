@@ -18,7 +18,9 @@ def frame(text: str) -> pd.DataFrame:
 
 
 def strict(pred: str, gold: str, ignore_order: bool) -> bool:
-    return strict_table_match(strict_columns(frame(pred)), strict_columns(frame(gold)), ignore_order)
+    return strict_table_match(
+        strict_columns(frame(pred)), strict_columns(frame(gold)), ignore_order
+    )
 
 
 # (pred, gold, ignore_order, strict expected, official expected)
@@ -40,15 +42,18 @@ CASES = [
 
 
 @pytest.mark.parametrize(("pred", "gold", "ignore_order", "expected", "_official"), CASES)
-def test_strict_cases(pred: str, gold: str, ignore_order: bool, expected: bool,
-                      _official: Any) -> None:
+def test_strict_cases(
+    pred: str, gold: str, ignore_order: bool, expected: bool, _official: Any
+) -> None:
     assert strict(pred, gold, ignore_order) is expected
 
 
-@pytest.mark.parametrize(("pred", "gold", "ignore_order", "_strict", "expected"),
-                         [c for c in CASES if c[4] is not None])
-def test_official_side_by_side(pred: str, gold: str, ignore_order: bool, _strict: bool,
-                               expected: bool) -> None:
+@pytest.mark.parametrize(
+    ("pred", "gold", "ignore_order", "_strict", "expected"), [c for c in CASES if c[4] is not None]
+)
+def test_official_side_by_side(
+    pred: str, gold: str, ignore_order: bool, _strict: bool, expected: bool
+) -> None:
     spec = EvalSpec("x", [], ignore_order)
     verdicts = score_frame(frame(pred), [frame(gold)], True, spec, "lite")
     assert verdicts.official.passed is expected

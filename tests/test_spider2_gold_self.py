@@ -1,0 +1,54 @@
+"""Every Spider 2.0 gold CSV, scored as the prediction of its own instance, passes both scorings."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from querybench.evaluation.result_csv import read_result_csv
+from querybench.evaluation.spider2 import score_frame, strict_condition_cols, variant_of
+from querybench.evaluation.spider2_eval import evaluate_spider2
+from querybench.evaluation.spider2_gold import Benchmark, Spider2Gold
+from tests.conftest import require_data
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("benchmark", ["spider2-lite", "spider2-snow"])
+def test_every_gold_file_scores_one_against_itself(benchmark: Benchmark) -> None:
+    gold = Spider2Gold(require_data("spider2", benchmark, "evaluation_suite", "gold"), benchmark)
+    failures = []
+    checked = 0
+    for iid, spec in sorted(gold.specs.items()):
+        golds, single = gold.load_results(iid)
+        per_alt = strict_condition_cols(spec.condition_cols, len(golds))
+        for i, path in enumerate(golds.paths):
+            frame = read_result_csv(path)
+            verdicts = score_frame(frame, golds, single, spec, variant_of(benchmark))
+            checked += 1
+            if verdicts.official.passed and verdicts.strict.passed:
+                continue
+            # Only a gold whose own condition_cols do not fit it (an incomplete gold) may fail.
+            cols = per_alt[i] or []
+            if not any(c >= frame.shape[1] for c in cols):
+                failures.append((path.name, verdicts))
+    assert checked > 1500
+    assert failures == []
+
+
+@pytest.mark.slow
+def test_official_sample_submissions_score_without_errors() -> None:
+    for benchmark in ("spider2-lite", "spider2-snow"):
+        root = require_data("spider2", benchmark, "evaluation_suite")
+        results = evaluate_spider2(benchmark, root / "example_submission_folder_csv", root / "gold")  # type: ignore[arg-type]
+        assert len(results) == 547
+        submitted = [r for r in results if r.error != "missing_prediction"]
+        assert submitted
+        assert {r.error for r in submitted} <= {None, "wrong_result"}
+
+
+def test_missing_prediction_folder_is_a_clear_error(tmp_path: Path) -> None:
+    from querybench.errors import DataError
+
+    with pytest.raises(DataError, match="predictions folder not found"):
+        evaluate_spider2("spider2-lite", tmp_path / "nope", tmp_path)
