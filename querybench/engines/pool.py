@@ -1,0 +1,157 @@
+"""A bounded pool of worker threads running read-only queries, each timed from its own pickup.
+
+Threads suffice: sqlite3 and duckdb release the GIL while a statement runs. Every worker keeps
+its own connection per database (reused across jobs, least recently used closed first), so no
+connection is ever shared between threads.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Iterable, Iterator
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass
+from pathlib import Path
+
+from querybench.engines import Engine, connect
+from querybench.engines.base import Result
+from querybench.errors import EngineError
+
+
+@dataclass(frozen=True)
+class QueryJob:
+    key: str  # the caller's id, e.g. an instance_id
+    database: str | Path  # anything connect() accepts
+    sql: str
+
+
+@dataclass(frozen=True)
+class QueryOutcome:
+    """Exactly one of `result` and `error` is set."""
+
+    key: str
+    result: Result | None
+    error: EngineError | None
+
+    def __post_init__(self) -> None:
+        if (self.result is None) == (self.error is None):
+            raise ValueError("a QueryOutcome needs exactly one of result and error")
+
+
+class QueryPool:
+    """Runs jobs on `workers` threads; `run` yields outcomes in completion order.
+
+    A job's `timeout` starts when a worker picks it up, so queued jobs are not charged for
+    waiting. A job that fails (bad SQL, refused, timeout, missing database, even a bug) yields
+    an outcome with its error; it never stops the other jobs.
+    """
+
+    def __init__(
+        self,
+        workers: int = 4,
+        timeout: float | None = 30.0,
+        max_rows: int | None = 1_000_000,
+        *,
+        open_per_worker: int = 8,
+    ) -> None:
+        if workers < 1:
+            raise ValueError("workers must be at least 1")
+        self.workers = workers
+        self.timeout = timeout
+        self.max_rows = max_rows
+        self._open_per_worker = max(1, open_per_worker)
+        self._executor = ThreadPoolExecutor(workers, thread_name_prefix="querybench-query")
+        self._local = threading.local()
+        self._all_open: set[Engine] = set()
+        self._all_open_lock = threading.Lock()
+
+    def __enter__(self) -> QueryPool:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def run(self, jobs: Iterable[QueryJob]) -> Iterator[QueryOutcome]:
+        """Outcomes as jobs finish; `jobs` is read lazily, a few ahead of the workers."""
+        in_flight: set[Future[QueryOutcome]] = set()
+        try:
+            for job in jobs:
+                in_flight.add(self._executor.submit(self._run_job, job))
+                if len(in_flight) >= 2 * self.workers:
+                    done, in_flight = wait(in_flight, return_when=FIRST_COMPLETED)
+                    yield from (future.result() for future in done)
+            while in_flight:
+                done, in_flight = wait(in_flight, return_when=FIRST_COMPLETED)
+                yield from (future.result() for future in done)
+        finally:
+            for future in in_flight:  # the caller stopped early
+                future.cancel()
+
+    def close(self) -> None:
+        self._executor.shutdown(wait=True, cancel_futures=True)
+        with self._all_open_lock:
+            engines, self._all_open = self._all_open, set()
+        for engine in engines:
+            engine.close()
+
+    def _run_job(self, job: QueryJob) -> QueryOutcome:
+        try:
+            engine = self._engine_for(job.database)
+            result = engine.execute(job.sql, timeout=self.timeout, max_rows=self.max_rows)
+            return QueryOutcome(job.key, result, None)
+        except EngineError as exc:
+            return QueryOutcome(job.key, None, exc)
+        except Exception as exc:  # a bug in one job must not take the others down
+            return QueryOutcome(job.key, None, _unexpected(exc))
+
+    def _engine_for(self, database: str | Path) -> Engine:
+        engines: OrderedDict[str, Engine] | None = getattr(self._local, "engines", None)
+        if engines is None:
+            engines = self._local.engines = OrderedDict()
+        name = str(database)
+        engine = engines.get(name)
+        if engine is not None:
+            engines.move_to_end(name)
+            return engine
+        engine = connect(database)
+        engines[name] = engine
+        with self._all_open_lock:
+            self._all_open.add(engine)
+        if len(engines) > self._open_per_worker:
+            _, oldest = engines.popitem(last=False)
+            with self._all_open_lock:
+                self._all_open.discard(oldest)
+            oldest.close()
+        return engine
+
+
+def run_one(
+    database: str | Path,
+    sql: str,
+    timeout: float | None = 30.0,
+    max_rows: int | None = 1_000_000,
+    *,
+    key: str = "",
+) -> QueryOutcome:
+    """One query on a fresh connection, with the same error handling as the pool."""
+    try:
+        engine = connect(database)
+    except EngineError as exc:
+        return QueryOutcome(key, None, exc)
+    except Exception as exc:
+        return QueryOutcome(key, None, _unexpected(exc))
+    try:
+        return QueryOutcome(key, engine.execute(sql, timeout=timeout, max_rows=max_rows), None)
+    except EngineError as exc:
+        return QueryOutcome(key, None, exc)
+    except Exception as exc:
+        return QueryOutcome(key, None, _unexpected(exc))
+    finally:
+        engine.close()
+
+
+def _unexpected(exc: Exception) -> EngineError:
+    error = EngineError(f"unexpected {type(exc).__name__}: {exc}")
+    error.__cause__ = exc
+    return error
