@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import io
 import json
+import multiprocessing
+import sys
 from collections.abc import Iterable, Iterator
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 from typing import Literal
 
@@ -40,6 +43,7 @@ Mode = Literal["exec_result", "sql"]
 Scoring = Literal["official", "strict"]
 
 _FENCED_SQL = "```sql\n"
+_CHUNK = 16  # tasks per worker-process job in exec_result mode
 
 
 def evaluate_spider2(
@@ -60,7 +64,7 @@ def evaluate_spider2(
         raise DataError(f"predictions folder not found: {pred_dir}")
     gold = Spider2Gold(gold_dir, benchmark)
     if mode == "exec_result":
-        results: Iterable[InstanceResult] = _exec_result_mode(gold, pred_dir, scoring)
+        results: Iterable[InstanceResult] = _exec_result_mode(gold, pred_dir, scoring, workers)
     else:
         databases = _task_databases(tasks_file) if tasks_file else {}
         results = _sql_mode(gold, pred_dir, scoring, db_dir, databases, workers, timeout)
@@ -73,10 +77,35 @@ def evaluate_spider2(
 
 
 def _exec_result_mode(
-    gold: Spider2Gold, pred_dir: Path, scoring: Scoring
+    gold: Spider2Gold, pred_dir: Path, scoring: Scoring, workers: int
+) -> Iterator[InstanceResult]:
+    """Score every task; with several workers, chunks of tasks go to worker processes."""
+    ids = sorted(gold.specs)
+    if workers <= 1 or len(ids) < 2 * _CHUNK:
+        yield from _score_ids(gold, pred_dir, scoring, ids)
+        return
+    chunks = [ids[i : i + _CHUNK] for i in range(0, len(ids), _CHUNK)]
+    context = multiprocessing.get_context("fork" if sys.platform == "linux" else "spawn")
+    with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+        futures = [
+            pool.submit(_score_chunk, gold.dir, gold.benchmark, pred_dir, scoring, chunk)
+            for chunk in chunks
+        ]
+        for future in as_completed(futures):
+            yield from future.result()
+
+
+def _score_chunk(
+    gold_dir: Path, benchmark: Benchmark, pred_dir: Path, scoring: Scoring, ids: list[str]
+) -> list[InstanceResult]:
+    return list(_score_ids(Spider2Gold(gold_dir, benchmark), pred_dir, scoring, ids))
+
+
+def _score_ids(
+    gold: Spider2Gold, pred_dir: Path, scoring: Scoring, ids: list[str]
 ) -> Iterator[InstanceResult]:
     variant = variant_of(gold.benchmark)
-    for instance_id in sorted(gold.specs):
+    for instance_id in ids:
         path = pred_dir / f"{instance_id}.csv"
         if not path.is_file():
             yield failed(instance_id, Verdict.fail(MISSING_PREDICTION, f"no {path.name}"), gold)

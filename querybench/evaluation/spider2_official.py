@@ -67,17 +67,41 @@ class OfficialColumn:
 
 
 def official_columns(frame: pd.DataFrame) -> list[OfficialColumn]:
-    """Columns of `frame.transpose().values.tolist()`, each cell normalised (missing -> 0)."""
-    matrix = frame.values  # casts all columns to the frame's common dtype, as the official does
-    return [_column(matrix[:, j]) for j in range(matrix.shape[1])]
+    """Columns of `frame.transpose().values.tolist()`, each cell normalised (missing -> 0).
+
+    `.values` casts every column to the frame's common dtype: a numeric common dtype changes
+    the values (ints become floats beside a float column); an object one keeps each column's
+    own Python values, so each column is then converted on its own, without the cast.
+    """
+    common = frame.iloc[:0].values.dtype
+    columns = []
+    for j in range(frame.shape[1]):
+        series = frame.iloc[:, j]
+        if common.kind in "biuf":
+            columns.append(_numeric_column(series.to_numpy(dtype=common)))
+        elif series.dtype.kind in "biuf":
+            columns.append(_numeric_column(series.to_numpy()))
+        else:
+            columns.append(_object_column(series.to_numpy(dtype=object)))
+    return columns
 
 
-def _column(raw: npt.NDArray[Any]) -> OfficialColumn:
-    if raw.dtype.kind in "biuf":
-        num = raw.astype(np.float64)
-        missing = np.isnan(num)
-        num[missing] = 0.0
-        return OfficialColumn(np.ones(len(raw), dtype=bool), num, raw)
+def _numeric_column(raw: npt.NDArray[Any]) -> OfficialColumn:
+    num = raw.astype(np.float64)
+    num[np.isnan(num)] = 0.0
+    return OfficialColumn(np.ones(len(raw), dtype=bool), num, raw)
+
+
+def _object_column(raw: npt.NDArray[np.object_]) -> OfficialColumn:
+    missing = pd.isna(raw)
+    if pd.api.types.infer_dtype(raw[~missing], skipna=False) in ("string", "empty"):
+        # Text with gaps, as read_csv gives it: each gap becomes the integer 0.
+        source = raw.copy()
+        source[missing] = 0
+        text = raw.copy()
+        text[missing] = "0"
+        num = np.where(missing, 0.0, np.nan)
+        return OfficialColumn(missing.copy(), num, source, text)
     values = [0 if _is_missing(v) else v for v in raw.tolist()]
     source = _object_array(values)
     isnum = np.fromiter((_is_number(v) for v in values), dtype=bool, count=len(values))
@@ -190,9 +214,9 @@ def multi_table_match(
         return False
     per_gold: Any
     if condition_cols in (None, [], [[]], [None]):
-        per_gold = [[] for _ in golds]
+        per_gold = [[] for _ in range(len(golds))]
     elif len(golds) > 1 and not all(isinstance(c, list) for c in condition_cols):
-        per_gold = [condition_cols for _ in golds]
+        per_gold = [condition_cols for _ in range(len(golds))]
     else:
         per_gold = condition_cols
     return any(

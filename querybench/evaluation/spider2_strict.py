@@ -71,6 +71,12 @@ def _strict_column(series: pd.Series[Any]) -> StrictColumn:
         kind = np.where(missing, MISSING, NUMBER).astype(np.int8)
         return StrictColumn(kind, np.where(missing, 0.0, num), np.full(n, "", dtype=object))
     values = series.to_numpy(dtype=object)
+    missing = pd.isna(values)
+    if pd.api.types.infer_dtype(values[~missing], skipna=False) in ("string", "empty"):
+        text = values.copy()
+        text[missing] = ""
+        kind = np.where(missing, MISSING, TEXT).astype(np.int8)
+        return StrictColumn(kind, np.zeros(n, dtype=np.float64), text)
     kind = np.empty(n, dtype=np.int8)
     num = np.zeros(n, dtype=np.float64)
     text = np.full(n, "", dtype=object)
