@@ -55,6 +55,7 @@ _REFUSAL_MESSAGES = (
     "may not be modified",
     "too many attached databases",
     "not authorized",
+    "authorization denied",
     "You can only execute one statement at a time",
 )
 _DECODE_ERROR = "Could not decode to UTF-8"

@@ -1,0 +1,155 @@
+"""SQLite specifics: each read-only layer holds on its own, values match plain sqlite3."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from querybench.engines.sqlite import SQLiteEngine, single_statement
+from querybench.errors import EngineError, QueryRefused, QueryTimeout
+from tests.test_engines_conformance import build_database
+
+
+@pytest.fixture
+def database(tmp_path: Path) -> Path:
+    path = build_database("sqlite", tmp_path / "db")
+    with sqlite3.connect(path) as conn:
+        conn.execute("CREATE TABLE mixed (v)")
+        conn.executemany(
+            "INSERT INTO mixed VALUES (?)", [(1,), ("1",), (1.0,), (b"1",), (None,), (2**62,)]
+        )
+        conn.execute("CREATE TABLE broken (t TEXT)")
+        conn.execute("INSERT INTO broken VALUES (CAST(x'ff41' AS TEXT)), ('héllo')")
+        conn.execute("CREATE INDEX singer_name ON singer (name)")
+    conn.close()
+    return path
+
+
+@pytest.fixture
+def engine(database: Path) -> Iterator[SQLiteEngine]:
+    with SQLiteEngine(database) as eng:
+        yield eng
+
+
+def plain_sqlite3(database: Path, sql: str) -> list[tuple[object, ...]]:
+    """What the official Spider 1.0 and BIRD scorers see."""
+    conn = sqlite3.connect(database)
+    try:
+        return conn.execute(sql).fetchall()
+    finally:
+        conn.close()
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "SELECT v FROM mixed",
+        "SELECT v, typeof(v) FROM mixed ORDER BY v",
+        "SELECT avg(n), sum(n), 7 / 2, 7 / 2.0, 1e308 * 10 FROM nums",
+        "SELECT * FROM singer",
+    ],
+)
+def test_values_are_exactly_plain_sqlite3s(engine: SQLiteEngine, database: Path, sql: str) -> None:
+    rows = engine.execute(sql).rows
+    assert rows == plain_sqlite3(database, sql)
+    assert [[type(v) for v in row] for row in rows] == [
+        [type(v) for v in row] for row in plain_sqlite3(database, sql)
+    ]
+
+
+def test_invalid_utf8_is_decoded_leniently_instead_of_failing(
+    engine: SQLiteEngine, database: Path
+) -> None:
+    with pytest.raises(sqlite3.OperationalError, match="decode"):
+        plain_sqlite3(database, "SELECT t FROM broken")
+    result = engine.execute("SELECT t FROM broken")
+    assert result.rows == [("A",), ("héllo",)]  # errors="ignore", as the Spider test suite
+    assert result.extra == {"text_decode_errors": "ignore"}
+    assert engine.execute("SELECT name FROM singer WHERE id = 3").extra == {}
+    replacing = SQLiteEngine(database, text_errors="replace")
+    assert replacing.execute("SELECT t FROM broken").rows == [("\ufffdA",), ("héllo",)]
+    replacing.close()
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "PRAGMA table_info(singer)",
+        "PRAGMA index_list(singer)",
+        "PRAGMA foreign_key_list(concert)",
+        "PRAGMA user_version",
+        "SELECT name FROM pragma_table_info('singer')",
+        "SELECT value FROM json_each('[1, 2]')",
+        "EXPLAIN QUERY PLAN SELECT * FROM singer",
+    ],
+)
+def test_reading_pragmas_and_table_functions_are_allowed(engine: SQLiteEngine, sql: str) -> None:
+    engine.execute(sql)
+
+
+def test_the_authorizer_refuses_what_slips_past_the_keyword_check(
+    engine: SQLiteEngine, tmp_path: Path
+) -> None:
+    conn = engine._conn
+    for sql in [
+        f"ATTACH '{tmp_path / 'a.db'}' AS a",
+        f"VACUUM INTO '{tmp_path / 'v.db'}'",
+        "CREATE TEMP TABLE t (a)",
+        "BEGIN",
+    ]:
+        with pytest.raises(sqlite3.DatabaseError, match=r"not authorized|authorization denied"):
+            conn.execute(sql)
+    assert not (tmp_path / "a.db").exists() and not (tmp_path / "v.db").exists()
+
+
+def test_without_the_authorizer_attach_and_writes_still_fail(
+    engine: SQLiteEngine, tmp_path: Path
+) -> None:
+    conn = engine._conn
+    conn.set_authorizer(None)
+    with pytest.raises(sqlite3.OperationalError, match="too many attached"):
+        conn.execute(f"ATTACH '{tmp_path / 'a.db'}' AS a")
+    with pytest.raises(sqlite3.OperationalError, match="too many attached"):
+        conn.execute(f"VACUUM INTO '{tmp_path / 'v.db'}'")
+    with pytest.raises(sqlite3.OperationalError, match="readonly"):
+        conn.execute("DELETE FROM singer")
+    assert [p.name for p in tmp_path.iterdir()] == ["db"]
+
+
+def test_a_timeout_also_stops_a_query_while_its_rows_stream(engine: SQLiteEngine) -> None:
+    endless_rows = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c) SELECT x FROM c"
+    with pytest.raises(QueryTimeout):
+        engine.execute(endless_rows, timeout=0.3)
+    assert engine.execute("SELECT 1").rows == [(1,)]
+
+
+@pytest.mark.parametrize(
+    ("sql", "statement"),
+    [
+        ("SELECT 1", "SELECT 1"),
+        ("SELECT 1;", "SELECT 1"),
+        ("SELECT ';' ; -- x; y\n ;", "SELECT ';' "),
+        ('SELECT "a;b" FROM [c;d]', 'SELECT "a;b" FROM [c;d]'),
+        ("SELECT 'it''s;' /* ; */", "SELECT 'it''s;' /* ; */"),
+    ],
+)
+def test_single_statement_cuts_only_trailing_noise(sql: str, statement: str) -> None:
+    assert single_statement(sql) == statement
+
+
+@pytest.mark.parametrize(
+    "sql", ["SELECT 1; SELECT 2", "SELECT 1; /* */ x", "-- lead\n DELETE FROM t", "  vacuum"]
+)
+def test_single_statement_refuses(sql: str) -> None:
+    with pytest.raises(QueryRefused):
+        single_statement(sql)
+
+
+def test_closed_engine_raises_an_engine_error(database: Path) -> None:
+    engine = SQLiteEngine(database)
+    engine.close()
+    with pytest.raises(EngineError):
+        engine.execute("SELECT 1")
