@@ -97,3 +97,43 @@ def score_instance(
         return compare_multi(pred, golds, spec["condition_cols"], spec["ignore_order"], variant)
     except Exception:
         return 0
+
+
+def official_sqlite_frame(db_path: str, sql: str) -> pd.DataFrame:
+    """The official sql mode for local tasks: run on an in-memory copy, 500-row chunks to CSV,
+    then read that CSV back (any error propagates)."""
+    import io
+    import sqlite3
+
+    match = re.search(r"```sql\n(.*?)\n```", sql, re.DOTALL)
+    if match:
+        sql = match.group(1).strip()
+    conn = sqlite3.connect(db_path)
+    memory = sqlite3.connect(":memory:")
+    conn.backup(memory)
+    buffer = io.StringIO()
+    try:
+        for i, chunk in enumerate(pd.read_sql_query(sql, memory, chunksize=500)):
+            chunk.to_csv(buffer, header=i == 0, index=False)
+    finally:
+        memory.close()
+        conn.close()
+    buffer.seek(0)
+    return pd.read_csv(buffer)
+
+
+def score_sql_instance(db_path: str, sql: str, gold_dir: str, instance_id: str,
+                       spec: dict[str, Any], variant: str) -> int:
+    """sql mode for one local instance; any exception scores 0, as officially."""
+    try:
+        pred = official_sqlite_frame(db_path, sql)
+        base = os.path.join(gold_dir, f"{instance_id}.csv")
+        if os.path.exists(base):
+            return compare_table(pred, pd.read_csv(base), spec["condition_cols"],
+                                 spec["ignore_order"], variant)
+        pattern = re.compile(rf"^{re.escape(instance_id)}(_[a-z])?\.csv$")
+        names = sorted(f for f in os.listdir(gold_dir) if pattern.match(f))
+        golds = [pd.read_csv(os.path.join(gold_dir, n)) for n in names]
+        return compare_multi(pred, golds, spec["condition_cols"], spec["ignore_order"], variant)
+    except Exception:
+        return 0
