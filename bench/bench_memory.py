@@ -1,0 +1,75 @@
+"""Peak memory of scoring a 5-million-row prediction against a 5-million-row gold.
+
+Writes a gold CSV (`id` integer, `value` float, `label` text) and a row-shuffled prediction,
+then scores it with `querybench eval`'s library function in a fresh process and reports that
+process's peak RSS (ru_maxrss).
+
+    python -m bench.bench_memory [--rows 5000000] [--ignore-order | --keep-order]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+
+def write_tables(root: Path, rows: int, ignore_order: bool) -> tuple[Path, Path]:
+    gold = root / "gold"
+    (gold / "exec_result").mkdir(parents=True)
+    pred = root / "pred"
+    pred.mkdir()
+    rng = np.random.default_rng(0)
+    ids = np.arange(rows)
+    values = np.round(rng.uniform(0, 1000, rows), 3)
+    labels = np.array(["north", "south", "east", "west"])[rng.integers(0, 4, rows)]
+    order = rng.permutation(rows) if ignore_order else ids
+    for path, idx in ((gold / "exec_result" / "local001.csv", ids), (pred / "local001.csv", order)):
+        with path.open("w") as f:
+            f.write("id,value,label\n")
+            step = 500_000
+            for start in range(0, rows, step):
+                part = idx[start : start + step]
+                f.writelines(
+                    f"{i},{v},{s}\n" for i, v, s in zip(ids[part], values[part], labels[part])
+                )
+    spec = {"instance_id": "local001", "condition_cols": [], "ignore_order": ignore_order}
+    (gold / "spider2lite_eval.jsonl").write_text(json.dumps(spec) + "\n")
+    return gold, pred
+
+
+CHILD = """
+import sys, time, resource
+from querybench.evaluation.spider2_eval import evaluate_spider2
+start = time.perf_counter()
+[r] = evaluate_spider2("spider2-lite", sys.argv[2], sys.argv[1], workers=1)
+print(r.official_score, r.strict_score, round(time.perf_counter() - start, 1),
+      resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024)
+"""
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--rows", type=int, default=5_000_000)
+    parser.add_argument("--keep-order", action="store_true")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        gold, pred = write_tables(Path(tmp), args.rows, not args.keep_order)
+        size = (pred / "local001.csv").stat().st_size / 2**20
+        out = subprocess.run([sys.executable, "-c", CHILD, str(gold), str(pred)],
+                             capture_output=True, text=True, check=True).stdout.split()
+    official, strict, seconds, peak_mb = out
+    print(f"{args.rows} rows ({size:.0f} MiB per CSV), ignore_order={not args.keep_order}: "
+          f"official {official}, strict {strict}, {seconds} s, peak RSS {peak_mb} MiB")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
