@@ -20,11 +20,19 @@ def frame(text: str) -> pd.DataFrame:
     return pd.read_csv(io.StringIO(text))
 
 
-def ours(pred: str, gold: str, cc: Any = None, ignore_order: bool = False,
-         variant: official.Variant = "lite") -> bool:
+def ours(
+    pred: str,
+    gold: str,
+    cc: Any = None,
+    ignore_order: bool = False,
+    variant: official.Variant = "lite",
+) -> bool:
     return official.table_match(
-        official.official_columns(frame(pred)), frame(gold), cc if cc is not None else [],
-        ignore_order, variant,
+        official.official_columns(frame(pred)),
+        frame(gold),
+        cc if cc is not None else [],
+        ignore_order,
+        variant,
     )
 
 
@@ -76,16 +84,43 @@ def test_single_alternative_gets_only_the_first_flat_entry() -> None:
 def test_error_on_an_earlier_alternative_zeroes_the_instance() -> None:
     pred = official.official_columns(frame("a\n1\n"))
     with pytest.raises(IndexError):
-        official.multi_table_match(pred, [frame("x\n2\n"), frame("x\n1\n")], [[5], [0]], False,
-                                   "lite")
+        official.multi_table_match(
+            pred, [frame("x\n2\n"), frame("x\n1\n")], [[5], [0]], False, "lite"
+        )
     # ... but a match before the broken alternative wins.
-    assert official.multi_table_match(pred, [frame("x\n1\n"), frame("x\n2\n")], [[0], [5]],
-                                      False, "lite")
+    assert official.multi_table_match(
+        pred, [frame("x\n1\n"), frame("x\n2\n")], [[0], [5]], False, "lite"
+    )
 
 
 EDGE_CELLS = st.one_of(
-    st.sampled_from(["", "0", "1", "1.0", "-0", "10", "9", "2.5", "1e3", "True", "false", "NA",
-                     "null", "None", "nan", "inf", "a", "A", "b", " 1", "01", "\"1,000\"", "x y"]),
+    st.sampled_from(
+        [
+            "",
+            "0",
+            "1",
+            "1.0",
+            "-0",
+            "10",
+            "9",
+            "2.5",
+            "1e3",
+            "True",
+            "false",
+            "NA",
+            "null",
+            "None",
+            "nan",
+            "inf",
+            "a",
+            "A",
+            "b",
+            " 1",
+            "01",
+            '"1,000"',
+            "x y",
+        ]
+    ),
     st.integers(-20, 20).map(str),
     st.floats(-20, 20, allow_nan=False).map(lambda f: repr(round(f, 3))),
     st.floats(-1, 1, allow_nan=False).map(lambda f: repr(round(f, 2) + 0.004)),
@@ -108,8 +143,9 @@ def _quote_free(text: str) -> str:
 
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data(), ignore_order=st.booleans(), variant=st.sampled_from(["lite", "snow"]))
-def test_property_agrees_with_reference(data: st.DataObject, ignore_order: bool,
-                                        variant: official.Variant) -> None:
+def test_property_agrees_with_reference(
+    data: st.DataObject, ignore_order: bool, variant: official.Variant
+) -> None:
     n_rows = data.draw(st.integers(0, 5))
     gold = frame(data.draw(csv_tables(n_rows)))
     pred = frame(data.draw(csv_tables(data.draw(st.sampled_from([n_rows, n_rows + 1])))))
