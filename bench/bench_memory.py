@@ -11,11 +11,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import resource
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import numpy as np
@@ -38,7 +36,8 @@ def write_tables(root: Path, rows: int, ignore_order: bool) -> tuple[Path, Path]
             for start in range(0, rows, step):
                 part = idx[start : start + step]
                 f.writelines(
-                    f"{i},{v},{s}\n" for i, v, s in zip(ids[part], values[part], labels[part])
+                    f"{i},{v},{s}\n"
+                    for i, v, s in zip(ids[part], values[part], labels[part], strict=True)
                 )
     spec = {"instance_id": "local001", "condition_cols": [], "ignore_order": ignore_order}
     (gold / "spider2lite_eval.jsonl").write_text(json.dumps(spec) + "\n")
@@ -63,11 +62,17 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         gold, pred = write_tables(Path(tmp), args.rows, not args.keep_order)
         size = (pred / "local001.csv").stat().st_size / 2**20
-        out = subprocess.run([sys.executable, "-c", CHILD, str(gold), str(pred)],
-                             capture_output=True, text=True, check=True).stdout.split()
+        out = subprocess.run(
+            [sys.executable, "-c", CHILD, str(gold), str(pred)],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.split()
     official, strict, seconds, peak_mb = out
-    print(f"{args.rows} rows ({size:.0f} MiB per CSV), ignore_order={not args.keep_order}: "
-          f"official {official}, strict {strict}, {seconds} s, peak RSS {peak_mb} MiB")
+    print(
+        f"{args.rows} rows ({size:.0f} MiB per CSV), ignore_order={not args.keep_order}: "
+        f"official {official}, strict {strict}, {seconds} s, peak RSS {peak_mb} MiB"
+    )
     return 0
 
 

@@ -37,30 +37,40 @@ def main() -> int:
     for benchmark in args.benchmarks:
         gold_dir = default_gold_dir(benchmark)
         gold = Spider2Gold(gold_dir, benchmark)
-        eval_name = "spider2lite_eval.jsonl" if benchmark == "spider2-lite" else "spider2snow_eval.jsonl"
-        specs = {json.loads(x)["instance_id"]: json.loads(x)
-                 for x in (gold_dir / eval_name).read_text().splitlines() if x.strip()}
+        eval_name = f"spider2{benchmark.split('-')[1]}_eval.jsonl"
+        specs = {
+            json.loads(x)["instance_id"]: json.loads(x)
+            for x in (gold_dir / eval_name).read_text().splitlines()
+            if x.strip()
+        }
         variant = "lite" if benchmark == "spider2-lite" else "snow"
         with tempfile.TemporaryDirectory() as tmp:
             pred_dir = Path(tmp)
             gold_as_predictions(gold, pred_dir)
             start = time.perf_counter()
-            ours = {r.instance_id: r.official_score for r in
-                    evaluate_spider2(benchmark, pred_dir, gold_dir)}  # type: ignore[arg-type]
+            ours = {
+                r.instance_id: r.official_score
+                for r in evaluate_spider2(benchmark, pred_dir, gold_dir)
+            }  # type: ignore[arg-type]
             ours_s = time.perf_counter() - start
             start = time.perf_counter()
             base = {}
             for iid in sorted(specs):
                 path = pred_dir / f"{iid}.csv"
                 if path.exists():
-                    base[iid] = float(score_instance(str(path), str(gold_dir / "exec_result"),
-                                                     iid, specs[iid], variant))
+                    base[iid] = float(
+                        score_instance(
+                            str(path), str(gold_dir / "exec_result"), iid, specs[iid], variant
+                        )
+                    )
             base_s = time.perf_counter() - start
         diff = [iid for iid in base if base[iid] != ours[iid]]
         mismatches += len(diff)
-        print(f"{benchmark}: {len(base)} instances, querybench {ours_s:.1f} s, "
-              f"baseline {base_s:.1f} s, speed-up {base_s / ours_s:.0f}x, "
-              f"verdicts identical: {not diff} {diff[:5]}")
+        print(
+            f"{benchmark}: {len(base)} instances, querybench {ours_s:.1f} s, "
+            f"baseline {base_s:.1f} s, speed-up {base_s / ours_s:.0f}x, "
+            f"verdicts identical: {not diff} {diff[:5]}"
+        )
     return 1 if mismatches else 0
 
 

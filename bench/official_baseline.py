@@ -30,7 +30,7 @@ def _vectors_match(v1: list[Any], v2: list[Any], ignore_order: bool) -> bool:
         v1, v2 = sorted(v1, key=_sort_key), sorted(v2, key=_sort_key)
     if len(v1) != len(v2):
         return False
-    for a, b in zip(v1, v2):
+    for a, b in zip(v1, v2, strict=False):
         if pd.isna(a) and pd.isna(b):
             continue
         if isinstance(a, (int, float)) and isinstance(b, (int, float)):
@@ -122,15 +122,17 @@ def official_sqlite_frame(db_path: str, sql: str) -> pd.DataFrame:
     return pd.read_csv(buffer)
 
 
-def score_sql_instance(db_path: str, sql: str, gold_dir: str, instance_id: str,
-                       spec: dict[str, Any], variant: str) -> int:
+def score_sql_instance(
+    db_path: str, sql: str, gold_dir: str, instance_id: str, spec: dict[str, Any], variant: str
+) -> int:
     """sql mode for one local instance; any exception scores 0, as officially."""
     try:
         pred = official_sqlite_frame(db_path, sql)
         base = os.path.join(gold_dir, f"{instance_id}.csv")
         if os.path.exists(base):
-            return compare_table(pred, pd.read_csv(base), spec["condition_cols"],
-                                 spec["ignore_order"], variant)
+            return compare_table(
+                pred, pd.read_csv(base), spec["condition_cols"], spec["ignore_order"], variant
+            )
         pattern = re.compile(rf"^{re.escape(instance_id)}(_[a-z])?\.csv$")
         names = sorted(f for f in os.listdir(gold_dir) if pattern.match(f))
         golds = [pd.read_csv(os.path.join(gold_dir, n)) for n in names]

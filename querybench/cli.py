@@ -27,7 +27,8 @@ eval_app = typer.Typer(
         "Examples:\n\n"
         "    querybench eval spider2-lite --predictions my_csvs/\n\n"
         "    querybench eval spider2-lite --predictions my_sqls/ --mode sql --db-dir dbs/\n\n"
-        "    querybench eval spider1 --gold dev_gold.sql --predictions pred.txt --db-dir database/\n\n"
+        "    querybench eval spider1 --gold dev_gold.sql --predictions pred.txt "
+        "--db-dir database/\n\n"
         "    querybench eval bird --questions dev.json --predictions predict_dev.json "
         "--db-dir dev_databases/"
     ),
@@ -40,9 +41,7 @@ console = Console(stderr=True)
 out_console = Console()
 
 Workers = Annotated[int, typer.Option(min=1, help="Queries run in parallel.")]
-Output = Annotated[
-    Path | None, typer.Option(help="Write one JSON line per instance to this file.")
-]
+Output = Annotated[Path | None, typer.Option(help="Write one JSON line per instance to this file.")]
 
 
 def _fail(message: str) -> None:
@@ -151,8 +150,18 @@ def _spider2_command(benchmark: str) -> Callable[..., None]:
             Path | None, typer.Option(help="Task jsonl naming each task's database.")
         ] = None,
     ) -> None:
-        _spider2(benchmark, predictions, mode, gold_dir, db_dir, scoring, workers, timeout,
-                 output, tasks_file)
+        _spider2(
+            benchmark,
+            predictions,
+            mode,
+            gold_dir,
+            db_dir,
+            scoring,
+            workers,
+            timeout,
+            output,
+            tasks_file,
+        )
 
     command.__doc__ = (
         f"Score {benchmark} predictions; both official and strict scores are reported.\n\n"
@@ -177,7 +186,8 @@ def eval_spider1(
 ) -> None:
     """Spider 1.0 execution match (official test-suite semantics).
 
-    Example: `querybench eval spider1 --gold dev_gold.sql --predictions pred.txt --db-dir database/`
+    Example:
+    `querybench eval spider1 --gold dev_gold.sql --predictions pred.txt --db-dir database/`
     """
     from querybench.evaluation.spider1 import evaluate_spider1
 
@@ -195,7 +205,10 @@ def eval_spider1(
 def eval_bird(
     questions: Annotated[Path, typer.Option(help="BIRD question file (dev.json).")],
     predictions: Annotated[
-        Path, typer.Option(help='Prediction JSON: {"<question_id>": "SQL\\t----- bird -----\\t<db_id>"}.')
+        Path,
+        typer.Option(
+            help='Prediction JSON: {"<question_id>": "SQL\\t----- bird -----\\t<db_id>"}.'
+        ),
     ],
     db_dir: Annotated[Path, typer.Option(help="Databases at `DIR/<db_id>/<db_id>.sqlite`.")],
     timeout: Annotated[float, typer.Option(help="Seconds per query.")] = 30.0,
@@ -204,7 +217,8 @@ def eval_bird(
 ) -> None:
     """BIRD execution match (set semantics) with error / trivial / gold_error metrics.
 
-    Example: `querybench eval bird --questions dev.json --predictions predict_dev.json --db-dir dev_databases/`
+    Example: `querybench eval bird --questions dev.json --predictions predict_dev.json
+    --db-dir dev_databases/`
     """
     from querybench.evaluation.bird import evaluate_bird
 

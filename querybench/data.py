@@ -1,4 +1,4 @@
-"""Where benchmark data is looked up: `$QUERYBENCH_DATA`, else `../shared/data` beside the checkout."""
+"""Where benchmark data is looked up: `$QUERYBENCH_DATA`, else `../shared/data` by the checkout."""
 
 from __future__ import annotations
 
