@@ -52,3 +52,29 @@ def test_missing_prediction_folder_is_a_clear_error(tmp_path: Path) -> None:
 
     with pytest.raises(DataError, match="predictions folder not found"):
         evaluate_spider2("spider2-lite", tmp_path / "nope", tmp_path)
+
+
+def test_difficulty_for_every_task_snow_borrowing_lite_token_counts() -> None:
+    from collections import Counter
+
+    counts = {}
+    for benchmark in ("spider2-lite", "spider2-snow"):
+        gold_dir = require_data("spider2", benchmark, "evaluation_suite", "gold")
+        gold = Spider2Gold(gold_dir, benchmark)  # type: ignore[arg-type]
+        counts[benchmark] = Counter(gold.difficulty(i) for i in gold.specs)
+        assert None not in counts[benchmark]
+    assert counts["spider2-lite"] == counts["spider2-snow"]
+    assert set(counts["spider2-lite"]) == {"easy", "medium", "hard"}
+
+
+def test_difficulty_thresholds() -> None:
+    from querybench.evaluation.spider2_gold import difficulty_from_tokens
+
+    assert [difficulty_from_tokens(t) for t in (0, 79, 80, 159, 160, None)] == [
+        "easy",
+        "easy",
+        "medium",
+        "medium",
+        "hard",
+        None,
+    ]

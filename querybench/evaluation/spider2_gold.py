@@ -92,8 +92,24 @@ class Spider2Gold:
         path = self.dir / "sql" / f"{instance_id}.sql"
         return path.read_text(encoding="utf-8", errors="replace") if path.is_file() else None
 
+    @cached_property
+    def _lite_toks(self) -> dict[str, int]:
+        """Gold token counts of the lite tasks, for snow, whose config has none.
+
+        Every snow task is a lite task moved to Snowflake (`sf_bq011` is `bq011`, same
+        question), so it takes that task's difficulty.
+        """
+        lite = self.dir.parent.parent.parent / "spider2-lite" / "evaluation_suite" / "gold"
+        config = lite / _eval_file_name("spider2-lite")
+        if self.benchmark != "spider2-snow" or not config.is_file():
+            return {}
+        return {i: s.toks for i, s in _read_specs(config).items() if s.toks is not None}
+
     def difficulty(self, instance_id: str) -> str | None:
         toks = self.specs[instance_id].toks
+        if toks is None:
+            lite_id = instance_id.removeprefix("sf_")
+            toks = self._lite_toks.get(instance_id, self._lite_toks.get(lite_id))
         if toks is None:
             sql = self.gold_sql(instance_id)
             toks = len(sql.split()) if sql is not None else None
