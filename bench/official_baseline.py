@@ -83,20 +83,24 @@ def score_instance(
 ) -> int:
     """exec_result mode for one instance; any exception scores 0, as officially."""
     try:
-        pred = pd.read_csv(pred_path)
-        base = os.path.join(gold_dir, f"{instance_id}.csv")
-        if os.path.exists(base):
-            return compare_table(
-                pred, pd.read_csv(base), spec["condition_cols"], spec["ignore_order"], variant
-            )
-        pattern = re.compile(rf"^{re.escape(instance_id)}(_[a-z])?\.csv$")
-        names = sorted(f for f in os.listdir(gold_dir) if pattern.match(f))
-        if not names:
-            return 0
-        golds = [pd.read_csv(os.path.join(gold_dir, n)) for n in names]
-        return compare_multi(pred, golds, spec["condition_cols"], spec["ignore_order"], variant)
+        return _against_gold(pd.read_csv(pred_path), gold_dir, instance_id, spec, variant)
     except Exception:
         return 0
+
+
+def _against_gold(
+    pred: pd.DataFrame, gold_dir: str, instance_id: str, spec: dict[str, Any], variant: str
+) -> int:
+    """The base gold file alone when it exists, else every `_<letter>` alternative in order."""
+    base = os.path.join(gold_dir, f"{instance_id}.csv")
+    if os.path.exists(base):
+        return compare_table(
+            pred, pd.read_csv(base), spec["condition_cols"], spec["ignore_order"], variant
+        )
+    pattern = re.compile(rf"^{re.escape(instance_id)}(_[a-z])?\.csv$")
+    names = sorted(f for f in os.listdir(gold_dir) if pattern.match(f))
+    golds = [pd.read_csv(os.path.join(gold_dir, n)) for n in names]
+    return compare_multi(pred, golds, spec["condition_cols"], spec["ignore_order"], variant)
 
 
 def official_sqlite_frame(db_path: str, sql: str) -> pd.DataFrame:
@@ -128,14 +132,6 @@ def score_sql_instance(
     """sql mode for one local instance; any exception scores 0, as officially."""
     try:
         pred = official_sqlite_frame(db_path, sql)
-        base = os.path.join(gold_dir, f"{instance_id}.csv")
-        if os.path.exists(base):
-            return compare_table(
-                pred, pd.read_csv(base), spec["condition_cols"], spec["ignore_order"], variant
-            )
-        pattern = re.compile(rf"^{re.escape(instance_id)}(_[a-z])?\.csv$")
-        names = sorted(f for f in os.listdir(gold_dir) if pattern.match(f))
-        golds = [pd.read_csv(os.path.join(gold_dir, n)) for n in names]
-        return compare_multi(pred, golds, spec["condition_cols"], spec["ignore_order"], variant)
+        return _against_gold(pred, gold_dir, instance_id, spec, variant)
     except Exception:
         return 0
