@@ -1,12 +1,27 @@
 """querybench: benchmark, evaluate and train text-to-SQL systems, faithful to official scores."""
 
-from querybench.engines import connect
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
 from querybench.errors import QuerybenchError
-from querybench.evaluation.record import InstanceResult
-from querybench.evaluation.spider2_eval import evaluate_spider2
-from querybench.evaluation.verdict import Verdict
+
+if TYPE_CHECKING:
+    from querybench.engines import connect
+    from querybench.evaluation.record import InstanceResult
+    from querybench.evaluation.spider2_eval import evaluate_spider2
+    from querybench.evaluation.verdict import Verdict
 
 __version__ = "0.1.0"
+
+# Imported on first use, so `import querybench` (and the CLI's --help) stays fast.
+_LAZY = {
+    "connect": "querybench.engines",
+    "evaluate_spider2": "querybench.evaluation.spider2_eval",
+    "InstanceResult": "querybench.evaluation.record",
+    "Verdict": "querybench.evaluation.verdict",
+}
 
 __all__ = [
     "InstanceResult",
@@ -16,3 +31,9 @@ __all__ = [
     "connect",
     "evaluate_spider2",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'querybench' has no attribute {name!r}")
