@@ -1,7 +1,10 @@
 from __future__ import annotations
 
 import itertools
+import json
+import sqlite3
 from collections import Counter
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -9,14 +12,17 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from querybench.engines.base import Result
-from querybench.errors import EngineError, QueryTimeout
+from querybench.errors import DataError, EngineError, QueryTimeout
 from querybench.evaluation.spider1 import (
+    evaluate_spider1,
     prepare_spider1,
     remove_distinct,
+    spider1_hardness,
     spider1_result_match,
     spider1_verdict,
 )
 from querybench.evaluation.verdict import GOLD_ERROR, TIMEOUT, WRONG_RESULT
+from tests.conftest import require_data
 
 Rows = list[tuple[Any, ...]]
 
@@ -186,3 +192,226 @@ def test_verdicts() -> None:
     assert (timed_out.score, timed_out.error) == (0.0, TIMEOUT)
     gold_failed = spider1_verdict(EngineError("no such table"), gold, order_matters=False)
     assert (gold_failed.score, gold_failed.error) == (0.0, GOLD_ERROR)
+
+
+# --- Hardness -------------------------------------------------------------------------------
+
+
+def _parsed(**overrides: Any) -> dict[str, Any]:
+    sql: dict[str, Any] = {
+        "from": {"table_units": [["table_unit", 0]], "conds": []},
+        "select": [False, [[0, [0, [0, 1, False], None]]]],
+        "where": [],
+        "groupBy": [],
+        "having": [],
+        "orderBy": [],
+        "limit": None,
+        "intersect": None,
+        "union": None,
+        "except": None,
+    }
+    sql.update(overrides)
+    return sql
+
+
+def test_hardness_levels() -> None:
+    cond = [False, 2, [0, [0, 1, False], None], 1.0, None]
+    assert spider1_hardness(_parsed()) == "easy"
+    assert spider1_hardness(_parsed(where=[cond])) == "easy"
+    two_cols = [False, [[0, [0, [0, 1, False], None]], [0, [0, [0, 2, False], None]]]]
+    assert spider1_hardness(_parsed(where=[cond], select=two_cols)) == "medium"
+    assert spider1_hardness(_parsed(union=_parsed())) == "hard"
+    assert spider1_hardness(_parsed(union=_parsed(), where=[cond])) == "hard"
+    assert spider1_hardness(_parsed(union=_parsed(), select=two_cols)) == "extra"
+
+
+def test_hardness_of_spider_dev_matches_published_counts() -> None:
+    entries = json.loads((require_data("spider1") / "dev.json").read_text(encoding="utf-8"))
+    counts = Counter(spider1_hardness(e["sql"]) for e in entries)
+    # The counts the official evaluation prints for Spider dev.
+    assert counts == {"easy": 248, "medium": 446, "hard": 174, "extra": 166}
+
+
+# --- evaluate_spider1 on tiny databases made here ------------------------------------------
+
+
+def _make_db(path: Path, rows: list[tuple[int, str, int]]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    con = sqlite3.connect(path)
+    con.execute("CREATE TABLE singer (id INTEGER, name TEXT, age INTEGER)")
+    con.executemany("INSERT INTO singer VALUES (?, ?, ?)", rows)
+    con.commit()
+    con.close()
+
+
+SINGERS = [(1, "Ann", 30), (2, "Bob", 25), (3, "Cid", 41), (4, "Ann", 52)]
+
+
+def _lines(path: Path, lines: list[str]) -> Path:
+    path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    return path
+
+
+def test_evaluate_spider1_tiny(tmp_path: Path) -> None:
+    _make_db(tmp_path / "db" / "music" / "music.sqlite", SINGERS)
+    gold = _lines(
+        tmp_path / "gold.sql",
+        [
+            "SELECT DISTINCT name FROM singer\tmusic",
+            "SELECT name, age FROM singer ORDER BY age\tmusic",
+            "SELECT name, age FROM singer ORDER BY age\tmusic",
+            "SELECT count(*) FROM singer WHERE age > 30\tmusic",
+            "SELECT count(*) FROM singer WHERE age > 30\tmusic",
+            "SELECT name FROM singer\tnowhere",
+            "SELECT nme FROM singer\tmusic",
+            "SELECT name FROM singer\tmusic",
+        ],
+    )
+    pred = _lines(
+        tmp_path / "pred.sql",
+        [
+            "SELECT name FROM singer",  # DISTINCT is removed from both: the bags agree
+            "SELECT age, name FROM singer ORDER BY age\textra fields ignored",
+            "SELECT name, age FROM singer ORDER BY age DESC",
+            "SELECT count(*) FROM singer WHERE age > value AND id > 0",  # " value " is " 1 "
+            "SELECT count(*) FROM singer WHERE age > = 31",  # "> =" is mended
+            "SELECT name FROM singer",
+            "SELECT name FROM singer",
+        ],
+    )
+    results = evaluate_spider1(gold, pred, tmp_path / "db", timeout=10, workers=2)
+    assert [r.instance_id for r in results] == [str(i) for i in range(8)]
+    assert [(r.score, r.error) for r in results] == [
+        (1.0, None),
+        (1.0, None),
+        (0.0, WRONG_RESULT),
+        (0.0, WRONG_RESULT),
+        (1.0, None),
+        (0.0, "engine_unavailable"),
+        (0.0, GOLD_ERROR),
+        (0.0, "missing_prediction"),
+    ]
+    assert "nowhere" in (results[5].message or "")
+    assert all(r.difficulty is None and r.engine == "sqlite" for r in results)
+
+
+def test_prediction_failures(tmp_path: Path) -> None:
+    _make_db(tmp_path / "db" / "music" / "music.sqlite", SINGERS)
+    gold = _lines(tmp_path / "gold.sql", ["SELECT name FROM singer\tmusic"] * 4)
+    slow = "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n) SELECT count(*) FROM n"
+    pred = _lines(tmp_path / "pred.sql", ["SELEC name FROM singer", "DROP TABLE singer", slow, ""])
+    results = evaluate_spider1(gold, pred, tmp_path / "db", timeout=0.5, workers=2)
+    assert [r.error for r in results] == [
+        "exec_error",
+        "refused_write",
+        "timeout",
+        "missing_prediction",
+    ]
+    assert all(r.score == 0.0 and r.message for r in results)
+
+
+def test_test_suite_folders_compare_on_every_database(tmp_path: Path) -> None:
+    # A test-suite folder holds variants of the database; a prediction must match on all.
+    folder = tmp_path / "db" / "music"
+    _make_db(folder / "music.sqlite", SINGERS)
+    _make_db(folder / "music_variant.sqlite", [(1, "Ann", 29), (2, "Bob", 45)])
+    gold = _lines(tmp_path / "gold.sql", ["SELECT name FROM singer WHERE age > 28\tmusic"] * 2)
+    pred = _lines(
+        tmp_path / "pred.sql",
+        ["SELECT name FROM singer WHERE age >= 30", "SELECT name FROM singer WHERE age > 26"],
+    )
+    first, second = evaluate_spider1(gold, pred, tmp_path / "db", timeout=10, workers=2)
+    assert (first.score, first.error) == (0.0, WRONG_RESULT)
+    assert "music_variant.sqlite" in (first.message or "")
+    assert (second.score, second.error) == (1.0, None)
+
+
+def test_bad_files(tmp_path: Path) -> None:
+    _make_db(tmp_path / "db" / "music" / "music.sqlite", SINGERS)
+    gold = _lines(tmp_path / "gold.sql", ["SELECT 1\tmusic"])
+    with pytest.raises(DataError, match="2 prediction lines for 1 gold"):
+        evaluate_spider1(gold, _lines(tmp_path / "p.sql", ["SELECT 1", "SELECT 2"]), tmp_path)
+    with pytest.raises(DataError, match="cannot read the predictions file"):
+        evaluate_spider1(gold, tmp_path / "absent.sql", tmp_path)
+    with pytest.raises(DataError, match="expected 'SQL<TAB>db_id'"):
+        evaluate_spider1(_lines(tmp_path / "g.sql", ["SELECT 1"]), gold, tmp_path)
+    with pytest.raises(DataError, match="blank line"):
+        evaluate_spider1(
+            _lines(tmp_path / "g.sql", ["SELECT 1\tmusic", "", "SELECT 1\tmusic"]), gold, tmp_path
+        )
+
+
+# --- The real Spider 1.0 dev databases -------------------------------------------------------
+
+
+def _subset_files(tmp_path: Path, wrong: dict[int, str]) -> tuple[Path, Path, Path]:
+    root = require_data("spider1")
+    entries = json.loads((root / "dev_subset_available_dbs.json").read_text(encoding="utf-8"))
+    gold = _lines(tmp_path / "gold.sql", [f"{e['query'].strip()}\t{e['db_id']}" for e in entries])
+    pred = _lines(
+        tmp_path / "pred.sql", [wrong.get(i, e["query"].strip()) for i, e in enumerate(entries)]
+    )
+    return gold, pred, root
+
+
+@pytest.mark.slow
+def test_gold_against_gold_on_all_available_dev_questions(tmp_path: Path) -> None:
+    gold, pred, root = _subset_files(tmp_path, wrong={})
+    results = evaluate_spider1(
+        gold, pred, root, timeout=60, workers=4, cache_dir=tmp_path / "cache"
+    )
+    assert len(results) == 972
+    failures = [r for r in results if r.score != 1.0]
+    assert not failures, failures[:5]
+    # a second run reads the gold results from the cache and scores the same
+    again = evaluate_spider1(gold, pred, root, timeout=60, workers=4, cache_dir=tmp_path / "cache")
+    assert [r.score for r in again] == [1.0] * 972
+
+
+def test_hand_made_wrong_predictions_on_dev(tmp_path: Path) -> None:
+    root = require_data("spider1")
+    entries = json.loads((root / "dev_subset_available_dbs.json").read_text(encoding="utf-8"))
+    assert entries[2]["query"] == "SELECT name ,  country ,  age FROM singer ORDER BY age DESC"
+    cases = {
+        0: ("SELECT count(*) FROM stadium", WRONG_RESULT),  # another number
+        1: ("SELECT count(*) FROM singers", "exec_error"),  # no such table
+        2: ("SELECT name, country, age FROM singer ORDER BY age ASC", WRONG_RESULT),  # order
+        3: ("SELECT name, country FROM singer ORDER BY age DESC", WRONG_RESULT),  # a column less
+    }
+    gold, pred, _ = _subset_files(tmp_path, {i: sql for i, (sql, _) in cases.items()})
+    lines = gold.read_text(encoding="utf-8").splitlines()[:10]
+    pred_lines = pred.read_text(encoding="utf-8").splitlines()[:10]
+    # column order is free; DISTINCT is dropped from gold and prediction alike
+    pred_lines[4] = "SELECT max(age), avg(age), min(age) FROM singer WHERE country = 'France'"
+    pred_lines[8] = "SELECT country FROM singer WHERE age > 20"
+    results = evaluate_spider1(
+        _lines(tmp_path / "g10.sql", lines),
+        _lines(tmp_path / "p10.sql", pred_lines),
+        root,
+        timeout=30,
+        workers=2,
+        questions_json=None,
+    )
+    for i, (_, error) in cases.items():
+        assert (results[i].score, results[i].error) == (0.0, error), results[i]
+    assert entries[8]["query"] == "SELECT DISTINCT country FROM singer WHERE age  >  20"
+    assert [r.score for r in results[4:]] == [1.0] * 6
+
+
+def test_difficulty_from_dev_json(tmp_path: Path) -> None:
+    root = require_data("spider1")
+    gold = root / "dev_gold.sql"
+    pred = _lines(tmp_path / "pred.sql", ["SELECT count(*) FROM singer"] * 3)
+    results = evaluate_spider1(
+        gold, pred, root, timeout=30, workers=2, questions_json=root / "dev.json"
+    )
+    assert len(results) == 1034
+    assert Counter(r.difficulty for r in results) == {
+        "easy": 248,
+        "medium": 446,
+        "hard": 174,
+        "extra": 166,
+    }
+    assert [r.score for r in results[:3]] == [1.0, 1.0, 0.0]
+    assert results[3].error == "missing_prediction"
+    assert sum(r.error == "engine_unavailable" for r in results) == 62  # wta_1 is not shipped

@@ -15,15 +15,25 @@ The matchers are pure functions over rows; `evaluate_spider1` runs the official 
 
 from __future__ import annotations
 
+import json
 import re
+import warnings
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from querybench.engines.base import Result
-from querybench.errors import EngineError
-from querybench.evaluation.verdict import GOLD_ERROR, WRONG_RESULT, Verdict
+from querybench.errors import DataError, EngineError
+from querybench.evaluation.record import InstanceResult
+from querybench.evaluation.verdict import (
+    ENGINE_UNAVAILABLE,
+    GOLD_ERROR,
+    MISSING_PREDICTION,
+    WRONG_RESULT,
+    Verdict,
+)
 
 Row = tuple[Any, ...]
 
@@ -184,3 +194,253 @@ def _column_permutation_exists(
         return False
 
     return search(0)
+
+
+# --- Hardness, as the official `Evaluator.eval_hardness` grades the parsed gold SQL ----------
+# It works on the parse that the official `process_sql.get_sql` produces, which Spider ships
+# as the "sql" field of dev.json/train.json. The counts are kept as the official ones are,
+# quirks included: HAVING's and/or words and WHERE's NOT flags count as aggregates.
+_LIKE_OP = 9  # index of "like" in the official WHERE_OPS
+
+
+def spider1_hardness(sql: Mapping[str, Any]) -> str:
+    """easy / medium / hard / extra for one parsed Spider SQL (the "sql" field of dev.json)."""
+    c1, c2, others = _component1(sql), _component2(sql), _others(sql)
+    if c1 <= 1 and others == 0 and c2 == 0:
+        return "easy"
+    if (others <= 2 and c1 <= 1 and c2 == 0) or (c1 <= 2 and others < 2 and c2 == 0):
+        return "medium"
+    if (
+        (others > 2 and c1 <= 2 and c2 == 0)
+        or (2 < c1 <= 3 and others <= 2 and c2 == 0)
+        or (c1 <= 1 and others == 0 and c2 <= 1)
+    ):
+        return "hard"
+    return "extra"
+
+
+def _condition_parts(sql: Mapping[str, Any]) -> tuple[list[Any], list[Any]]:
+    """(condition units, and/or words) of the FROM ... ON, WHERE and HAVING conditions."""
+    conditions = (sql["from"]["conds"], sql["where"], sql["having"])
+    return [u for c in conditions for u in c[::2]], [w for c in conditions for w in c[1::2]]
+
+
+def _component1(sql: Mapping[str, Any]) -> int:
+    units, words = _condition_parts(sql)
+    count = sum(bool(sql[key]) for key in ("where", "groupBy", "orderBy"))
+    count += sql["limit"] is not None
+    count += max(len(sql["from"]["table_units"]) - 1, 0)
+    count += words.count("or")
+    return count + sum(1 for unit in units if unit[1] == _LIKE_OP)
+
+
+def _component2(sql: Mapping[str, Any]) -> int:
+    units, _ = _condition_parts(sql)
+    nested = sum(isinstance(value, dict) for unit in units for value in (unit[3], unit[4]))
+    return nested + sum(sql[key] is not None for key in ("intersect", "except", "union"))
+
+
+def _others(sql: Mapping[str, Any]) -> int:
+    def aggregates(units: Sequence[Any]) -> int:
+        return sum(1 for unit in units if unit[0] != 0)
+
+    order = sql["orderBy"][1] if sql["orderBy"] else []
+    order_cols = [u[1] for u in order if u[1]] + [u[2] for u in order if u[2]]
+    n_agg = aggregates(sql["select"][1]) + aggregates(sql["where"][::2])
+    n_agg += aggregates(sql["groupBy"]) + aggregates(order_cols) + aggregates(sql["having"])
+    return (
+        (n_agg > 1)
+        + (len(sql["select"][1]) > 1)
+        + (len(sql["where"]) > 1)
+        + (len(sql["groupBy"]) > 1)
+    )
+
+
+# --- The official file formats --------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Spider1Instance:
+    instance_id: str
+    gold_sql: str
+    db_id: str
+    pred_sql: str | None  # None: no prediction line (or an empty one)
+    difficulty: str | None = None
+
+
+def read_spider1_instances(
+    gold_file: str | Path, pred_file: str | Path, questions_json: str | Path | None = None
+) -> list[Spider1Instance]:
+    """Pair the gold file ("SQL<TAB>db_id" per line) with the predictions (one SQL per line).
+
+    As the official reader does, a prediction line keeps its text before the first tab. Missing
+    or empty prediction lines leave `pred_sql` None; more predictions than gold is an error.
+    With `questions_json` (Spider's dev.json), difficulty is the hardness of its parsed SQL.
+    """
+    gold_lines = _lines(gold_file, "gold")
+    pred_lines = _lines(pred_file, "predictions")
+    if len(pred_lines) > len(gold_lines):
+        raise DataError(
+            f"{pred_file} has {len(pred_lines)} prediction lines for {len(gold_lines)} gold "
+            f"queries in {gold_file}"
+        )
+    hardness = _hardness_by_line(questions_json, gold_lines) if questions_json else {}
+    instances = []
+    for i, line in enumerate(gold_lines):
+        fields = line.strip().split("\t")
+        if len(fields) != 2 or not all(f.strip() for f in fields):
+            raise DataError(f"{gold_file}:{i + 1}: expected 'SQL<TAB>db_id', got {line!r}")
+        pred = pred_lines[i].strip().split("\t")[0] if i < len(pred_lines) else ""
+        instances.append(
+            Spider1Instance(str(i), fields[0], fields[1], pred or None, hardness.get(i))
+        )
+    return instances
+
+
+def _lines(path: str | Path, what: str) -> list[str]:
+    try:
+        lines = Path(path).read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise DataError(f"cannot read the {what} file {path}: {exc}") from exc
+    while lines and not lines[-1].strip():
+        lines.pop()
+    if what == "gold" and any(not line.strip() for line in lines):
+        raise DataError(
+            f"{path}: blank line inside the gold file (multi-turn SParC/CoSQL files are not "
+            "supported)"
+        )
+    return lines
+
+
+def _hardness_by_line(questions_json: str | Path, gold_lines: list[str]) -> dict[int, str]:
+    try:
+        entries = json.loads(Path(questions_json).read_text(encoding="utf-8"))
+        pairs = [(e["query"], e["db_id"], e["sql"]) for e in entries]
+    except (OSError, UnicodeDecodeError, ValueError, TypeError, KeyError) as exc:
+        raise DataError(f"cannot read parsed SQL from {questions_json}: {exc!r}") from exc
+    if len(pairs) != len(gold_lines):
+        raise DataError(f"{questions_json} has {len(pairs)} entries for {len(gold_lines)} gold")
+    out = {}
+    for i, ((query, db_id, sql), line) in enumerate(zip(pairs, gold_lines, strict=True)):
+        if line.strip().split("\t") != [query.strip(), db_id]:
+            raise DataError(f"{questions_json} entry {i} does not match gold line {i + 1}")
+        out[i] = spider1_hardness(sql)
+    return out
+
+
+def evaluate_spider1(
+    gold_file: str | Path,
+    pred_file: str | Path,
+    db_dir: str | Path,
+    *,
+    timeout: float | None = 30.0,
+    workers: int = 4,
+    cache_dir: str | Path | None = None,
+    questions_json: str | Path | None = None,
+) -> list[InstanceResult]:
+    """Score Spider 1.0 predictions in the official text formats; one result per gold line.
+
+    The database of an instance is `db_dir/<db_id>/<db_id>.sqlite`. Like the official test-suite
+    runner, the queries are compared on every `*.sqlite` file in that folder (a test-suite
+    folder holds several; the plain release holds one) and pass only if they match on all.
+    """
+    instances = read_spider1_instances(gold_file, pred_file, questions_json)
+    planned: dict[str, tuple[Spider1Queries, list[Path]]] = {}
+    verdicts: dict[str, Verdict] = {}
+    for inst in instances:
+        folder = Path(db_dir) / inst.db_id
+        if not (folder / f"{inst.db_id}.sqlite").is_file():
+            message = f"database not found: {folder / f'{inst.db_id}.sqlite'}"
+            verdicts[inst.instance_id] = Verdict.fail(ENGINE_UNAVAILABLE, message)
+        elif inst.pred_sql is None:
+            verdicts[inst.instance_id] = Verdict.fail(MISSING_PREDICTION, "no prediction line")
+        else:
+            databases = sorted(p for p in folder.iterdir() if p.name.endswith(".sqlite"))
+            planned[inst.instance_id] = (prepare_spider1(inst.gold_sql, inst.pred_sql), databases)
+    gold_jobs = {
+        f"{iid}:{k}": (db, q.gold_sql)
+        for iid, (q, dbs) in planned.items()
+        for k, db in enumerate(dbs)
+    }
+    pred_jobs = {
+        f"{iid}:{k}": (db, q.pred_sql)
+        for iid, (q, dbs) in planned.items()
+        for k, db in enumerate(dbs)
+    }
+    gold_out, pred_out = run_gold_and_predictions(
+        gold_jobs, pred_jobs, timeout=timeout, workers=workers, cache_dir=cache_dir
+    )
+    for iid, (q, dbs) in planned.items():
+        pairs = [(gold_out[f"{iid}:{k}"], pred_out[f"{iid}:{k}"], db) for k, db in enumerate(dbs)]
+        verdicts[iid] = _combine(pairs, q.order_matters)
+    return [
+        InstanceResult(
+            instance_id=inst.instance_id,
+            score=verdicts[inst.instance_id].score,
+            error=verdicts[inst.instance_id].error,
+            message=verdicts[inst.instance_id].message,
+            difficulty=inst.difficulty,
+            engine="sqlite",
+        )
+        for inst in instances
+    ]
+
+
+def _combine(
+    pairs: list[tuple[Result | EngineError, Result | EngineError, Path]], order_matters: bool
+) -> Verdict:
+    """All databases must pass; a failing gold anywhere outranks the prediction's failures."""
+    verdicts = [(spider1_verdict(g, p, order_matters=order_matters), db) for g, p, db in pairs]
+    failed = [(v, db) for v, db in verdicts if not v.passed]
+    if not failed:
+        return Verdict.ok()
+    verdict, db = next(((v, db) for v, db in failed if v.error == GOLD_ERROR), failed[0])
+    if len(pairs) == 1:
+        return verdict
+    return Verdict.fail(verdict.error or WRONG_RESULT, f"on {db.name}: {verdict.message}")
+
+
+Jobs = dict[str, tuple[Path, str]]
+Outcomes = dict[str, Result | EngineError]
+
+
+def run_gold_and_predictions(
+    gold_jobs: Jobs,
+    pred_jobs: Jobs,
+    *,
+    timeout: float | None,
+    workers: int,
+    cache_dir: str | Path | None = None,
+) -> tuple[Outcomes, Outcomes]:
+    """Run `{key: (database, sql)}` jobs on one pool: the outcome of each, gold and prediction.
+
+    With `cache_dir`, gold results are read from the result cache and the ones computed here
+    are stored there; predictions always run.
+    """
+    from querybench.engines.cache import ResultCache
+    from querybench.engines.pool import QueryJob, QueryPool
+
+    cache = ResultCache(cache_dir) if cache_dir is not None else None
+    gold: Outcomes = {}
+    pred: Outcomes = {}
+    if cache is not None:
+        for key, (db, sql) in gold_jobs.items():
+            try:
+                hit = cache.get(db, sql)
+            except (EngineError, OSError):
+                continue  # no database to fingerprint: the pool will report the error
+            if hit is not None:
+                gold[key] = hit
+    jobs = [QueryJob("g" + k, db, sql) for k, (db, sql) in gold_jobs.items() if k not in gold]
+    jobs += [QueryJob("p" + k, db, sql) for k, (db, sql) in pred_jobs.items()]
+    with QueryPool(workers=workers, timeout=timeout) as pool:
+        for outcome in pool.run(jobs):
+            is_gold, key = outcome.key[0] == "g", outcome.key[1:]
+            value = outcome.result or outcome.error or EngineError("no outcome from the pool")
+            (gold if is_gold else pred)[key] = value
+            if is_gold and cache is not None and outcome.result is not None:
+                try:
+                    cache.put(*gold_jobs[key], outcome.result)
+                except OSError as exc:  # a read-only or full cache costs speed, not results
+                    warnings.warn(f"result cache not written: {exc}", RuntimeWarning, stacklevel=2)
+    return gold, pred
