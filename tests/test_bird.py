@@ -23,6 +23,14 @@ from querybench.evaluation.record import InstanceResult
 from tests.conftest import require_data
 
 Rows = list[tuple[Any, ...]]
+
+
+@pytest.fixture(autouse=True)
+def _private_result_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Gold results are cached by default; keep this test's cache out of the home folder."""
+    monkeypatch.setenv("QUERYBENCH_CACHE", str(tmp_path / "default-cache"))
+
+
 FENCE = "```"
 
 # (gold rows, predicted rows, expected match) under set semantics

@@ -26,6 +26,13 @@ from tests.conftest import require_data
 
 Rows = list[tuple[Any, ...]]
 
+
+@pytest.fixture(autouse=True)
+def _private_result_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Gold results are cached by default; keep this test's cache out of the home folder."""
+    monkeypatch.setenv("QUERYBENCH_CACHE", str(tmp_path / "default-cache"))
+
+
 # (gold rows, predicted rows, order matters, expected match)
 RESULT_CASES: list[tuple[Rows, Rows, bool, bool]] = [
     ([], [], False, True),
@@ -292,6 +299,9 @@ def test_evaluate_spider1_tiny(tmp_path: Path) -> None:
         (0.0, "missing_prediction"),
     ]
     assert "nowhere" in (results[5].message or "")
+    # the gold results that ran are in the default cache, the failed gold is not
+    cached = list((tmp_path / "default-cache" / "results").rglob("*.pickle"))
+    assert len(cached) == 3  # 3 distinct gold queries succeeded
     assert all(r.difficulty is None and r.engine == "sqlite" for r in results)
 
 

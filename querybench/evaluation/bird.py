@@ -183,7 +183,8 @@ def evaluate_bird(
     Databases are at `db_dir/<db_id>/<db_id>.sqlite`. A question with no prediction entry, an
     entry that is malformed or names another database, or a missing database scores 0 with a
     reason; only unreadable input files raise `DataError`. The gold runs even when the
-    prediction cannot, so `trivial` and `gold_error` describe every question.
+    prediction cannot, so `trivial` and `gold_error` describe every question. Gold results go
+    through the result cache (`cache_dir`, default `$QUERYBENCH_CACHE` or ~/.cache/querybench).
     """
     questions = load_bird_questions(questions_json)
     predictions = load_bird_predictions(predictions_json)

@@ -36,6 +36,8 @@ from querybench.evaluation.verdict import (
 )
 
 Row = tuple[Any, ...]
+Jobs = dict[str, tuple[Path, str]]  # key -> (database, SQL)
+Outcomes = dict[str, Result | EngineError]
 
 # The tokens of sqlparse's lexer that can contain the letters "distinct" without being the
 # DISTINCT keyword itself (comments, strings, quoted names, sigil names), and plain words.
@@ -324,7 +326,10 @@ def _hardness_by_line(questions_json: str | Path, gold_lines: list[str]) -> dict
     for i, ((query, db_id, sql), line) in enumerate(zip(pairs, gold_lines, strict=True)):
         if line.strip().split("\t") != [query.strip(), db_id]:
             raise DataError(f"{questions_json} entry {i} does not match gold line {i + 1}")
-        out[i] = spider1_hardness(sql)
+        try:
+            out[i] = spider1_hardness(sql)
+        except (KeyError, IndexError, TypeError) as exc:
+            raise DataError(f"{questions_json} entry {i}: malformed parsed SQL ({exc!r})") from exc
     return out
 
 
@@ -343,42 +348,41 @@ def evaluate_spider1(
     The database of an instance is `db_dir/<db_id>/<db_id>.sqlite`. Like the official test-suite
     runner, the queries are compared on every `*.sqlite` file in that folder (a test-suite
     folder holds several; the plain release holds one) and pass only if they match on all.
+    Gold results go through the result cache (see `run_gold_and_predictions`); difficulty needs
+    `questions_json`, Spider's dev.json with the official parse of each gold query.
     """
     instances = read_spider1_instances(gold_file, pred_file, questions_json)
     planned: dict[str, tuple[Spider1Queries, list[Path]]] = {}
     verdicts: dict[str, Verdict] = {}
+    gold_jobs: Jobs = {}
+    pred_jobs: Jobs = {}
     for inst in instances:
         folder = Path(db_dir) / inst.db_id
         if not (folder / f"{inst.db_id}.sqlite").is_file():
             message = f"database not found: {folder / f'{inst.db_id}.sqlite'}"
             verdicts[inst.instance_id] = Verdict.fail(ENGINE_UNAVAILABLE, message)
-        elif inst.pred_sql is None:
+            continue
+        if inst.pred_sql is None:
             verdicts[inst.instance_id] = Verdict.fail(MISSING_PREDICTION, "no prediction line")
-        else:
-            databases = sorted(p for p in folder.iterdir() if p.name.endswith(".sqlite"))
-            planned[inst.instance_id] = (prepare_spider1(inst.gold_sql, inst.pred_sql), databases)
-    gold_jobs = {
-        f"{iid}:{k}": (db, q.gold_sql)
-        for iid, (q, dbs) in planned.items()
-        for k, db in enumerate(dbs)
-    }
-    pred_jobs = {
-        f"{iid}:{k}": (db, q.pred_sql)
-        for iid, (q, dbs) in planned.items()
-        for k, db in enumerate(dbs)
-    }
-    gold_out, pred_out = run_gold_and_predictions(
+            continue
+        queries = prepare_spider1(inst.gold_sql, inst.pred_sql)
+        databases = sorted(p for p in folder.iterdir() if p.name.endswith(".sqlite"))
+        planned[inst.instance_id] = (queries, databases)
+        for k, db in enumerate(databases):
+            gold_jobs[f"{inst.instance_id}:{k}"] = (db, queries.gold_sql)
+            pred_jobs[f"{inst.instance_id}:{k}"] = (db, queries.pred_sql)
+    gold, pred = run_gold_and_predictions(
         gold_jobs, pred_jobs, timeout=timeout, workers=workers, cache_dir=cache_dir
     )
-    for iid, (q, dbs) in planned.items():
-        pairs = [(gold_out[f"{iid}:{k}"], pred_out[f"{iid}:{k}"], db) for k, db in enumerate(dbs)]
-        verdicts[iid] = _combine(pairs, q.order_matters)
+    for iid, (queries, dbs) in planned.items():
+        pairs = [(gold[f"{iid}:{k}"], pred[f"{iid}:{k}"], db) for k, db in enumerate(dbs)]
+        verdicts[iid] = _combine(pairs, queries.order_matters)
     return [
         InstanceResult(
-            instance_id=inst.instance_id,
-            score=verdicts[inst.instance_id].score,
-            error=verdicts[inst.instance_id].error,
-            message=verdicts[inst.instance_id].message,
+            inst.instance_id,
+            verdicts[inst.instance_id].score,
+            verdicts[inst.instance_id].error,
+            verdicts[inst.instance_id].message,
             difficulty=inst.difficulty,
             engine="sqlite",
         )
@@ -400,10 +404,6 @@ def _combine(
     return Verdict.fail(verdict.error or WRONG_RESULT, f"on {db.name}: {verdict.message}")
 
 
-Jobs = dict[str, tuple[Path, str]]
-Outcomes = dict[str, Result | EngineError]
-
-
 def run_gold_and_predictions(
     gold_jobs: Jobs,
     pred_jobs: Jobs,
@@ -412,25 +412,25 @@ def run_gold_and_predictions(
     workers: int,
     cache_dir: str | Path | None = None,
 ) -> tuple[Outcomes, Outcomes]:
-    """Run `{key: (database, sql)}` jobs on one pool: the outcome of each, gold and prediction.
+    """Run gold and prediction jobs on one pool; the outcome of each, by key.
 
-    With `cache_dir`, gold results are read from the result cache and the ones computed here
-    are stored there; predictions always run.
+    Gold results come from the result cache when it has them (`cache_dir`, default
+    `$QUERYBENCH_CACHE` or ~/.cache/querybench) and are stored there once computed;
+    predictions always run.
     """
     from querybench.engines.cache import ResultCache
     from querybench.engines.pool import QueryJob, QueryPool
 
-    cache = ResultCache(cache_dir) if cache_dir is not None else None
+    cache = ResultCache(cache_dir)
     gold: Outcomes = {}
     pred: Outcomes = {}
-    if cache is not None:
-        for key, (db, sql) in gold_jobs.items():
-            try:
-                hit = cache.get(db, sql)
-            except (EngineError, OSError):
-                continue  # no database to fingerprint: the pool will report the error
-            if hit is not None:
-                gold[key] = hit
+    for key, (db, sql) in gold_jobs.items():
+        try:
+            hit = cache.get(db, sql)
+        except (EngineError, OSError):
+            continue  # no database to fingerprint: the pool will report the error
+        if hit is not None:
+            gold[key] = hit
     jobs = [QueryJob("g" + k, db, sql) for k, (db, sql) in gold_jobs.items() if k not in gold]
     jobs += [QueryJob("p" + k, db, sql) for k, (db, sql) in pred_jobs.items()]
     with QueryPool(workers=workers, timeout=timeout) as pool:
@@ -438,7 +438,7 @@ def run_gold_and_predictions(
             is_gold, key = outcome.key[0] == "g", outcome.key[1:]
             value = outcome.result or outcome.error or EngineError("no outcome from the pool")
             (gold if is_gold else pred)[key] = value
-            if is_gold and cache is not None and outcome.result is not None:
+            if is_gold and outcome.result is not None:
                 try:
                     cache.put(*gold_jobs[key], outcome.result)
                 except OSError as exc:  # a read-only or full cache costs speed, not results
