@@ -152,6 +152,11 @@ DISTINCT_CASES = [
     ("SELECT a FROM t -- distinct\n", "SELECT a FROM t -- distinct\n"),
     ("SELECT a /* distinct */ FROM t", "SELECT a /* distinct */ FROM t"),
     ("SELECT a FROM t WHERE b = 'it''s distinct'", "SELECT a FROM t WHERE b = 'it''s distinct'"),
+    # only the first statement survives, as with sqlparse.parse(sql)[0]
+    ("SELECT DISTINCT a FROM t; DROP TABLE t", "SELECT  a FROM t;"),
+    ("SELECT a FROM t WHERE b = ';' ; SELECT 2", "SELECT a FROM t WHERE b = ';' ;"),
+    ("SELECT a FROM t -- ; \n; SELECT 2", "SELECT a FROM t -- ; \n;"),
+    ("SELECT a FROM t;", "SELECT a FROM t;"),
 ]
 
 
@@ -425,3 +430,13 @@ def test_difficulty_from_dev_json(tmp_path: Path) -> None:
     assert [r.score for r in results[:3]] == [1.0, 1.0, 0.0]
     assert results[3].error == "missing_prediction"
     assert sum(r.error == "engine_unavailable" for r in results) == 62  # wta_1 is not shipped
+
+
+def test_only_the_first_statement_runs(tmp_path: Path) -> None:
+    # The official DISTINCT removal keeps sqlparse's first statement only, so the rest of a
+    # multi-statement prediction is never executed (and never refused).
+    _make_db(tmp_path / "db" / "music" / "music.sqlite", SINGERS)
+    gold = _lines(tmp_path / "gold.sql", ["SELECT name FROM singer\tmusic"])
+    pred = _lines(tmp_path / "pred.sql", ["SELECT name FROM singer; DROP TABLE singer"])
+    (result,) = evaluate_spider1(gold, pred, tmp_path / "db", timeout=10, workers=1)
+    assert (result.score, result.error) == (1.0, None)

@@ -4,8 +4,8 @@ The reference is taoyds/test-suite-sql-eval (`evaluation.py` calling `exec_eval.
 with its defaults, plug_value and keep_distinct off:
 
 * the prediction's " value " placeholders become " 1 ", and both queries get the same
-  normalisation: "> =" style operators joined, every DISTINCT token dropped, and
-  YEAR(CURDATE()) replaced by 2020;
+  normalisation: "> =" style operators joined, every DISTINCT token dropped (which also keeps
+  only the first statement), and YEAR(CURDATE()) replaced by 2020;
 * results are compared as bags of rows, with the columns of the prediction free to be permuted;
 * row order counts only when the (normalised) gold text contains "order by";
 * a prediction that fails to run scores 0; the gold must run (the official script asserts).
@@ -39,10 +39,9 @@ Row = tuple[Any, ...]
 Jobs = dict[str, tuple[Path, str]]  # key -> (database, SQL)
 Outcomes = dict[str, Result | EngineError]
 
-# The tokens of sqlparse's lexer that can contain the letters "distinct" without being the
-# DISTINCT keyword itself (comments, strings, quoted names, sigil names), and plain words.
-# Only a whole word equal to "distinct" is dropped, the way the official `remove_distinct`
-# drops each flattened sqlparse token whose value is "distinct".
+# The tokens of sqlparse's lexer that can contain the letters "distinct" (or a ";") without
+# being the DISTINCT keyword (or a statement end): comments, strings, quoted names, sigil
+# names; then plain words and the punctuation that splits statements.
 _TOKEN = re.compile(
     r"""
       (?P<comment>(?:--|\#\ )[^\r\n]*|/\*.*?\*/)
@@ -51,6 +50,7 @@ _TOKEN = re.compile(
     | (?P<cast>::)
     | (?P<sigil>(?<!\w)(?:\#\#|[@$:?\#])\w+)
     | (?P<word>\w[$\#\w]*)
+    | (?P<punct>[();])
     """,
     re.VERBOSE | re.DOTALL,
 )
@@ -67,13 +67,25 @@ class Spider1Queries:
 
 
 def remove_distinct(sql: str) -> str:
-    """`sql` with every DISTINCT keyword token removed (whitespace around it is kept)."""
+    """The first statement of `sql` without its DISTINCT keywords (whitespace is kept).
+
+    The official `remove_distinct` rebuilds `sqlparse.parse(sql)[0]`: it drops every token
+    that reads "distinct" and, as a side effect, everything after the first statement (a ";"
+    outside strings, comments and parentheses ends it).
+    """
     out = []
     last = 0
+    depth = 0
     for match in _TOKEN.finditer(sql):
-        if match.lastgroup == "word" and match.group().lower() == "distinct":
+        token = match.group()
+        if match.lastgroup == "word" and token.lower() == "distinct":
             out.append(sql[last : match.start()])
             last = match.end()
+        elif match.lastgroup == "punct":
+            depth += {"(": 1, ")": -1}.get(token, 0)
+            if token == ";" and depth <= 0:
+                out.append(sql[last : match.end()])
+                return "".join(out)
     out.append(sql[last:])
     return "".join(out)
 
