@@ -22,8 +22,8 @@ from typing import Any
 
 from querybench.engines.base import Result
 from querybench.errors import DataError, EngineError
+from querybench.evaluation.execution import run_gold_and_predictions
 from querybench.evaluation.record import InstanceResult
-from querybench.evaluation.spider1 import run_gold_and_predictions
 from querybench.evaluation.sql_extract import extract_sql
 from querybench.evaluation.verdict import (
     BAD_PREDICTION_FILE,

@@ -17,16 +17,17 @@ from __future__ import annotations
 
 import json
 import re
-import warnings
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from querybench.engines.base import Result
 from querybench.errors import DataError, EngineError
+from querybench.evaluation.execution import Jobs, run_gold_and_predictions
 from querybench.evaluation.record import InstanceResult
+from querybench.evaluation.spider1_hardness import spider1_hardness as spider1_hardness
 from querybench.evaluation.verdict import (
     ENGINE_UNAVAILABLE,
     GOLD_ERROR,
@@ -36,8 +37,6 @@ from querybench.evaluation.verdict import (
 )
 
 Row = tuple[Any, ...]
-Jobs = dict[str, tuple[Path, str]]  # key -> (database, SQL)
-Outcomes = dict[str, Result | EngineError]
 
 # The tokens of sqlparse's lexer that can contain the letters "distinct" (or a ";") without
 # being the DISTINCT keyword (or a statement end): comments, strings, quoted names, sigil
@@ -210,66 +209,6 @@ def _column_permutation_exists(
     return search(0)
 
 
-# --- Hardness, as the official `Evaluator.eval_hardness` grades the parsed gold SQL ----------
-# It works on the parse that the official `process_sql.get_sql` produces, which Spider ships
-# as the "sql" field of dev.json/train.json. The counts are kept as the official ones are,
-# quirks included: HAVING's and/or words and WHERE's NOT flags count as aggregates.
-_LIKE_OP = 9  # index of "like" in the official WHERE_OPS
-
-
-def spider1_hardness(sql: Mapping[str, Any]) -> str:
-    """easy / medium / hard / extra for one parsed Spider SQL (the "sql" field of dev.json)."""
-    c1, c2, others = _component1(sql), _component2(sql), _others(sql)
-    if c1 <= 1 and others == 0 and c2 == 0:
-        return "easy"
-    if (others <= 2 and c1 <= 1 and c2 == 0) or (c1 <= 2 and others < 2 and c2 == 0):
-        return "medium"
-    if (
-        (others > 2 and c1 <= 2 and c2 == 0)
-        or (2 < c1 <= 3 and others <= 2 and c2 == 0)
-        or (c1 <= 1 and others == 0 and c2 <= 1)
-    ):
-        return "hard"
-    return "extra"
-
-
-def _condition_parts(sql: Mapping[str, Any]) -> tuple[list[Any], list[Any]]:
-    """(condition units, and/or words) of the FROM ... ON, WHERE and HAVING conditions."""
-    conditions = (sql["from"]["conds"], sql["where"], sql["having"])
-    return [u for c in conditions for u in c[::2]], [w for c in conditions for w in c[1::2]]
-
-
-def _component1(sql: Mapping[str, Any]) -> int:
-    units, words = _condition_parts(sql)
-    count = sum(bool(sql[key]) for key in ("where", "groupBy", "orderBy"))
-    count += sql["limit"] is not None
-    count += max(len(sql["from"]["table_units"]) - 1, 0)
-    count += words.count("or")
-    return count + sum(1 for unit in units if unit[1] == _LIKE_OP)
-
-
-def _component2(sql: Mapping[str, Any]) -> int:
-    units, _ = _condition_parts(sql)
-    nested = sum(isinstance(value, dict) for unit in units for value in (unit[3], unit[4]))
-    return nested + sum(sql[key] is not None for key in ("intersect", "except", "union"))
-
-
-def _others(sql: Mapping[str, Any]) -> int:
-    def aggregates(units: Sequence[Any]) -> int:
-        return sum(1 for unit in units if unit[0] != 0)
-
-    order = sql["orderBy"][1] if sql["orderBy"] else []
-    order_cols = [u[1] for u in order if u[1]] + [u[2] for u in order if u[2]]
-    n_agg = aggregates(sql["select"][1]) + aggregates(sql["where"][::2])
-    n_agg += aggregates(sql["groupBy"]) + aggregates(order_cols) + aggregates(sql["having"])
-    return (
-        (n_agg > 1)
-        + (len(sql["select"][1]) > 1)
-        + (len(sql["where"]) > 1)
-        + (len(sql["groupBy"]) > 1)
-    )
-
-
 # --- The official file formats --------------------------------------------------------------
 
 
@@ -414,45 +353,3 @@ def _combine(
     if len(pairs) == 1:
         return verdict
     return Verdict.fail(verdict.error or WRONG_RESULT, f"on {db.name}: {verdict.message}")
-
-
-def run_gold_and_predictions(
-    gold_jobs: Jobs,
-    pred_jobs: Jobs,
-    *,
-    timeout: float | None,
-    workers: int,
-    cache_dir: str | Path | None = None,
-) -> tuple[Outcomes, Outcomes]:
-    """Run gold and prediction jobs on one pool; the outcome of each, by key.
-
-    Gold results come from the result cache when it has them (`cache_dir`, default
-    `$QUERYBENCH_CACHE` or ~/.cache/querybench) and are stored there once computed;
-    predictions always run.
-    """
-    from querybench.engines.cache import ResultCache
-    from querybench.engines.pool import QueryJob, QueryPool
-
-    cache = ResultCache(cache_dir)
-    gold: Outcomes = {}
-    pred: Outcomes = {}
-    for key, (db, sql) in gold_jobs.items():
-        try:
-            hit = cache.get(db, sql)
-        except (EngineError, OSError):
-            continue  # no database to fingerprint: the pool will report the error
-        if hit is not None:
-            gold[key] = hit
-    jobs = [QueryJob("g" + k, db, sql) for k, (db, sql) in gold_jobs.items() if k not in gold]
-    jobs += [QueryJob("p" + k, db, sql) for k, (db, sql) in pred_jobs.items()]
-    with QueryPool(workers=workers, timeout=timeout) as pool:
-        for outcome in pool.run(jobs):
-            is_gold, key = outcome.key[0] == "g", outcome.key[1:]
-            value = outcome.result or outcome.error or EngineError("no outcome from the pool")
-            (gold if is_gold else pred)[key] = value
-            if is_gold and outcome.result is not None:
-                try:
-                    cache.put(*gold_jobs[key], outcome.result)
-                except OSError as exc:  # a read-only or full cache costs speed, not results
-                    warnings.warn(f"result cache not written: {exc}", RuntimeWarning, stacklevel=2)
-    return gold, pred
