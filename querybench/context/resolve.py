@@ -1,0 +1,74 @@
+"""Where a task's schema, document and dialect docs come from under the data root.
+
+Only `resource/databases`, `resource/documents` and `resource/syntax` are read: never gold SQL,
+gold results or `methods/gold-tables`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from querybench.context.builder import Document
+from querybench.context.documents import FunctionDoc, dialect_functions
+from querybench.context.live import LiveSchema
+from querybench.context.schema import SchemaSource
+from querybench.context.spider2_meta import ENGINES, Spider2Metadata, find_database_dir
+from querybench.errors import DataError
+from querybench.tasks.model import Task
+
+
+def _spider2_resource(data: Path, benchmark: str) -> Path:
+    return data / "spider2" / benchmark / "resource"
+
+
+def schema_source(task: Task, data: Path) -> SchemaSource:
+    """Spider 2.0 tasks read metadata files; other tasks introspect their database file."""
+    if task.benchmark in ("spider2-lite", "spider2-snow"):
+        engine = "snowflake" if task.benchmark == "spider2-snow" else task.engine
+        if engine not in ENGINES:
+            raise DataError(f"{task.instance_id}: no Spider 2.0 metadata for engine {engine!r}")
+        for benchmark in (task.benchmark, "spider2-lite"):
+            databases = _spider2_resource(data, benchmark) / "databases"
+            if (databases / engine).is_dir():
+                break
+        db_dir = find_database_dir(databases, engine, task.db)
+        return Spider2Metadata(db_dir, engine)
+    path = _database_file(task, data)
+    from querybench.engines import connect
+
+    return LiveSchema(connect(path), task.db)
+
+
+def _database_file(task: Task, data: Path) -> Path:
+    for key in ("db_path", "database", "db_file"):
+        value = task.extra.get(key)
+        if value:
+            return Path(str(value))
+    candidates = [
+        data / task.benchmark / "database" / task.db / f"{task.db}.sqlite",
+        data / task.benchmark / task.db / f"{task.db}.sqlite",
+        data / "bird" / "dev_databases" / task.db / f"{task.db}.sqlite",
+    ]
+    for path in candidates:
+        if path.is_file():
+            return path
+    raise DataError(f"{task.instance_id}: database {task.db!r} not found under {data}")
+
+
+def task_document(task: Task, data: Path) -> Document | None:
+    """The task's external knowledge: a named `resource/documents` file, or the text itself."""
+    ref = task.external_knowledge
+    if not ref:
+        return None
+    if ref.endswith(".md") and "\n" not in ref:
+        for benchmark in (task.benchmark, "spider2-lite"):
+            path = _spider2_resource(data, benchmark) / "documents" / ref
+            if path.is_file():
+                return Document(ref, path.read_text(encoding="utf-8"))
+        raise DataError(f"{task.instance_id}: external knowledge document {ref!r} not found")
+    return Document("evidence", ref)
+
+
+def task_functions(task: Task, dialect: str, data: Path) -> tuple[FunctionDoc, ...]:
+    syntax = _spider2_resource(data, "spider2-lite") / "syntax"
+    return dialect_functions(dialect, syntax if syntax.is_dir() else None)
