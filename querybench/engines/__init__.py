@@ -67,8 +67,26 @@ def parse_target(target: str | Path) -> Target:
     )
 
 
+# Server URLs (and chdb's data directory), each opened by its module's `from_url`.
+_URL_ENGINES = {
+    "postgresql": "postgres",
+    "postgres": "postgres",
+    "mysql": "mysql",
+    "mariadb": "mysql",
+    "clickhouse": "clickhouse",
+    "chdb": "clickhouse",
+}
+
+
 def connect(target: str | Path, **kw: Any) -> Engine:
     """Open `target` read-only; keyword arguments go to the engine's constructor."""
+    scheme = str(target).partition("://")[0].lower() if "://" in str(target) else ""
+    if scheme in _URL_ENGINES:
+        import importlib
+
+        module = importlib.import_module(f"querybench.engines.{_URL_ENGINES[scheme]}")
+        engine: Engine = module.from_url(str(target), **kw)
+        return engine
     parsed = parse_target(target)
     _require_file(parsed.path)
     if parsed.kind == "sqlite":

@@ -1,0 +1,222 @@
+"""ClickHouse: embedded through chdb (`chdb:///dir`), or a server through clickhouse-connect.
+
+Both run with `readonly=1`, under which ClickHouse refuses every write, DDL, table function that
+touches files or the network, and any change of a setting (`SET`, `SETTINGS`), so a query cannot
+lift its own `max_execution_time`. chdb fixes settings when a connection opens, so each query
+with a timeout or row cap gets its own short-lived connection (opening one costs about a
+millisecond). chdb runs one embedded server per process: engines on two different directories
+cannot be open at the same time.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+from querybench.engines.base import Column, Result, Table
+from querybench.engines.transpile import read_only_statement
+from querybench.engines.url import ServerUrl, mask_secrets, parse_server_url
+from querybench.errors import EngineError, EngineUnavailable, QueryRefused, QueryTimeout
+from querybench.errors import ResultTooLarge
+
+_REFUSED_WORDS = frozenset({"OUTFILE", "SETTINGS"})
+_CODE = re.compile(r"Code: (\d+)\.")
+_TIMEOUT_CODES = frozenset({159, 394})
+_REFUSED_CODES = frozenset({164, 497, 291, 430})
+_TOO_MANY_ROWS_CODES = frozenset({158, 396})
+_SYNTAX_CODE = 62
+_SYSTEM_DATABASES = ("system", "INFORMATION_SCHEMA", "information_schema")
+_SCHEMA_SQL = (
+    "SELECT database, table, name, type FROM system.columns"
+    " WHERE database NOT IN ('system', 'INFORMATION_SCHEMA', 'information_schema')"
+    " ORDER BY database, table, position"
+)
+
+
+class ChdbEngine:
+    """A read-only embedded ClickHouse over one chdb data directory (tables in `default`)."""
+
+    dialect = "clickhouse"
+
+    def __init__(self, path: str | Path) -> None:
+        try:
+            import chdb
+        except ImportError as exc:
+            raise EngineUnavailable("chdb is not installed: pip install 'querybench[clickhouse]'") from exc
+        self.path = Path(path)
+        if not self.path.is_dir():
+            raise EngineError(f"chdb data directory not found: {self.path}")
+        self._chdb = chdb
+        self._lock = threading.Lock()
+        self._anchor = self._open({})  # keeps the embedded server up between queries
+
+    def _open(self, settings: dict[str, Any]) -> Any:
+        params = "&".join(f"{k}={v}" for k, v in {"readonly": 1, **settings}.items())
+        try:
+            return self._chdb.connect(f"file:{self.path}?{params}")
+        except Exception as exc:
+            raise EngineUnavailable(f"cannot open chdb at {self.path}: {exc}") from exc
+
+    def __enter__(self) -> ChdbEngine:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        with self._lock:
+            self._anchor.close()
+
+    def tables(self) -> list[Table]:
+        return _tables(self._query_arrow(_SCHEMA_SQL, None, None))
+
+    def sample_rows(self, table: str, n: int = 3, *, timeout: float | None = 10.0) -> Result:
+        return self.execute(f"SELECT * FROM {quote(table)} LIMIT {int(n)}", timeout=timeout)
+
+    def execute(
+        self, sql: str, *, timeout: float | None = None, max_rows: int | None = None
+    ) -> Result:
+        start = time.monotonic()
+        table = self.execute_arrow(sql, timeout=timeout, max_rows=max_rows)
+        return _result(table, time.monotonic() - start)
+
+    def execute_arrow(
+        self, sql: str, *, timeout: float | None = None, max_rows: int | None = None
+    ) -> pa.Table:
+        statement = read_only_statement(sql, "clickhouse", refused_tokens=_REFUSED_WORDS)
+        return self._query_arrow(statement, timeout, max_rows)
+
+    def _query_arrow(self, sql: str, timeout: float | None, max_rows: int | None) -> pa.Table:
+        settings: dict[str, Any] = {}
+        if timeout is not None:
+            settings["max_execution_time"] = f"{max(timeout, 0.001):.3f}"
+            settings["timeout_overflow_mode"] = "throw"
+        if max_rows is not None:
+            settings["max_result_rows"] = max_rows
+            settings["result_overflow_mode"] = "throw"
+        with self._lock:
+            conn = self._open(settings) if settings else self._anchor
+            try:
+                table = conn.query(sql, "ArrowTable")
+            except Exception as exc:
+                raise _engine_error(str(exc), timeout, max_rows) from exc
+            finally:
+                if conn is not self._anchor:
+                    conn.close()
+        if not isinstance(table, pa.Table):
+            raise EngineError("chdb returned no table")
+        if max_rows is not None and table.num_rows > max_rows:
+            raise ResultTooLarge(f"the result has more than {max_rows} rows")
+        return table
+
+
+class ClickHouseServerEngine:
+    """A read-only client of a ClickHouse server (`clickhouse://user:pw@host:8123/db`).
+
+    Not exercised by the test suite here: no ClickHouse server runs on this machine.
+    """
+
+    dialect = "clickhouse"
+
+    def __init__(self, url: str | ServerUrl, *, connect_timeout: float = 10.0) -> None:
+        try:
+            import clickhouse_connect
+        except ImportError as exc:
+            raise EngineUnavailable(
+                "clickhouse-connect is not installed: pip install 'querybench[clickhouse]'"
+            ) from exc
+        self.url = parse_server_url(url, "clickhouse") if isinstance(url, str) else url
+        try:
+            self._client = clickhouse_connect.get_client(
+                host=self.url.host,
+                port=self.url.port or 8123,
+                username=self.url.user or "default",
+                password=self.url.password or "",
+                database=self.url.database or "default",
+                secure=self.url.params.get("secure", "") in ("1", "true"),
+                connect_timeout=connect_timeout,
+                settings={"readonly": 1},
+            )
+        except Exception as exc:
+            message = mask_secrets(str(exc), self.url.password)
+            raise EngineUnavailable(f"cannot connect to {self.url.masked()}: {message}") from None
+        self._lock = threading.Lock()
+
+    def close(self) -> None:
+        self._client.close()
+
+    def tables(self) -> list[Table]:
+        with self._lock:
+            return _tables(self._client.query_arrow(_SCHEMA_SQL))
+
+    def sample_rows(self, table: str, n: int = 3, *, timeout: float | None = 10.0) -> Result:
+        return self.execute(f"SELECT * FROM {quote(table)} LIMIT {int(n)}", timeout=timeout)
+
+    def execute(
+        self, sql: str, *, timeout: float | None = None, max_rows: int | None = None
+    ) -> Result:
+        statement = read_only_statement(sql, "clickhouse", refused_tokens=_REFUSED_WORDS)
+        settings: dict[str, Any] = {}
+        if timeout is not None:
+            settings["max_execution_time"] = max(1, round(timeout))
+        if max_rows is not None:
+            settings.update(max_result_rows=max_rows, result_overflow_mode="throw")
+        start = time.monotonic()
+        with self._lock:
+            try:
+                table = self._client.query_arrow(statement, settings=settings)
+            except Exception as exc:
+                message = mask_secrets(str(exc), self.url.password)
+                raise _engine_error(message, timeout, max_rows) from None
+        return _result(table, time.monotonic() - start)
+
+
+def _tables(table: pa.Table) -> list[Table]:
+    columns: dict[tuple[str, str], list[Column]] = {}
+    for database, name, column, type_ in zip(*(c.to_pylist() for c in table.columns), strict=True):
+        columns.setdefault((database, name), []).append(Column(column, type_))
+    return [
+        Table(name, tuple(cols), None if database == "default" else database)
+        for (database, name), cols in columns.items()
+    ]
+
+
+def _result(table: pa.Table, elapsed: float) -> Result:
+    columns = tuple(table.column_names)
+    rows = list(zip(*(c.to_pylist() for c in table.columns), strict=True))
+    if not columns:
+        rows = []
+    return Result(columns, rows, elapsed_s=elapsed)
+
+
+def _engine_error(message: str, timeout: float | None, max_rows: int | None) -> EngineError:
+    match = _CODE.search(message)
+    code = int(match.group(1)) if match else None
+    if code in _TIMEOUT_CODES:
+        return QueryTimeout(f"the query ran past its {timeout}s timeout and was stopped")
+    if code in _REFUSED_CODES:
+        return QueryRefused(f"refused: {message}")
+    if code in _TOO_MANY_ROWS_CODES:
+        return ResultTooLarge(f"the result has more than {max_rows} rows")
+    if code == _SYNTAX_CODE:
+        return EngineError(f"syntax error: {message}")
+    return EngineError(message)
+
+
+def quote(name: str) -> str:
+    return "`" + name.replace("\\", "\\\\").replace("`", "\\`") + "`"
+
+
+def from_url(url: str, **kw: Any) -> ChdbEngine | ClickHouseServerEngine:
+    """`chdb:///abs/dir` opens the embedded engine; `clickhouse://…` a server."""
+    scheme, _, rest = url.partition("://")
+    if scheme.lower() == "chdb":
+        if not rest.startswith("/"):
+            raise EngineError(f"chdb:// needs an absolute path (three slashes): {url!r}")
+        return ChdbEngine(rest, **kw)
+    return ClickHouseServerEngine(url, **kw)

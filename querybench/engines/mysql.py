@@ -1,0 +1,193 @@
+"""MySQL and MariaDB through PyMySQL, every query inside its own read-only transaction.
+
+Layers: the up-front check (one statement, a query, no `INTO OUTFILE`/`DUMPFILE`, no
+`LOAD_FILE()`), which matters most here because DDL would commit implicitly; `START TRANSACTION
+READ ONLY`, always rolled back; the server's statement timeout (`max_statement_time` on MariaDB,
+`max_execution_time` on MySQL) with `KILL QUERY` from a second connection as the backstop; and
+PyMySQL never enabling multi-statements, so the server refuses a second statement itself.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import time
+from typing import Any
+
+import pymysql
+import pymysql.cursors
+
+from querybench.engines.base import Column, Result, Table
+from querybench.engines.transpile import read_only_statement
+from querybench.engines.url import ServerUrl, mask_secrets, parse_server_url
+from querybench.errors import EngineError, EngineUnavailable, QueryRefused, QueryTimeout
+from querybench.errors import ResultTooLarge
+
+_FETCH_CHUNK = 10_000
+_KILL_GRACE_S = 1.0
+_REFUSED_WORDS = frozenset({"OUTFILE", "DUMPFILE"})
+_DENIED_FUNCTION = re.compile(r"\b(load_file|sys_exec|sys_eval)\s*\(", re.IGNORECASE)
+_REFUSED_CODES = frozenset({1792, 1142, 1044, 1045, 1227, 1290, 1036})  # read-only, privileges
+_TIMEOUT_CODES = frozenset({1969, 3024, 1317, 1028})
+_SYNTAX_CODE = 1064
+
+
+def connect_args(url: ServerUrl, **extra: Any) -> dict[str, Any]:
+    args: dict[str, Any] = {
+        "host": url.host,
+        "port": url.port or 3306,
+        "user": url.user or "root",
+        "password": url.password or "",
+        "database": url.database,
+        "charset": "utf8mb4",
+        "autocommit": True,
+    }
+    args.update(extra)
+    return args
+
+
+class MySQLEngine:
+    """A read-only connection to one MySQL or MariaDB database (`mariadb` tells which)."""
+
+    dialect = "mysql"
+
+    def __init__(self, url: str | ServerUrl, *, connect_timeout: float = 10.0) -> None:
+        self.url = parse_server_url(url, "mysql") if isinstance(url, str) else url
+        if not self.url.database:
+            raise EngineError(f"the URL names no database: {self.url.masked()}")
+        self._args = connect_args(self.url, connect_timeout=connect_timeout)
+        self._conn = self._open()
+        self.mariadb = "mariadb" in str(self._conn.get_server_info()).lower()
+        self._lock = threading.Lock()
+
+    def _open(self) -> pymysql.connections.Connection[Any]:
+        try:
+            return pymysql.connect(**self._args)
+        except pymysql.Error as exc:
+            message = mask_secrets(str(exc), self.url.password)
+            raise EngineUnavailable(f"cannot connect to {self.url.masked()}: {message}") from None
+
+    def __enter__(self) -> MySQLEngine:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        with self._lock:
+            if self._conn.open:
+                self._conn.close()
+
+    def tables(self) -> list[Table]:
+        sql = (
+            "SELECT TABLE_NAME, COLUMN_NAME, COLUMN_TYPE FROM information_schema.COLUMNS"
+            " WHERE TABLE_SCHEMA = DATABASE() ORDER BY TABLE_NAME, ORDINAL_POSITION"
+        )
+        with self._lock:
+            try:
+                with self._conn.cursor() as cursor:
+                    cursor.execute(sql)
+                    rows = cursor.fetchall()
+            except pymysql.Error as exc:
+                raise EngineError(f"cannot read the schema: {exc}") from exc
+        columns: dict[str, list[Column]] = {}
+        for table, column, type_ in rows:
+            columns.setdefault(table, []).append(Column(column, _text(type_)))
+        return [Table(name, tuple(cols)) for name, cols in columns.items()]
+
+    def sample_rows(self, table: str, n: int = 3, *, timeout: float | None = 10.0) -> Result:
+        return self.execute(f"SELECT * FROM {quote(table)} LIMIT {int(n)}", timeout=timeout)
+
+    def execute(
+        self, sql: str, *, timeout: float | None = None, max_rows: int | None = None
+    ) -> Result:
+        statement = read_only_statement(sql, "mysql", refused_tokens=_REFUSED_WORDS)
+        denied = _DENIED_FUNCTION.search(statement)
+        if denied:
+            raise QueryRefused(f"refused: {denied.group(1)}() reaches outside the database")
+        with self._lock:
+            if not self._conn.open:
+                self._conn = self._open()
+            start = time.monotonic()
+            timer = None
+            if timeout is not None:
+                thread_id = self._conn.thread_id()
+                timer = threading.Timer(timeout + _KILL_GRACE_S, self._kill, (thread_id,))
+                timer.daemon = True
+                timer.start()
+            try:
+                self._begin(timeout)
+                columns, rows = self._fetch(statement, max_rows)
+            except pymysql.Error as exc:
+                raise _engine_error(exc, timeout) from exc
+            finally:
+                if timer is not None:
+                    timer.cancel()
+                self._end()
+        return Result(columns, rows, elapsed_s=time.monotonic() - start)
+
+    def _begin(self, timeout: float | None) -> None:
+        with self._conn.cursor() as cursor:
+            if self.mariadb:
+                cursor.execute(f"SET SESSION max_statement_time = {timeout or 0:.3f}")
+            else:
+                cursor.execute(f"SET SESSION max_execution_time = {int((timeout or 0) * 1000)}")
+            cursor.execute("START TRANSACTION READ ONLY")
+
+    def _end(self) -> None:
+        try:
+            if self._conn.open:
+                self._conn.rollback()
+        except pymysql.Error:
+            self._conn.close()  # reopened by the next query
+
+    def _fetch(
+        self, statement: str, max_rows: int | None
+    ) -> tuple[tuple[str, ...], list[tuple[Any, ...]]]:
+        cursor = pymysql.cursors.SSCursor(self._conn)
+        cursor.execute(statement)
+        columns = tuple(d[0] for d in cursor.description or ())
+        rows: list[tuple[Any, ...]] = []
+        while True:
+            chunk = cursor.fetchmany(_FETCH_CHUNK)
+            if not chunk:
+                cursor.close()
+                return columns, rows
+            rows.extend(chunk)
+            if max_rows is not None and len(rows) > max_rows:
+                # Reading the rest of an unbuffered result could take as long as the query:
+                # drop the connection instead (the server stops the query with it).
+                self._conn.close()
+                raise ResultTooLarge(f"the result has more than {max_rows} rows")
+
+    def _kill(self, thread_id: int) -> None:
+        try:
+            killer = pymysql.connect(**{**self._args, "connect_timeout": 5})
+            with killer, killer.cursor() as cursor:
+                cursor.execute(f"KILL QUERY {int(thread_id)}")
+        except pymysql.Error:
+            pass
+
+
+def _engine_error(exc: pymysql.Error, timeout: float | None) -> EngineError:
+    code = exc.args[0] if exc.args and isinstance(exc.args[0], int) else None
+    message = str(exc.args[1]) if len(exc.args) > 1 else str(exc)
+    if code in _TIMEOUT_CODES:
+        return QueryTimeout(f"the query ran past its {timeout}s timeout and was stopped")
+    if code in _REFUSED_CODES:
+        return QueryRefused(f"refused: {message}")
+    if code == _SYNTAX_CODE:
+        return EngineError(f"syntax error: {message}")
+    return EngineError(message)
+
+
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def quote(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
+
+
+def from_url(url: str, **kw: Any) -> MySQLEngine:
+    return MySQLEngine(url, **kw)

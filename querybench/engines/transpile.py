@@ -1,0 +1,125 @@
+"""Dialects through sqlglot: translating SQL between engines, and checking a read-only statement.
+
+`read_only_statement` is the up-front check the server engines share: exactly one statement,
+and that statement a query. It runs before the server's own guarantees (read-only transactions,
+`readonly=1`), never instead of them; when sqlglot cannot parse a statement that still starts
+like a query, the server decides.
+"""
+
+from __future__ import annotations
+
+import re
+
+import sqlglot
+from sqlglot import exp
+from sqlglot.errors import ParseError, TokenError
+from sqlglot.tokens import TokenType
+
+from querybench.errors import EngineError, QueryRefused
+
+# querybench engine names and common spellings -> sqlglot dialect names.
+DIALECT_ALIASES = {
+    "postgresql": "postgres",
+    "pg": "postgres",
+    "mariadb": "mysql",
+    "chdb": "clickhouse",
+    "sqlite3": "sqlite",
+}
+_QUERY_START = frozenset({TokenType.SELECT, TokenType.WITH, TokenType.L_PAREN, TokenType.VALUES})
+_FIRST_WORD_OF_QUERY = re.compile(r"(?is)\s*(select|with|values|\()")
+_STATEMENT_VERBS = frozenset(
+    {
+        "ALTER", "ANALYZE", "ATTACH", "BEGIN", "CALL", "CHECKPOINT", "CLUSTER", "COMMENT",
+        "COMMIT", "COPY", "CREATE", "DEALLOCATE", "DECLARE", "DELETE", "DETACH", "DISCARD", "DO",
+        "DROP", "EXECUTE", "EXPORT", "FLUSH", "GRANT", "HANDLER", "IMPORT", "INSERT", "INSTALL",
+        "KILL", "LISTEN", "LOAD", "LOCK", "MERGE", "NOTIFY", "OPTIMIZE", "PREPARE", "PRAGMA",
+        "PURGE", "REASSIGN", "REFRESH", "REINDEX", "RENAME", "REPAIR", "REPLACE", "RESET",
+        "REVOKE", "ROLLBACK", "SAVEPOINT", "SECURITY", "SET", "START", "SYSTEM", "TRUNCATE",
+        "UNLISTEN", "UNLOCK", "UPDATE", "USE", "VACUUM", "XA",
+    }
+)  # fmt: skip
+_WRITES = (
+    exp.Insert, exp.Update, exp.Delete, exp.Merge, exp.Create, exp.Drop, exp.Alter,
+    exp.Command, exp.Set, exp.Into, exp.Copy,
+)  # fmt: skip
+
+
+def dialect_name(name: str) -> str:
+    """The sqlglot dialect for `name` (an engine name or a dialect); raises for unknown ones."""
+    key = name.strip().lower()
+    key = DIALECT_ALIASES.get(key, key)
+    try:
+        sqlglot.Dialect.get_or_raise(key)
+    except ValueError as exc:
+        raise EngineError(f"unknown SQL dialect {name!r}") from exc
+    return key
+
+
+def transpile(sql: str, source: str, target: str, *, pretty: bool = False) -> str:
+    """`sql` (one statement) written in `target`'s dialect; unchanged when the dialects agree."""
+    read, write = dialect_name(source), dialect_name(target)
+    if read == write:
+        return sql
+    try:
+        out = sqlglot.transpile(sql, read=read, write=write, pretty=pretty)
+    except (ParseError, TokenError) as exc:
+        raise EngineError(f"cannot translate from {read} to {write}: {exc}") from exc
+    if len(out) != 1:
+        raise QueryRefused("only one statement per query is allowed")
+    return out[0]
+
+
+def read_only_statement(
+    sql: str, dialect: str, *, refused_tokens: frozenset[str] = frozenset()
+) -> str:
+    """`sql` without trailing semicolons, after refusing anything but one query.
+
+    `refused_tokens` are upper-case words refused anywhere outside strings and comments
+    (ClickHouse's `SETTINGS`, MySQL's `OUTFILE`).
+    """
+    try:
+        tokens = sqlglot.tokenize(sql, read=dialect)
+    except TokenError:
+        tokens = None
+    if tokens is None:
+        body = sql.strip().rstrip(";").strip()
+        if not body:
+            raise EngineError("empty statement")
+        if not _FIRST_WORD_OF_QUERY.match(body):
+            raise QueryRefused("only queries (SELECT, WITH, VALUES) are allowed (read-only)")
+        return body  # the server's own checks decide; each refuses a second statement
+    groups: list[int] = []  # number of tokens per statement
+    current = 0
+    for token in tokens:
+        if token.token_type == TokenType.SEMICOLON:
+            if current:
+                groups.append(current)
+            current = 0
+        else:
+            current += 1
+            if token.text.upper() in refused_tokens and token.token_type not in (
+                TokenType.STRING, TokenType.IDENTIFIER,
+            ):  # fmt: skip
+                raise QueryRefused(f"{token.text.upper()} is not allowed (read-only)")
+    if current:
+        groups.append(current)
+    if not groups:
+        raise EngineError("empty statement")
+    if len(groups) > 1:
+        raise QueryRefused("only one statement per query is allowed")
+    first = tokens[0]
+    if first.token_type == TokenType.VAR and first.text.upper() not in _STATEMENT_VERBS:
+        # Not a statement anywhere: a typo, refused by no rule, so the plain syntax error.
+        raise EngineError(f"syntax error at or near {first.text!r}")
+    if first.token_type not in _QUERY_START:
+        raise QueryRefused(f"{first.text.upper()} statements are not allowed (read-only)")
+    semicolons = [t for t in tokens if t.token_type == TokenType.SEMICOLON]
+    statement = sql[: semicolons[0].start] if semicolons else sql
+    try:
+        tree = sqlglot.parse_one(statement, read=dialect)
+    except (ParseError, TokenError):
+        return statement
+    for node in tree.walk():
+        if isinstance(node, _WRITES):
+            raise QueryRefused(f"{node.key.upper()} is not allowed (read-only)")
+    return statement
