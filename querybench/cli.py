@@ -180,6 +180,10 @@ def eval_spider1(
     gold: Annotated[Path, typer.Option(help="Gold file: `SQL<TAB>db_id` per line.")],
     predictions: Annotated[Path, typer.Option(help="One predicted SQL per line.")],
     db_dir: Annotated[Path, typer.Option(help="Databases at `DIR/<db_id>/<db_id>.sqlite`.")],
+    questions: Annotated[
+        Path | None,
+        typer.Option(help="dev.json matching the gold lines: adds each question's hardness."),
+    ] = None,
     timeout: Annotated[float, typer.Option(help="Seconds per query.")] = 30.0,
     workers: Workers = 2,
     output: Output = None,
@@ -195,7 +199,7 @@ def eval_spider1(
         "scoring spider1",
         None,
         lambda advance: evaluate_spider1(
-            gold, predictions, db_dir, timeout=timeout, workers=workers
+            gold, predictions, db_dir, timeout=timeout, workers=workers, questions_json=questions
         ),
     )
     _finish(results, output, "Spider 1.0 execution match")
@@ -230,6 +234,8 @@ def eval_bird(
         ),
     )
     _finish(results, output, "BIRD execution match")
+
+app.command("context")(__import__("querybench.commands.context", fromlist=["c"]).context)
 
 
 def main() -> None:

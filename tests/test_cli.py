@@ -129,3 +129,103 @@ def test_help_teaches_with_examples() -> None:
     assert "querybench eval spider2-lite --predictions" in result.output
     result = runner.invoke(app, ["eval", "spider2-snow", "--help"])
     assert result.exit_code == 0 and "--scoring" in result.output
+
+
+def _toy_db(root: Path) -> Path:
+    import sqlite3
+
+    db_dir = root / "dbs"
+    (db_dir / "toy").mkdir(parents=True)
+    with sqlite3.connect(db_dir / "toy" / "toy.sqlite") as conn:
+        conn.execute("CREATE TABLE t (x INTEGER, y TEXT)")
+        conn.executemany("INSERT INTO t VALUES (?, ?)", [(1, "a"), (2, "b"), (3, "b")])
+    conn.close()
+    return db_dir
+
+
+def test_eval_spider1_official_text_formats(tmp_path: Path) -> None:
+    db_dir = _toy_db(tmp_path)
+    gold = tmp_path / "gold.sql"
+    gold.write_text(
+        "SELECT x FROM t ORDER BY x\ttoy\nSELECT count(*) FROM t\ttoy\nSELECT y FROM t\ttoy\n"
+    )
+    pred = tmp_path / "pred.txt"
+    pred.write_text("SELECT x FROM t ORDER BY x DESC\nSELECT count(x) FROM t\n")
+    out = tmp_path / "s1.jsonl"
+    result = runner.invoke(
+        app,
+        [
+            "eval",
+            "spider1",
+            "--gold",
+            str(gold),
+            "--predictions",
+            str(pred),
+            "--db-dir",
+            str(db_dir),
+            "--output",
+            str(out),
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    lines = [json.loads(x) for x in out.read_text().splitlines()]
+    assert [d["instance_id"] for d in lines] == ["0", "1", "2"]
+    assert [d["score"] for d in lines] == [0, 1, 0]
+    assert lines[0]["error"] == "wrong_result"
+    assert lines[2]["error"] == "missing_prediction"
+
+
+def test_eval_bird_prediction_json_and_metrics(tmp_path: Path) -> None:
+    db_dir = _toy_db(tmp_path)
+    questions = tmp_path / "dev.json"
+    questions.write_text(
+        json.dumps(
+            [
+                {
+                    "question_id": 0,
+                    "db_id": "toy",
+                    "question": "?",
+                    "SQL": "SELECT y FROM t",
+                    "difficulty": "simple",
+                },
+                {
+                    "question_id": 1,
+                    "db_id": "toy",
+                    "question": "?",
+                    "SQL": "SELECT count(*) FROM t",
+                    "difficulty": "challenging",
+                },
+            ]
+        )
+    )
+    predictions = tmp_path / "predict_dev.json"
+    predictions.write_text(
+        json.dumps(
+            {
+                "0": "SELECT DISTINCT y FROM t\t----- bird -----\ttoy",
+                "1": "DROP TABLE t\t----- bird -----\ttoy",
+            }
+        )
+    )
+    out = tmp_path / "bird.jsonl"
+    result = runner.invoke(
+        app,
+        [
+            "eval",
+            "bird",
+            "--questions",
+            str(questions),
+            "--predictions",
+            str(predictions),
+            "--db-dir",
+            str(db_dir),
+            "--output",
+            str(out),
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    lines = {d["instance_id"]: d for d in map(json.loads, out.read_text().splitlines())}
+    assert lines["0"]["score"] == 1  # set semantics: duplicates ignored
+    assert lines["1"]["score"] == 0 and lines["1"]["error"] == "refused_write"
+    assert lines["1"]["difficulty"] == "challenging"
+    assert "metrics" in result.output
