@@ -21,8 +21,13 @@ import pyarrow as pa
 from querybench.engines.base import Column, Result, Table
 from querybench.engines.transpile import read_only_statement
 from querybench.engines.url import ServerUrl, mask_secrets, parse_server_url
-from querybench.errors import EngineError, EngineUnavailable, QueryRefused, QueryTimeout
-from querybench.errors import ResultTooLarge
+from querybench.errors import (
+    EngineError,
+    EngineUnavailable,
+    QueryRefused,
+    QueryTimeout,
+    ResultTooLarge,
+)
 
 _REFUSED_WORDS = frozenset({"OUTFILE", "SETTINGS"})
 _CODE = re.compile(r"Code: (\d+)\.")
@@ -47,7 +52,9 @@ class ChdbEngine:
         try:
             import chdb
         except ImportError as exc:
-            raise EngineUnavailable("chdb is not installed: pip install 'querybench[clickhouse]'") from exc
+            raise EngineUnavailable(
+                "chdb is not installed: pip install 'querybench[clickhouse]'"
+            ) from exc
         self.path = Path(path)
         if not self.path.is_dir():
             raise EngineError(f"chdb data directory not found: {self.path}")

@@ -20,8 +20,13 @@ import pymysql.cursors
 from querybench.engines.base import Column, Result, Table
 from querybench.engines.transpile import read_only_statement
 from querybench.engines.url import ServerUrl, mask_secrets, parse_server_url
-from querybench.errors import EngineError, EngineUnavailable, QueryRefused, QueryTimeout
-from querybench.errors import ResultTooLarge
+from querybench.errors import (
+    EngineError,
+    EngineUnavailable,
+    QueryRefused,
+    QueryTimeout,
+    ResultTooLarge,
+)
 
 _FETCH_CHUNK = 10_000
 _KILL_GRACE_S = 1.0
