@@ -1,0 +1,141 @@
+"""Reading task files so that every problem is one `DataError` naming file, line and field.
+
+JSON arrays (BIRD's and Spider's `dev.json`) are walked entry by entry with the decoder's own
+offsets, so an error names the line an entry starts on, not just its index.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import platformdirs
+
+from querybench.data import data_root
+from querybench.errors import DataError
+
+_WHITESPACE = " \t\n\r"
+
+
+def user_data_dir() -> Path:
+    """The per-user folder `querybench data fetch` fills by default."""
+    return Path(platformdirs.user_data_dir("querybench", appauthor=False))
+
+
+def data_search_path() -> list[Path]:
+    """Where benchmark data is looked up, in order: `$QUERYBENCH_DATA` (or the checkout's
+    `../shared/data` when unset), then the user data dir."""
+    return [data_root(), user_data_dir()]
+
+
+def find_data_dir(*parts: str) -> Path:
+    """The first folder of the search path that holds `parts`; the first folder otherwise."""
+    roots = data_search_path()
+    if os.environ.get("QUERYBENCH_DATA"):
+        return roots[0]  # an explicit choice is never second-guessed
+    for root in roots:
+        if root.joinpath(*parts).exists():
+            return root
+    return roots[0]
+
+
+def read_text(path: Path, what: str) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise DataError(f"{path}: {what} not found (run `querybench data path`)") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise DataError(f"{path}: cannot read {what}: {exc}") from exc
+
+
+def read_jsonl(path: Path, what: str = "task file") -> Iterator[tuple[str, dict[str, Any]]]:
+    """(`path:line`, object) for every non-blank line; a bad line is a `DataError`."""
+    for number, line in enumerate(read_text(path, what).splitlines(), start=1):
+        if not line.strip():
+            continue
+        where = f"{path}:{number}"
+        try:
+            item = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise DataError(f"{where}: not valid JSON ({exc.msg} at column {exc.colno})") from None
+        if not isinstance(item, dict):
+            raise DataError(f"{where}: expected a JSON object, got {type(item).__name__}")
+        yield where, item
+
+
+def read_json_array(path: Path, what: str = "task file") -> Iterator[tuple[str, dict[str, Any]]]:
+    """(`path:line`, object) for every entry of a JSON array of objects."""
+    text = read_text(path, what)
+    decoder = json.JSONDecoder()
+    index = _skip(text, 0)
+    if not text.startswith("[", index):
+        raise DataError(f"{path}:{_line(text, index)}: expected a JSON array of {what} entries")
+    index = _skip(text, index + 1)
+    if text.startswith("]", index):
+        return
+    line, counted_to = 1, 0
+    while True:
+        line += text.count("\n", counted_to, index)
+        counted_to = index
+        where = f"{path}:{line}"
+        try:
+            item, index = decoder.raw_decode(text, index)
+        except json.JSONDecodeError as exc:
+            raise DataError(f"{path}:{exc.lineno}: not valid JSON ({exc.msg})") from None
+        if not isinstance(item, dict):
+            raise DataError(f"{where}: expected a JSON object, got {type(item).__name__}")
+        yield where, item
+        index = _skip(text, index)
+        if text.startswith("]", index):
+            return
+        if not text.startswith(",", index):
+            raise DataError(f"{path}:{_line(text, index)}: expected ',' or ']' in the array")
+        index = _skip(text, index + 1)
+
+
+def _skip(text: str, index: int) -> int:
+    while index < len(text) and text[index] in _WHITESPACE:
+        index += 1
+    return index
+
+
+def _line(text: str, index: int) -> int:
+    return text.count("\n", 0, index) + 1
+
+
+def required_str(item: Mapping[str, Any], field: str, where: str, *, int_ok: bool = False) -> str:
+    """A non-empty string field; with `int_ok`, an int too (ids such as BIRD's `question_id`)."""
+    if field not in item or item[field] is None:
+        raise DataError(f"{where}: field {field!r} is missing")
+    value = item[field]
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, str | int)
+        or (isinstance(value, int) and not int_ok)
+    ):
+        raise DataError(f"{where}: field {field!r} must be a string, got {type(value).__name__}")
+    text = str(value)
+    if not text.strip():
+        raise DataError(f"{where}: field {field!r} is empty")
+    return text
+
+
+def optional_str(item: Mapping[str, Any], field: str, where: str) -> str | None:
+    """A string field that may be absent, null or empty (then None)."""
+    value = item.get(field)
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise DataError(f"{where}: field {field!r} must be a string, got {type(value).__name__}")
+    return value if value.strip() else None
+
+
+def unique_ids(ids: list[str], path: Path) -> None:
+    seen: set[str] = set()
+    for instance_id in ids:
+        if instance_id in seen:
+            raise DataError(f"{path}: instance id {instance_id!r} appears more than once")
+        seen.add(instance_id)

@@ -1,0 +1,142 @@
+"""Spider 2.0-lite and -snow: 547 tasks each, in the official repository layout.
+
+Lite lines are `{instance_id, db, question, external_knowledge}`; snow lines
+`{instance_id, instruction, db_id, external_knowledge}`. Every snow task is a lite task moved to
+Snowflake (`sf_bq011` is lite `bq011`; `sf001` keeps its id), with the same question: a snow task
+takes that lite task's difficulty, and its database's feature tags when the Snowflake metadata
+of the database itself is not present.
+
+The gold folder (`evaluation_suite/gold/`) is optional: without it (or with `with_gold=False`)
+the tasks carry no gold, difficulty or `functions` tag.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from querybench.errors import DataError
+from querybench.evaluation.spider2_gold import Spider2Gold, engine_family
+from querybench.tasks.input_files import optional_str, read_jsonl, required_str, unique_ids
+from querybench.tasks.model import EngineKind, GoldRef, Task
+from querybench.tasks.spider2_metadata import database_traits, find_database_dir
+from querybench.tasks.sql_functions import uses_dialect_functions
+
+Variant = Literal["spider2-lite", "spider2-snow"]
+
+_ENGINES: dict[str, EngineKind] = {"bq": "bigquery", "sf": "snowflake", "local": "sqlite"}
+
+
+def load_spider2(
+    benchmark: Variant, spider2_dir: Path, *, path: Path | None = None, with_gold: bool = True
+) -> list[Task]:
+    """Tasks of `spider2_dir/<benchmark>/<benchmark>.jsonl` (or `path`), tagged and graded."""
+    root = spider2_dir / benchmark
+    tasks_file = path or root / f"{benchmark}.jsonl"
+    gold = _gold(root / "evaluation_suite" / "gold", benchmark) if with_gold else None
+    lite = _LiteIndex(spider2_dir, with_gold) if benchmark == "spider2-snow" else None
+    tasks = []
+    for where, item in read_jsonl(tasks_file):
+        instance_id = required_str(item, "instance_id", where)
+        if benchmark == "spider2-lite":
+            question, db = required_str(item, "question", where), required_str(item, "db", where)
+        else:
+            question = required_str(item, "instruction", where)
+            db = required_str(item, "db_id", where)
+        knowledge = optional_str(item, "external_knowledge", where)
+        engine = _engine(benchmark, instance_id, where)
+        metadata = spider2_dir / "spider2-lite" / "resource" / "databases"
+        traits_dir = find_database_dir(metadata, engine, db)
+        if lite is not None:
+            own = find_database_dir(root / "resource" / "databases", "", db)
+            traits_dir = own or traits_dir or lite.metadata_dir(instance_id)
+        features = set(database_traits(traits_dir).tags()) if traits_dir else set()
+        features.add("table_answer")  # every lite/snow answer is a result table (CSV)
+        if knowledge:
+            features.add("documentation")
+        gold_ref, difficulty = GoldRef(), None
+        if gold is not None and instance_id in gold.specs:
+            gold_ref = _gold_ref(gold, instance_id)
+            difficulty = gold.difficulty(instance_id)
+            sql = gold_ref.sql or (lite.gold_sql(instance_id) if lite else None)
+            if sql is not None and uses_dialect_functions(sql):
+                features.add("functions")
+        extra = {k: v for k, v in item.items() if k == "temporal"}
+        if traits_dir is not None:
+            extra["metadata_dir"] = str(traits_dir)
+        tasks.append(
+            Task(
+                instance_id=instance_id,
+                benchmark=benchmark,
+                question=question,
+                db=db,
+                engine=engine,
+                external_knowledge=knowledge,
+                gold=gold_ref,
+                difficulty=difficulty,
+                features=tuple(sorted(features)),
+                extra=extra,
+            )
+        )
+    unique_ids([t.instance_id for t in tasks], tasks_file)
+    return tasks
+
+
+def lite_id(snow_id: str) -> str:
+    """The lite task a snow task comes from: `sf_bq011` -> `bq011`, `sf001` -> `sf001`."""
+    return snow_id.removeprefix("sf_")
+
+
+def _engine(benchmark: Variant, instance_id: str, where: str) -> EngineKind:
+    if benchmark == "spider2-snow":
+        return "snowflake"
+    family = engine_family(instance_id)
+    if family not in _ENGINES:
+        raise DataError(
+            f"{where}: field 'instance_id' {instance_id!r} has no engine prefix (bq, ga, sf, local)"
+        )
+    return _ENGINES[family]
+
+
+def _gold(gold_dir: Path, benchmark: Variant) -> Spider2Gold | None:
+    """The gold folder when it is there; a partial copy is still an error (Spider2Gold's)."""
+    return Spider2Gold(gold_dir, benchmark) if gold_dir.is_dir() else None
+
+
+def _gold_ref(gold: Spider2Gold, instance_id: str) -> GoldRef:
+    spec = gold.specs[instance_id]
+    paths, _single = gold.result_paths(instance_id)
+    params: dict[str, object] = {
+        "condition_cols": spec.condition_cols,
+        "ignore_order": spec.ignore_order,
+    }
+    if spec.toks is not None:
+        params["toks"] = spec.toks
+    return GoldRef(
+        sql=gold.gold_sql(instance_id),
+        result_files=tuple(str(p) for p in paths),
+        eval_params=params,
+    )
+
+
+class _LiteIndex:
+    """The lite tasks a snow loader borrows from: database metadata and gold SQL."""
+
+    def __init__(self, spider2_dir: Path, with_gold: bool) -> None:
+        lite_file = spider2_dir / "spider2-lite" / "spider2-lite.jsonl"
+        self._tasks: dict[str, Task] = {}
+        if lite_file.is_file():
+            for task in load_spider2("spider2-lite", spider2_dir, with_gold=with_gold):
+                self._tasks[task.instance_id] = task
+
+    def _task(self, snow_id: str) -> Task | None:
+        return self._tasks.get(lite_id(snow_id)) or self._tasks.get(snow_id)
+
+    def metadata_dir(self, snow_id: str) -> Path | None:
+        task = self._task(snow_id)
+        found = task.extra.get("metadata_dir") if task else None
+        return Path(found) if found else None
+
+    def gold_sql(self, snow_id: str) -> str | None:
+        task = self._task(snow_id)
+        return task.gold.sql if task else None

@@ -1,0 +1,122 @@
+"""Malformed task files: one DataError line naming the file, the line and the field."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from querybench.errors import DataError
+from querybench.tasks import load_tasks
+
+
+def _spider2_root(tmp_path: Path, lines: list[str], benchmark: str = "spider2-lite") -> Path:
+    folder = tmp_path / "spider2" / benchmark
+    folder.mkdir(parents=True)
+    (folder / f"{benchmark}.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return tmp_path
+
+
+LITE_OK = json.dumps({"instance_id": "local001", "db": "x", "question": "q?"})
+
+
+def _error(benchmark: str, root: Path) -> str:
+    with pytest.raises(DataError) as info:
+        load_tasks(benchmark, data_dir=root)
+    message = str(info.value)
+    assert "\n" not in message
+    return message
+
+
+def test_bad_json_line_names_file_and_line(tmp_path: Path) -> None:
+    root = _spider2_root(tmp_path, [LITE_OK, "{not json"])
+    assert "spider2-lite.jsonl:2: not valid JSON" in _error("spider2-lite", root)
+
+
+def test_missing_field_names_line_and_field(tmp_path: Path) -> None:
+    root = _spider2_root(
+        tmp_path,
+        [LITE_OK, LITE_OK.replace("local001", "local002"), '{"instance_id": "bq1", "db": "d"}'],
+    )
+    assert _error("spider2-lite", root).endswith(
+        "spider2-lite.jsonl:3: field 'question' is missing"
+    )
+
+
+def test_snow_uses_its_own_field_names(tmp_path: Path) -> None:
+    root = _spider2_root(tmp_path, [LITE_OK], "spider2-snow")
+    assert "spider2-snow.jsonl:1: field 'instruction' is missing" in _error("spider2-snow", root)
+
+
+def test_wrong_type_and_unknown_prefix(tmp_path: Path) -> None:
+    root = _spider2_root(tmp_path, ['{"instance_id": "local1", "db": 3, "question": "q"}'])
+    assert "field 'db' must be a string, got int" in _error("spider2-lite", root)
+    other = _spider2_root(tmp_path / "b", ['{"instance_id": "zz1", "db": "d", "question": "q"}'])
+    assert "field 'instance_id' 'zz1' has no engine prefix" in _error("spider2-lite", other)
+
+
+def test_duplicate_ids_are_an_error(tmp_path: Path) -> None:
+    root = _spider2_root(tmp_path, [LITE_OK, LITE_OK])
+    assert "'local001' appears more than once" in _error("spider2-lite", root)
+
+
+def test_bird_entry_missing_a_field_names_its_line(tmp_path: Path) -> None:
+    entries = [
+        {
+            "question_id": 0,
+            "db_id": "a",
+            "question": "q",
+            "evidence": "",
+            "SQL": "SELECT 1",
+            "difficulty": "simple",
+        },
+        {"question_id": 1, "db_id": "a", "question": "q", "evidence": "", "difficulty": "simple"},
+    ]
+    (tmp_path / "bird").mkdir()
+    (tmp_path / "bird" / "dev.json").write_text(json.dumps(entries, indent=2), encoding="utf-8")
+    message = _error("bird", tmp_path)
+    assert message.endswith("dev.json:10: field 'SQL' is missing"), message
+
+
+def test_bird_unknown_difficulty_and_broken_array(tmp_path: Path) -> None:
+    (tmp_path / "bird").mkdir()
+    entry = {
+        "question_id": 0,
+        "db_id": "a",
+        "question": "q",
+        "SQL": "SELECT 1",
+        "difficulty": "hard",
+    }
+    (tmp_path / "bird" / "dev.json").write_text(json.dumps([entry]), encoding="utf-8")
+    assert "field 'difficulty' is 'hard'" in _error("bird", tmp_path)
+    (tmp_path / "bird" / "dev.json").write_text('[\n\n{"q": ]', encoding="utf-8")
+    assert "dev.json:3: not valid JSON" in _error("bird", tmp_path)
+
+
+def test_spider1_bad_parse_names_the_sql_field(tmp_path: Path) -> None:
+    (tmp_path / "spider1").mkdir()
+    entry = {"db_id": "a", "question": "q", "query": "SELECT 1", "sql": {"select": []}}
+    (tmp_path / "spider1" / "dev.json").write_text(json.dumps([entry]), encoding="utf-8")
+    assert "dev.json:1: field 'sql' is not a parsed Spider query" in _error("spider1", tmp_path)
+
+
+def test_missing_file_and_unknown_benchmark(tmp_path: Path) -> None:
+    assert "spider2-lite.jsonl: task file not found" in _error("spider2-lite", tmp_path)
+    with pytest.raises(DataError, match="unknown benchmark 'spider3'"):
+        load_tasks("spider3")
+
+
+def test_dbt_eval_config_without_evaluation(tmp_path: Path) -> None:
+    dbt = tmp_path / "spider2" / "spider2-dbt"
+    (dbt / "examples").mkdir(parents=True)
+    (dbt / "examples" / "spider2-dbt.jsonl").write_text(
+        '{"instance_id": "a001", "instruction": "do it", "type": "DBT"}\n', encoding="utf-8"
+    )
+    gold = dbt / "evaluation_suite" / "gold"
+    gold.mkdir(parents=True)
+    (gold / "spider2_eval.jsonl").write_text('{"instance_id": "a001"}\n', encoding="utf-8")
+    assert "spider2_eval.jsonl:1: field 'evaluation' is missing" in _error("spider2-dbt", tmp_path)
+    (gold / "spider2_eval.jsonl").unlink()
+    (task,) = load_tasks("spider2-dbt", data_dir=tmp_path)
+    assert task.db == "a" and set(task.features) == {"dbt", "database_answer"}
