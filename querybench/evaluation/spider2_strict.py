@@ -30,6 +30,7 @@ REL_TOL = 1e-6
 MISSING, NUMBER, TEXT = 0, 1, 2
 _MAX_ASSIGNMENTS = 20_000
 _MAX_BIPARTITE_ROWS = 3_000
+_CHUNK_ROWS = 1 << 20  # cells compared per step, bounding the temporaries of a big column
 
 
 @dataclass
@@ -107,6 +108,22 @@ def cells_equal(
     return equal
 
 
+def _all_cells_equal(
+    a: StrictColumn,
+    b: StrictColumn,
+    ia: npt.NDArray[np.intp] | None = None,
+    ib: npt.NDArray[np.intp] | None = None,
+) -> bool:
+    """`cells_equal(a, b, ia, ib).all()` a chunk at a time (None: the rows in their order)."""
+    for start in range(0, len(a), _CHUNK_ROWS):
+        window = np.arange(start, min(start + _CHUNK_ROWS, len(a)))
+        wa = window if ia is None else ia[start : start + _CHUNK_ROWS]
+        wb = window if ib is None else ib[start : start + _CHUNK_ROWS]
+        if not cells_equal(a, b, wa, wb).all():
+            return False
+    return True
+
+
 def strict_table_match(
     pred: Sequence[StrictColumn], gold: Sequence[StrictColumn], ignore_order: bool
 ) -> bool:
@@ -131,8 +148,7 @@ def strict_table_match(
 def _column_compatible(g: StrictColumn, p: StrictColumn, ignore_order: bool) -> bool:
     if ignore_order:
         return _rows_match_as_multiset([p], [g])
-    idx = np.arange(len(g))
-    return bool(cells_equal(g, p, idx, idx).all())
+    return _all_cells_equal(g, p)
 
 
 def _has_injective_assignment(candidates: list[list[int]]) -> bool:
@@ -191,7 +207,7 @@ def _rows_match_as_multiset(pred: Sequence[StrictColumn], gold: Sequence[StrictC
         gi, pi = gold[0].order(), pred[0].order()
     else:
         gi, pi = _sort_rows(gold), _sort_rows(pred)
-    if all(cells_equal(g, p, gi, pi).all() for g, p in zip(gold, pred, strict=True)):
+    if all(_all_cells_equal(g, p, gi, pi) for g, p in zip(gold, pred, strict=True)):
         return True
     # One column: sorted pairing is exact (each value's tolerance window is monotone in it).
     if len(gold) == 1 or n > _MAX_BIPARTITE_ROWS or not _same_rows_ignoring_numbers(pred, gold):
