@@ -237,6 +237,8 @@ def eval_bird(
 
 app.command("context")(__import__("querybench.commands.context", fromlist=["c"]).context)
 
+app.add_typer(__import__("querybench.commands.db", fromlist=["app"]).app, name="db")
+
 
 def main() -> None:
     app()

@@ -31,13 +31,22 @@ class LoadedTable:
     columns: tuple[tuple[str, str], ...]  # (name, type in the target engine)
 
 
-def load(target: str, source: str | Path, *, replace: bool = False) -> list[LoadedTable]:
+def load(
+    target: str, source: str | Path, *, replace: bool = False, lower_names: bool = False
+) -> list[LoadedTable]:
     """Create a table in `target` (an engine URL) for every table in `source`.
 
     `source` is a SQLite file or a folder of `.csv` / `.parquet` files (one table per file,
     named by its stem). With `replace`, existing tables of the same names are dropped first.
+    `lower_names` lower-cases table and column names, so that SQL written for a
+    case-insensitive engine (SQLite, MySQL) finds them once `transpile(lower_names=True)`
+    quotes its identifiers.
     """
     tables = list(read_source(source))
+    if lower_names:
+        tables = [
+            (n.lower(), t.rename_columns([c.lower() for c in t.column_names])) for n, t in tables
+        ]
     if not tables:
         raise DataError(f"no tables found in {source}")
     from querybench.engines.load_targets import open_writer

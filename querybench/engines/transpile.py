@@ -9,10 +9,12 @@ like a query, the server decides.
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
 
 import sqlglot
 from sqlglot import exp
 from sqlglot.errors import ParseError, TokenError
+from sqlglot.optimizer.normalize_identifiers import normalize_identifiers
 from sqlglot.tokens import TokenType
 
 from querybench.errors import EngineError, QueryRefused
@@ -55,18 +57,53 @@ def dialect_name(name: str) -> str:
     return key
 
 
-def transpile(sql: str, source: str, target: str, *, pretty: bool = False) -> str:
-    """`sql` (one statement) written in `target`'s dialect; unchanged when the dialects agree."""
+def transpile(
+    sql: str,
+    source: str,
+    target: str,
+    *,
+    pretty: bool = False,
+    lower_names: bool = False,
+    columns: Collection[str] | None = None,
+) -> str:
+    """`sql` (one statement) written in `target`'s dialect; unchanged when the dialects agree.
+
+    `lower_names` lower-cases and quotes every identifier, for tables loaded with lower-case
+    names (`engines.load`, `names="lower"`): SQLite and MySQL match names case-insensitively,
+    PostgreSQL and ClickHouse do not. With `columns` (the database's column names) a
+    double-quoted SQLite name that is no column becomes the string it is to SQLite.
+    """
     read, write = dialect_name(source), dialect_name(target)
-    if read == write:
+    if read == write and not lower_names:
         return sql
     try:
-        out = sqlglot.transpile(sql, read=read, write=write, pretty=pretty)
+        trees = sqlglot.parse(sql, read=read)
+        if len(trees) != 1 or trees[0] is None:
+            raise QueryRefused("only one statement per query is allowed")
+        tree = trees[0]
+        if columns is not None and read == "sqlite":
+            tree = _quoted_strings(tree, {c.lower() for c in columns})
+        if lower_names:
+            tree = normalize_identifiers(tree, dialect="sqlite")
+        return tree.sql(dialect=write, pretty=pretty, identify=lower_names)
     except (ParseError, TokenError) as exc:
         raise EngineError(f"cannot translate from {read} to {write}: {exc}") from exc
-    if len(out) != 1:
-        raise QueryRefused("only one statement per query is allowed")
-    return out[0]
+
+
+def _quoted_strings(tree: exp.Expr, columns: set[str]) -> exp.Expr:
+    """SQLite reads `"x"` as the string 'x' when no column is named x."""
+
+    def visit(node: exp.Expr) -> exp.Expr:
+        if (
+            isinstance(node, exp.Column)
+            and not node.table
+            and node.this.args.get("quoted")
+            and node.name.lower() not in columns
+        ):
+            return exp.Literal.string(node.name)
+        return node
+
+    return tree.transform(visit)
 
 
 def read_only_statement(
