@@ -237,6 +237,12 @@ def eval_bird(
 
 app.command("context")(__import__("querybench.commands.context", fromlist=["c"]).context)
 
+from querybench.commands.data import data_app  # noqa: E402
+from querybench.commands.tasks import tasks_app  # noqa: E402
+
+app.add_typer(tasks_app, name="tasks")
+app.add_typer(data_app, name="data")
+
 app.add_typer(__import__("querybench.commands.db", fromlist=["app"]).app, name="db")
 
 

@@ -7,7 +7,6 @@ offsets, so an error names the line an entry starts on, not just its index.
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -34,8 +33,6 @@ def data_search_path() -> list[Path]:
 def find_data_dir(*parts: str) -> Path:
     """The first folder of the search path that holds `parts`; the first folder otherwise."""
     roots = data_search_path()
-    if os.environ.get("QUERYBENCH_DATA"):
-        return roots[0]  # an explicit choice is never second-guessed
     for root in roots:
         if root.joinpath(*parts).exists():
             return root

@@ -1,0 +1,105 @@
+"""`querybench tasks list|show`: the tasks of a benchmark, as a table or one JSON line each."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+from typing import Annotated, NoReturn
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from querybench.errors import QuerybenchError
+from querybench.tasks import BENCHMARKS, Task, find_task, load_tasks, task_to_json
+
+tasks_app = typer.Typer(
+    help=(
+        "List and inspect benchmark tasks.\n\n"
+        "Examples:\n\n"
+        "    querybench tasks list spider2-lite\n\n"
+        "    querybench tasks list bird --format jsonl > bird.jsonl\n\n"
+        "    querybench tasks show spider2-lite bq011\n\n"
+        "    querybench tasks list custom --path my_questions.yaml"
+    ),
+    no_args_is_help=True,
+    rich_markup_mode="markdown",
+)
+
+Benchmark = Annotated[str, typer.Argument(help=f"One of: {', '.join(BENCHMARKS)}.")]
+TaskFile = Annotated[
+    Path | None,
+    typer.Option(help="Task file to read instead of the benchmark's own (required for custom)."),
+]
+DataDir = Annotated[
+    Path | None, typer.Option(help="Data root (default: see `querybench data path`).")
+]
+
+
+def _fail(message: str) -> NoReturn:
+    Console(stderr=True).print(f"[red]error:[/red] {message}", highlight=False, soft_wrap=True)
+    raise typer.Exit(2)
+
+
+def _load(benchmark: str, path: Path | None, data_dir: Path | None) -> list[Task]:
+    try:
+        return load_tasks(benchmark, data_dir=data_dir, path=path)
+    except QuerybenchError as exc:
+        _fail(str(exc))
+
+
+@tasks_app.command("list")
+def list_tasks(
+    benchmark: Benchmark,
+    format: Annotated[str, typer.Option(help="table, or jsonl (one task per line).")] = "table",
+    path: TaskFile = None,
+    data_dir: DataDir = None,
+) -> None:
+    """List every task of a benchmark.
+
+    Example: `querybench tasks list spider2-lite --format jsonl`
+    """
+    if format not in ("table", "jsonl"):
+        _fail(f"--format must be table or jsonl, not {format!r}")
+    tasks = _load(benchmark, path, data_dir)
+    if format == "jsonl":
+        for task in tasks:
+            typer.echo(json.dumps(task_to_json(task), ensure_ascii=False))
+        return
+    table = Table(title=f"{benchmark}: {len(tasks)} tasks")
+    for column in ("id", "db", "engine", "difficulty", "features", "question"):
+        table.add_column(column, overflow="fold" if column == "question" else "ellipsis")
+    for task in tasks:
+        question = task.question if len(task.question) <= 80 else task.question[:77] + "..."
+        table.add_row(
+            task.instance_id,
+            task.db,
+            task.engine,
+            task.difficulty or "",
+            ",".join(task.features),
+            question,
+        )
+    console = Console()
+    console.print(table)
+    by_difficulty = Counter(t.difficulty or "unknown" for t in tasks)
+    console.print(", ".join(f"{k}: {v}" for k, v in sorted(by_difficulty.items())))
+
+
+@tasks_app.command("show")
+def show_task(
+    benchmark: Benchmark,
+    instance_id: Annotated[str, typer.Argument(help="Task id, e.g. bq011 or local002.")],
+    path: TaskFile = None,
+    data_dir: DataDir = None,
+) -> None:
+    """Print one task as JSON (every field of the task model).
+
+    Example: `querybench tasks show spider2-lite bq011`
+    """
+    tasks = _load(benchmark, path, data_dir)
+    try:
+        task = find_task(tasks, instance_id)
+    except QuerybenchError as exc:
+        _fail(str(exc))
+    typer.echo(json.dumps(task_to_json(task), ensure_ascii=False, indent=2))
