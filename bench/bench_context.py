@@ -87,21 +87,26 @@ def main() -> None:
             f"budget {budget:>6}: {covered}/{len(tasks)} = {100 * covered / len(tasks):.1f} % "
             f"covered, over budget: {over}, {elapsed:.1f} s; misses: {' '.join(misses[:12])}"
         )
-    largest = max(tasks, key=lambda t: _size(root, t))
-    build_context(largest, budget=8000, data=root)  # first load, cached
-    for budget in (8000, 32000, None):
-        start = time.perf_counter()
-        ctx = build_context(largest, budget=budget, data=root)
-        print(
-            f"largest schema {largest.db} ({largest.instance_id}), budget {budget}: "
-            f"{time.perf_counter() - start:.3f} s, {ctx.tokens} tokens"
-        )
+    by_bytes = max(tasks, key=lambda t: _size(root, t))
+    by_tables = max(tasks, key=lambda t: len(_files(root, t)))
+    for largest in (by_bytes, by_tables):
+        build_context(largest, budget=8000, data=root)  # first load, cached
+        for budget in (8000, 32000, None):
+            start = time.perf_counter()
+            ctx = build_context(largest, budget=budget, data=root)
+            print(
+                f"largest schema {largest.db} ({largest.instance_id}), budget {budget}: "
+                f"{time.perf_counter() - start:.3f} s, {ctx.tokens} tokens"
+            )
+
+
+def _files(root: Path, task: Task) -> list[Path]:
+    databases = root / "spider2" / "spider2-lite" / "resource" / "databases"
+    return list(find_database_dir(databases, task.engine, task.db).rglob("*.json"))
 
 
 def _size(root: Path, task: Task) -> int:
-    databases = root / "spider2" / "spider2-lite" / "resource" / "databases"
-    folder = find_database_dir(databases, task.engine, task.db)
-    return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
+    return sum(p.stat().st_size for p in _files(root, task))
 
 
 if __name__ == "__main__":

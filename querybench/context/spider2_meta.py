@@ -117,7 +117,7 @@ def _read_ddl(path: Path) -> dict[str, tuple[str, str, str]]:
                 raise DataError(f"{path}: no table_name column (found {reader.fieldnames})")
             rows = {}
             for row in reader:
-                name = (row.get(fields["table_name"]) or "").strip()
+                name = _clean_name(row.get(fields["table_name"]) or "")
                 if not name:
                     continue
                 description = (row.get(fields.get("description", ""), "") or "").strip()
@@ -144,7 +144,8 @@ def _read_table_json(
         r for r in _as_list(data.get("sample_rows"), path, "sample_rows", []) if isinstance(r, dict)
     ]
     short = str(data.get("table_name") or path.stem).split(".")[-1].strip()
-    full = str(data.get("table_fullname") or "").strip() or _qualify(db_dir, folder, short, dialect)
+    full = _clean_name(str(data.get("table_fullname") or ""))
+    full = full or _qualify(db_dir, folder, short, dialect)
     if dialect == "sqlite":
         full = short
     nested_names = data.get("nested_column_names")
@@ -200,6 +201,11 @@ def _qualify(db_dir: Path, folder: Path, short: str, dialect: str) -> str:
     if dialect == "bigquery":  # folders are named `project.dataset`
         return f"{folder.name}.{short}"
     return f"{db_dir.name}.{folder.name}.{short}"
+
+
+def _clean_name(name: str) -> str:
+    """Some releases write `dataset. table`: drop the spaces around name parts."""
+    return ".".join(part.strip() for part in name.strip().split("."))
 
 
 def _schema_of(full: str) -> str | None:
