@@ -16,10 +16,10 @@ app = typer.Typer(
     help=(
         "Work with a database engine directly.\n\n"
         "Examples:\n\n"
-        "    querybench db load postgresql://postgres@127.0.0.1/spider_world --from world_1.sqlite\n\n"
+        "    querybench db load postgresql://postgres@127.0.0.1/world --from world_1.sqlite\n\n"
         "    querybench db query chdb:///data/world 'SELECT count(*) FROM city'\n\n"
-        "    querybench db query mysql://root@127.0.0.1/world --file gold.sql --dialect sqlite\n\n"
-        "    echo 'SELECT IFNULL(a, 0) FROM t' | querybench db transpile --from sqlite --to postgres"
+        "    querybench db query mysql://root@127.0.0.1/world --file q.sql --dialect sqlite\n\n"
+        "    echo 'SELECT IFNULL(a, 0)' | querybench db transpile --from sqlite --to postgres"
     ),
     no_args_is_help=True,
     rich_markup_mode="markdown",

@@ -65,7 +65,7 @@ class ChdbEngine:
     def _open(self, settings: dict[str, Any]) -> Any:
         params = "&".join(f"{k}={v}" for k, v in {"readonly": 1, **settings}.items())
         try:
-            return self._chdb.connect(f"file:{self.path}?{params}")
+            return self._chdb.connect(f"file:{self.path}?{params}")  # type: ignore[no-untyped-call]
         except Exception as exc:
             raise EngineUnavailable(f"cannot open chdb at {self.path}: {exc}") from exc
 

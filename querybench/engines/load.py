@@ -118,7 +118,7 @@ def read_sqlite(path: Path) -> Iterator[tuple[str, pa.Table]]:
         conn.close()
 
 
-def _column(values: list[Any], declared: str) -> pa.Array:
+def _column(values: list[Any], declared: str) -> pa.Array[Any]:
     kinds = {type(v) for v in values if v is not None}
     if kinds == {int} and all(-(2**63) <= v < 2**63 for v in values if v is not None):
         return pa.array(values, pa.int64())
@@ -128,7 +128,7 @@ def _column(values: list[Any], declared: str) -> pa.Array:
         return pa.array(values, pa.binary())
     if kinds:
         return pa.array([None if v is None else _text(v) for v in values], pa.string())
-    return pa.nulls(len(values), _affinity(declared))
+    return pa.array([None] * len(values), _affinity(declared))
 
 
 def _text(value: Any) -> str:

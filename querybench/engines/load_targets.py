@@ -217,7 +217,7 @@ def _local_writer(scheme: str, path: Path) -> Iterator[Writer]:
         import chdb
 
         path.mkdir(parents=True, exist_ok=True)
-        cconn = chdb.connect(f"file:{path}")
+        cconn = chdb.connect(f"file:{path}")  # type: ignore[no-untyped-call]
         try:
             yield _ChdbWriter(cconn)
         finally:

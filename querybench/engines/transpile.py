@@ -15,7 +15,7 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.errors import ParseError, TokenError
 from sqlglot.optimizer.normalize_identifiers import normalize_identifiers
-from sqlglot.tokens import TokenType
+from sqlglot.tokenizer_core import TokenType
 
 from querybench.errors import EngineError, QueryRefused
 
