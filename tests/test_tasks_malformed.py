@@ -120,3 +120,16 @@ def test_dbt_eval_config_without_evaluation(tmp_path: Path) -> None:
     (gold / "spider2_eval.jsonl").unlink()
     (task,) = load_tasks("spider2-dbt", data_dir=tmp_path)
     assert task.db == "a" and set(task.features) == {"dbt", "database_answer"}
+
+
+def test_bird_train_when_present(tmp_path: Path) -> None:
+    assert "bird/train.json: question file not found" in _error("bird-train", tmp_path)
+    entry = {"db_id": "a", "question": "q", "evidence": "", "SQL": "SELECT strftime('%Y', d)"}
+    (tmp_path / "bird" / "train").mkdir(parents=True)
+    (tmp_path / "bird" / "train" / "train.json").write_text(json.dumps([entry]), encoding="utf-8")
+    assert "train.json:1: field 'question_id' is missing" in _error("bird-train", tmp_path)
+    entry["question_id"] = 0
+    (tmp_path / "bird" / "train" / "train.json").write_text(json.dumps([entry]), encoding="utf-8")
+    (task,) = load_tasks("bird-train", data_dir=tmp_path)
+    assert task.benchmark == "bird-train" and task.difficulty is None
+    assert task.features == ("functions",)

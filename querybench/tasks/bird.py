@@ -32,7 +32,7 @@ def bird_file(benchmark: str, bird_dir: Path) -> Path:
 def load_bird(benchmark: str, bird_dir: Path, *, path: Path | None = None) -> list[Task]:
     questions = path or bird_file(benchmark, bird_dir)
     tasks = []
-    for where, item in read_json_array(questions, "BIRD question"):
+    for where, item in read_json_array(questions, "question file"):
         instance_id = required_str(item, "question_id", where, int_ok=True)
         difficulty = optional_str(item, "difficulty", where)
         if difficulty is not None and difficulty not in DIFFICULTIES:

@@ -69,7 +69,7 @@ def read_json_array(path: Path, what: str = "task file") -> Iterator[tuple[str, 
     decoder = json.JSONDecoder()
     index = _skip(text, 0)
     if not text.startswith("[", index):
-        raise DataError(f"{path}:{_line(text, index)}: expected a JSON array of {what} entries")
+        raise DataError(f"{path}:{_line(text, index)}: expected a JSON array ({what})")
     index = _skip(text, index + 1)
     if text.startswith("]", index):
         return

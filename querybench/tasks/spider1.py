@@ -19,7 +19,7 @@ from querybench.tasks.sql_functions import uses_dialect_functions
 def load_spider1(spider1_dir: Path, *, path: Path | None = None) -> list[Task]:
     questions = path or spider1_dir / "dev.json"
     tasks = []
-    for index, (where, item) in enumerate(read_json_array(questions, "Spider question")):
+    for index, (where, item) in enumerate(read_json_array(questions, "question file")):
         parsed = item.get("sql")
         difficulty = None
         if parsed is not None:

@@ -3,8 +3,9 @@
 Lite lines are `{instance_id, db, question, external_knowledge}`; snow lines
 `{instance_id, instruction, db_id, external_knowledge}`. Every snow task is a lite task moved to
 Snowflake (`sf_bq011` is lite `bq011`; `sf001` keeps its id), with the same question: a snow task
-takes that lite task's difficulty, and its database's feature tags when the Snowflake metadata
-of the database itself is not present.
+takes that lite task's difficulty, its database's feature tags when the Snowflake metadata
+of the database itself is not present, and its gold SQL for the `functions` tag when the snow
+gold SQL is not public.
 
 The gold folder (`evaluation_suite/gold/`) is optional: without it (or with `with_gold=False`)
 the tasks carry no gold, difficulty or `functions` tag.
