@@ -8,8 +8,12 @@ bit for bit means parsing with the very same function, so this is the one place 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
+import numpy as np
+import numpy.typing as npt
 import pandas as pd
 
 from querybench.errors import DataError
@@ -28,3 +32,29 @@ def read_result_csv(path: str | Path) -> pd.DataFrame:
     except (pd.errors.ParserError, ValueError, OSError) as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise DataError(f"{path}: unreadable CSV ({first})") from exc
+
+
+def column_arrays(frame: pd.DataFrame) -> list[npt.NDArray[Any]]:
+    """Each column once as a NumPy array: numeric dtypes as they are, others as objects.
+
+    Both scorings start from these, so pandas' per-column overhead is paid once per frame.
+    """
+    out: list[npt.NDArray[Any]] = []
+    for _, series in frame.items():
+        if series.dtype.kind in "biuf":
+            out.append(series.to_numpy())
+        else:
+            out.append(series.to_numpy(dtype=object))
+    return out
+
+
+def interleaved_dtype(arrays: Sequence[npt.NDArray[Any]]) -> np.dtype[Any]:
+    """The dtype `DataFrame.values` casts these columns to (pandas' `find_common_type`).
+
+    Any non-numeric column, or booleans beside numbers, give object; otherwise NumPy's
+    promotion (int64 beside float64 gives float64).
+    """
+    kinds = {a.dtype.kind for a in arrays}
+    if not arrays or "O" in kinds or ("b" in kinds and kinds != {"b"}):
+        return np.dtype(object)
+    return np.result_type(*arrays)

@@ -6,12 +6,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy.typing as npt
 import pandas as pd
 
 from querybench.errors import DataError
 from querybench.evaluation import spider2_official as official
 from querybench.evaluation import spider2_strict as strict
 from querybench.evaluation.record import InstanceResult
+from querybench.evaluation.result_csv import column_arrays
 from querybench.evaluation.spider2_gold import Benchmark, EvalSpec, Spider2Gold, engine_family
 from querybench.evaluation.verdict import (
     GOLD_ERROR,
@@ -20,6 +22,7 @@ from querybench.evaluation.verdict import (
 )
 
 OnResult = Callable[[InstanceResult], None]
+PredArrays = list[npt.NDArray[Any]]
 
 
 @dataclass(frozen=True)
@@ -43,8 +46,10 @@ def score_frame(
     if not golds:
         missing = Verdict.fail(GOLD_ERROR, "no gold result file for this instance")
         return Verdicts(missing, missing)
+    arrays = column_arrays(pred)  # shared by both scorings
     return Verdicts(
-        _official_verdict(pred, golds, single, spec, variant), _strict_verdict(pred, golds, spec)
+        _official_verdict(pred, arrays, golds, single, spec, variant),
+        _strict_verdict(pred, arrays, golds, spec),
     )
 
 
@@ -54,13 +59,14 @@ def _shape(frame: pd.DataFrame) -> str:
 
 def _official_verdict(
     pred: pd.DataFrame,
+    arrays: PredArrays,
     golds: Sequence[pd.DataFrame],
     single: bool,
     spec: EvalSpec,
     variant: official.Variant,
 ) -> Verdict:
     try:
-        columns = official.official_columns(pred)
+        columns = official.official_columns(arrays)
         if single:
             ok = official.table_match(
                 columns, golds[0], spec.condition_cols, spec.ignore_order, variant
@@ -98,8 +104,10 @@ def strict_condition_cols(condition_cols: Any, n_golds: int) -> list[list[int] |
     return [[condition_cols]] * n_golds
 
 
-def _strict_verdict(pred: pd.DataFrame, golds: Sequence[pd.DataFrame], spec: EvalSpec) -> Verdict:
-    pred_columns = strict.strict_columns(pred)
+def _strict_verdict(
+    pred: pd.DataFrame, arrays: PredArrays, golds: Sequence[pd.DataFrame], spec: EvalSpec
+) -> Verdict:
+    pred_columns = strict.strict_columns(arrays)
     invalid: list[str] = []
     for i, cols in enumerate(strict_condition_cols(spec.condition_cols, len(golds))):
         try:

@@ -30,6 +30,8 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from querybench.evaluation.result_csv import column_arrays, interleaved_dtype
+
 Variant = Literal["lite", "snow"]
 
 ABS_TOL = 1e-2
@@ -97,23 +99,23 @@ def _numeric_order(source: npt.NDArray[Any]) -> npt.NDArray[np.intp]:
     return order.astype(np.intp, copy=False)
 
 
-def official_columns(frame: pd.DataFrame) -> list[OfficialColumn]:
+def official_columns(table: pd.DataFrame | Sequence[npt.NDArray[Any]]) -> list[OfficialColumn]:
     """Columns of `frame.transpose().values.tolist()`, each cell normalised (missing -> 0).
 
     `.values` casts every column to the frame's common dtype: a numeric common dtype changes
     the values (ints become floats beside a float column); an object one keeps each column's
     own Python values, so each column is then converted on its own, without the cast.
     """
-    common = frame.iloc[:0].values.dtype
+    arrays = column_arrays(table) if isinstance(table, pd.DataFrame) else table
+    common = interleaved_dtype(arrays)
     columns = []
-    for j in range(frame.shape[1]):
-        series = frame.iloc[:, j]
+    for raw in arrays:
         if common.kind in "biuf":
-            columns.append(_numeric_column(series.to_numpy(dtype=common)))
-        elif series.dtype.kind in "biuf":
-            columns.append(_numeric_column(series.to_numpy()))
+            columns.append(_numeric_column(raw.astype(common, copy=False)))
+        elif raw.dtype.kind in "biuf":
+            columns.append(_numeric_column(raw))
         else:
-            columns.append(_object_column(series.to_numpy(dtype=object)))
+            columns.append(_object_column(raw))
     return columns
 
 

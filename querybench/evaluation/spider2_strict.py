@@ -24,6 +24,8 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
+from querybench.evaluation.result_csv import column_arrays
+
 ABS_TOL = 1e-2
 REL_TOL = 1e-6
 
@@ -60,18 +62,19 @@ class StrictColumn:
         return self._order
 
 
-def strict_columns(frame: pd.DataFrame) -> list[StrictColumn]:
-    return [_strict_column(frame.iloc[:, j]) for j in range(frame.shape[1])]
+def strict_columns(table: pd.DataFrame | Sequence[npt.NDArray[Any]]) -> list[StrictColumn]:
+    arrays = column_arrays(table) if isinstance(table, pd.DataFrame) else table
+    return [_strict_column(a) for a in arrays]
 
 
-def _strict_column(series: pd.Series[Any]) -> StrictColumn:
-    n = len(series)
-    if series.dtype.kind in "iuf":
-        num = series.to_numpy(dtype=np.float64, na_value=np.nan)
+def _strict_column(raw: npt.NDArray[Any]) -> StrictColumn:
+    n = len(raw)
+    if raw.dtype.kind in "iuf":
+        num = raw.astype(np.float64)
         missing = np.isnan(num)
         kind = np.where(missing, MISSING, NUMBER).astype(np.int8)
         return StrictColumn(kind, np.where(missing, 0.0, num), np.full(n, "", dtype=object))
-    values = series.to_numpy(dtype=object)
+    values = raw.astype(object, copy=False)
     missing = pd.isna(values)
     if pd.api.types.infer_dtype(values[~missing], skipna=False) in ("string", "empty"):
         text = values.copy()
