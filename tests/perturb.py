@@ -87,7 +87,7 @@ def missing_to_zero(frame: pd.DataFrame, rng: random.Random) -> pd.DataFrame:
     out = frame.copy()
     if len(frame) and frame.shape[1]:
         out.iloc[rng.randrange(len(frame)), rng.randrange(frame.shape[1])] = None
-    return out.fillna(0) if rng.random() < 0.5 else out
+    return out.astype(object).fillna(0) if rng.random() < 0.5 else out
 
 
 def ints_as_floats(frame: pd.DataFrame, rng: random.Random) -> pd.DataFrame:
