@@ -75,6 +75,10 @@ _URL_ENGINES = {
     "mariadb": "mysql",
     "clickhouse": "clickhouse",
     "chdb": "clickhouse",
+    "snowflake": "snowflake",
+    "snowflake+local": "snowflake",
+    "bigquery": "bigquery",
+    "bigquery+local": "bigquery",
 }
 
 

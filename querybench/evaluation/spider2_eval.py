@@ -44,6 +44,9 @@ Scoring = Literal["official", "strict"]
 
 _FENCED_SQL = "```sql\n"
 _CHUNK = 16  # tasks per worker-process job in exec_result mode
+# BigQuery and Snowflake tasks run on `<db>.duckdb` emulation files in --db-dir when present
+# (built by engines.spider2_metadata_load.build_emulation).
+_EMULATION_URL = {"bq": "bigquery+local://", "sf": "snowflake+local://"}
 
 
 def evaluate_spider2(
@@ -204,7 +207,7 @@ def _sql_mode(
             yield failed(instance_id, Verdict.fail(MISSING_PREDICTION, f"no {path.name}"), gold)
             continue
         family = engine_family(instance_id)
-        if family != "local":
+        if family != "local" and family not in _EMULATION_URL:
             yield failed(
                 instance_id,
                 Verdict.fail(ENGINE_UNAVAILABLE, f"no {family} engine configured here"),
@@ -216,7 +219,7 @@ def _sql_mode(
             reason = "no --db-dir given" if db_dir is None else "task has no database name"
             yield failed(instance_id, Verdict.fail(ENGINE_UNAVAILABLE, reason), gold)
             continue
-        db_path = Path(db_dir) / f"{database}.sqlite"
+        db_path = Path(db_dir) / f"{database}{'.sqlite' if family == 'local' else '.duckdb'}"
         if not db_path.is_file():
             yield failed(
                 instance_id,
@@ -233,7 +236,8 @@ def _sql_mode(
         if not sql.strip():
             yield failed(instance_id, Verdict.fail(PARSE_ERROR, "empty SQL"), gold)
             continue
-        jobs.append(QueryJob(instance_id, db_path, sql))
+        target = db_path if family == "local" else f"{_EMULATION_URL[family]}{db_path.resolve()}"
+        jobs.append(QueryJob(instance_id, target, sql))
     with QueryPool(workers=workers, timeout=timeout) as pool:
         for outcome in pool.run(jobs):
             if outcome.error is not None:
