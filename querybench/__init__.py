@@ -12,6 +12,7 @@ if TYPE_CHECKING:
     from querybench.evaluation.record import InstanceResult
     from querybench.evaluation.spider2_eval import evaluate_spider2
     from querybench.evaluation.verdict import Verdict
+    from querybench.tasks import load_tasks
 
 __version__ = "0.1.0"
 
@@ -21,6 +22,7 @@ _LAZY = {
     "evaluate_spider2": "querybench.evaluation.spider2_eval",
     "InstanceResult": "querybench.evaluation.record",
     "Verdict": "querybench.evaluation.verdict",
+    "load_tasks": "querybench.tasks",
 }
 
 __all__ = [
@@ -30,6 +32,7 @@ __all__ = [
     "__version__",
     "connect",
     "evaluate_spider2",
+    "load_tasks",
 ]
 
 
