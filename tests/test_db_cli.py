@@ -76,3 +76,28 @@ def test_transpile_argument_and_stdin() -> None:
         app, ["db", "transpile", "--from", "mysql", "--to", "duckdb"], input="SELECT `a` FROM t\n"
     )
     assert out.output.strip() == 'SELECT "a" FROM t'
+
+
+TRANSLATIONS = [
+    # (sqlite input, target, expected) — one line per case.
+    ("SELECT name, count(*) FROM t GROUP BY id", "postgres",
+     'SELECT MIN(name) AS "name", COUNT(*) FROM t GROUP BY id'),
+    ("SELECT name, max(age) FROM t", "clickhouse", 'SELECT any(name) AS "name", MAX(age) FROM t'),
+    ("SELECT name FROM t GROUP BY name", "duckdb", "SELECT name FROM t GROUP BY name"),
+    ("SELECT count(*) FROM t WHERE c = \"Asia\"", "postgres",
+     "SELECT COUNT(*) FROM t WHERE c = 'Asia'"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("sql", "target", "expected"), TRANSLATIONS)
+def test_translation_from_sqlite(sql: str, target: str, expected: str) -> None:
+    from querybench.engines.transpile import transpile
+
+    assert transpile(sql, "sqlite", target, columns=["name", "age", "id", "c"]) == expected
+
+
+def test_lower_names_quotes_every_identifier() -> None:
+    from querybench.engines.transpile import transpile
+
+    out = transpile("SELECT T1.Name FROM City AS T1", "sqlite", "postgres", lower_names=True)
+    assert out == 'SELECT "t1"."name" FROM "city" AS "t1"'

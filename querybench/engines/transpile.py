@@ -83,11 +83,50 @@ def transpile(
         tree = trees[0]
         if columns is not None and read == "sqlite":
             tree = _quoted_strings(tree, {c.lower() for c in columns})
+        if read in ("sqlite", "mysql") and write in _STRICT_GROUPING:
+            tree = _bare_columns_aggregated(tree, write)
         if lower_names:
             tree = normalize_identifiers(tree, dialect="sqlite")
         return tree.sql(dialect=write, pretty=pretty, identify=lower_names)
     except (ParseError, TokenError) as exc:
         raise EngineError(f"cannot translate from {read} to {write}: {exc}") from exc
+
+
+# Engines that refuse a selected column neither grouped nor aggregated, which SQLite and MySQL
+# (without ONLY_FULL_GROUP_BY) take from an arbitrary row of the group. PostgreSQL 15 has no
+# any_value(), and min() is the same value whenever the column is constant within the group.
+_STRICT_GROUPING = {"postgres": exp.Min, "duckdb": exp.AnyValue, "clickhouse": exp.AnyValue}
+
+
+def _bare_columns_aggregated(tree: exp.Expr, write: str) -> exp.Expr:
+    """Wrap each bare selected column of an aggregating SELECT in the engine's any-value."""
+    wrap = _STRICT_GROUPING[write]
+    for select in list(tree.find_all(exp.Select)):
+        group = select.args.get("group")
+        projections = select.expressions
+        aggregating = group is not None or any(
+            p.find(exp.AggFunc) for p in projections if not p.find(exp.Window)
+        )
+        if not aggregating or any(p.find(exp.Window) for p in projections):
+            continue
+        grouped = [g for g in (group.expressions if group else [])]
+        keys = {g.sql().lower() for g in grouped}
+        names = {g.name.lower() for g in grouped if isinstance(g, exp.Column)}
+        for projection in projections:
+            inner = projection.this if isinstance(projection, exp.Alias) else projection
+            if isinstance(inner, exp.Star) or inner.find(exp.AggFunc) or not inner.find(exp.Column):
+                continue
+            if inner.sql().lower() in keys:
+                continue
+            if isinstance(inner, exp.Column) and inner.name.lower() in names:
+                continue
+            wrapped = wrap(this=inner.copy())
+            if isinstance(projection, exp.Alias):
+                projection.set("this", wrapped)
+            else:
+                alias = inner.name if isinstance(inner, exp.Column) else inner.sql()
+                projection.replace(exp.alias_(wrapped, alias, quoted=True))
+    return tree
 
 
 def _quoted_strings(tree: exp.Expr, columns: set[str]) -> exp.Expr:
