@@ -64,6 +64,7 @@ class BigQueryLocalEngine:
         self._duckdb = DuckDBEngine(path, memory_limit=memory_limit, threads=threads)
         self.path = self._duckdb.path
         self._tables = [t for t in self._duckdb.tables() if t.name != META_TABLE]
+        self._catalog = str(self._duckdb.execute("SELECT current_database()").rows[0][0])
         self._by_schema: dict[str, list[str]] = {}
         for table in self._tables:
             self._by_schema.setdefault((table.schema or "main").lower(), []).append(table.name)
@@ -110,8 +111,9 @@ class BigQueryLocalEngine:
         for table in list(statement.find_all(exp.Table)):
             if not table.name or (not table.db and table.name.lower() in ctes):
                 continue
-            if table.args.get("catalog") is not None:
-                table.set("catalog", None)  # the project: the file holds one dataset per schema
+            if table.db:
+                # The project becomes this file's catalog (a dataset may share the file's name).
+                table.set("catalog", exp.to_identifier(self._catalog, quoted=True))
             if "*" in table.name:
                 expanded = self._wildcard(table)
                 if expanded is not None:
@@ -144,10 +146,13 @@ class BigQueryLocalEngine:
         )
         if not matches:
             return None
-        schema = exp.to_identifier(table.db or "main", quoted=True)
+        schema = ".".join(
+            exp.to_identifier(part, quoted=True).sql("duckdb")
+            for part in (self._catalog, table.db or "main")
+        )
         parts = [
             f"SELECT *, '{name[len(prefix) :]}' AS {TABLE_SUFFIX} FROM "
-            f"{schema.sql('duckdb')}.{exp.to_identifier(name, quoted=True).sql('duckdb')}"
+            f"{schema}.{exp.to_identifier(name, quoted=True).sql('duckdb')}"
             for name in matches
         ]
         union = sqlglot.parse_one(" UNION ALL BY NAME ".join(parts), read="duckdb")

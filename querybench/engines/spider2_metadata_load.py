@@ -100,7 +100,7 @@ def build_emulation(
         tables, rows, skipped = 0, 0, []
         for spec in specs:
             try:
-                rows += _create_table(conn, spec, dialect)
+                rows += _create_table(conn, alias, spec, dialect)
                 tables += 1
             except (duckdb.Error, ValueError) as exc:
                 skipped.append(f"{spec.schema}.{spec.name}: {str(exc).splitlines()[0]}")
@@ -168,11 +168,14 @@ def _ddl_tables(path: Path, dialect: Dialect) -> list[tuple[str, tuple[tuple[str
     return out
 
 
-def _create_table(conn: duckdb.DuckDBPyConnection, spec: _TableSpec, dialect: Dialect) -> int:
+def _create_table(
+    conn: duckdb.DuckDBPyConnection, catalog: str, spec: _TableSpec, dialect: Dialect
+) -> int:
     types = [_duckdb_type(t, dialect, spec.rows, name) for name, t in spec.columns]
     type_sql = [dt.sql("duckdb") for dt in types]
-    conn.execute(f"CREATE SCHEMA IF NOT EXISTS {_quote(spec.schema)}")
-    qualified = f"{_quote(spec.schema)}.{_quote(spec.name)}"
+    # Fully qualified: a schema may share the database's name (stackoverflow.stackoverflow).
+    conn.execute(f"CREATE SCHEMA IF NOT EXISTS {catalog}.{_quote(spec.schema)}")
+    qualified = f"{catalog}.{_quote(spec.schema)}.{_quote(spec.name)}"
     names = [name for name, _ in spec.columns]
     column_defs = ", ".join(f"{_quote(n)} {t}" for n, t in zip(names, type_sql, strict=True))
     conn.execute(f"CREATE TABLE {qualified} ({column_defs})")
