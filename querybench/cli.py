@@ -196,10 +196,16 @@ def eval_spider1(
     from querybench.evaluation.spider1 import evaluate_spider1
 
     results = _run(
-        "scoring spider1",
+        "running queries",
         None,
         lambda advance: evaluate_spider1(
-            gold, predictions, db_dir, timeout=timeout, workers=workers, questions_json=questions
+            gold,
+            predictions,
+            db_dir,
+            timeout=timeout,
+            workers=workers,
+            questions_json=questions,
+            on_query=lambda: advance(None),
         ),
     )
     _finish(results, output, "Spider 1.0 execution match")
@@ -227,13 +233,19 @@ def eval_bird(
     from querybench.evaluation.bird import evaluate_bird
 
     results = _run(
-        "scoring bird",
+        "running queries",
         None,
         lambda advance: evaluate_bird(
-            questions, predictions, db_dir, timeout=timeout, workers=workers
+            questions,
+            predictions,
+            db_dir,
+            timeout=timeout,
+            workers=workers,
+            on_query=lambda: advance(None),
         ),
     )
     _finish(results, output, "BIRD execution match")
+
 
 app.command("context")(__import__("querybench.commands.context", fromlist=["c"]).context)
 

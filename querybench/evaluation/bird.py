@@ -15,7 +15,7 @@ Each instance also carries three 0/1 metrics:
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -177,6 +177,7 @@ def evaluate_bird(
     timeout: float | None = 30.0,
     workers: int = 4,
     cache_dir: str | Path | None = None,
+    on_query: Callable[[], None] | None = None,
 ) -> list[InstanceResult]:
     """Score BIRD predictions in the official formats; one result per question, in file order.
 
@@ -205,7 +206,12 @@ def evaluate_bird(
         elif prediction.sql is not None:
             pred_jobs[q.question_id] = (database, prediction.sql)
     gold, pred = run_gold_and_predictions(
-        gold_jobs, pred_jobs, timeout=timeout, workers=workers, cache_dir=cache_dir
+        gold_jobs,
+        pred_jobs,
+        timeout=timeout,
+        workers=workers,
+        cache_dir=cache_dir,
+        on_query=on_query,
     )
     results = []
     for q in questions:

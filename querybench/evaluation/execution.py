@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 
 from querybench.engines.base import Result
@@ -19,12 +20,13 @@ def run_gold_and_predictions(
     timeout: float | None,
     workers: int,
     cache_dir: str | Path | None = None,
+    on_query: Callable[[], None] | None = None,
 ) -> tuple[Outcomes, Outcomes]:
     """Run gold and prediction jobs on one pool; the outcome of each, by key.
 
     Gold results come from the result cache when it has them (`cache_dir`, default
     `$QUERYBENCH_CACHE` or ~/.cache/querybench) and are stored there once computed;
-    predictions always run.
+    predictions always run. `on_query` is called after each query that ran (progress).
     """
     from querybench.engines.cache import ResultCache
     from querybench.engines.pool import QueryJob, QueryPool
@@ -45,6 +47,8 @@ def run_gold_and_predictions(
         for outcome in pool.run(jobs):
             is_gold, key = outcome.key[0] == "g", outcome.key[1:]
             value = outcome.result or outcome.error or EngineError("no outcome from the pool")
+            if on_query is not None:
+                on_query()
             (gold if is_gold else pred)[key] = value
             if is_gold and outcome.result is not None:
                 try:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -293,6 +293,7 @@ def evaluate_spider1(
     workers: int = 4,
     cache_dir: str | Path | None = None,
     questions_json: str | Path | None = None,
+    on_query: Callable[[], None] | None = None,
 ) -> list[InstanceResult]:
     """Score Spider 1.0 predictions in the official text formats; one result per gold line.
 
@@ -323,7 +324,12 @@ def evaluate_spider1(
             gold_jobs[f"{inst.instance_id}:{k}"] = (db, queries.gold_sql)
             pred_jobs[f"{inst.instance_id}:{k}"] = (db, queries.pred_sql)
     gold, pred = run_gold_and_predictions(
-        gold_jobs, pred_jobs, timeout=timeout, workers=workers, cache_dir=cache_dir
+        gold_jobs,
+        pred_jobs,
+        timeout=timeout,
+        workers=workers,
+        cache_dir=cache_dir,
+        on_query=on_query,
     )
     for iid, (queries, dbs) in planned.items():
         pairs = [(gold[f"{iid}:{k}"], pred[f"{iid}:{k}"], db) for k, db in enumerate(dbs)]
