@@ -257,6 +257,8 @@ app.add_typer(data_app, name="data")
 
 app.add_typer(__import__("querybench.commands.db", fromlist=["app"]).app, name="db")
 
+app.command("run")(__import__("querybench.commands.run", fromlist=["run"]).run)
+
 
 def main() -> None:
     app()

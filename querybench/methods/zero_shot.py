@@ -1,0 +1,105 @@
+"""Zero-shot: one prompt with the schema (sampled values included), external knowledge,
+dialect notes and the question; the SQL is the reply's first ```sql block, else the reply.
+
+The prompt is two messages:
+
+* system: the instruction and the dialect notes;
+* user: the task's context from `build_context` (schema, external knowledge, relevant dialect
+  functions) as the truncatable `context`, then the question.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from querybench.context import build_context
+from querybench.context.schema import SchemaSource
+from querybench.evaluation.sql_extract import extract_sql
+from querybench.methods import Candidate, MethodOutput, MethodSettings
+from querybench.models.base import ChatRequest, Message
+
+if TYPE_CHECKING:
+    from querybench.models.base import ChatModel
+    from querybench.tasks.model import Task
+
+SYSTEM = (
+    "You are an expert data analyst who writes {dialect} SQL.\n"
+    "Write one SQL query that answers the user's question on the database described.\n"
+    "Use only the tables and columns shown. Reply with the query in a single ```sql code "
+    "block.\n\n"
+    "Dialect notes:\n{notes}"
+)
+
+DIALECT_NOTES = {
+    "sqlite": "- SQLite: dates are text; use strftime() and date(); concatenate with ||; "
+    "integer division truncates (CAST AS REAL for ratios); quote names with spaces in "
+    "double quotes or backticks.",
+    "duckdb": "- DuckDB: PostgreSQL-like; date_trunc(), strftime(); lists and structs are "
+    "native types.",
+    "bigquery": "- BigQuery Standard SQL: name tables `project.dataset.table` in backticks; "
+    "use _TABLE_SUFFIX for wildcard tables; UNNEST arrays in FROM.",
+    "snowflake": "- Snowflake: quote names in double quotes exactly as shown (they are "
+    "case-sensitive); FLATTEN for VARIANT arrays; use DATABASE.SCHEMA.TABLE names.",
+    "postgres": "- PostgreSQL: date_trunc(), ::type casts, ILIKE for case-insensitive match.",
+    "mysql": "- MySQL: backticks for names, DATE_FORMAT(), LIMIT n.",
+    "clickhouse": "- ClickHouse: toYear(), toStartOfMonth(), arrayJoin() for arrays.",
+}
+
+QUESTION = "Question: {question}"
+
+
+class ZeroShot:
+    name = "zero-shot"
+
+    def __init__(self) -> None:
+        self._sources: dict[tuple[str, str, str], SchemaSource] = {}
+        self._lock = threading.Lock()
+
+    def build_messages(
+        self, task: Task, budget: int | None, data_dir: Path | None = None
+    ) -> tuple[Message, ...]:
+        """The documented prompt for `task` (the golden-file test pins it)."""
+        source = self._source(task, data_dir)
+        context = build_context(task, budget=budget, data=data_dir, source=source)
+        system = SYSTEM.format(dialect=task.engine, notes=DIALECT_NOTES.get(task.engine, "-"))
+        return (
+            Message("system", system),
+            Message("user", QUESTION.format(question=task.question.strip()), context.prompt),
+        )
+
+    def _source(self, task: Task, data_dir: Path | None) -> SchemaSource | None:
+        """One schema per database for the whole run: introspected once, reused by every task
+        on it (a live source is loaded, then its connection closed)."""
+        if task.benchmark.startswith("spider2"):
+            return None  # metadata files: build_context reads them itself
+        from querybench.context.live import LiveSchema
+        from querybench.context.resolve import schema_source
+        from querybench.data import data_root
+
+        key = (str(data_dir), task.db, str(task.extra.get("db_path", "")))
+        with self._lock:
+            if key not in self._sources:
+                source = schema_source(task, data_dir or data_root())
+                source.load()
+                if isinstance(source, LiveSchema):
+                    source.engine.close()
+                self._sources[key] = source
+            return self._sources[key]
+
+    async def solve(self, task: Task, model: ChatModel, settings: MethodSettings) -> MethodOutput:
+        start = time.perf_counter()
+        messages = await asyncio.to_thread(
+            self.build_messages, task, settings.context_budget, settings.data_dir
+        )
+        context_s = time.perf_counter() - start
+        requests = [ChatRequest(messages, settings.sampling, sample=j) for j in range(settings.n)]
+        completions = await asyncio.gather(*(model.complete(r, task) for r in requests))
+        candidates = tuple(Candidate(c.text, extract_sql(c.text), c) for c in completions)
+        return MethodOutput(messages, requests[0].prompt_hash(), candidates, context_s)
+
+
+METHOD = ZeroShot()

@@ -1,0 +1,201 @@
+"""An async client for any OpenAI-compatible chat-completions endpoint, on httpx.
+
+httpx rather than the `openai` SDK: it is already a dependency, and the SDK retries on its own
+(hiding attempts we must count, budget and record), while what we send and read is one small
+JSON shape that vLLM, Ollama, llama.cpp and gateways all speak.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import time
+from typing import TYPE_CHECKING, Any
+
+import httpx
+
+from querybench.context.tokens import count_tokens
+from querybench.models.base import (
+    BudgetExhausted,
+    ChatRequest,
+    Completion,
+    ModelError,
+    Truncation,
+    Usage,
+)
+from querybench.models.cache import ResponseCache, request_key
+from querybench.models.pricing import PriceTable
+from querybench.models.retry import RETRY_STATUS, RetryPolicy, parse_retry_after
+from querybench.models.truncate import fit_messages
+
+if TYPE_CHECKING:
+    from querybench.tasks.model import Task
+
+
+class RequestBudget:
+    """At most `limit` HTTP requests (retries included) in one run; None means no limit."""
+
+    def __init__(self, limit: int | None = None) -> None:
+        self.limit = limit
+        self.used = 0
+
+    def take(self) -> None:
+        if self.limit is not None and self.used >= self.limit:
+            raise BudgetExhausted(f"request budget of {self.limit} requests spent")
+        self.used += 1
+
+
+class _Retryable(Exception):
+    def __init__(self, reason: str, message: str, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.reason = reason
+        self.retry_after = retry_after
+
+
+class OpenAICompatibleModel:
+    """`complete()` sends one chat request, retrying 429, 5xx, timeouts, dropped connections
+    and malformed replies; other HTTP errors fail at once. Either way a `ModelError` ends it."""
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        base_url: str = "https://api.openai.com/v1",
+        api_key: str | None = None,
+        api_key_env: str = "OPENAI_API_KEY",
+        timeout: float = 120.0,
+        retry: RetryPolicy | None = None,
+        concurrency: int = 8,
+        budget: RequestBudget | None = None,
+        cache: ResponseCache | None = None,
+        prices: PriceTable | None = None,
+        context_window: int | None = None,
+    ) -> None:
+        self.name = model
+        self.base_url = base_url.rstrip("/")
+        key = api_key if api_key is not None else os.environ.get(api_key_env, "")
+        headers = {"Authorization": f"Bearer {key}"} if key else {}
+        self._client = httpx.AsyncClient(
+            headers=headers,
+            timeout=httpx.Timeout(timeout),
+            limits=httpx.Limits(max_connections=max(concurrency, 1)),
+        )
+        self.retry = retry or RetryPolicy()
+        self._slots = asyncio.Semaphore(max(concurrency, 1))
+        self.budget = budget or RequestBudget()
+        self.cache = cache
+        self.prices = prices or PriceTable()
+        self.context_window = context_window
+
+    async def aclose(self) -> None:
+        await self._client.aclose()
+
+    def payload(self, request: ChatRequest) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "model": self.name,
+            "messages": [m.to_api() for m in request.messages],
+        }
+        body.update(request.sampling.to_api())
+        return body
+
+    async def complete(self, request: ChatRequest, task: Task | None = None) -> Completion:
+        truncation: Truncation | None = None
+        if self.context_window is not None:
+            room = self.context_window - (request.sampling.max_tokens or 0)
+            messages, truncation = fit_messages(request.messages, room)
+            request = request.with_messages(messages)
+        body = self.payload(request)
+        key = request_key({"base_url": self.base_url, "body": body, "sample": request.sample})
+        if self.cache is not None and (hit := self.cache.get(key)) is not None:
+            return _from_cache(hit, truncation)
+        start = time.perf_counter()
+        reasons: list[str] = []
+        for attempt in range(self.retry.max_retries + 1):
+            self.budget.take()
+            try:
+                async with self._slots:
+                    data = await self._post(body)
+                break
+            except _Retryable as exc:
+                reasons.append(exc.reason)
+                if attempt == self.retry.max_retries:
+                    raise ModelError(
+                        f"{self.base_url} gave no usable reply after {attempt + 1} attempts "
+                        f"({', '.join(reasons)}); last: {exc}"
+                    ) from None
+                await asyncio.sleep(self.retry.delay(attempt, exc.retry_after))
+        text, usage, finish = _parse(data, request)
+        completion = Completion(
+            text=text,
+            usage=usage,
+            cost=self.prices.cost(self.name, usage),
+            latency_s=time.perf_counter() - start,
+            attempts=len(reasons) + 1,
+            finish_reason=finish,
+            truncation=truncation,
+            retried_for=tuple(reasons),
+        )
+        if self.cache is not None:
+            self.cache.put(
+                key,
+                {
+                    "text": text,
+                    "usage": [usage.prompt_tokens, usage.completion_tokens],
+                    "finish_reason": finish,
+                },
+            )
+        return completion
+
+    async def _post(self, body: dict[str, Any]) -> dict[str, Any]:
+        url = f"{self.base_url}/chat/completions"
+        try:
+            response = await self._client.post(url, json=body)
+        except httpx.TimeoutException as exc:
+            raise _Retryable("timeout", f"no reply within the timeout ({exc!r})") from None
+        except httpx.TransportError as exc:
+            raise _Retryable("connection", f"connection failed: {exc!r}") from None
+        if response.status_code in RETRY_STATUS:
+            retry_after = parse_retry_after(response.headers.get("retry-after"))
+            message = f"HTTP {response.status_code}: {response.text[:200]}"
+            raise _Retryable(str(response.status_code), message, retry_after)
+        if response.status_code >= 400:
+            raise ModelError(
+                f"{url} refused the request: HTTP {response.status_code}: {response.text[:300]}"
+            )
+        try:
+            data = response.json()
+        except ValueError:
+            raise _Retryable("malformed", f"reply is not JSON: {response.text[:120]!r}") from None
+        if not isinstance(data, dict) or not data.get("choices"):
+            raise _Retryable("malformed", f"reply has no choices: {str(data)[:120]}")
+        return data
+
+
+def _parse(data: dict[str, Any], request: ChatRequest) -> tuple[str, Usage, str | None]:
+    try:
+        choice = data["choices"][0]
+        text = choice["message"].get("content") or ""
+        finish = choice.get("finish_reason")
+    except (KeyError, IndexError, TypeError, AttributeError) as exc:
+        raise ModelError(f"malformed chat completion: {exc!r}: {json.dumps(data)[:200]}") from exc
+    raw = data.get("usage") or {}
+    if isinstance(raw, dict) and "prompt_tokens" in raw:
+        usage = Usage(int(raw.get("prompt_tokens") or 0), int(raw.get("completion_tokens") or 0))
+    else:  # some servers omit usage: estimate with o200k so costs are not silently 0
+        prompt = sum(count_tokens(m.text) for m in request.messages)
+        usage = Usage(prompt, count_tokens(text))
+    return str(text), usage, finish
+
+
+def _from_cache(hit: dict[str, Any], truncation: Truncation | None) -> Completion:
+    prompt, completion = hit.get("usage") or (0, 0)
+    return Completion(
+        text=str(hit.get("text", "")),
+        usage=Usage(int(prompt), int(completion)),
+        cost=0.0,
+        attempts=0,
+        cached=True,
+        finish_reason=hit.get("finish_reason"),
+        truncation=truncation,
+    )

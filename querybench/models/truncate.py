@@ -1,0 +1,66 @@
+"""Context overflow: cut the history from its beginning until the prompt fits the window.
+
+System messages and the last message's question (`content`) are never cut. Whole messages
+between them go first, oldest first; then the `context` part of messages (schema, documents),
+from its beginning, oldest message first.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from querybench.context.tokens import count_tokens
+from querybench.models.base import Message, Truncation
+
+_PER_MESSAGE = 4  # role and separators, counted generously
+
+
+def prompt_tokens(messages: tuple[Message, ...], count: Callable[[str], int] = count_tokens) -> int:
+    return sum(count(m.text) + _PER_MESSAGE for m in messages)
+
+
+def fit_messages(
+    messages: tuple[Message, ...],
+    limit: int,
+    count: Callable[[str], int] = count_tokens,
+) -> tuple[tuple[Message, ...], Truncation | None]:
+    """`messages` within `limit` prompt tokens, and what was cut (None when nothing was)."""
+    before = prompt_tokens(messages, count)
+    if before <= limit:
+        return messages, None
+    kept = list(messages)
+    last = len(kept) - 1
+    dropped = 0
+    i = 0
+    while prompt_tokens(tuple(kept), count) > limit and i < last:
+        if kept[i].role != "system":
+            del kept[i]
+            last -= 1
+            dropped += 1
+        else:
+            i += 1
+    cut = 0
+    for j, message in enumerate(kept):
+        excess = prompt_tokens(tuple(kept), count) - limit
+        if excess <= 0:
+            break
+        if message.role == "system" or not message.context:
+            continue
+        new_context, removed = _cut_head(message.context, excess, count)
+        kept[j] = Message(message.role, message.content, new_context)
+        cut += removed
+    after = prompt_tokens(tuple(kept), count)
+    return tuple(kept), Truncation(dropped, cut, before, after)
+
+
+def _cut_head(text: str, excess: int, count: Callable[[str], int]) -> tuple[str, int]:
+    """Drop lines from the beginning of `text` until `excess` tokens are gone (or all are)."""
+    total = count(text)
+    lines = text.split("\n")
+    removed = 0
+    start = 0
+    while start < len(lines) and removed < excess:
+        removed += count(lines[start]) + 1
+        start += 1
+    rest = "\n".join(lines[start:])
+    return rest, total - count(rest) if rest else total

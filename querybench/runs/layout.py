@@ -1,0 +1,63 @@
+"""Which tasks a run covers and where their databases are.
+
+The denominator of a run is every selected task (`--ids`, then `--limit`) whose database is
+available here; tasks whose database file is missing are listed as skipped, never scored.
+Spider 2.0 tasks are always kept (cloud tasks score 0 with `engine_unavailable` when no engine
+is reachable, as `querybench eval` scores them).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from querybench.data import data_root
+from querybench.errors import DataError
+from querybench.runs.config import RunConfig
+from querybench.tasks import load_tasks
+from querybench.tasks.model import Task
+
+
+def task_database(task: Task, root: Path) -> Path | None:
+    """The SQLite file of `task`, when there is one here."""
+    for key in ("db_path", "database", "db_file"):
+        value = task.extra.get(key)
+        if value and Path(str(value)).is_file():
+            return Path(str(value))
+    if task.benchmark.startswith("spider2"):
+        candidates = [root / "spider2-lite-local" / f"{task.db}.sqlite"]
+    else:
+        folder = "bird" if task.benchmark.startswith("bird") else task.benchmark
+        candidates = [
+            root / folder / "database" / task.db / f"{task.db}.sqlite",
+            root / folder / task.db / f"{task.db}.sqlite",
+            root / folder / "dev_databases" / task.db / f"{task.db}.sqlite",
+        ]
+    return next((p for p in candidates if p.is_file()), None)
+
+
+def select_tasks(config: RunConfig) -> tuple[list[Task], list[str]]:
+    """(tasks to run, ids skipped for a missing database), in benchmark order."""
+    tasks = load_tasks(
+        config.benchmark,
+        data_dir=config.data_dir,
+        path=config.task_file,
+        with_gold=config.model == "oracle",  # only the oracle reads gold
+    )
+    if config.ids:
+        wanted = set(config.ids)
+        unknown = wanted - {t.instance_id for t in tasks}
+        if unknown:
+            raise DataError(f"no such {config.benchmark} ids: {', '.join(sorted(unknown))}")
+        tasks = [t for t in tasks if t.instance_id in wanted]
+    root = config.data_dir or data_root()
+    kept: list[Task] = []
+    skipped: list[str] = []
+    for task in tasks:
+        local = not task.benchmark.startswith("spider2") and task.engine == "sqlite"
+        if local and task.benchmark != "custom" and task_database(task, root) is None:
+            skipped.append(task.instance_id)
+        else:
+            kept.append(task)
+    if config.limit is not None:
+        kept = kept[: config.limit]
+    return kept, skipped

@@ -1,0 +1,293 @@
+"""Predictions in each benchmark's official layout, scored by the existing evaluators, and the
+run's results.jsonl and summary.json.
+
+* Spider 1.0: `pred.txt`, one SQL per line in the order of `gold.sql` (the run's tasks);
+* BIRD: `predict.json` (`{question_id: "SQL\\t----- bird -----\\tdb_id"}`) with `questions.json`;
+* Spider 2.0: `predictions/<instance_id>.sql`, scored in sql mode (both scorings).
+
+A task whose record is an error keeps that error code (e.g. `model_error`) in its result.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from querybench.data import data_root
+from querybench.evaluation.record import InstanceResult
+from querybench.runs.config import RunConfig
+from querybench.runs.layout import task_database
+from querybench.runs.sampling import pass_at_k
+from querybench.runs.store import InstanceRecord
+from querybench.tasks.model import Task
+
+Predict = Callable[[InstanceRecord | None], str | None]
+
+
+def one_line(sql: str) -> str:
+    """Official text formats hold one query per line, cut at the first tab."""
+    return sql.replace("\r", " ").replace("\n", " ").replace("\t", " ").strip()
+
+
+def chosen_sql(record: InstanceRecord | None) -> str | None:
+    return record.sql if record is not None and record.ok else None
+
+
+def write_predictions_and_score(
+    config: RunConfig, tasks: list[Task], predict: Predict, tag: str = ""
+) -> list[InstanceResult]:
+    """Write the official layout for `predict(record)` under RUNDIR and score it."""
+    from querybench.runs.store import RecordStore
+
+    records = RecordStore(config.out).load()
+    out = config.out
+    root = config.data_dir or data_root()
+    if config.benchmark == "spider1" or config.benchmark == "custom":
+        gold = out / "gold.sql"
+        gold.write_text(
+            "".join(f"{one_line(t.gold.sql or 'SELECT 0')}\t{t.db}\n" for t in tasks), "utf-8"
+        )
+        pred = out / f"pred{tag}.txt"
+        lines = [one_line(predict(records.get(t.instance_id)) or "") for t in tasks]
+        pred.write_text("".join(f"{line}\n" for line in lines), encoding="utf-8")
+        return _score_spider1(config, tasks, gold, pred, root)
+    if config.benchmark.startswith("bird"):
+        return _score_bird(config, tasks, records, predict, tag, root)
+    return _score_spider2(config, tasks, records, predict, tag, root)
+
+
+def _score_spider1(
+    config: RunConfig, tasks: list[Task], gold: Path, pred: Path, root: Path
+) -> list[InstanceResult]:
+    from querybench.evaluation.spider1 import evaluate_spider1
+
+    if config.benchmark == "custom":
+        db_dir = _linked_databases(config, tasks, root)
+    else:
+        db_dir = root / "spider1"
+        if not any((db_dir / t.db).is_dir() for t in tasks[:1]):
+            db_dir = root / "spider1" / "database"
+    results = evaluate_spider1(
+        gold, pred, db_dir, timeout=config.eval_timeout, workers=config.eval_workers
+    )
+    return [_renamed(r, t.instance_id, t.difficulty) for r, t in zip(results, tasks, strict=True)]
+
+
+def _linked_databases(config: RunConfig, tasks: list[Task], root: Path) -> Path:
+    """Custom SQLite tasks: `<db>/<db>.sqlite` links so the Spider 1.0 evaluator finds them."""
+    folder = config.out / "databases"
+    for task in tasks:
+        source = task_database(task, root)
+        link = folder / task.db / f"{task.db}.sqlite"
+        if source is not None and not link.exists():
+            link.parent.mkdir(parents=True, exist_ok=True)
+            link.symlink_to(source.resolve())
+    return folder
+
+
+def _score_bird(
+    config: RunConfig,
+    tasks: list[Task],
+    records: dict[str, InstanceRecord],
+    predict: Predict,
+    tag: str,
+    root: Path,
+) -> list[InstanceResult]:
+    from querybench.evaluation.bird import BIRD_SEPARATOR, evaluate_bird
+
+    questions = config.out / "questions.json"
+    entries = [
+        {"question_id": t.instance_id, "db_id": t.db, "SQL": t.gold.sql or "SELECT 0"}
+        | ({"difficulty": t.difficulty} if t.difficulty else {})
+        for t in tasks
+    ]
+    questions.write_text(json.dumps(entries, indent=1), encoding="utf-8")
+    predictions: dict[str, object] = {}
+    for t in tasks:
+        sql = predict(records.get(t.instance_id))
+        predictions[t.instance_id] = 0 if sql is None else f"{sql}{BIRD_SEPARATOR}{t.db}"
+    pred = config.out / f"predict{tag}.json"
+    pred.write_text(json.dumps(predictions, indent=1, ensure_ascii=False), encoding="utf-8")
+    first = task_database(tasks[0], root) if tasks else None
+    db_dir = first.parent.parent if first is not None else root / "bird" / "dev_databases"
+    return evaluate_bird(
+        questions, pred, db_dir, timeout=config.eval_timeout, workers=config.eval_workers
+    )
+
+
+def _score_spider2(
+    config: RunConfig,
+    tasks: list[Task],
+    records: dict[str, InstanceRecord],
+    predict: Predict,
+    tag: str,
+    root: Path,
+) -> list[InstanceResult]:
+    from querybench.evaluation.spider2_eval import evaluate_spider2
+    from querybench.evaluation.spider2_gold import default_gold_dir
+
+    folder = config.out / f"predictions{tag}"
+    folder.mkdir(parents=True, exist_ok=True)
+    for t in tasks:
+        sql = predict(records.get(t.instance_id))
+        path = folder / f"{t.instance_id}.sql"
+        if sql is not None:
+            path.write_text(sql + "\n", encoding="utf-8")
+        elif path.exists():
+            path.unlink()
+    benchmark = config.benchmark
+    gold = default_gold_dir(benchmark)  # type: ignore[arg-type]
+    tasks_file = gold.parent.parent / f"{benchmark}.jsonl"
+    results = evaluate_spider2(
+        benchmark,  # type: ignore[arg-type]
+        folder,
+        gold,
+        mode="sql",
+        db_dir=root / "spider2-lite-local",
+        tasks_file=tasks_file if tasks_file.is_file() else None,
+        workers=config.eval_workers,
+        timeout=config.eval_timeout,
+    )
+    wanted = {t.instance_id for t in tasks}
+    return [r for r in results if r.instance_id in wanted]
+
+
+def _renamed(r: InstanceResult, instance_id: str, difficulty: str | None) -> InstanceResult:
+    return InstanceResult(
+        instance_id,
+        r.score,
+        r.error,
+        r.message,
+        r.official_score,
+        r.strict_score,
+        difficulty or r.difficulty,
+        r.engine,
+        r.metrics,
+    )
+
+
+def with_record_errors(
+    results: list[InstanceResult], records: dict[str, InstanceRecord]
+) -> list[InstanceResult]:
+    """An instance the model never answered keeps its own error code, not missing_prediction."""
+    out = []
+    for r in results:
+        record = records.get(r.instance_id)
+        if record is not None and not record.ok:
+            r = InstanceResult(
+                r.instance_id,
+                0.0,
+                record.error,
+                record.message,
+                0.0 if r.official_score is not None else None,
+                0.0 if r.strict_score is not None else None,
+                r.difficulty,
+                r.engine,
+                r.metrics,
+            )
+        out.append(r)
+    return out
+
+
+def pass_at_k_scores(
+    config: RunConfig, tasks: list[Task], records: dict[str, InstanceRecord]
+) -> dict[str, float]:
+    """Each sample scored as its own submission, then unbiased pass@k for k = 1..n."""
+    n = config.n
+    correct = {t.instance_id: 0 for t in tasks}
+    for j in range(n):
+
+        def sample(record: InstanceRecord | None, j: int = j) -> str | None:
+            if record is None or not record.ok or j >= len(record.sqls):
+                return None
+            return record.sqls[j]
+
+        for r in write_predictions_and_score(config, tasks, sample, tag=f"_sample{j}"):
+            correct[r.instance_id] += int(r.score == 1.0)
+    ks = sorted({1, n} | {k for k in (2, 4, 8, 16) if k < n})
+    return {str(k): _mean([pass_at_k(n, c, k) for c in correct.values()]) for k in ks}
+
+
+def _mean(values: list[float]) -> float:
+    return sum(values) / len(values) if values else 0.0
+
+
+def summary_json(
+    config: RunConfig,
+    tasks: list[Task],
+    skipped: list[str],
+    records: dict[str, InstanceRecord],
+    results: list[InstanceResult],
+) -> dict[str, Any]:
+    done = [records[t.instance_id] for t in tasks if t.instance_id in records]
+    errors: dict[str, int] = {}
+    for r in results:
+        if r.error:
+            errors[r.error] = errors.get(r.error, 0) + 1
+    out: dict[str, Any] = {
+        "benchmark": config.benchmark,
+        "method": config.method,
+        "model": config.model,
+        "n": len(tasks),
+        "score": _mean([r.score for r in results]),
+        "correct": sum(r.score == 1.0 for r in results),
+        "finished": len(done),
+        "failed": sum(not r.ok for r in done),
+        "skipped_no_database": len(skipped),
+        "errors": errors,
+        "tokens": {
+            "prompt": sum(r.prompt_tokens for r in done),
+            "completion": sum(r.completion_tokens for r in done),
+            "total": sum(r.prompt_tokens + r.completion_tokens for r in done),
+        },
+        "cost": round(sum(r.cost for r in done), 8),
+        "requests": sum(r.attempts for r in done),
+        "cached_replies": sum(r.cached for r in done),
+        "truncated": sum(r.truncation is not None for r in done),
+        "wall_s": _wall(config.out),
+    }
+    if results and results[0].official_score is not None:
+        out["official_score"] = _mean([r.official_score or 0.0 for r in results])
+        out["strict_score"] = _mean([r.strict_score or 0.0 for r in results])
+    return out
+
+
+def _wall(run_dir: Path) -> float:
+    total = 0.0
+    try:
+        for line in (run_dir / "sessions.jsonl").read_text(encoding="utf-8").splitlines():
+            try:
+                total += float(json.loads(line)["wall_s"])
+            except (ValueError, KeyError, TypeError):
+                continue
+    except OSError:
+        pass
+    return round(total, 3)
+
+
+def finish_run(
+    config: RunConfig,
+    tasks: list[Task],
+    skipped: list[str],
+    records: dict[str, InstanceRecord],
+) -> tuple[list[InstanceResult], dict[str, Any]]:
+    """Predictions, scores, RUNDIR/results.jsonl and RUNDIR/summary.json."""
+    results = write_predictions_and_score(config, tasks, chosen_sql)
+    results = with_record_errors(results, records)
+    with (config.out / "results.jsonl").open("w", encoding="utf-8") as f:
+        for r in results:
+            f.write(json.dumps(r.to_json(), ensure_ascii=False) + "\n")
+    summary = summary_json(config, tasks, skipped, records, results)
+    if config.n > 1 and tasks:
+        summary["pass_at_k"] = pass_at_k_scores(config, tasks, records)
+        summary["majority_at_n"] = summary["score"]
+    write_summary(config, summary)
+    return results, summary
+
+
+def write_summary(config: RunConfig, summary: dict[str, Any]) -> None:
+    tmp = config.out / "summary.json.tmp"
+    tmp.write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+    tmp.replace(config.out / "summary.json")

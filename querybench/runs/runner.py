@@ -1,0 +1,266 @@
+"""Run a method with a model over a benchmark's tasks, resumably, then score the predictions.
+
+    outcome = run(RunConfig("spider1", "zero-shot", "oracle", out=Path("runs/oracle")))
+    outcome.summary["score"]
+
+Instances run on `workers` coroutines; each finished instance is one record appended to the
+store at once, so stopping at any moment (Ctrl-C, a crash, a spent request budget) loses only
+the instances in flight, and running the same command again does only what is left.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from querybench.data import data_root
+from querybench.engines.pool import run_one
+from querybench.errors import QuerybenchError
+from querybench.evaluation.record import InstanceResult
+from querybench.methods import Method, MethodOutput, MethodSettings, get_method
+from querybench.models import ChatModel, PriceTable, RetryPolicy, Sampling, make_model
+from querybench.models.base import BudgetExhausted, ModelError
+from querybench.runs.config import RunConfig, check_resume
+from querybench.runs.layout import select_tasks, task_database
+from querybench.runs.sampling import majority_vote, result_key
+from querybench.runs.store import InstanceRecord, RecordStore
+from querybench.tasks.model import Task
+
+OnRecord = Callable[[InstanceRecord], None]
+
+
+@dataclass
+class RunOutcome:
+    tasks: list[Task]  # the tasks of this run (the denominator)
+    skipped: list[str]  # selected tasks left out: their database is not available here
+    records: dict[str, InstanceRecord]
+    complete: bool  # every task has a record
+    stopped: str | None = None  # why the run stopped early (request budget)
+    results: list[InstanceResult] = field(default_factory=list)
+    summary: dict[str, Any] = field(default_factory=dict)
+
+
+def build_model(config: RunConfig) -> ChatModel:
+    prices = PriceTable.from_file(config.prices_file) if config.prices_file else None
+    return make_model(
+        config.model,
+        base_url=config.base_url,
+        api_key_env=config.api_key_env,
+        constant_sql=config.constant_sql,
+        timeout=config.timeout,
+        retry=RetryPolicy(max_retries=config.max_retries),
+        concurrency=config.concurrency,
+        max_requests=config.max_requests,
+        cache_dir=config.cache_dir,
+        use_cache=config.use_cache,
+        prices=prices,
+        context_window=config.context_window,
+    )
+
+
+def run(
+    config: RunConfig,
+    *,
+    model: ChatModel | None = None,
+    on_start: Callable[[int, int], None] | None = None,
+    on_record: OnRecord | None = None,
+    evaluate: bool = True,
+) -> RunOutcome:
+    """Run (or resume) `config`; `on_start(total, already_done)` then `on_record` per instance.
+    An exception raised by `on_record` (or Ctrl-C) stops the run, records intact."""
+    return asyncio.run(
+        run_async(config, model=model, on_start=on_start, on_record=on_record, evaluate=evaluate)
+    )
+
+
+async def run_async(
+    config: RunConfig,
+    *,
+    model: ChatModel | None = None,
+    on_start: Callable[[int, int], None] | None = None,
+    on_record: OnRecord | None = None,
+    evaluate: bool = True,
+) -> RunOutcome:
+    started = time.perf_counter()
+    method = get_method(config.method)
+    tasks, skipped = select_tasks(config)
+    check_resume(config)
+    store = RecordStore(config.out)
+    records = store.load()
+    todo = [t for t in tasks if _needs_run(records.get(t.instance_id), config.retry_failed)]
+    if on_start is not None:
+        on_start(len(tasks), len(tasks) - len(todo))
+    model = model or build_model(config)
+    outcome = RunOutcome(tasks, skipped, records, complete=False)
+    try:
+        outcome.stopped = await _run_all(config, method, model, todo, store, records, on_record)
+    finally:
+        await model.aclose()
+        _log_session(config, time.perf_counter() - started, len(todo))
+    outcome.complete = all(t.instance_id in records for t in tasks)
+    if evaluate:
+        from querybench.runs.outputs import finish_run, write_summary
+
+        eval_start = time.perf_counter()
+        outcome.results, outcome.summary = finish_run(config, tasks, skipped, records)
+        eval_s = time.perf_counter() - eval_start
+        _log_session(config, eval_s, 0)
+        outcome.summary["wall_s"] = round(outcome.summary["wall_s"] + eval_s, 3)
+        write_summary(config, outcome.summary)
+    return outcome
+
+
+def _needs_run(record: InstanceRecord | None, retry_failed: bool) -> bool:
+    return record is None or (retry_failed and not record.ok)
+
+
+async def _run_all(
+    config: RunConfig,
+    method: Method,
+    model: ChatModel,
+    todo: list[Task],
+    store: RecordStore,
+    records: dict[str, InstanceRecord],
+    on_record: OnRecord | None,
+) -> str | None:
+    settings = MethodSettings(
+        sampling=Sampling(
+            config.temperature, config.top_p, config.max_tokens, config.seed, config.stop
+        ),
+        n=config.n,
+        context_budget=config.context_budget,
+        data_dir=config.data_dir,
+    )
+    queue: asyncio.Queue[Task] = asyncio.Queue()
+    for task in todo:
+        queue.put_nowait(task)
+    stopped: list[str] = []
+
+    async def worker() -> None:
+        while not stopped:
+            try:
+                task = queue.get_nowait()
+            except asyncio.QueueEmpty:
+                return
+            try:
+                record = await solve_instance(config, method, model, settings, task)
+            except BudgetExhausted as exc:
+                stopped.append(str(exc))  # the instance stays unfinished: a resume does it
+                return
+            store.append(record)
+            records[record.instance_id] = record
+            if on_record is not None:
+                on_record(record)
+
+    workers = [asyncio.create_task(worker()) for _ in range(max(config.workers, 1))]
+    try:
+        await asyncio.gather(*workers)
+    finally:
+        for w in workers:
+            w.cancel()
+        await asyncio.gather(*workers, return_exceptions=True)
+    return stopped[0] if stopped else None
+
+
+async def solve_instance(
+    config: RunConfig, method: Method, model: ChatModel, settings: MethodSettings, task: Task
+) -> InstanceRecord:
+    """One task to one record; every failure but a spent budget becomes the record's error."""
+    start = time.perf_counter()
+    try:
+        output = await method.solve(task, model, settings)
+    except BudgetExhausted:
+        raise
+    except ModelError as exc:
+        return _failed(task, exc.code, str(exc), start)
+    except QuerybenchError as exc:
+        return _failed(task, "context_error", str(exc), start)
+    except Exception as exc:  # a bug on one task must not end the run
+        return _failed(task, "method_error", f"{type(exc).__name__}: {exc}", start)
+    chosen, votes = await _choose(config, task, output)
+    return _record(task, output, chosen, votes, start)
+
+
+def _failed(task: Task, code: str, message: str, start: float) -> InstanceRecord:
+    elapsed = time.perf_counter() - start
+    return InstanceRecord(task.instance_id, "error", code, message, total_s=elapsed)
+
+
+async def _choose(
+    config: RunConfig, task: Task, output: MethodOutput
+) -> tuple[int, list[Any] | None]:
+    """With one candidate, it; with several, majority vote by execution result on the task's
+    database (the first candidate when the database is not reachable here)."""
+    sqls = [c.sql for c in output.candidates]
+    if len(sqls) < 2:
+        return 0, None
+    database = task_database(task, config.data_dir or data_root())
+    if database is None:
+        return 0, None
+
+    def key_of(sql: str | None) -> tuple[Any, ...] | None:
+        if sql is None:
+            return None
+        outcome = run_one(database, sql, timeout=config.eval_timeout)
+        if outcome.result is None:
+            return None
+        return result_key(len(outcome.result.columns), outcome.result.rows)
+
+    keys = await asyncio.to_thread(lambda: [key_of(s) for s in sqls])
+    winner = majority_vote(keys)
+    groups = {k: i for i, k in enumerate(keys) if k is not None}
+    votes = [None if k is None else list(groups).index(k) for k in keys]
+    return (winner if winner is not None else 0), votes
+
+
+def _record(
+    task: Task, output: MethodOutput, chosen: int, votes: list[Any] | None, start: float
+) -> InstanceRecord:
+    completions = [c.completion for c in output.candidates]
+    truncations = [c.truncation for c in completions if c.truncation is not None]
+    extra: dict[str, Any] = dict(output.extra)
+    if votes is not None:
+        extra["result_groups"] = votes
+        extra["chosen"] = chosen
+    return InstanceRecord(
+        instance_id=task.instance_id,
+        status="ok",
+        prompt_hash=output.prompt_hash,
+        replies=tuple(c.reply for c in output.candidates),
+        sqls=tuple(c.sql for c in output.candidates),
+        sql=output.candidates[chosen].sql if output.candidates else None,
+        prompt_tokens=sum(c.usage.prompt_tokens for c in completions),
+        completion_tokens=sum(c.usage.completion_tokens for c in completions),
+        cost=sum(c.cost for c in completions),
+        context_s=output.context_s,
+        model_s=max((c.latency_s for c in completions), default=0.0),
+        total_s=time.perf_counter() - start,
+        attempts=sum(c.attempts for c in completions),
+        cached=sum(c.cached for c in completions),
+        retried_for=tuple(r for c in completions for r in c.retried_for),
+        truncation=(
+            {
+                "dropped_messages": truncations[0].dropped_messages,
+                "cut_tokens": truncations[0].cut_tokens,
+                "tokens_before": truncations[0].tokens_before,
+                "tokens_after": truncations[0].tokens_after,
+            }
+            if truncations
+            else None
+        ),
+        extra=extra,
+    )
+
+
+def _log_session(config: RunConfig, wall_s: float, attempted: int) -> None:
+    """One line per invocation, so `wall_s` in the summary adds up across resumes."""
+    line = json.dumps({"wall_s": round(wall_s, 3), "attempted": attempted, "at": time.time()})
+    try:
+        with (config.out / "sessions.jsonl").open("a", encoding="utf-8") as f:
+            f.write(line + "\n")
+    except OSError:
+        pass
