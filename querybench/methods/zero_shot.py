@@ -49,6 +49,16 @@ DIALECT_NOTES = {
     "clickhouse": "- ClickHouse: toYear(), toStartOfMonth(), arrayJoin() for arrays.",
 }
 
+DIALECT_NAMES = {
+    "sqlite": "SQLite",
+    "duckdb": "DuckDB",
+    "bigquery": "BigQuery",
+    "snowflake": "Snowflake",
+    "postgres": "PostgreSQL",
+    "mysql": "MySQL",
+    "clickhouse": "ClickHouse",
+}
+
 QUESTION = "Question: {question}"
 
 
@@ -65,7 +75,10 @@ class ZeroShot:
         """The documented prompt for `task` (the golden-file test pins it)."""
         source = self._source(task, data_dir)
         context = build_context(task, budget=budget, data=data_dir, source=source)
-        system = SYSTEM.format(dialect=task.engine, notes=DIALECT_NOTES.get(task.engine, "-"))
+        system = SYSTEM.format(
+            dialect=DIALECT_NAMES.get(task.engine, task.engine),
+            notes=DIALECT_NOTES.get(task.engine, "-"),
+        )
         return (
             Message("system", system),
             Message("user", QUESTION.format(question=task.question.strip()), context.prompt),

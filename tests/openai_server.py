@@ -1,0 +1,146 @@
+"""A scripted OpenAI-compatible chat server on 127.0.0.1 for tests: real HTTP, no network.
+
+    with ScriptedServer() as server:
+        server.script([Reply("```sql\\nSELECT 1\\n```", prompt_tokens=100), Fault(429, 0.1)])
+        model = OpenAICompatibleModel("m", base_url=server.url)
+
+Each POST /v1/chat/completions takes the next scripted step (then the `default` step once the
+script is spent): a `Reply`, or a `Fault` (an HTTP status with optional Retry-After, a hang
+past the client's timeout, or malformed JSON). Every request body is kept in `requests`.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Reply:
+    text: str
+    prompt_tokens: int = 10
+    completion_tokens: int = 5
+    usage: bool = True
+
+
+@dataclass(frozen=True)
+class Fault:
+    status: int = 500
+    retry_after: float | None = None
+    hang: float = 0.0  # seconds to sleep before answering (past the client timeout)
+    malformed: bool = False  # 200 with a body that is not JSON
+
+
+Step = Reply | Fault
+Responder = Callable[[dict[str, Any]], Step]
+
+
+class ScriptedServer:
+    def __init__(self, default: Step | Responder | None = None) -> None:
+        self.requests: list[dict[str, Any]] = []
+        self.faults_served = 0
+        self._script: list[Step] = []
+        self._default: Step | Responder = default or Reply("```sql\nSELECT 1\n```")
+        self._lock = threading.Lock()
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: object) -> None:
+                return None
+
+            def do_POST(self) -> None:
+                length = int(self.headers.get("Content-Length", "0"))
+                body = json.loads(self.rfile.read(length) or b"{}")
+                if self.path != "/v1/chat/completions":
+                    self._send(404, b'{"error": "not found"}')
+                    return
+                step = server._next(body)
+                if isinstance(step, Fault):
+                    self._fault(step)
+                    return
+                self._send(200, json.dumps(_completion(body, step)).encode())
+
+            def _fault(self, fault: Fault) -> None:
+                if fault.hang:
+                    time.sleep(fault.hang)
+                if fault.malformed:
+                    self._send(200, b'{"choices": [ not json')
+                    return
+                headers = {}
+                if fault.retry_after is not None:
+                    headers["Retry-After"] = f"{fault.retry_after:g}"
+                self._send(fault.status, b'{"error": {"message": "scripted fault"}}', headers)
+
+            def _send(
+                self, status: int, data: bytes, headers: dict[str, str] | None = None
+            ) -> None:
+                try:
+                    self.send_response(status)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(data)))
+                    for k, v in (headers or {}).items():
+                        self.send_header(k, v)
+                    self.end_headers()
+                    self.wfile.write(data)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client gave up (timeout): nothing to answer
+
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._httpd.daemon_threads = True
+        self._thread = threading.Thread(target=self._httpd.serve_forever, args=(0.05,), daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
+
+    def script(self, steps: list[Step]) -> None:
+        with self._lock:
+            self._script.extend(steps)
+
+    def _next(self, body: dict[str, Any]) -> Step:
+        with self._lock:
+            self.requests.append(body)
+            if self._script:
+                step = self._script.pop(0)
+            else:
+                step = self._default(body) if callable(self._default) else self._default
+            if isinstance(step, Fault):
+                self.faults_served += 1
+            return step
+
+    def __enter__(self) -> ScriptedServer:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._httpd.shutdown()
+        self._httpd.server_close()
+
+
+def _completion(body: dict[str, Any], reply: Reply) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "id": "chatcmpl-scripted",
+        "object": "chat.completion",
+        "model": body.get("model", ""),
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": reply.text},
+                "finish_reason": "stop",
+            }
+        ],
+    }
+    if reply.usage:
+        out["usage"] = {
+            "prompt_tokens": reply.prompt_tokens,
+            "completion_tokens": reply.completion_tokens,
+            "total_tokens": reply.prompt_tokens + reply.completion_tokens,
+        }
+    return out
