@@ -151,8 +151,8 @@ def run(
     summary = outcome.summary
     if outcome.skipped:
         console.print(
-            f"{len(outcome.skipped)} tasks skipped: their database is not available here "
-            f"(scored over the {len(outcome.tasks)} others)"
+            f"{len(outcome.skipped)} tasks skipped: their database is not available here; "
+            f"scored over the {len(outcome.tasks)} tasks run"
         )
     if outcome.stopped:
         console.print(f"[yellow]stopped early[/yellow]: {outcome.stopped}; re-run to resume")
