@@ -125,6 +125,14 @@ def test_verdicts_and_metrics() -> None:
     assert bird_metrics(_result([(0,)]), _result([(0,)]))["trivial"] == 1.0
 
 
+def test_trivial_describes_the_answer_not_the_gold() -> None:
+    gold = _result([(3,), (4,)])
+    assert bird_metrics(gold, _result([(1,)]))["trivial"] == 1.0  # a lucky-looking answer
+    assert bird_metrics(gold, _result([]))["trivial"] == 1.0
+    assert bird_metrics(_result([(0,)]), _result([(3,), (4,)]))["trivial"] == 0.0
+    assert bird_metrics(gold, QueryTimeout("1s"))["trivial"] == 0.0  # did not run: an error
+
+
 # --- evaluate_bird on a tiny database made here --------------------------------------------
 
 

@@ -93,10 +93,14 @@ def bird_verdict(gold: Result | EngineError, pred: Result | EngineError | None) 
 def bird_metrics(
     gold: Result | EngineError | None, pred: Result | EngineError | None
 ) -> dict[str, float]:
-    """The `error`, `trivial` and `gold_error` metrics; None stands for "did not run"."""
+    """The `error`, `trivial` and `gold_error` metrics; None stands for "did not run".
+
+    `trivial` describes the answer, as the bird-sql environment does: it ran and returned no
+    rows or a single 0, 1 or NULL (an answer that may match by luck).
+    """
     return {
         "error": float(not isinstance(pred, Result)),
-        "trivial": float(isinstance(gold, Result) and is_trivial_result(gold.rows)),
+        "trivial": float(isinstance(pred, Result) and is_trivial_result(pred.rows)),
         "gold_error": float(isinstance(gold, EngineError)),
     }
 
