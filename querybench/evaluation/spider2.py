@@ -4,14 +4,17 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import cache
 from typing import Any
 
 import numpy.typing as npt
 import pandas as pd
 
 from querybench.errors import DataError
+from querybench.evaluation import large_scoring as large
 from querybench.evaluation import spider2_official as official
 from querybench.evaluation import spider2_strict as strict
+from querybench.evaluation.large_result import ResultTable
 from querybench.evaluation.record import InstanceResult
 from querybench.evaluation.result_csv import column_arrays
 from querybench.evaluation.spider2_gold import Benchmark, EvalSpec, Spider2Gold, engine_family
@@ -22,7 +25,7 @@ from querybench.evaluation.verdict import (
 )
 
 OnResult = Callable[[InstanceResult], None]
-PredArrays = list[npt.NDArray[Any]]
+PredArrays = Callable[[], list[npt.NDArray[Any]]]
 
 
 @dataclass(frozen=True)
@@ -36,45 +39,60 @@ def variant_of(benchmark: Benchmark) -> official.Variant:
 
 
 def score_frame(
-    pred: pd.DataFrame,
-    golds: Sequence[pd.DataFrame],
+    pred: ResultTable,
+    golds: Sequence[ResultTable],
     single: bool,
     spec: EvalSpec,
     variant: official.Variant,
 ) -> Verdicts:
-    """Both verdicts for one parsed prediction against the instance's gold result(s)."""
+    """Both verdicts for one parsed prediction against the instance's gold result(s).
+
+    A big prediction or gold may come as a `CompactTable`; any pair with one is scored by
+    `large_scoring`, which gives the same verdicts.
+    """
     if not golds:
         missing = Verdict.fail(GOLD_ERROR, "no gold result file for this instance")
         return Verdicts(missing, missing)
-    arrays = column_arrays(pred)  # shared by both scorings
+
+    @cache
+    def arrays() -> list[npt.NDArray[Any]]:  # shared by both scorings, built on first need
+        assert isinstance(pred, pd.DataFrame)
+        return column_arrays(pred)
+
     return Verdicts(
         _official_verdict(pred, arrays, golds, single, spec, variant),
         _strict_verdict(pred, arrays, golds, spec),
     )
 
 
-def _shape(frame: pd.DataFrame) -> str:
+def _shape(frame: ResultTable) -> str:
     return f"{frame.shape[0]}x{frame.shape[1]}"
 
 
 def _official_verdict(
-    pred: pd.DataFrame,
+    pred: ResultTable,
     arrays: PredArrays,
-    golds: Sequence[pd.DataFrame],
+    golds: Sequence[ResultTable],
     single: bool,
     spec: EvalSpec,
     variant: official.Variant,
 ) -> Verdict:
+    columns: list[official.OfficialColumn] = []
+
+    def match(gold: ResultTable, condition_cols: Any) -> bool:
+        """`official.table_match`; `multi_table_match`'s loop is spelled out below."""
+        if isinstance(pred, pd.DataFrame) and isinstance(gold, pd.DataFrame):
+            if not columns:
+                columns.extend(official.official_columns(arrays()))
+            return official.table_match(columns, gold, condition_cols, spec.ignore_order, variant)
+        return large.official_match(pred, gold, condition_cols, spec.ignore_order, variant)
+
     try:
-        columns = official.official_columns(arrays)
         if single:
-            ok = official.table_match(
-                columns, golds[0], spec.condition_cols, spec.ignore_order, variant
-            )
+            ok = match(golds[0], spec.condition_cols)
         else:
-            ok = official.multi_table_match(
-                columns, golds, spec.condition_cols, spec.ignore_order, variant
-            )
+            per_gold = official.per_gold_condition_cols(spec.condition_cols, len(golds))
+            ok = any(match(gold, per_gold[i]) for i, gold in enumerate(golds))
     except Exception as exc:  # the official scorer zeroes an instance on any error here
         return Verdict.fail(GOLD_ERROR, f"official comparison failed: {type(exc).__name__}: {exc}")
     if ok:
@@ -105,9 +123,9 @@ def strict_condition_cols(condition_cols: Any, n_golds: int) -> list[list[int] |
 
 
 def _strict_verdict(
-    pred: pd.DataFrame, arrays: PredArrays, golds: Sequence[pd.DataFrame], spec: EvalSpec
+    pred: ResultTable, arrays: PredArrays, golds: Sequence[ResultTable], spec: EvalSpec
 ) -> Verdict:
-    pred_columns = strict.strict_columns(arrays)
+    pred_columns: list[strict.StrictColumn] = []
     invalid: list[str] = []
     for i, cols in enumerate(strict_condition_cols(spec.condition_cols, len(golds))):
         try:
@@ -120,6 +138,12 @@ def _strict_verdict(
         ):
             invalid.append(f"condition_cols {cols} out of range for {gold.shape[1]} columns")
             continue
+        if not isinstance(pred, pd.DataFrame) or not isinstance(gold, pd.DataFrame):
+            if large.strict_match(pred, gold, cols, spec.ignore_order):
+                return Verdict.ok()
+            continue
+        if not pred_columns:
+            pred_columns.extend(strict.strict_columns(arrays()))
         projected = gold if cols is None else gold.iloc[:, cols]
         if strict.strict_table_match(
             pred_columns, strict.strict_columns(projected), spec.ignore_order

@@ -19,8 +19,8 @@ import pandas as pd
 
 from querybench.engines.base import Result
 from querybench.errors import DataError
+from querybench.evaluation.large_result import ResultTable, read_result
 from querybench.evaluation.record import InstanceResult
-from querybench.evaluation.result_csv import read_result_csv
 from querybench.evaluation.spider2 import (
     OnResult,
     failed,
@@ -114,7 +114,7 @@ def _score_ids(
             yield failed(instance_id, Verdict.fail(MISSING_PREDICTION, f"no {path.name}"), gold)
             continue
         try:
-            pred = read_result_csv(path)
+            pred = read_result(path)
         except DataError as exc:
             yield failed(instance_id, Verdict.fail(BAD_PREDICTION_FILE, str(exc)), gold)
             continue
@@ -123,7 +123,7 @@ def _score_ids(
 
 def _score(
     instance_id: str,
-    pred: pd.DataFrame,
+    pred: ResultTable,
     gold: Spider2Gold,
     scoring: Scoring,
     variant: Variant,

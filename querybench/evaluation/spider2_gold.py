@@ -10,11 +10,9 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal, overload
 
-import pandas as pd
-
 from querybench.data import data_root
 from querybench.errors import DataError
-from querybench.evaluation.result_csv import read_result_csv
+from querybench.evaluation.large_result import ResultTable, read_result
 
 Benchmark = Literal["spider2-lite", "spider2-snow"]
 
@@ -116,27 +114,30 @@ class Spider2Gold:
         return difficulty_from_tokens(toks)
 
 
-class GoldFrames(Sequence[pd.DataFrame]):
-    """Gold alternatives parsed on first use: scoring stops at the first one that matches."""
+class GoldFrames(Sequence[ResultTable]):
+    """Gold alternatives parsed on first use: scoring stops at the first one that matches.
+
+    A big file comes as a `CompactTable` (see `large_result`), a small one as a DataFrame.
+    """
 
     def __init__(self, paths: list[Path]) -> None:
         self.paths = paths
-        self._frames: dict[int, pd.DataFrame] = {}
+        self._frames: dict[int, ResultTable] = {}
 
     def __len__(self) -> int:
         return len(self.paths)
 
     @overload
-    def __getitem__(self, index: int) -> pd.DataFrame: ...
+    def __getitem__(self, index: int) -> ResultTable: ...
 
     @overload
-    def __getitem__(self, index: slice) -> Sequence[pd.DataFrame]: ...
+    def __getitem__(self, index: slice) -> Sequence[ResultTable]: ...
 
-    def __getitem__(self, index: int | slice) -> pd.DataFrame | Sequence[pd.DataFrame]:
+    def __getitem__(self, index: int | slice) -> ResultTable | Sequence[ResultTable]:
         if isinstance(index, slice):
             return [self[i] for i in range(len(self))[index]]
         if index not in self._frames:
-            self._frames[index] = read_result_csv(self.paths[index])
+            self._frames[index] = read_result(self.paths[index])
         return self._frames[index]
 
 

@@ -254,13 +254,16 @@ def multi_table_match(
     """
     if not golds:
         return False
-    per_gold: Any
-    if condition_cols in (None, [], [[]], [None]):
-        per_gold = [[] for _ in range(len(golds))]
-    elif len(golds) > 1 and not all(isinstance(c, list) for c in condition_cols):
-        per_gold = [condition_cols for _ in range(len(golds))]
-    else:
-        per_gold = condition_cols
+    per_gold = per_gold_condition_cols(condition_cols, len(golds))
     return any(
         table_match(pred, gold, per_gold[i], ignore_order, variant) for i, gold in enumerate(golds)
     )
+
+
+def per_gold_condition_cols(condition_cols: Any, n_golds: int) -> Any:
+    """`condition_cols` of each alternative, indexed lazily as the official loop does."""
+    if condition_cols in (None, [], [[]], [None]):
+        return [[] for _ in range(n_golds)]
+    if n_golds > 1 and not all(isinstance(c, list) for c in condition_cols):
+        return [condition_cols for _ in range(n_golds)]
+    return condition_cols

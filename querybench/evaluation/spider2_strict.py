@@ -16,7 +16,7 @@ Differences from the official comparison, each a flaw it fixes:
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -135,22 +135,41 @@ def strict_table_match(
     n = len(gold[0])
     if any(len(p) != n for p in pred) or len(pred) < len(gold):
         return False
-    candidates = [
-        [j for j, p in enumerate(pred) if _column_compatible(g, p, ignore_order)] for g in gold
-    ]
+    return assign_columns(
+        len(gold),
+        len(pred),
+        lambda i, j: _column_compatible(gold[i], pred[j], ignore_order),
+        lambda chosen: rows_match_as_multiset([pred[j] for j in chosen], gold),
+        ignore_order,
+    )
+
+
+def assign_columns(
+    n_gold: int,
+    n_pred: int,
+    compatible: Callable[[int, int], bool],
+    rows_match: Callable[[tuple[int, ...]], bool],
+    ignore_order: bool,
+) -> bool:
+    """The column-assignment search of `strict_table_match`, over any column representation.
+
+    `compatible(i, j)`: gold column i may be predicted column j; `rows_match(chosen)`: with gold
+    column i taken from predicted column chosen[i], the rows match as a multiset.
+    """
+    candidates = [[j for j in range(n_pred) if compatible(i, j)] for i in range(n_gold)]
     if any(not c for c in candidates):
         return False
     if not ignore_order:
         return _has_injective_assignment(candidates)
     for assignment in itertools.islice(_assignments(candidates), _MAX_ASSIGNMENTS):
-        if _rows_match_as_multiset([pred[j] for j in assignment], gold):
+        if rows_match(assignment):
             return True
     return False
 
 
 def _column_compatible(g: StrictColumn, p: StrictColumn, ignore_order: bool) -> bool:
     if ignore_order:
-        return _rows_match_as_multiset([p], [g])
+        return rows_match_as_multiset([p], [g])
     return _all_cells_equal(g, p)
 
 
@@ -204,7 +223,8 @@ def _sort_rows(columns: Sequence[StrictColumn]) -> npt.NDArray[np.intp]:
     return np.lexsort(keys) if keys else np.arange(0)
 
 
-def _rows_match_as_multiset(pred: Sequence[StrictColumn], gold: Sequence[StrictColumn]) -> bool:
+def rows_match_as_multiset(pred: Sequence[StrictColumn], gold: Sequence[StrictColumn]) -> bool:
+    """Whether the rows of `pred` (column i paired with gold column i) pair up one to one."""
     n = len(gold[0])
     if len(gold) == 1:
         gi, pi = gold[0].order(), pred[0].order()

@@ -1,0 +1,208 @@
+"""The large-file path (chunked reading into compact columns, compact scoring), forced on small
+generated tables and checked against the whole-file path and the reference scorer."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from bench.official_baseline import compare_table
+from querybench.errors import DataError
+from querybench.evaluation import large_result, large_scoring
+from querybench.evaluation.large_result import CompactTable, read_compact, read_result
+from querybench.evaluation.result_csv import column_arrays, read_result_csv
+from querybench.evaluation.spider2 import score_frame
+from querybench.evaluation.spider2_gold import EvalSpec
+
+
+@pytest.fixture
+def forced() -> Iterator[None]:
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(large_result, "LARGE_FILE_BYTES", 0)
+        mp.setattr(large_result, "READ_CHUNK_ROWS", 2)
+        mp.setattr(large_scoring, "CHUNK_ROWS", 2)
+        mp.setattr(large_scoring, "BUCKET_BITS", 1)
+        yield
+
+
+def write(path: Path, text: str) -> Path:
+    path.write_text(text)
+    return path
+
+
+def scores(pred: object, gold: object, cols: object, ignore_order: bool) -> tuple[object, ...]:
+    spec = EvalSpec("local001", cols, ignore_order)
+    v = score_frame(pred, [gold], True, spec, "lite")  # type: ignore[arg-type]
+    return v.official.score, v.official.error, v.strict.score, v.strict.error
+
+
+NUMBER = st.one_of(
+    st.integers(-12, 12).map(str),
+    st.floats(-20, 20, allow_nan=False).map(lambda f: repr(round(f, 3))),
+    st.sampled_from(["", "1.0", "-0.0", "0", "inf", "-inf", "1e3", "2.5", "2.504", "9", "10"]),
+)
+WORD = st.sampled_from(["", "a", "b", "A", "x y", "north", "é", "-x"])
+
+
+@st.composite
+def csv_table(draw: st.DrawFn, n_rows: int) -> str:
+    kinds = draw(st.lists(st.sampled_from(["num", "int", "text"]), min_size=1, max_size=3))
+    cells = {"num": NUMBER, "int": st.integers(-5, 5).map(str), "text": WORD}
+    lines = [",".join(f"c{j}" for j in range(len(kinds)))]
+    for _ in range(n_rows):
+        lines.append(",".join(draw(cells[k]) for k in kinds))
+    return "\n".join(lines) + "\n"
+
+
+def derived(data: st.DataObject, gold_text: str) -> str:
+    header, *rows = gold_text.splitlines()
+    how = data.draw(st.sampled_from(["same", "shuffled", "one_changed", "columns", "dropped"]))
+    if how == "shuffled":
+        rows = data.draw(st.permutations(rows))
+    elif how == "one_changed" and rows:
+        i = data.draw(st.integers(0, len(rows) - 1))
+        rows[i] = ",".join(data.draw(st.sampled_from(["7.5", "a", "3"])) for _ in header.split(","))
+    elif how == "columns":
+        width = len(header.split(","))
+        order = data.draw(st.permutations(range(width)))
+        extra = data.draw(st.booleans())
+        table = [line.split(",") for line in [header, *rows]]
+        table = [[r[j] for j in order] + ([r[0]] if extra else []) for r in table]
+        header, *rows = [",".join(r) for r in table]
+    elif how == "dropped" and rows:
+        rows = rows[:-1]
+    return "\n".join([header, *rows]) + "\n"
+
+
+@settings(
+    max_examples=250,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+@given(
+    data=st.data(),
+    ignore_order=st.booleans(),
+    cols=st.sampled_from([[], [0], [1], [0, 1], 0]),
+)
+def test_large_path_verdicts_equal_exact_path_and_reference(
+    forced: None,
+    tmp_path_factory: pytest.TempPathFactory,
+    data: st.DataObject,
+    ignore_order: bool,
+    cols: object,
+) -> None:
+    root = tmp_path_factory.mktemp("t")
+    gold_text = data.draw(csv_table(data.draw(st.integers(1, 9))))
+    gold_path = write(root / "gold.csv", gold_text)
+    pred_path = write(root / "pred.csv", derived(data, gold_text))
+    exact_pred, exact_gold = read_result_csv(pred_path), read_result_csv(gold_path)
+    expected = scores(exact_pred, exact_gold, cols, ignore_order)
+    compact_pred, compact_gold = read_result(pred_path), read_result(gold_path)
+    assert scores(compact_pred, compact_gold, cols, ignore_order) == expected
+    assert scores(compact_pred, exact_gold, cols, ignore_order) == expected
+    assert scores(exact_pred, compact_gold, cols, ignore_order) == expected
+    try:
+        reference = compare_table(exact_pred, exact_gold, cols, ignore_order, "lite")
+    except Exception:
+        reference = 0
+    assert expected[0] == reference
+
+
+def _table(rows: list[tuple[object, ...]], header: str = "id,value,label") -> str:
+    return header + "\n" + "".join(",".join(map(str, r)) + "\n" for r in rows)
+
+
+def test_large_path_on_a_bigger_table(forced: None, tmp_path: Path) -> None:
+    rng = random.Random(1)
+    words = ["north", "south", "east", "west"]
+    gold = [(i, round(rng.uniform(0, 1000), 3), rng.choice(words)) for i in range(300)]
+    gold[7] = (7, "", "")  # gaps in the float and text columns
+    shuffled = gold[:]
+    rng.shuffle(shuffled)
+    nudged = [(i, v + 0.004 if isinstance(v, float) else v, w) for i, v, w in gold]
+    swapped = [(i, v, gold[(k + 1) % 300][2]) for k, (i, v, _) in enumerate(gold)]
+    cases = [(shuffled, True), (shuffled, False), (gold, False), (nudged, True)]
+    cases += [(swapped, True), (swapped, False), ([*gold[:-1], (1, 1.0, "east")], True)]
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(large_result, "READ_CHUNK_ROWS", 37)
+        mp.setattr(large_scoring, "CHUNK_ROWS", 50)
+        gold_path = write(tmp_path / "gold.csv", _table(gold))
+        for rows, ignore_order in cases:
+            pred_path = write(tmp_path / "pred.csv", _table(rows))
+            compact_pred, compact_gold = read_result(pred_path), read_result(gold_path)
+            assert isinstance(compact_pred, CompactTable)
+            assert isinstance(compact_gold, CompactTable)
+            exact_pred, exact_gold = read_result_csv(pred_path), read_result_csv(gold_path)
+            got = scores(compact_pred, compact_gold, [], ignore_order)
+            assert got == scores(exact_pred, exact_gold, [], ignore_order)
+            assert got[0] == compare_table(exact_pred, exact_gold, [], ignore_order, "lite")
+
+
+ACCEPTED = [
+    "a,b\n1,x\n2,y\n3,\n4,z\n",  # text with a gap
+    "a,b\n1,1.5\n2,2\n3,4\n4,5\n",  # a chunk of ints beside floats -> float64
+    "a,b\n1,\n2,\n3,y\n4,x\n",  # an all-missing chunk in a text column
+    "a,b\n1,\n2,\n3,4\n4,5\n",  # ints with gaps -> float64
+    "a,b\n1,2\n3,4\n5,6\n",
+]
+
+
+@pytest.mark.parametrize("text", ACCEPTED)
+def test_compact_values_equal_whole_file_values(tmp_path: Path, text: str) -> None:
+    path = write(tmp_path / "t.csv", text)
+    compact = read_compact(path, 2)
+    assert compact is not None
+    expected = column_arrays(read_result_csv(path))
+    got = column_arrays(compact.to_frame())
+    for e, g in zip(expected, got, strict=True):
+        assert e.dtype == g.dtype
+        assert pd.Series(e).equals(pd.Series(g))
+
+
+FALLBACK = [
+    "a,b\n1,x\n2,y\n3,1st\n",  # text that could be typed as a number
+    "a,b\n1,x\n2,y\n3,True\n4,z\n",  # a boolean spelling
+    "a,b\n1,x\n2,y\n3,4\n5,6\n",  # text in one chunk, numbers in another
+    "a,b\n1,True\n2,False\n",  # booleans
+    "a\n1,x\n2,y\n",  # implicit index
+    "a,b\n1,18446744073709551615\n2,3\n",  # uint64
+    "a,b\n1,9007199254740993\n2,3\n3,0.5\n",  # an int >= 2**53 beside floats
+    "a,b\n1,x\n2,y\n3,z,w\n",  # too many fields
+    "a,b\n",  # no rows
+]
+
+
+@pytest.mark.parametrize("text", FALLBACK)
+def test_fallback_to_whole_file_parse(forced: None, tmp_path: Path, text: str) -> None:
+    path = write(tmp_path / "t.csv", text)
+    assert read_compact(path, 2) is None
+    try:
+        expected: object = read_result_csv(path)
+    except DataError as exc:
+        with pytest.raises(DataError) as got:
+            read_result(path)
+        assert str(got.value) == str(exc)
+        return
+    result = read_result(path)
+    assert isinstance(result, pd.DataFrame)
+    assert result.equals(expected)
+
+
+def test_small_files_stay_on_the_whole_file_path(tmp_path: Path) -> None:
+    path = write(tmp_path / "t.csv", "a,b\n1,x\n")
+    assert isinstance(read_result(path), pd.DataFrame)
+
+
+def test_exact_rows_and_missing_text(tmp_path: Path) -> None:
+    path = write(tmp_path / "t.csv", "a,b\n1,y\n2,\n3,x\n")
+    compact = read_compact(path, 2)
+    assert compact is not None
+    assert compact.exact(1, np.array([2, 0])).tolist() == ["x", "y"]
+    assert pd.isna(compact.exact(1)[1])
