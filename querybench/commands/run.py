@@ -24,7 +24,9 @@ console = Console(stderr=True)
 
 def run(
     benchmark: Annotated[str, typer.Argument(help="spider1, bird, spider2-lite, spider2-snow, …")],
-    method: Annotated[str, typer.Option(help="zero-shot")] = "zero-shot",
+    method: Annotated[
+        str, typer.Option(help="zero-shot, dail-sql, din-sql or chess.")
+    ] = "zero-shot",
     model: Annotated[
         str, typer.Option(help="Model name at the endpoint, or the labelled oracle / constant.")
     ] = "oracle",
@@ -64,6 +66,13 @@ def run(
     no_cache: Annotated[bool, typer.Option(help="Do not use the response cache.")] = False,
     path: Annotated[
         Path | None, typer.Option(help="Task file to read instead of the benchmark's own.")
+    ] = None,
+    examples: Annotated[
+        str | None,
+        typer.Option(
+            help="Few-shot pool for dail-sql: a benchmark with gold SQL (spider1, bird, "
+            "bird-train) or a JSON/JSONL file of {question, sql}."
+        ),
     ] = None,
     retry_failed: Annotated[bool, typer.Option(help="Rerun instances that failed.")] = False,
     out: Annotated[
@@ -109,6 +118,7 @@ def run(
         prices_file=prices,
         use_cache=not no_cache,
         task_file=path,
+        examples=examples,
         retry_failed=retry_failed,
     )
     progress = Progress(

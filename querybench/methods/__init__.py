@@ -21,7 +21,12 @@ if TYPE_CHECKING:
 
 __all__ = ["METHODS", "Candidate", "Method", "MethodOutput", "MethodSettings", "get_method"]
 
-METHODS = {"zero-shot": "querybench.methods.zero_shot"}
+METHODS = {
+    "zero-shot": "querybench.methods.zero_shot",
+    "dail-sql": "querybench.methods.dail_sql",
+    "din-sql": "querybench.methods.din_sql",
+    "chess": "querybench.methods.chess",
+}
 
 
 @dataclass(frozen=True)
@@ -30,6 +35,7 @@ class MethodSettings:
     n: int = 1  # candidates per task
     context_budget: int | None = None  # tokens for schema + documents; None: everything
     data_dir: Path | None = None
+    examples: str | None = None  # few-shot pool (dail-sql): a benchmark name or a JSONL file
 
 
 @dataclass(frozen=True)

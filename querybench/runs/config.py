@@ -30,6 +30,7 @@ IDENTITY = (
     "context_budget",
     "context_window",
     "task_file",
+    "examples",
 )
 
 
@@ -62,6 +63,7 @@ class RunConfig:
     cache_dir: Path | None = None
     data_dir: Path | None = None
     task_file: Path | None = None
+    examples: str | None = None  # few-shot pool of dail-sql: a benchmark name or a JSONL file
     eval_workers: int = 4
     eval_timeout: float = 30.0
     retry_failed: bool = False

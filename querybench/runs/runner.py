@@ -134,6 +134,7 @@ async def _run_all(
         n=config.n,
         context_budget=config.context_budget,
         data_dir=config.data_dir,
+        examples=config.examples,
     )
     queue: asyncio.Queue[Task] = asyncio.Queue()
     for task in todo:
