@@ -1,0 +1,223 @@
+"""The RL reward: BIRD execution match of the first ```sql block, fast and hard to game.
+
+`execution_match` is the pure rule (BIRD's `bird_verdict` / `bird_metrics`, never a second
+copy). `SQLReward` runs the queries it needs:
+
+* answers on a `QueryPool` with a 30 s timeout and gold queries on another with 120 s, each
+  sized by `QUERYBENCH_SQL_WORKERS` (default: the CPU cores this process may use); a query's
+  timeout starts when a worker picks it up, so a busy machine queues instead of timing out;
+* every worker keeps its read-only connection per database open between rewards;
+* gold results are computed once per (database, SQL): in memory for the process, and on disk
+  through `ResultCache` across processes;
+* an answer's rows are capped (`answer_max_rows`, a `ResultTooLarge` scores 0 with `error`).
+  The `Engine` API hands back whole results, so the answer is not compared while it streams;
+  the cap is what bounds memory.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import threading
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from querybench.engines.base import Result
+from querybench.engines.cache import ResultCache
+from querybench.engines.pool import QueryJob, QueryOutcome, QueryPool
+from querybench.errors import EngineError
+from querybench.evaluation.bird import bird_metrics, bird_verdict
+from querybench.evaluation.sql_extract import extract_sql
+from querybench.evaluation.verdict import Verdict
+
+ANSWER_TIMEOUT = 30.0
+GOLD_TIMEOUT = 120.0
+WORKERS_ENV = "QUERYBENCH_SQL_WORKERS"
+
+Outcome = Result | EngineError
+
+
+@dataclass(frozen=True)
+class RewardOutcome:
+    """The reward (1 or 0), why, and the `error` / `trivial` / `gold_error` metrics."""
+
+    reward: float
+    verdict: Verdict
+    metrics: dict[str, float] = field(default_factory=dict)
+
+
+def answer_sql(completion: str) -> str | None:
+    """The SQL of the answer's first fenced block (```sql preferred), None without a fence.
+
+    Unlike `extract_sql` alone, text with no fence at all is not taken as raw SQL: the
+    environment asks for a ```sql block, and prose must not be run as a query.
+    """
+    if "```" not in completion:
+        return None
+    return extract_sql(completion)
+
+
+def execution_match(gold: Outcome, answer: Outcome | None) -> RewardOutcome:
+    """The reward of one executed pair; `answer` is None when there was no SQL to run.
+
+    1 when the answer's rows equal the gold's as sets (row order, duplicates and 1 vs 1.0 do
+    not matter), else 0: no partial credit, so a runnable wrong query never beats an honest
+    failure. A failed gold scores 0 with `gold_error`.
+    """
+    verdict = bird_verdict(gold, answer)
+    return RewardOutcome(verdict.score, verdict, bird_metrics(gold, answer))
+
+
+def sql_workers() -> int:
+    """`$QUERYBENCH_SQL_WORKERS`, else the number of CPU cores this process may run on."""
+    value = os.environ.get(WORKERS_ENV, "").strip()
+    if value:
+        try:
+            workers = int(value)
+        except ValueError:
+            raise ValueError(f"{WORKERS_ENV} must be a whole number, got {value!r}") from None
+        if workers < 1:
+            raise ValueError(f"{WORKERS_ENV} must be at least 1, got {workers}")
+        return workers
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+@dataclass(frozen=True)
+class RewardItem:
+    """One reward to compute: the answer's text against a gold query on a database."""
+
+    database: str | Path
+    gold_sql: str
+    completion: str
+
+
+class SQLReward:
+    """Computes execution-match rewards; thread-safe, and `ascore` for asyncio callers.
+
+    Use as a context manager (or call `close`) to stop the worker threads.
+    """
+
+    def __init__(
+        self,
+        *,
+        workers: int | None = None,
+        answer_timeout: float = ANSWER_TIMEOUT,
+        gold_timeout: float = GOLD_TIMEOUT,
+        answer_max_rows: int = 1_000_000,
+        cache_dir: str | Path | None = None,
+        disk_cache: bool = True,
+    ) -> None:
+        self.workers = workers if workers is not None else sql_workers()
+        self._answers = QueryPool(self.workers, answer_timeout, answer_max_rows)
+        self._golds = QueryPool(self.workers, gold_timeout, None)
+        self._cache = ResultCache(cache_dir) if disk_cache else None
+        self._gold: dict[tuple[str, str], Outcome] = {}
+        self._gold_locks: dict[tuple[str, str], threading.Lock] = {}
+        self._lock = threading.Lock()
+
+    def __enter__(self) -> SQLReward:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._answers.close()
+        self._golds.close()
+
+    def gold(self, database: str | Path, gold_sql: str) -> Outcome:
+        """The gold outcome, computed at most once per process (a failure is kept too, so a
+        gold that times out does not stall every rollout of its task again)."""
+        key = (str(database), gold_sql)
+        known = self._gold.get(key)
+        if known is not None:
+            return known
+        with self._lock:
+            lock = self._gold_locks.setdefault(key, threading.Lock())
+        with lock:  # concurrent rollouts of one task wait for a single computation
+            known = self._gold.get(key)
+            if known is None:
+                known = _value(self._compute_gold(database, gold_sql))
+                self._gold[key] = known
+        return known
+
+    def score(self, database: str | Path, gold_sql: str, completion: str) -> RewardOutcome:
+        """The reward of one answer text."""
+        return self.score_sql(database, gold_sql, answer_sql(completion))
+
+    def score_sql(self, database: str | Path, gold_sql: str, sql: str | None) -> RewardOutcome:
+        """The reward of one already extracted query (None: there was none)."""
+        gold = self.gold(database, gold_sql)
+        answer = None if sql is None else _value(_first(self._answers, database, sql))
+        return execution_match(gold, answer)
+
+    async def ascore(self, database: str | Path, gold_sql: str, completion: str) -> RewardOutcome:
+        """`score` off the event loop, so other rollouts keep flowing while a query runs."""
+        return await asyncio.to_thread(self.score, database, gold_sql, completion)
+
+    def score_many(self, items: Sequence[RewardItem]) -> list[RewardOutcome]:
+        """Rewards for many answers at once, all answer queries sharing the pool; in order."""
+        golds = [self.gold(item.database, item.gold_sql) for item in items]
+        sqls = [answer_sql(item.completion) for item in items]
+        jobs = [
+            QueryJob(str(i), item.database, sql)
+            for i, (item, sql) in enumerate(zip(items, sqls, strict=True))
+            if sql is not None
+        ]
+        answers: dict[int, Outcome] = {
+            int(outcome.key): _value(outcome) for outcome in self._answers.run(jobs)
+        }
+        return [execution_match(gold, answers.get(i)) for i, gold in enumerate(golds)]
+
+    def warm(self, pairs: Iterable[tuple[str | Path, str]]) -> None:
+        """Compute the gold of every (database, SQL) pair ahead of training, on the pool."""
+        todo = [(str(db), sql) for db, sql in pairs if (str(db), sql) not in self._gold]
+        jobs = [QueryJob(str(i), db, sql) for i, (db, sql) in enumerate(todo)]
+        cached = {}
+        if self._cache is not None:
+            for job in jobs:
+                hit = _cache_get(self._cache, job.database, job.sql)
+                if hit is not None:
+                    cached[job.key] = hit
+        for outcome in self._golds.run(j for j in jobs if j.key not in cached):
+            db, sql = todo[int(outcome.key)]
+            if outcome.result is not None and self._cache is not None:
+                _cache_put(self._cache, db, sql, outcome.result)
+            self._gold[(db, sql)] = _value(outcome)
+        for key, result in cached.items():
+            self._gold[todo[int(key)]] = result
+
+    def _compute_gold(self, database: str | Path, gold_sql: str) -> QueryOutcome:
+        def compute() -> QueryOutcome:
+            return _first(self._golds, database, gold_sql)
+
+        if self._cache is None:
+            return compute()
+        return self._cache.get_or_compute(database, gold_sql, compute)
+
+
+def _first(pool: QueryPool, database: str | Path, sql: str) -> QueryOutcome:
+    for outcome in pool.run([QueryJob("", database, sql)]):
+        return outcome
+    return QueryOutcome("", None, EngineError("no outcome from the pool"))
+
+
+def _value(outcome: QueryOutcome) -> Outcome:
+    return outcome.result or outcome.error or EngineError("no outcome from the pool")
+
+
+def _cache_get(cache: ResultCache, database: str | Path, sql: str) -> Result | None:
+    try:
+        return cache.get(database, sql)
+    except (EngineError, OSError):
+        return None
+
+
+def _cache_put(cache: ResultCache, database: str | Path, sql: str, result: Result) -> None:
+    with contextlib.suppress(OSError):  # a read-only or full cache costs speed, not results
+        cache.put(database, sql, result)

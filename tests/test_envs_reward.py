@@ -1,0 +1,155 @@
+"""The RL reward core: BIRD execution match, its metrics, and reward-hacking attempts."""
+
+from __future__ import annotations
+
+import hashlib
+import sqlite3
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from querybench.engines.base import Result
+from querybench.envs import SQLReward, answer_sql, execution_match, sql_workers
+from querybench.errors import EngineError
+
+GOLD = "SELECT name FROM t WHERE x > 1"
+
+
+@pytest.fixture(scope="module")
+def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("envs") / "fixture.sqlite"
+    conn = sqlite3.connect(path)
+    conn.executescript(
+        "CREATE TABLE t (name TEXT, x INTEGER, r REAL);"
+        "INSERT INTO t VALUES ('a', 1, 1.0), ('b', 2, 2.0), ('c', 3, 3.0), ('c', 3, 3.0);"
+        "CREATE TABLE big (i INTEGER); INSERT INTO big VALUES (1), (2), (3);"
+    )
+    conn.commit()
+    conn.close()
+    other = path.parent / "other.sqlite"
+    conn = sqlite3.connect(other)
+    conn.executescript("CREATE TABLE secret (name TEXT); INSERT INTO secret VALUES ('b'), ('c');")
+    conn.commit()
+    conn.close()
+    return path
+
+
+@pytest.fixture(scope="module")
+def reward(tmp_path_factory: pytest.TempPathFactory) -> SQLReward:
+    cache = tmp_path_factory.mktemp("cache")
+    with SQLReward(workers=2, answer_timeout=1.0, cache_dir=cache) as r:
+        yield r
+
+
+def sql(text: str) -> str:
+    return f"```sql\n{text}\n```"
+
+
+def test_execution_match_is_the_bird_set_rule() -> None:
+    gold = Result(("a",), [(1,), (2,)])
+    assert execution_match(gold, Result(("b",), [(2.0,), (1,), (1,)])).reward == 1.0
+    wrong = execution_match(gold, Result(("a",), [(1,)]))
+    assert wrong.reward == 0.0 and wrong.verdict.error == "wrong_result"
+    assert wrong.metrics == {"error": 0.0, "trivial": 1.0, "gold_error": 0.0}
+    failed_gold = execution_match(EngineError("boom"), Result(("a",), [(1,)]))
+    assert failed_gold.reward == 0.0 and failed_gold.metrics["gold_error"] == 1.0
+    none = execution_match(gold, None)
+    assert none.reward == 0.0 and none.metrics["error"] == 1.0
+
+
+def test_answer_sql_takes_the_first_fenced_block_only() -> None:
+    assert answer_sql("SELECT 1") is None  # no fence: prose is never run as SQL
+    assert answer_sql("x\n```sql\nSELECT 2\n```\n```sql\nSELECT 3\n```") == "SELECT 2"
+    assert answer_sql("```python\nprint()\n```") is None
+
+
+def test_gold_scores_one_wrong_zero_and_metrics(reward: SQLReward, db: Path) -> None:
+    assert reward.score(db, GOLD, sql("SELECT name FROM t WHERE x >= 2")).reward == 1.0
+    # 1 vs 1.0, order and duplicates do not matter
+    assert reward.score(db, "SELECT x FROM t", sql("SELECT r FROM t ORDER BY r DESC")).reward == 1
+    wrong = reward.score(db, GOLD, sql("SELECT name FROM t"))
+    assert wrong.reward == 0.0 and wrong.metrics["error"] == 0.0
+    no_block = reward.score(db, GOLD, "the answer is b and c")
+    assert no_block.reward == 0.0 and no_block.metrics["error"] == 1.0
+    trivial = reward.score(db, GOLD, sql("SELECT 1"))
+    assert trivial.reward == 0.0 and trivial.metrics["trivial"] == 1.0
+    failing = reward.score(db, GOLD, sql("SELECT nope FROM t"))
+    assert failing.metrics["error"] == 1.0
+    gold_error = reward.score(db, "SELECT nope FROM t", sql("SELECT 1"))
+    assert gold_error.reward == 0.0 and gold_error.metrics["gold_error"] == 1.0
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        # only the first block counts
+        "```sql\nSELECT 1\n```\n```sql\nSELECT name FROM t WHERE x > 1\n```",
+        sql("SELECT 1; SELECT name FROM t WHERE x > 1"),
+        sql("SELECT name FROM t WHERE x > 1; DROP TABLE t"),
+        sql("ATTACH DATABASE '{other}' AS o"),
+        sql("SELECT name FROM o.secret"),
+        sql("PRAGMA writable_schema = 1"),
+        sql("SELECT load_extension('fileio')"),
+        sql("SELECT readfile('{other}')"),
+        sql("SELECT name FROM pragma_table_info('t')"),
+        sql("VACUUM INTO '/tmp/querybench-stolen.sqlite'"),
+    ],
+)
+def test_hacks_earn_nothing(reward: SQLReward, db: Path, answer: str) -> None:
+    answer = answer.replace("{other}", str(db.parent / "other.sqlite"))
+    assert reward.score(db, GOLD, answer).reward == 0.0
+
+
+def test_a_writing_answer_changes_nothing(reward: SQLReward, db: Path) -> None:
+    before = hashlib.sha256(db.read_bytes()).hexdigest()
+    for statement in (
+        "DELETE FROM t",
+        "UPDATE t SET name = 'z'",
+        "INSERT INTO t VALUES ('q', 9, 9.0)",
+        "CREATE TABLE x (a)",
+        "DROP TABLE t",
+        "WITH d AS (SELECT 1) DELETE FROM t",
+        "REPLACE INTO t VALUES ('q', 9, 9.0)",
+    ):
+        outcome = reward.score(db, GOLD, sql(statement))
+        assert outcome.reward == 0.0 and outcome.metrics["error"] == 1.0, statement
+    assert hashlib.sha256(db.read_bytes()).hexdigest() == before
+    assert reward.score(db, GOLD, sql(GOLD)).reward == 1.0
+
+
+def test_an_endless_answer_times_out_while_others_flow(reward: SQLReward, db: Path) -> None:
+    endless = sql(
+        "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n) SELECT max(i) FROM n"
+    )
+    result: dict[str, object] = {}
+    start = time.monotonic()
+    worker = threading.Thread(target=lambda: result.update(o=reward.score(db, GOLD, endless)))
+    worker.start()
+    quick = [reward.score(db, GOLD, sql(GOLD)).reward for _ in range(50)]
+    quick_done = time.monotonic() - start
+    worker.join(10)
+    outcome = result["o"]
+    assert quick == [1.0] * 50 and quick_done < 0.9  # the other worker kept serving
+    assert outcome.reward == 0.0 and outcome.verdict.error == "timeout"  # type: ignore[attr-defined]
+    assert 0.9 < time.monotonic() - start < 5
+
+
+def test_gold_is_computed_once(db: Path, tmp_path: Path) -> None:
+    with SQLReward(workers=1, cache_dir=tmp_path) as first:
+        assert first.score(db, GOLD, sql(GOLD)).reward == 1.0
+        assert first.gold(db, GOLD) is first.gold(db, GOLD)
+    with SQLReward(workers=1, cache_dir=tmp_path) as second:  # from the disk cache
+        gold = second.gold(db, GOLD)
+        assert isinstance(gold, Result) and gold.extra.get("cached") is True
+
+
+def test_workers_come_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("QUERYBENCH_SQL_WORKERS", "3")
+    assert sql_workers() == 3
+    monkeypatch.delenv("QUERYBENCH_SQL_WORKERS")
+    assert sql_workers() >= 1
+    monkeypatch.setenv("QUERYBENCH_SQL_WORKERS", "zero")
+    with pytest.raises(ValueError):
+        sql_workers()
