@@ -1,0 +1,103 @@
+"""Reward throughput: `SQLReward` against a naive per-call reward, on Spider 1.0 dev.
+
+Each of the 972 available dev questions is answered with its gold SQL in a ```sql block.
+The naive reward opens both queries with `sqlite3.connect`, `fetchall`s them and compares
+sets; ours reuses pooled read-only connections and the cached gold. Both run on 2 workers.
+
+    .venv/bin/python -m bench.bench_reward [--workers 2] [--rounds 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sqlite3
+import statistics
+import tempfile
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+
+from querybench.data import data_root
+from querybench.envs import RewardItem, SQLReward
+
+
+def naive_reward(item: RewardItem) -> float:
+    sql = item.completion.split("```sql\n", 1)[1].rsplit("\n```", 1)[0]
+    conn = sqlite3.connect(item.database)
+    try:
+        gold = conn.execute(item.gold_sql).fetchall()
+    finally:
+        conn.close()
+    conn = sqlite3.connect(item.database)
+    try:
+        answer = conn.execute(sql).fetchall()
+    finally:
+        conn.close()
+    return float(set(gold) == set(answer))
+
+
+def timed(
+    fn: Callable[[RewardItem], float], items: list[RewardItem], workers: int
+) -> dict[str, float]:
+    latencies: list[float] = []
+
+    def one(item: RewardItem) -> float:
+        start = time.perf_counter()
+        value = fn(item)
+        latencies.append(time.perf_counter() - start)
+        return value
+
+    start = time.perf_counter()
+    with ThreadPoolExecutor(workers) as pool:
+        total = sum(pool.map(one, items))
+    elapsed = time.perf_counter() - start
+    latencies.sort()
+    return {
+        "rewards_per_s": len(items) / elapsed,
+        "p50_ms": 1000 * statistics.median(latencies),
+        "p99_ms": 1000 * latencies[int(0.99 * (len(latencies) - 1))],
+        "matched": total,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--rounds", type=int, default=3)
+    args = parser.parse_args()
+    root = data_root() / "spider1"
+    questions = json.loads((root / "dev_subset_available_dbs.json").read_text())
+    items = [
+        RewardItem(
+            root / q["db_id"] / f"{q['db_id']}.sqlite", q["query"], f"```sql\n{q['query']}\n```"
+        )
+        for q in questions
+    ]
+    with (
+        tempfile.TemporaryDirectory() as cache,
+        SQLReward(workers=args.workers, cache_dir=cache) as reward,
+    ):
+        start = time.perf_counter()
+        reward.warm((item.database, item.gold_sql) for item in items)
+        print(f"gold computed once: {len(items)} queries in {time.perf_counter() - start:.2f}s")
+
+        def ours(item: RewardItem) -> float:
+            return reward.score(item.database, item.gold_sql, item.completion).reward
+
+        for name, fn in (("naive", naive_reward), ("SQLReward.score", ours)):
+            best = max((timed(fn, items, args.workers) for _ in range(args.rounds)),
+                       key=lambda r: r["rewards_per_s"])  # fmt: skip
+            rate, p50, p99 = best["rewards_per_s"], best["p50_ms"], best["p99_ms"]
+            print(f"{name:>22}: {rate:7.0f} rewards/s  p50 {p50:.2f} ms  p99 {p99:.2f} ms")
+        rates = []
+        for _ in range(args.rounds):
+            start = time.perf_counter()
+            outcomes = reward.score_many(items)
+            rates.append(len(items) / (time.perf_counter() - start))
+        matched = sum(o.reward for o in outcomes)
+        print(f"{'SQLReward.score_many':>22}: {max(rates):7.0f} rewards/s  ({matched:.0f} matched)")
+
+
+if __name__ == "__main__":
+    main()
