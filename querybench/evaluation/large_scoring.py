@@ -27,7 +27,7 @@ from querybench.evaluation import spider2_official as official
 from querybench.evaluation import spider2_strict as strict
 from querybench.evaluation.large_result import CompactTable, ResultTable
 
-CHUNK_ROWS = 1 << 20  # rows per step of an in-order comparison (tests lower it)
+CHUNK_ROWS = 1 << 18  # rows per step of an in-order comparison (tests lower it)
 BUCKET_BITS = 6  # multisets compared in 2**BUCKET_BITS hash buckets
 _KEY_ROWS = 1 << 18  # rows hashed per step
 _MIX = np.uint64(0x9E3779B97F4A7C15)
