@@ -3,9 +3,11 @@
 For each of the 19 dev databases shipped in ../shared/data/spider1, the SQLite file is loaded
 into each engine (`engines.load`), every available gold query is transpiled from SQLite by
 sqlglot and run, and its rows are compared with SQLite's under the Spider 1.0 execution match.
-Two shares per engine: on the drivers' raw values, and after mapping values to SQLite's
-storage classes (Decimal -> int or float, bool -> int, dates -> ISO text), which is what a
-scorer comparing across engines would do.
+Queries are translated with the loaded database's column types (`transpile(schema=...)`), so
+SQLite's text/number comparison rules are written out as casts. Two shares per engine: on the
+drivers' raw values, and after mapping values to SQLite's storage classes (Decimal -> int or
+float, bool -> int, dates -> ISO text), which is what a scorer comparing across engines would
+do. The server databases it creates (qb_bench_*) are dropped after each run.
 
     .venv/bin/python bench/bench_cross_engine.py [--engines duckdb,postgres,mysql,chdb]
         [--limit N] [--out bench/cross_engine_results.json]
@@ -89,6 +91,20 @@ def main() -> None:
     args.out.write_text(json.dumps(report, indent=1, default=str) + "\n")
 
 
+def drop_database(name: str, db: str) -> None:
+    """Drop the server database a run created (the local files go with the temporary folder)."""
+    if name == "postgres":
+        import psycopg
+
+        with psycopg.connect("host=127.0.0.1 user=postgres dbname=postgres", autocommit=True) as c:
+            c.execute(f'DROP DATABASE IF EXISTS "qb_bench_{db}" WITH (FORCE)'.encode())
+    elif name == "mysql":
+        import pymysql
+
+        with pymysql.connect(host="127.0.0.1", user="root") as c, c.cursor() as cursor:
+            cursor.execute(f"DROP DATABASE IF EXISTS `qb_bench_{db}`")
+
+
 def run_engine(
     name: str,
     by_db: dict[str, list[tuple[int, str]]],
@@ -105,13 +121,13 @@ def run_engine(
         target = TARGETS[name].format(tmp=tmp, db=db.lower())
         load(target, root / db / f"{db}.sqlite", replace=True, lower_names=True)
         engine = connect(target)
-        columns = {c.name for t in engine.tables() for c in t.columns}
+        schema = {t.name: {c.name: c.type for c in t.columns} for t in engine.tables()}
         try:
             for i, sql in queries:
                 order = "order by" in sql.lower()
                 try:
                     translated = transpile(
-                        sql, "sqlite", DIALECT[name], lower_names=True, columns=columns
+                        sql, "sqlite", DIALECT[name], lower_names=True, schema=schema
                     )
                     rows = engine.execute(translated, timeout=timeout).rows
                 except EngineError as exc:
@@ -133,6 +149,7 @@ def run_engine(
                                    "got": normalised[:3]})  # fmt: skip
         finally:
             engine.close()
+            drop_database(name, db.lower())
     total = sum(len(q) for q in by_db.values())
     return {
         "total": total,

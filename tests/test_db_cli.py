@@ -82,7 +82,8 @@ TRANSLATIONS = [
     # (sqlite input, target, expected) — one line per case.
     ("SELECT name, count(*) FROM t GROUP BY id", "postgres",
      'SELECT MIN(name) AS "name", COUNT(*) FROM t GROUP BY id'),
-    ("SELECT name, max(age) FROM t", "clickhouse", 'SELECT any(name) AS "name", MAX(age) FROM t'),
+    ("SELECT name, max(age) FROM t", "clickhouse",
+     'SELECT argMax(name, age) AS "name", MAX(age) FROM t'),
     ("SELECT name FROM t GROUP BY name", "duckdb", "SELECT name FROM t GROUP BY name"),
     ("SELECT count(*) FROM t WHERE c = \"Asia\"", "postgres",
      "SELECT COUNT(*) FROM t WHERE c = 'Asia'"),

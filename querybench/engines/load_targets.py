@@ -1,8 +1,9 @@
 """Writable connections for `engines.load`, one small class per target kind.
 
 Each maps Arrow types to its engine's column types and inserts rows in batches. Text columns
-compare byte-wise everywhere (PostgreSQL `COLLATE "C"`, MariaDB `utf8mb4_bin`), as SQLite's
-BINARY collation does, so `=` and `ORDER BY` on text agree across engines.
+compare byte-wise everywhere (PostgreSQL `COLLATE "C"`, MariaDB `utf8mb4_nopad_bin`, MySQL
+`utf8mb4_0900_bin`), as SQLite's BINARY collation does, so `=` and `ORDER BY` on text agree
+across engines, trailing spaces included.
 """
 
 from __future__ import annotations
@@ -115,7 +116,19 @@ class _MySQLWriter(_SqlWriter):
         return "`" + name.replace("`", "``") + "`"
 
     def table_options(self) -> str:
-        return " DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin"
+        return f" DEFAULT CHARSET=utf8mb4 COLLATE={self.collation()}"
+
+    def collation(self) -> str:
+        """A binary collation without PAD SPACE, so `'Alton ' = 'Alton'` is false as in SQLite."""
+        if not hasattr(self, "_collation"):
+            cursor = self.conn.cursor()
+            cursor.execute(
+                "SELECT COLLATION_NAME FROM information_schema.COLLATIONS WHERE COLLATION_NAME"
+                " IN ('utf8mb4_nopad_bin', 'utf8mb4_0900_bin') ORDER BY COLLATION_NAME DESC"
+            )
+            row = cursor.fetchone()
+            self._collation = str(row[0]) if row else "utf8mb4_bin"
+        return self._collation
 
 
 class _PostgresWriter(_SqlWriter):

@@ -9,7 +9,7 @@ like a query, the server decides.
 from __future__ import annotations
 
 import re
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 
 import sqlglot
 from sqlglot import exp
@@ -17,6 +17,11 @@ from sqlglot.errors import ParseError, TokenError
 from sqlglot.optimizer.normalize_identifiers import normalize_identifiers
 from sqlglot.tokenizer_core import TokenType
 
+from querybench.engines.sqlite_rewrites import (
+    STRICT_GROUPING,
+    bare_columns_aggregated,
+    sqlite_semantics,
+)
 from querybench.errors import EngineError, QueryRefused
 
 # querybench engine names and common spellings -> sqlglot dialect names.
@@ -65,13 +70,16 @@ def transpile(
     pretty: bool = False,
     lower_names: bool = False,
     columns: Collection[str] | None = None,
+    schema: Mapping[str, Mapping[str, str]] | None = None,
 ) -> str:
     """`sql` (one statement) written in `target`'s dialect; unchanged when the dialects agree.
 
     `lower_names` lower-cases and quotes every identifier, for tables loaded with lower-case
     names (`engines.load`, `names="lower"`): SQLite and MySQL match names case-insensitively,
     PostgreSQL and ClickHouse do not. With `columns` (the database's column names) a
-    double-quoted SQLite name that is no column becomes the string it is to SQLite.
+    double-quoted SQLite name that is no column becomes the string it is to SQLite. With
+    `schema` (table -> column -> the target's column type) translating from SQLite also writes
+    out SQLite's comparison conversions between text and numbers as casts (`engines.affinity`).
     """
     read, write = dialect_name(source), dialect_name(target)
     if read == write and not lower_names:
@@ -81,68 +89,15 @@ def transpile(
         if len(trees) != 1 or trees[0] is None:
             raise QueryRefused("only one statement per query is allowed")
         tree = trees[0]
-        if columns is not None and read == "sqlite":
-            tree = _quoted_strings(tree, {c.lower() for c in columns})
-        if read in ("sqlite", "mysql") and write in _STRICT_GROUPING:
-            tree = _bare_columns_aggregated(tree, write)
+        if read == "sqlite" and write != "sqlite":
+            tree = sqlite_semantics(tree, write, columns=columns, schema=schema)
+        elif read == "mysql" and write in STRICT_GROUPING:
+            tree = bare_columns_aggregated(tree, write, from_sqlite=False)
         if lower_names:
             tree = normalize_identifiers(tree, dialect="sqlite")
         return tree.sql(dialect=write, pretty=pretty, identify=lower_names)
     except (ParseError, TokenError) as exc:
         raise EngineError(f"cannot translate from {read} to {write}: {exc}") from exc
-
-
-# Engines that refuse a selected column neither grouped nor aggregated, which SQLite and MySQL
-# (without ONLY_FULL_GROUP_BY) take from an arbitrary row of the group. PostgreSQL 15 has no
-# any_value(), and min() is the same value whenever the column is constant within the group.
-_STRICT_GROUPING = {"postgres": exp.Min, "duckdb": exp.AnyValue, "clickhouse": exp.AnyValue}
-
-
-def _bare_columns_aggregated(tree: exp.Expr, write: str) -> exp.Expr:
-    """Wrap each bare selected column of an aggregating SELECT in the engine's any-value."""
-    wrap = _STRICT_GROUPING[write]
-    for select in list(tree.find_all(exp.Select)):
-        group = select.args.get("group")
-        projections = select.expressions
-        aggregating = group is not None or any(
-            p.find(exp.AggFunc) for p in projections if not p.find(exp.Window)
-        )
-        if not aggregating or any(p.find(exp.Window) for p in projections):
-            continue
-        grouped = [g for g in (group.expressions if group else [])]
-        keys = {g.sql().lower() for g in grouped}
-        names = {g.name.lower() for g in grouped if isinstance(g, exp.Column)}
-        for projection in projections:
-            inner = projection.this if isinstance(projection, exp.Alias) else projection
-            if isinstance(inner, exp.Star) or inner.find(exp.AggFunc) or not inner.find(exp.Column):
-                continue
-            if inner.sql().lower() in keys:
-                continue
-            if isinstance(inner, exp.Column) and inner.name.lower() in names:
-                continue
-            wrapped = wrap(this=inner.copy())
-            if isinstance(projection, exp.Alias):
-                projection.set("this", wrapped)
-            else:
-                alias = inner.name if isinstance(inner, exp.Column) else inner.sql()
-                projection.replace(exp.alias_(wrapped, alias, quoted=True))
-    return tree
-
-
-def _quoted_strings(tree: exp.Expr, columns: set[str]) -> exp.Expr:
-    """SQLite reads `"x"` as the string 'x' when no column is named x."""
-
-    def visit(node: exp.Expr) -> exp.Expr:
-        if (
-            isinstance(node, exp.Column)
-            and not node.table
-            and node.this.args.get("quoted")
-            and node.name.lower() not in columns
-        ):
-            return exp.Literal.string(node.name)
-        return node
-
-    return tree.transform(visit)
 
 
 def read_only_statement(
