@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from querybench.context.schema import DatabaseSchema
+from querybench.evaluation.sampling import majority_vote, result_key
 from querybench.evaluation.sql_extract import extract_sql
 from querybench.methods import MethodOutput, MethodSettings
 from querybench.methods.schema_text import create_tables
@@ -40,6 +41,7 @@ from querybench.methods.stages import (
     dialect_notes,
 )
 from querybench.models.base import ChatRequest, Message
+from querybench.tasks.databases import task_database
 
 if TYPE_CHECKING:
     from querybench.models.base import ChatModel
@@ -110,7 +112,6 @@ def kept_tables(reply: str, shown: tuple[str, ...], schema: DatabaseSchema) -> t
 
 def execute(database: Path, sql: str | None) -> Execution:
     from querybench.engines.pool import run_one
-    from querybench.runs.sampling import result_key
 
     if sql is None:
         return Execution("no_sql")
@@ -127,7 +128,6 @@ def execute(database: Path, sql: str | None) -> Execution:
 
 def select(executions: list[Execution]) -> int:
     """Majority by execution result; ties, and no result at all, go to the earliest."""
-    from querybench.runs.sampling import majority_vote
 
     winner = majority_vote([e.key if e.status in ("ok", "empty") else None for e in executions])
     return winner if winner is not None else 0
@@ -174,7 +174,6 @@ class Chess:
 
     async def solve(self, task: Task, model: ChatModel, settings: MethodSettings) -> MethodOutput:
         from querybench.data import data_root
-        from querybench.runs.layout import task_database
 
         start = time.perf_counter()
         filtering, shown, schema, extras = await asyncio.to_thread(

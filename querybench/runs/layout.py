@@ -8,31 +8,12 @@ is reachable, as `querybench eval` scores them).
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from querybench.data import data_root
 from querybench.errors import DataError
 from querybench.runs.config import RunConfig
 from querybench.tasks import load_tasks
+from querybench.tasks.databases import task_database
 from querybench.tasks.model import Task
-
-
-def task_database(task: Task, root: Path) -> Path | None:
-    """The SQLite file of `task`, when there is one here."""
-    for key in ("db_path", "database", "db_file"):
-        value = task.extra.get(key)
-        if value and Path(str(value)).is_file():
-            return Path(str(value))
-    if task.benchmark.startswith("spider2"):
-        candidates = [root / "spider2-lite-local" / f"{task.db}.sqlite"]
-    else:
-        folder = "bird" if task.benchmark.startswith("bird") else task.benchmark
-        candidates = [
-            root / folder / "database" / task.db / f"{task.db}.sqlite",
-            root / folder / task.db / f"{task.db}.sqlite",
-            root / folder / "dev_databases" / task.db / f"{task.db}.sqlite",
-        ]
-    return next((p for p in candidates if p.is_file()), None)
 
 
 def select_tasks(config: RunConfig) -> tuple[list[Task], list[str]]:

@@ -17,10 +17,10 @@ from typing import Any
 
 from querybench.data import data_root
 from querybench.evaluation.record import InstanceResult
+from querybench.evaluation.sampling import pass_at_k
 from querybench.runs.config import RunConfig
-from querybench.runs.layout import task_database
-from querybench.runs.sampling import pass_at_k
 from querybench.runs.store import InstanceRecord
+from querybench.tasks.databases import task_database
 from querybench.tasks.model import Task
 
 Predict = Callable[[InstanceRecord | None], str | None]

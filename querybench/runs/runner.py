@@ -21,13 +21,14 @@ from querybench.data import data_root
 from querybench.engines.pool import run_one
 from querybench.errors import QuerybenchError
 from querybench.evaluation.record import InstanceResult
+from querybench.evaluation.sampling import majority_vote, result_key
 from querybench.methods import Method, MethodOutput, MethodSettings, get_method
 from querybench.models import ChatModel, PriceTable, RetryPolicy, Sampling, make_model
 from querybench.models.base import BudgetExhausted, ModelError
 from querybench.runs.config import RunConfig, check_resume
-from querybench.runs.layout import select_tasks, task_database
-from querybench.runs.sampling import majority_vote, result_key
+from querybench.runs.layout import select_tasks
 from querybench.runs.store import InstanceRecord, RecordStore
+from querybench.tasks.databases import task_database
 from querybench.tasks.model import Task
 
 OnRecord = Callable[[InstanceRecord], None]
