@@ -11,7 +11,6 @@ The prompt is two messages:
 from __future__ import annotations
 
 import asyncio
-import threading
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -20,6 +19,7 @@ from querybench.context import build_context
 from querybench.context.schema import SchemaSource
 from querybench.evaluation.sql_extract import extract_sql
 from querybench.methods import Candidate, MethodOutput, MethodSettings
+from querybench.methods.schema_cache import ContextCache
 from querybench.models.base import ChatRequest, Message
 
 if TYPE_CHECKING:
@@ -66,8 +66,7 @@ class ZeroShot:
     name = "zero-shot"
 
     def __init__(self) -> None:
-        self._sources: dict[tuple[str, str, str], SchemaSource] = {}
-        self._lock = threading.Lock()
+        self._schemas = ContextCache()
 
     def build_messages(
         self, task: Task, budget: int | None, data_dir: Path | None = None
@@ -85,23 +84,9 @@ class ZeroShot:
         )
 
     def _source(self, task: Task, data_dir: Path | None) -> SchemaSource | None:
-        """One schema per database for the whole run: introspected once, reused by every task
-        on it (a live source is loaded, then its connection closed)."""
         if task.benchmark.startswith("spider2"):
             return None  # metadata files: build_context reads them itself
-        from querybench.context.live import LiveSchema
-        from querybench.context.resolve import schema_source
-        from querybench.data import data_root
-
-        key = (str(data_dir), task.db, str(task.extra.get("db_path", "")))
-        with self._lock:
-            if key not in self._sources:
-                source = schema_source(task, data_dir or data_root())
-                source.load()
-                if isinstance(source, LiveSchema):
-                    source.engine.close()
-                self._sources[key] = source
-            return self._sources[key]
+        return self._schemas.source(task, data_dir)
 
     async def solve(self, task: Task, model: ChatModel, settings: MethodSettings) -> MethodOutput:
         start = time.perf_counter()
