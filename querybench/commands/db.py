@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import functools
 import json
 import sys
 from pathlib import Path
@@ -137,6 +138,13 @@ def _statements(file: Path) -> list[str]:
     return [line.strip() for line in text.splitlines() if line.strip()]
 
 
+@functools.cache
+def _column_types(engine: Any) -> dict[str, dict[str, str]]:
+    """Column types of the engine's tables, read once per engine: with them the translation
+    writes out SQLite's type-affinity conversions as casts."""
+    return {t.name: {c.name: c.type for c in t.columns} for t in engine.tables()}
+
+
 def _run(
     engine: Any,
     sql: str,
@@ -149,7 +157,13 @@ def _run(
 
     try:
         if dialect is not None or lower_names:
-            sql = transpile(sql, dialect or engine.dialect, engine.dialect, lower_names=lower_names)
+            sql = transpile(
+                sql,
+                dialect or engine.dialect,
+                engine.dialect,
+                lower_names=lower_names,
+                schema=_column_types(engine),
+            )
         result = engine.execute(sql, timeout=timeout, max_rows=max_rows)
     except QuerybenchError as exc:
         code = getattr(exc, "code", "error")
