@@ -89,19 +89,27 @@ def _exec_result_mode(
         return
     chunks = [ids[i : i + _CHUNK] for i in range(0, len(ids), _CHUNK)]
     context = multiprocessing.get_context("fork" if sys.platform == "linux" else "spawn")
-    with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
-        futures = [
-            pool.submit(_score_chunk, gold.dir, gold.benchmark, pred_dir, scoring, chunk)
-            for chunk in chunks
-        ]
+    gold.result_paths(ids[0])  # list the gold folder once, before the workers start
+    with ProcessPoolExecutor(
+        max_workers=workers, mp_context=context, initializer=_adopt_gold, initargs=(gold,)
+    ) as pool:
+        futures = [pool.submit(_score_chunk, pred_dir, scoring, chunk) for chunk in chunks]
         for future in as_completed(futures):
             yield from future.result()
 
 
-def _score_chunk(
-    gold_dir: Path, benchmark: Benchmark, pred_dir: Path, scoring: Scoring, ids: list[str]
-) -> list[InstanceResult]:
-    return list(_score_ids(Spider2Gold(gold_dir, benchmark), pred_dir, scoring, ids))
+_worker_gold: Spider2Gold | None = None
+
+
+def _adopt_gold(gold: Spider2Gold) -> None:
+    """Worker-process initializer: the parent's gold (config read, folder listed) is reused."""
+    global _worker_gold
+    _worker_gold = gold
+
+
+def _score_chunk(pred_dir: Path, scoring: Scoring, ids: list[str]) -> list[InstanceResult]:
+    assert _worker_gold is not None, "worker started without its gold"
+    return list(_score_ids(_worker_gold, pred_dir, scoring, ids))
 
 
 def _score_ids(

@@ -17,6 +17,7 @@ from querybench.evaluation.large_result import ResultTable, read_result
 Benchmark = Literal["spider2-lite", "spider2-snow"]
 
 EASY_BELOW, HARD_FROM = 80, 160
+_ALTERNATIVE = re.compile(r"^(.+)_[a-z]\.csv$")  # the official `^<id>(_[a-z])?\.csv$`, suffixed
 
 
 @dataclass(frozen=True)
@@ -78,9 +79,18 @@ class Spider2Gold:
         """
         if f"{instance_id}.csv" in self._result_files:
             return [self._results_dir / f"{instance_id}.csv"], True
-        pattern = re.compile(rf"^{re.escape(instance_id)}(_[a-z])?\.csv$")
-        names = sorted(n for n in self._result_files if pattern.match(n))
+        names = sorted(self._alternatives.get(instance_id, ()))
         return [self._results_dir / n for n in names], False
+
+    @cached_property
+    def _alternatives(self) -> dict[str, list[str]]:
+        """`<id>_<letter>.csv` files by instance id, indexed once for the whole folder."""
+        out: dict[str, list[str]] = {}
+        for name in self._result_files:
+            match = _ALTERNATIVE.match(name)
+            if match:
+                out.setdefault(match.group(1), []).append(name)
+        return out
 
     def load_results(self, instance_id: str) -> tuple[GoldFrames, bool]:
         paths, single = self.result_paths(instance_id)

@@ -58,9 +58,18 @@ class OfficialColumn:
     _source: npt.NDArray[Any] = field(repr=False)
     _text: npt.NDArray[np.object_] | None = field(default=None, repr=False)
     _order: npt.NDArray[np.intp] | None = field(default=None, repr=False)
+    _stats: tuple[int, float, float] | None = field(default=None, repr=False)
 
     def __len__(self) -> int:
         return len(self.num)
+
+    @property
+    def stats(self) -> tuple[int, float, float]:
+        """(how many numbers, their sum, the sum of their magnitudes), for a quick reject."""
+        if self._stats is None:
+            numbers = self.num[self.isnum]
+            self._stats = (len(numbers), float(numbers.sum()), float(np.abs(numbers).sum()))
+        return self._stats
 
     @property
     def text(self) -> npt.NDArray[np.object_]:
@@ -191,6 +200,8 @@ def vectors_match(gold: OfficialColumn, pred: OfficialColumn, ignore_order: bool
         return False
     if len(gold) == 0:
         return True
+    if _cannot_match(gold, pred):
+        return False
     g_order = gold.order() if ignore_order else None
     p_order = pred.order() if ignore_order else None
     # Each cell decides on its own, so chunks bound the temporaries without changing the verdict.
@@ -201,6 +212,18 @@ def vectors_match(gold: OfficialColumn, pred: OfficialColumn, ignore_order: bool
         if not _cells_match(gold, pred, g_idx, p_idx):
             return False
     return True
+
+
+def _cannot_match(gold: OfficialColumn, pred: OfficialColumn) -> bool:
+    """Necessary conditions, checked before any sorting: a match pairs numbers with numbers,
+    each pair within max(1e-9 * magnitude, 0.01), so the sums can differ by at most that much."""
+    (n_gold, sum_gold, abs_gold), (n_pred, sum_pred, abs_pred) = gold.stats, pred.stats
+    if n_gold != n_pred:
+        return True
+    if not all(math.isfinite(x) for x in (sum_gold, sum_pred, abs_gold, abs_pred)):
+        return False  # infinities: leave it to the cell comparison
+    slack = ABS_TOL * n_gold + 2 * REL_TOL * (abs_gold + abs_pred) + 1e-9
+    return abs(sum_gold - sum_pred) > slack
 
 
 def _cells_match(gold: OfficialColumn, pred: OfficialColumn, g_idx: Any, p_idx: Any) -> bool:

@@ -16,6 +16,7 @@ Differences from the official comparison, each a flaw it fixes:
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -42,9 +43,24 @@ class StrictColumn:
     text: npt.NDArray[np.object_]  # str() where TEXT, else ""
     _rank: npt.NDArray[np.intp] | None = field(default=None, repr=False)
     _order: npt.NDArray[np.intp] | None = field(default=None, repr=False)
+    _stats: tuple[int, int, float, float] | None = field(default=None, repr=False)
 
     def __len__(self) -> int:
         return len(self.kind)
+
+    @property
+    def stats(self) -> tuple[int, int, float, float]:
+        """(missing cells, numbers, their sum, their magnitudes' sum), for a quick reject."""
+        if self._stats is None:
+            numbers = self.num[self.kind == NUMBER]
+            missing = int((self.kind == MISSING).sum())
+            self._stats = (
+                missing,
+                len(numbers),
+                float(numbers.sum()),
+                float(np.abs(numbers).sum()),
+            )
+        return self._stats
 
     @property
     def rank(self) -> npt.NDArray[np.intp]:
@@ -168,9 +184,23 @@ def assign_columns(
 
 
 def _column_compatible(g: StrictColumn, p: StrictColumn, ignore_order: bool) -> bool:
+    if _cannot_match(g, p):
+        return False
     if ignore_order:
         return rows_match_as_multiset([p], [g])
     return _all_cells_equal(g, p)
+
+
+def _cannot_match(g: StrictColumn, p: StrictColumn) -> bool:
+    """Necessary conditions, before any sorting: as many gaps and numbers, and sums of numbers
+    no further apart than the tolerances of the pairs allow."""
+    (g_missing, g_n, g_sum, g_abs), (p_missing, p_n, p_sum, p_abs) = g.stats, p.stats
+    if (g_missing, g_n) != (p_missing, p_n):
+        return True
+    if not all(math.isfinite(x) for x in (g_sum, p_sum, g_abs, p_abs)):
+        return False
+    slack = ABS_TOL * g_n + 2 * REL_TOL * (g_abs + p_abs) + 1e-9
+    return abs(g_sum - p_sum) > slack
 
 
 def _has_injective_assignment(candidates: list[list[int]]) -> bool:
