@@ -32,6 +32,7 @@ def gold_as_predictions(gold: Spider2Gold, into: Path) -> None:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--benchmarks", nargs="+", default=["spider2-lite", "spider2-snow"])
+    parser.add_argument("--workers", type=int, default=2, help="querybench worker processes")
     args = parser.parse_args()
     mismatches = 0
     for benchmark in args.benchmarks:
@@ -50,7 +51,7 @@ def main() -> int:
             start = time.perf_counter()
             ours = {
                 r.instance_id: r.official_score
-                for r in evaluate_spider2(benchmark, pred_dir, gold_dir)
+                for r in evaluate_spider2(benchmark, pred_dir, gold_dir, workers=args.workers)
             }  # type: ignore[arg-type]
             ours_s = time.perf_counter() - start
             start = time.perf_counter()
@@ -67,8 +68,9 @@ def main() -> int:
         diff = [iid for iid in base if base[iid] != ours[iid]]
         mismatches += len(diff)
         print(
-            f"{benchmark}: {len(base)} instances, querybench {ours_s:.1f} s, "
-            f"baseline {base_s:.1f} s, speed-up {base_s / ours_s:.0f}x, "
+            f"{benchmark}: {len(base)} instances, "
+            f"querybench ({args.workers} workers) {ours_s:.2f} s, "
+            f"baseline {base_s:.1f} s, speed-up {base_s / ours_s:.1f}x, "
             f"verdicts identical: {not diff} {diff[:5]}"
         )
     return 1 if mismatches else 0

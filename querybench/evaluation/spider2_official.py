@@ -79,8 +79,11 @@ class OfficialColumn:
 
     def order(self) -> npt.NDArray[np.intp]:
         """The stable permutation of `sorted(key=(x is None, str(x), is-number))`."""
-        if self._order is None and self._source.dtype.kind in "biuf" and len(self) >= LARGE_ROWS:
-            self._order = _numeric_order(self._source)
+        if self._order is None and self._source.dtype.kind in "biuf":
+            if len(self) >= LARGE_ROWS:
+                self._order = _numeric_order(self._source)
+            else:  # NumPy's fixed-width strings sort in C, in Python's code-point order
+                self._order = np.argsort(_numeric_keys(self._source), kind="stable")
         if self._order is None:
             by_isnum = np.argsort(self.isnum, kind="stable")
             by_text = np.argsort(self.text[by_isnum], kind="stable")
@@ -97,15 +100,20 @@ def _numeric_order(source: npt.NDArray[Any]) -> npt.NDArray[np.intp]:
     """
     chunks = []
     for start in range(0, len(source), CHUNK_ROWS):
-        part = source[start : start + CHUNK_ROWS]
-        keys = part.astype(str)
-        if part.dtype.kind == "f":
-            keys[np.isnan(part)] = "0"  # a missing float became the integer 0
+        keys = _numeric_keys(source[start : start + CHUNK_ROWS])
         chunks.append(pa.array(keys, type=pa.string()))
         del keys
     order = pc.sort_indices(pa.chunked_array(chunks, type=pa.string())).to_numpy()
     del chunks
     return order.astype(np.intp, copy=False)
+
+
+def _numeric_keys(source: npt.NDArray[Any]) -> npt.NDArray[np.str_]:
+    """`str(x)` of each number as fixed-width text (NumPy formats floats as Python's repr)."""
+    keys = source.astype(str)
+    if source.dtype.kind == "f":
+        keys[np.isnan(source)] = "0"  # a missing float became the integer 0
+    return keys
 
 
 def official_columns(table: pd.DataFrame | Sequence[npt.NDArray[Any]]) -> list[OfficialColumn]:
