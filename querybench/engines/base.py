@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, Self
 
 import pyarrow as pa
 
@@ -77,3 +78,37 @@ class Engine(Protocol):
     ) -> Result: ...
 
     def close(self) -> None: ...
+
+
+class Closing:
+    """`with engine:` closes it: the context-manager half every engine shares."""
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def group_columns(rows: Iterable[Sequence[Any]], default_schema: str | None = None) -> list[Table]:
+    """Tables from `(schema, table, column, type)` rows in catalogue order; the engine's default
+    schema is reported as None, so a bare table name addresses it."""
+    columns: dict[tuple[str, str], list[Column]] = {}
+    for schema, table, column, type_ in rows:
+        columns.setdefault((schema, table), []).append(Column(column, type_))
+    return [
+        Table(table, tuple(cols), None if schema == default_schema else schema)
+        for (schema, table), cols in columns.items()
+    ]
+
+
+def qualified_name(table: str, tables: Iterable[Table], quote: Callable[[str], str]) -> str:
+    """SQL for `table`, given as a `Table.name` or as `schema.name`."""
+    known = {(t.schema, t.name) for t in tables}
+    schema, _, name = table.partition(".")
+    if (None, table) not in known and (schema, name) in known:
+        return f"{quote(schema)}.{quote(name)}"
+    return quote(table)

@@ -24,7 +24,7 @@ from urllib.parse import parse_qsl, unquote, urlsplit
 import sqlglot
 from sqlglot import exp
 
-from querybench.engines.base import Column, Result, Table
+from querybench.engines.base import Closing, Column, Result, Table
 from querybench.engines.duckdb import DuckDBEngine
 from querybench.engines.spider2_metadata_load import META_TABLE
 from querybench.errors import (
@@ -53,7 +53,7 @@ class CostGuardExceeded(QueryRefused):
         self.maximum_bytes_billed = maximum_bytes_billed
 
 
-class BigQueryLocalEngine:
+class BigQueryLocalEngine(Closing):
     """BigQuery SQL on a local DuckDB emulation file; read-only."""
 
     dialect = "bigquery"
@@ -68,12 +68,6 @@ class BigQueryLocalEngine:
         self._by_schema: dict[str, list[str]] = {}
         for table in self._tables:
             self._by_schema.setdefault((table.schema or "main").lower(), []).append(table.name)
-
-    def __enter__(self) -> BigQueryLocalEngine:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def close(self) -> None:
         self._duckdb.close()
@@ -160,7 +154,7 @@ class BigQueryLocalEngine:
         return exp.Subquery(this=union, alias=exp.TableAlias(this=exp.to_identifier(alias)))
 
 
-class BigQueryEngine:
+class BigQueryEngine(Closing):
     """The BigQuery service, with a dry-run estimate and a cost guard before every query."""
 
     dialect = "bigquery"

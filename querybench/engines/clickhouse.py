@@ -18,7 +18,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from querybench.engines.base import Column, Result, Table
+from querybench.engines.base import Closing, Result, Table, group_columns
 from querybench.engines.transpile import read_only_statement
 from querybench.engines.url import ServerUrl, mask_secrets, parse_server_url
 from querybench.errors import (
@@ -43,7 +43,7 @@ _SCHEMA_SQL = (
 )
 
 
-class ChdbEngine:
+class ChdbEngine(Closing):
     """A read-only embedded ClickHouse over one chdb data directory (tables in `default`)."""
 
     dialect = "clickhouse"
@@ -68,12 +68,6 @@ class ChdbEngine:
             return self._chdb.connect(f"file:{self.path}?{params}")  # type: ignore[no-untyped-call]
         except Exception as exc:
             raise EngineUnavailable(f"cannot open chdb at {self.path}: {exc}") from exc
-
-    def __enter__(self) -> ChdbEngine:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def close(self) -> None:
         with self._lock:
@@ -122,7 +116,7 @@ class ChdbEngine:
         return table
 
 
-class ClickHouseServerEngine:
+class ClickHouseServerEngine(Closing):
     """A read-only client of a ClickHouse server (`clickhouse://user:pw@host:8123/db`).
 
     Not exercised by the test suite here: no ClickHouse server runs on this machine.
@@ -184,13 +178,8 @@ class ClickHouseServerEngine:
 
 
 def _tables(table: pa.Table) -> list[Table]:
-    columns: dict[tuple[str, str], list[Column]] = {}
-    for database, name, column, type_ in zip(*(c.to_pylist() for c in table.columns), strict=True):
-        columns.setdefault((database, name), []).append(Column(column, type_))
-    return [
-        Table(name, tuple(cols), None if database == "default" else database)
-        for (database, name), cols in columns.items()
-    ]
+    rows = zip(*(c.to_pylist() for c in table.columns), strict=True)
+    return group_columns(rows, default_schema="default")
 
 
 def _result(table: pa.Table, elapsed: float) -> Result:

@@ -15,13 +15,13 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
-from querybench.engines.base import Column, Result, Table
+from querybench.engines.base import Closing, Result, Table, group_columns, qualified_name
 from querybench.errors import EngineError, QueryRefused, QueryTimeout, ResultTooLarge
 
 _FETCH_CHUNK = 10_000
 
 
-class DuckDBEngine:
+class DuckDBEngine(Closing):
     """A read-only connection to one DuckDB file.
 
     DuckDB shares one database instance per file within a process, so every engine on the same
@@ -57,12 +57,6 @@ class DuckDBEngine:
             raise EngineError(f"cannot open {self.path}: {exc}") from exc
         self._lock = threading.Lock()
 
-    def __enter__(self) -> DuckDBEngine:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
     def close(self) -> None:
         with self._lock:
             self._conn.close()
@@ -78,22 +72,11 @@ class DuckDBEngine:
                 ).fetchall()
             except duckdb.Error as exc:
                 raise EngineError(f"cannot read the schema of {self.path}: {exc}") from exc
-        columns: dict[tuple[str, str], list[Column]] = {}
-        for schema, table, column, type_ in rows:
-            columns.setdefault((schema, table), []).append(Column(column, type_))
-        return [
-            Table(table, tuple(cols), None if schema == "main" else schema)
-            for (schema, table), cols in columns.items()
-        ]
+        return group_columns(rows, default_schema="main")
 
     def sample_rows(self, table: str, n: int = 3, *, timeout: float | None = 10.0) -> Result:
         """`table` as `Table.name`, or `schema.name` for a table outside `main`."""
-        known = {(t.schema, t.name) for t in self.tables()}
-        schema, _, name = table.partition(".")
-        if (None, table) not in known and (schema, name) in known:
-            qualified = f"{_quote(schema)}.{_quote(name)}"
-        else:
-            qualified = _quote(table)
+        qualified = qualified_name(table, self.tables(), _quote)
         return self.execute(f"SELECT * FROM {qualified} LIMIT {int(n)}", timeout=timeout)
 
     def execute(

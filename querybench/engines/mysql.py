@@ -17,7 +17,7 @@ from typing import Any
 import pymysql
 import pymysql.cursors
 
-from querybench.engines.base import Column, Result, Table
+from querybench.engines.base import Closing, Column, Result, Table
 from querybench.engines.transpile import read_only_statement
 from querybench.engines.url import ServerUrl, mask_secrets, parse_server_url
 from querybench.errors import (
@@ -51,7 +51,7 @@ def connect_args(url: ServerUrl, **extra: Any) -> dict[str, Any]:
     return args
 
 
-class MySQLEngine:
+class MySQLEngine(Closing):
     """A read-only connection to one MySQL or MariaDB database (`mariadb` tells which)."""
 
     dialect = "mysql"
@@ -71,12 +71,6 @@ class MySQLEngine:
         except pymysql.Error as exc:
             message = mask_secrets(str(exc), self.url.password)
             raise EngineUnavailable(f"cannot connect to {self.url.masked()}: {message}") from None
-
-    def __enter__(self) -> MySQLEngine:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def close(self) -> None:
         with self._lock:

@@ -19,7 +19,7 @@ from typing import Any
 import psycopg
 from psycopg import errors as pg_errors
 
-from querybench.engines.base import Column, Result, Table
+from querybench.engines.base import Closing, Result, Table, group_columns, qualified_name
 from querybench.engines.transpile import read_only_statement
 from querybench.engines.url import ServerUrl, mask_secrets, parse_server_url
 from querybench.errors import (
@@ -60,7 +60,7 @@ def conninfo(url: ServerUrl, **options: Any) -> str:
     return psycopg.conninfo.make_conninfo(**{k: v for k, v in params.items() if v is not None})
 
 
-class PostgresEngine:
+class PostgresEngine(Closing):
     """A read-only connection to one PostgreSQL database; `Table.schema` is None for `public`."""
 
     dialect = "postgres"
@@ -80,12 +80,6 @@ class PostgresEngine:
             raise EngineUnavailable(f"cannot connect to {self.url.masked()}: {message}") from None
         self._lock = threading.Lock()
 
-    def __enter__(self) -> PostgresEngine:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
     def close(self) -> None:
         with self._lock:
             self._conn.close()
@@ -96,22 +90,11 @@ class PostgresEngine:
                 rows = self._conn.execute(_SCHEMA_SQL).fetchall()
             except psycopg.Error as exc:
                 raise EngineError(f"cannot read the schema: {exc}") from exc
-        columns: dict[tuple[str, str], list[Column]] = {}
-        for schema, table, column, type_ in rows:
-            columns.setdefault((schema, table), []).append(Column(column, type_))
-        return [
-            Table(table, tuple(cols), None if schema == "public" else schema)
-            for (schema, table), cols in columns.items()
-        ]
+        return group_columns(rows, default_schema="public")
 
     def sample_rows(self, table: str, n: int = 3, *, timeout: float | None = 10.0) -> Result:
         """`table` as `Table.name` (schema `public`), or `schema.name`."""
-        known = {(t.schema, t.name) for t in self.tables()}
-        schema, _, name = table.partition(".")
-        if (None, table) not in known and (schema, name) in known:
-            qualified = f"{quote(schema)}.{quote(name)}"
-        else:
-            qualified = quote(table)
+        qualified = qualified_name(table, self.tables(), quote)
         return self.execute(f"SELECT * FROM {qualified} LIMIT {int(n)}", timeout=timeout)
 
     def execute(

@@ -28,7 +28,7 @@ import duckdb
 import sqlglot
 from sqlglot import exp
 
-from querybench.engines.base import Column, Result, Table
+from querybench.engines.base import Closing, Result, Table, group_columns
 from querybench.engines.duckdb import _Watchdog
 from querybench.engines.spider2_metadata_load import META_TABLE
 from querybench.errors import (
@@ -58,7 +58,7 @@ def check_single_query(sql: str, dialect: str) -> exp.Query:
     return statement
 
 
-class SnowflakeLocalEngine:
+class SnowflakeLocalEngine(Closing):
     """Snowflake SQL on a local emulation file, through fakesnow; read-only."""
 
     dialect = "snowflake"
@@ -113,12 +113,6 @@ class SnowflakeLocalEngine:
         ).fetchall()
         return str(rows[0][0]) if rows else "PUBLIC"
 
-    def __enter__(self) -> SnowflakeLocalEngine:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
     def close(self) -> None:
         with self._lock:
             self._conn.close()
@@ -134,10 +128,7 @@ class SnowflakeLocalEngine:
                 " ORDER BY schema_name, table_name, column_index",
                 [self.database, META_TABLE],
             ).fetchall()
-        columns: dict[tuple[str, str], list[Column]] = {}
-        for schema, table, column, type_ in rows:
-            columns.setdefault((schema, table), []).append(Column(column, type_))
-        return [Table(t, tuple(cols), s) for (s, t), cols in columns.items()]
+        return group_columns(rows)
 
     def sample_rows(self, table: str, n: int = 3, *, timeout: float | None = 10.0) -> Result:
         """`table` as `SCHEMA.NAME` or a name in the current schema."""
@@ -228,7 +219,7 @@ class SnowflakeCredentials:
         return cls(**{k: v for k, v in values.items() if k in fields and v is not None})
 
 
-class SnowflakeEngine:
+class SnowflakeEngine(Closing):
     """The Snowflake service. Not exercised by the test suite (no service reachable here)."""
 
     dialect = "snowflake"
@@ -286,10 +277,7 @@ class SnowflakeEngine:
             "SELECT table_schema, table_name, column_name, data_type"
             " FROM information_schema.columns ORDER BY table_schema, table_name, ordinal_position"
         ).rows
-        columns: dict[tuple[str, str], list[Column]] = {}
-        for schema, table, column, type_ in rows:
-            columns.setdefault((schema, table), []).append(Column(column, type_))
-        return [Table(t, tuple(cols), s) for (s, t), cols in columns.items()]
+        return group_columns(rows)
 
     def sample_rows(self, table: str, n: int = 3) -> Result:
         parts = ".".join(_quote(p) for p in table.split("."))

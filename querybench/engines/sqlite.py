@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from querybench.engines.base import Column, Result, Table
+from querybench.engines.base import Closing, Column, Result, Table
 from querybench.errors import EngineError, QueryRefused, QueryTimeout, ResultTooLarge
 
 # Pragmas that only ever read, whatever their argument.
@@ -63,7 +63,7 @@ _FETCH_CHUNK = 10_000
 _WORD = re.compile(r"[A-Za-z_]+")
 
 
-class SQLiteEngine:
+class SQLiteEngine(Closing):
     """A read-only connection to one SQLite file.
 
     `text_errors` is how invalid UTF-8 in a TEXT cell is decoded. Valid UTF-8 always comes back
@@ -102,12 +102,6 @@ class SQLiteEngine:
         conn.set_authorizer(self._authorize)
         conn.set_progress_handler(self._past_deadline, progress_every)
         self._conn = conn
-
-    def __enter__(self) -> SQLiteEngine:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def close(self) -> None:
         with self._lock:
