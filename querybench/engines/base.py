@@ -8,6 +8,8 @@ from typing import Any, Protocol, Self
 
 import pyarrow as pa
 
+from querybench.errors import ResultTooLarge
+
 
 @dataclass(frozen=True)
 class Column:
@@ -112,3 +114,22 @@ def qualified_name(table: str, tables: Iterable[Table], quote: Callable[[str], s
     if (None, table) not in known and (schema, name) in known:
         return f"{quote(schema)}.{quote(name)}"
     return quote(table)
+
+
+FETCH_CHUNK = 10_000
+
+
+def fetch_capped(
+    fetchmany: Callable[[int], Sequence[tuple[Any, ...]]], max_rows: int | None
+) -> list[tuple[Any, ...]]:
+    """All rows, fetched in chunks; past `max_rows` it stops reading and raises
+    `ResultTooLarge`, so an exploding result costs at most one row over the cap."""
+    rows: list[tuple[Any, ...]] = []
+    while True:
+        size = FETCH_CHUNK if max_rows is None else min(FETCH_CHUNK, max_rows + 1 - len(rows))
+        chunk = fetchmany(size)
+        if not chunk:
+            return rows
+        rows.extend(chunk)
+        if max_rows is not None and len(rows) > max_rows:
+            raise ResultTooLarge(f"the result has more than {max_rows} rows")

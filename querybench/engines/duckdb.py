@@ -15,10 +15,16 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
-from querybench.engines.base import Closing, Result, Table, group_columns, qualified_name
+from querybench.engines.base import (
+    FETCH_CHUNK,
+    Closing,
+    Result,
+    Table,
+    fetch_capped,
+    group_columns,
+    qualified_name,
+)
 from querybench.errors import EngineError, QueryRefused, QueryTimeout, ResultTooLarge
-
-_FETCH_CHUNK = 10_000
 
 
 class DuckDBEngine(Closing):
@@ -107,7 +113,7 @@ class DuckDBEngine(Closing):
                     relation = self._conn.sql(sql)
                     if relation is None:
                         raise EngineError("the statement returned no result")
-                    reader = relation.to_arrow_reader(_FETCH_CHUNK)
+                    reader = relation.to_arrow_reader(FETCH_CHUNK)
                     batches: list[pa.RecordBatch] = []
                     total = 0
                     for batch in reader:
@@ -122,17 +128,7 @@ class DuckDBEngine(Closing):
                     raise _engine_error(exc, watchdog) from exc
 
     def _fetch_rows(self, max_rows: int | None) -> list[tuple[Any, ...]]:
-        rows: list[tuple[Any, ...]] = []
-        while True:
-            size = _FETCH_CHUNK
-            if max_rows is not None:
-                size = min(size, max_rows + 1 - len(rows))
-            chunk = self._conn.fetchmany(size)
-            if not chunk:
-                return rows
-            rows.extend(chunk)
-            if max_rows is not None and len(rows) > max_rows:
-                raise ResultTooLarge(f"the result has more than {max_rows} rows")
+        return fetch_capped(self._conn.fetchmany, max_rows)
 
     def _check_single_select(self, sql: str) -> None:
         try:

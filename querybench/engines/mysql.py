@@ -17,7 +17,7 @@ from typing import Any
 import pymysql
 import pymysql.cursors
 
-from querybench.engines.base import Closing, Column, Result, Table
+from querybench.engines.base import FETCH_CHUNK, Closing, Column, Result, Table
 from querybench.engines.transpile import read_only_statement
 from querybench.engines.url import ServerUrl, mask_secrets, parse_server_url
 from querybench.errors import (
@@ -28,7 +28,6 @@ from querybench.errors import (
     ResultTooLarge,
 )
 
-_FETCH_CHUNK = 10_000
 _KILL_GRACE_S = 1.0
 _REFUSED_WORDS = frozenset({"OUTFILE", "DUMPFILE"})
 _DENIED_FUNCTION = re.compile(r"\b(load_file|sys_exec|sys_eval)\s*\(", re.IGNORECASE)
@@ -148,7 +147,7 @@ class MySQLEngine(Closing):
         columns = tuple(d[0] for d in cursor.description or ())
         rows: list[tuple[Any, ...]] = []
         while True:
-            chunk = cursor.fetchmany(_FETCH_CHUNK)
+            chunk = cursor.fetchmany(FETCH_CHUNK)
             if not chunk:
                 cursor.close()
                 return columns, rows

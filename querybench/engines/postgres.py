@@ -19,7 +19,14 @@ from typing import Any
 import psycopg
 from psycopg import errors as pg_errors
 
-from querybench.engines.base import Closing, Result, Table, group_columns, qualified_name
+from querybench.engines.base import (
+    Closing,
+    Result,
+    Table,
+    fetch_capped,
+    group_columns,
+    qualified_name,
+)
 from querybench.engines.transpile import read_only_statement
 from querybench.engines.url import ServerUrl, mask_secrets, parse_server_url
 from querybench.errors import (
@@ -27,10 +34,8 @@ from querybench.errors import (
     EngineUnavailable,
     QueryRefused,
     QueryTimeout,
-    ResultTooLarge,
 )
 
-_FETCH_CHUNK = 10_000
 _CANCEL_GRACE_S = 1.0
 _DENIED_FUNCTION = re.compile(
     r"\b(pg_read_file|pg_read_binary_file|pg_ls_\w+|pg_stat_file|lo_import|lo_export|lo_\w*write"
@@ -127,17 +132,7 @@ class PostgresEngine(Closing):
         with self._conn.cursor(name="querybench_query") as cursor:
             cursor.execute(statement.encode())  # bytes: psycopg never looks for placeholders
             columns = tuple(d.name for d in cursor.description or ())
-            rows: list[tuple[Any, ...]] = []
-            while True:
-                size = _FETCH_CHUNK
-                if max_rows is not None:
-                    size = min(size, max_rows + 1 - len(rows))
-                chunk = cursor.fetchmany(size)
-                if not chunk:
-                    return columns, rows
-                rows.extend(chunk)
-                if max_rows is not None and len(rows) > max_rows:
-                    raise ResultTooLarge(f"the result has more than {max_rows} rows")
+            return columns, fetch_capped(cursor.fetchmany, max_rows)
 
     def _transaction(self, timeout: float | None) -> _ReadOnlyTransaction:
         return _ReadOnlyTransaction(self._conn, timeout)

@@ -15,8 +15,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from querybench.engines.base import Closing, Column, Result, Table
-from querybench.errors import EngineError, QueryRefused, QueryTimeout, ResultTooLarge
+from querybench.engines.base import Closing, Column, Result, Table, fetch_capped
+from querybench.errors import EngineError, QueryRefused, QueryTimeout
 
 # Pragmas that only ever read, whatever their argument.
 _READ_PRAGMAS = frozenset(
@@ -59,7 +59,6 @@ _REFUSAL_MESSAGES = (
     "You can only execute one statement at a time",
 )
 _DECODE_ERROR = "Could not decode to UTF-8"
-_FETCH_CHUNK = 10_000
 _WORD = re.compile(r"[A-Za-z_]+")
 
 
@@ -173,17 +172,7 @@ class SQLiteEngine(Closing):
         cursor = self._conn.execute(statement)
         try:
             columns = tuple(d[0] for d in cursor.description or ())
-            rows: list[tuple[Any, ...]] = []
-            while True:
-                size = _FETCH_CHUNK
-                if max_rows is not None:
-                    size = min(size, max_rows + 1 - len(rows))
-                chunk = cursor.fetchmany(size)
-                if not chunk:
-                    return columns, rows
-                rows.extend(chunk)
-                if max_rows is not None and len(rows) > max_rows:
-                    raise ResultTooLarge(f"the result has more than {max_rows} rows")
+            return columns, fetch_capped(cursor.fetchmany, max_rows)
         finally:
             cursor.close()
 
