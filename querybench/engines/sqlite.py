@@ -60,6 +60,7 @@ _REFUSAL_MESSAGES = (
 )
 _DECODE_ERROR = "Could not decode to UTF-8"
 _WORD = re.compile(r"[A-Za-z_]+")
+_SCAN_STOP = re.compile(r"[;'\"`\[]|--|/\*")
 
 
 class SQLiteEngine(Closing):
@@ -232,21 +233,23 @@ def single_statement(sql: str) -> str:
 def _first_semicolon(sql: str) -> int | None:
     i, n = 0, len(sql)
     while i < n:
-        ch = sql[i]
+        found = _SCAN_STOP.search(sql, i)  # jump to the next character that matters
+        if found is None:
+            return None
+        i = found.start()
+        ch = found.group()
         if ch == ";":
             return i
-        if ch in "'\"`[":
-            close = "]" if ch == "[" else ch
-            j = sql.find(close, i + 1)
-            i = n if j < 0 else j + 1  # a doubled quote simply reopens the literal
-        elif sql.startswith("--", i):
+        if ch == "--":
             j = sql.find("\n", i)
             i = n if j < 0 else j + 1
-        elif sql.startswith("/*", i):
+        elif ch == "/*":
             j = sql.find("*/", i + 2)
             i = n if j < 0 else j + 2
         else:
-            i += 1
+            close = "]" if ch == "[" else ch
+            j = sql.find(close, i + 1)
+            i = n if j < 0 else j + 1  # a doubled quote simply reopens the literal
     return None
 
 
