@@ -61,7 +61,11 @@ def evaluate_spider2(
     workers: int = 2,
     timeout: float = 60.0,
     on_result: OnResult | None = None,
+    write_csv: bool = False,
 ) -> list[InstanceResult]:
+    """Score every task of the gold's eval config. In sql mode with `write_csv`, each query
+    that ran also leaves `<id>.csv` beside its `<id>.sql`: the file the official sql mode
+    writes, which exec_result mode reads."""
     pred_dir = Path(predictions)
     if not pred_dir.is_dir():
         raise DataError(f"predictions folder not found: {pred_dir}")
@@ -70,7 +74,7 @@ def evaluate_spider2(
         results: Iterable[InstanceResult] = _exec_result_mode(gold, pred_dir, scoring, workers)
     else:
         databases = _task_databases(tasks_file) if tasks_file else {}
-        results = _sql_mode(gold, pred_dir, scoring, db_dir, databases, workers, timeout)
+        results = _sql_mode(gold, pred_dir, scoring, db_dir, databases, workers, timeout, write_csv)
     out = []
     for result in results:
         out.append(result)
@@ -162,6 +166,11 @@ def official_result_frame(result: Result) -> pd.DataFrame:
     each chunk to a CSV and parses that CSV again; types are inferred per chunk on the way out
     and for the whole file on the way in, so the round trip is reproduced here, in memory.
     """
+    return pd.read_csv(io.StringIO(official_result_csv(result)))
+
+
+def official_result_csv(result: Result) -> str:
+    """The CSV the official sql mode writes for a result (header, then 500-row chunks)."""
     buffer = io.StringIO()
     columns = list(result.columns)
     if not result.rows:
@@ -173,8 +182,7 @@ def official_result_frame(result: Result) -> pd.DataFrame:
             result.rows[start : start + 500], columns=columns, coerce_float=True
         )
         chunk.to_csv(buffer, header=start == 0, index=False)
-    buffer.seek(0)
-    return pd.read_csv(buffer)
+    return buffer.getvalue()
 
 
 def _task_databases(tasks_file: str | Path) -> dict[str, str]:
@@ -204,6 +212,7 @@ def _sql_mode(
     databases: dict[str, str],
     workers: int,
     timeout: float,
+    write_csv: bool = False,
 ) -> Iterator[InstanceResult]:
     from querybench.engines.pool import QueryJob, QueryPool
 
@@ -254,7 +263,10 @@ def _sql_mode(
                 continue
             assert outcome.result is not None
             try:
-                pred = official_result_frame(outcome.result)
+                text = official_result_csv(outcome.result)
+                if write_csv:
+                    (pred_dir / f"{outcome.key}.csv").write_text(text, encoding="utf-8")
+                pred = pd.read_csv(io.StringIO(text))
             except (pd.errors.EmptyDataError, ValueError) as exc:
                 yield failed(outcome.key, Verdict.fail(BAD_PREDICTION_FILE, str(exc)), gold)
                 continue

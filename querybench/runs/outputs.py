@@ -3,7 +3,9 @@ run's results.jsonl and summary.json.
 
 * Spider 1.0: `pred.txt`, one SQL per line in the order of `gold.sql` (the run's tasks);
 * BIRD: `predict.json` (`{question_id: "SQL\\t----- bird -----\\tdb_id"}`) with `questions.json`;
-* Spider 2.0: `predictions/<instance_id>.sql`, scored in sql mode (both scorings).
+* Spider 2.0: `predictions/<instance_id>.sql`, scored in sql mode (both scorings), with the
+  official result `<instance_id>.csv` beside it wherever the query ran (local SQLite, offline
+  BigQuery/Snowflake emulations), so `querybench eval` scores the folder in either mode.
 
 A task whose record is an error keeps that error code (e.g. `model_error`) in its result.
 """
@@ -133,6 +135,7 @@ def _score_spider2(
     for t in tasks:
         sql = predict(records.get(t.instance_id))
         path = folder / f"{t.instance_id}.sql"
+        (folder / f"{t.instance_id}.csv").unlink(missing_ok=True)  # rewritten if it runs
         if sql is not None:
             path.write_text(sql + "\n", encoding="utf-8")
         elif path.exists():
@@ -149,6 +152,7 @@ def _score_spider2(
         tasks_file=tasks_file if tasks_file.is_file() else None,
         workers=config.eval_workers,
         timeout=config.eval_timeout,
+        write_csv=True,
     )
     wanted = {t.instance_id for t in tasks}
     return [r for r in results if r.instance_id in wanted]
