@@ -5,8 +5,10 @@
         model = OpenAICompatibleModel("m", base_url=server.url)
 
 Each POST /v1/chat/completions takes the next scripted step (then the `default` step once the
-script is spent): a `Reply`, or a `Fault` (an HTTP status with optional Retry-After, a hang
-past the client's timeout, or malformed JSON). Every request body is kept in `requests`.
+script is spent): a `Reply` (text, and optionally native `tool_calls` as `(name, arguments
+string)` pairs, sent verbatim so malformed arguments can be scripted), or a `Fault` (an HTTP
+status with optional Retry-After, a hang past the client's timeout, or malformed JSON).
+Every request body is kept in `requests`.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ class Reply:
     prompt_tokens: int = 10
     completion_tokens: int = 5
     usage: bool = True
+    tool_calls: tuple[tuple[str, str], ...] = ()  # (function name, arguments JSON text)
 
 
 @dataclass(frozen=True)
@@ -132,8 +135,8 @@ def _completion(body: dict[str, Any], reply: Reply) -> dict[str, Any]:
         "choices": [
             {
                 "index": 0,
-                "message": {"role": "assistant", "content": reply.text},
-                "finish_reason": "stop",
+                "message": _message(reply),
+                "finish_reason": "tool_calls" if reply.tool_calls else "stop",
             }
         ],
     }
@@ -144,3 +147,14 @@ def _completion(body: dict[str, Any], reply: Reply) -> dict[str, Any]:
             "total_tokens": reply.prompt_tokens + reply.completion_tokens,
         }
     return out
+
+
+def _message(reply: Reply) -> dict[str, Any]:
+    message: dict[str, Any] = {"role": "assistant", "content": reply.text}
+    if reply.tool_calls:
+        message["content"] = reply.text or None
+        message["tool_calls"] = [
+            {"id": f"call_{i}", "type": "function", "function": {"name": name, "arguments": args}}
+            for i, (name, args) in enumerate(reply.tool_calls)
+        ]
+    return message

@@ -25,6 +25,7 @@ from querybench.models.labelled import LABELLED, ConstantModel, OracleModel
 from querybench.models.openai_compat import OpenAICompatibleModel, RequestBudget
 from querybench.models.pricing import Price, PriceTable
 from querybench.models.retry import RetryPolicy
+from querybench.models.tools import Tool, ToolCall
 
 __all__ = [
     "LABELLED",
@@ -43,6 +44,8 @@ __all__ = [
     "ResponseCache",
     "RetryPolicy",
     "Sampling",
+    "Tool",
+    "ToolCall",
     "Truncation",
     "Usage",
     "make_model",

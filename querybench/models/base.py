@@ -8,6 +8,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
 from querybench.errors import QuerybenchError
+from querybench.models.tools import Tool, ToolCall, ToolChoice
 
 if TYPE_CHECKING:
     from querybench.tasks.model import Task
@@ -30,18 +31,27 @@ class BudgetExhausted(ModelError):
 class Message:
     """One chat message. `context` is material placed before `content` in the same message
     (schema, documents): the part context-overflow truncation may cut from its beginning,
-    while `content` (the question) is never cut."""
+    while `content` (the question) is never cut. An assistant message may carry the
+    `tool_calls` it made; a `tool` message answers the call `tool_call_id`."""
 
-    role: str  # system | user | assistant
+    role: str  # system | user | assistant | tool
     content: str
     context: str = ""
+    tool_calls: tuple[ToolCall, ...] = ()
+    tool_call_id: str | None = None
 
     @property
     def text(self) -> str:
         return f"{self.context}\n\n{self.content}" if self.context else self.content
 
-    def to_api(self) -> dict[str, str]:
-        return {"role": self.role, "content": self.text}
+    def to_api(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"role": self.role, "content": self.text}
+        if self.tool_calls:
+            out["content"] = self.text or None  # the API's form for a call without text
+            out["tool_calls"] = [c.to_api() for c in self.tool_calls]
+        if self.tool_call_id is not None:
+            out["tool_call_id"] = self.tool_call_id
+        return out
 
 
 @dataclass(frozen=True)
@@ -63,11 +73,14 @@ class Sampling:
 
 @dataclass(frozen=True)
 class ChatRequest:
-    """A full request; `sample` tells apart the n draws of one prompt (and their cache keys)."""
+    """A full request; `sample` tells apart the n draws of one prompt (and their cache keys).
+    `tools` are offered to the model as native function tools, `tool_choice` steers them."""
 
     messages: tuple[Message, ...]
     sampling: Sampling = field(default_factory=Sampling)
     sample: int = 0
+    tools: tuple[Tool, ...] = ()
+    tool_choice: ToolChoice | None = None
 
     def with_messages(self, messages: tuple[Message, ...]) -> ChatRequest:
         return replace(self, messages=messages)
@@ -118,6 +131,11 @@ class Completion:
     finish_reason: str | None = None
     truncation: Truncation | None = None
     retried_for: tuple[str, ...] = ()  # why each retry happened: "429", "500", "timeout", ...
+    tool_calls: tuple[ToolCall, ...] = ()
+
+    def as_message(self) -> Message:
+        """The reply as the assistant turn of the history that continues the conversation."""
+        return Message("assistant", self.text, tool_calls=self.tool_calls)
 
     def to_json(self) -> dict[str, Any]:
         out = asdict(self)

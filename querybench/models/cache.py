@@ -1,7 +1,8 @@
 """On-disk response cache keyed by the full request, so a finished experiment re-runs free.
 
-The key is sha256 of the endpoint, model, messages as sent, sampling parameters and the sample
-index; one small JSON file per entry, written to a temporary name and renamed (atomic).
+The key is sha256 of the endpoint, model, messages as sent (tool calls and answers included),
+sampling parameters, offered tools and tool choice, and the sample index; one small JSON file
+per entry, written to a temporary name and renamed (atomic).
 """
 
 from __future__ import annotations

@@ -27,6 +27,7 @@ from querybench.models.base import (
 from querybench.models.cache import ResponseCache, request_key
 from querybench.models.pricing import PriceTable
 from querybench.models.retry import RETRY_STATUS, RetryPolicy, parse_retry_after
+from querybench.models.tools import MalformedToolCall, ToolCall, tool_calls_from_api
 from querybench.models.truncate import fit_messages
 
 if TYPE_CHECKING:
@@ -97,6 +98,10 @@ class OpenAICompatibleModel:
             "messages": [m.to_api() for m in request.messages],
         }
         body.update(request.sampling.to_api())
+        if request.tools:
+            body["tools"] = [t.to_api() for t in request.tools]
+        if request.tool_choice is not None:
+            body["tool_choice"] = request.tool_choice
         return body
 
     async def complete(self, request: ChatRequest, task: Task | None = None) -> Completion:
@@ -125,7 +130,7 @@ class OpenAICompatibleModel:
                         f"({', '.join(reasons)}); last: {exc}"
                     ) from None
                 await asyncio.sleep(self.retry.delay(attempt, exc.retry_after))
-        text, usage, finish = _parse(data, request)
+        text, usage, finish, calls = _parse(data, request)
         completion = Completion(
             text=text,
             usage=usage,
@@ -135,6 +140,7 @@ class OpenAICompatibleModel:
             finish_reason=finish,
             truncation=truncation,
             retried_for=tuple(reasons),
+            tool_calls=calls,
         )
         if self.cache is not None:
             self.cache.put(
@@ -143,6 +149,7 @@ class OpenAICompatibleModel:
                     "text": text,
                     "usage": [usage.prompt_tokens, usage.completion_tokens],
                     "finish_reason": finish,
+                    "tool_calls": [c.to_api() for c in calls],
                 },
             )
         return completion
@@ -172,20 +179,25 @@ class OpenAICompatibleModel:
         return data
 
 
-def _parse(data: dict[str, Any], request: ChatRequest) -> tuple[str, Usage, str | None]:
+def _parse(
+    data: dict[str, Any], request: ChatRequest
+) -> tuple[str, Usage, str | None, tuple[ToolCall, ...]]:
     try:
         choice = data["choices"][0]
         text = choice["message"].get("content") or ""
         finish = choice.get("finish_reason")
+        calls = tool_calls_from_api(choice["message"].get("tool_calls"))
     except (KeyError, IndexError, TypeError, AttributeError) as exc:
         raise ModelError(f"malformed chat completion: {exc!r}: {json.dumps(data)[:200]}") from exc
+    except MalformedToolCall as exc:
+        raise ModelError(f"malformed chat completion: {exc}") from exc
     raw = data.get("usage") or {}
     if isinstance(raw, dict) and "prompt_tokens" in raw:
         usage = Usage(int(raw.get("prompt_tokens") or 0), int(raw.get("completion_tokens") or 0))
     else:  # some servers omit usage: estimate with o200k so costs are not silently 0
         prompt = sum(count_tokens(m.text) for m in request.messages)
         usage = Usage(prompt, count_tokens(text))
-    return str(text), usage, finish
+    return str(text), usage, finish, calls
 
 
 def _from_cache(hit: dict[str, Any], truncation: Truncation | None) -> Completion:
@@ -198,4 +210,5 @@ def _from_cache(hit: dict[str, Any], truncation: Truncation | None) -> Completio
         cached=True,
         finish_reason=hit.get("finish_reason"),
         truncation=truncation,
+        tool_calls=tool_calls_from_api(hit.get("tool_calls")),
     )

@@ -8,6 +8,7 @@ from its beginning, oldest message first.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 
 from querybench.context.tokens import count_tokens
 from querybench.models.base import Message, Truncation
@@ -34,9 +35,13 @@ def fit_messages(
     i = 0
     while prompt_tokens(tuple(kept), count) > limit and i < last:
         if kept[i].role != "system":
-            del kept[i]
-            last -= 1
-            dropped += 1
+            # a tool call goes with its answers: an answer without its call is refused
+            span = 1
+            while i + span < last and kept[i + span].role == "tool":
+                span += 1
+            del kept[i : i + span]
+            last -= span
+            dropped += span
         else:
             i += 1
     cut = 0
@@ -47,7 +52,7 @@ def fit_messages(
         if message.role == "system" or not message.context:
             continue
         new_context, removed = _cut_head(message.context, excess, count)
-        kept[j] = Message(message.role, message.content, new_context)
+        kept[j] = replace(message, context=new_context)
         cut += removed
     after = prompt_tokens(tuple(kept), count)
     return tuple(kept), Truncation(dropped, cut, before, after)
