@@ -153,3 +153,16 @@ def test_workers_come_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> N
     monkeypatch.setenv("QUERYBENCH_SQL_WORKERS", "zero")
     with pytest.raises(ValueError):
         sql_workers()
+
+
+def test_processes_and_threads_agree_batch_by_batch(db: Path, tmp_path: Path) -> None:
+    from querybench.envs import RewardItem
+
+    answers = [GOLD, "SELECT name FROM t", "SELECT 1; SELECT 2", "DELETE FROM t", "SELECT nope"]
+    items = [RewardItem(db, GOLD, sql(a)) for a in answers] + [RewardItem(db, GOLD, "prose")]
+    outcomes = {}
+    for processes in (True, False):
+        with SQLReward(workers=2, cache_dir=tmp_path, processes=processes, batch_size=2) as r:
+            outcomes[processes] = [(o.reward, o.metrics) for o in r.score_many(items)]
+    assert outcomes[True] == outcomes[False]
+    assert [reward for reward, _ in outcomes[True]] == [1.0, 0, 0, 0, 0, 0]

@@ -1,14 +1,19 @@
 """The RL reward: BIRD execution match of the first ```sql block, fast and hard to game.
 
-`execution_match` is the pure rule (BIRD's `bird_verdict` / `bird_metrics`, never a second
-copy). `SQLReward` runs the queries it needs:
+`execution_match` is the pure rule (`match.py`: BIRD's `bird_verdict` / `bird_metrics`, never
+a second copy). `SQLReward` runs the queries it needs:
 
-* answers on a `QueryPool` with a 30 s timeout and gold queries on another with 120 s, each
-  sized by `QUERYBENCH_SQL_WORKERS` (default: the CPU cores this process may use); a query's
-  timeout starts when a worker picks it up, so a busy machine queues instead of timing out;
+* by default in `workers` worker processes (`reward_workers.py`), each with its own
+  persistent read-only connections and gold results, fed batches by `score_many` and single
+  rewards by `score` / `ascore`; `processes=False` runs them on threads in this process
+  instead (no process start-up, but every reward shares this interpreter's GIL);
+* on threads, answers on a `QueryPool` with a 30 s timeout and gold queries on another with
+  120 s; either way sized by `QUERYBENCH_SQL_WORKERS` (default: the CPU cores this process
+  may use); a query's timeout starts when a worker picks it up, so a busy machine queues
+  instead of timing out;
 * every worker keeps its read-only connection per database open between rewards;
-* gold results are computed once per (database, SQL): in memory for the process, and on disk
-  through `ResultCache` across processes;
+* gold results are computed once per (database, SQL): in memory per process (each worker
+  process keeps its own), and on disk through `ResultCache` across processes;
 * an answer's rows are capped (`answer_max_rows`, a `ResultTooLarge` scores 0 with `error`).
   The `Engine` API hands back whole results, so the answer is not compared while it streams;
   the cap is what bounds memory.
@@ -18,56 +23,38 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import multiprocessing
 import os
 import threading
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass
 from pathlib import Path
 
 from querybench.engines.base import Result
 from querybench.engines.cache import ResultCache
 from querybench.engines.pool import QueryJob, QueryOutcome, QueryPool
+from querybench.envs.match import Outcome, RewardOutcome, answer_sql, execution_match
+from querybench.envs.reward_workers import WorkerConfig, WorkItem, ready, score_batch, start_worker
 from querybench.errors import EngineError
-from querybench.evaluation.bird import bird_metrics, bird_verdict
-from querybench.evaluation.sql_extract import extract_sql
-from querybench.evaluation.verdict import Verdict
+from querybench.evaluation.verdict import EXEC_ERROR, Verdict
 
 ANSWER_TIMEOUT = 30.0
 GOLD_TIMEOUT = 120.0
 WORKERS_ENV = "QUERYBENCH_SQL_WORKERS"
 
-Outcome = Result | EngineError
-
-
-@dataclass(frozen=True)
-class RewardOutcome:
-    """The reward (1 or 0), why, and the `error` / `trivial` / `gold_error` metrics."""
-
-    reward: float
-    verdict: Verdict
-    metrics: dict[str, float] = field(default_factory=dict)
-
-
-def answer_sql(completion: str) -> str | None:
-    """The SQL of the answer's first fenced block (```sql preferred), None without a fence.
-
-    Unlike `extract_sql` alone, text with no fence at all is not taken as raw SQL: the
-    environment asks for a ```sql block, and prose must not be run as a query.
-    """
-    if "```" not in completion:
-        return None
-    return extract_sql(completion)
-
-
-def execution_match(gold: Outcome, answer: Outcome | None) -> RewardOutcome:
-    """The reward of one executed pair; `answer` is None when there was no SQL to run.
-
-    1 when the answer's rows equal the gold's as sets (row order, duplicates and 1 vs 1.0 do
-    not matter), else 0: no partial credit, so a runnable wrong query never beats an honest
-    failure. A failed gold scores 0 with `gold_error`.
-    """
-    verdict = bird_verdict(gold, answer)
-    return RewardOutcome(verdict.score, verdict, bird_metrics(gold, answer))
+__all__ = [
+    "ANSWER_TIMEOUT",
+    "GOLD_TIMEOUT",
+    "Outcome",
+    "RewardItem",
+    "RewardOutcome",
+    "SQLReward",
+    "answer_sql",
+    "execution_match",
+    "sql_workers",
+]
 
 
 def sql_workers() -> int:
@@ -99,7 +86,7 @@ class RewardItem:
 class SQLReward:
     """Computes execution-match rewards; thread-safe, and `ascore` for asyncio callers.
 
-    Use as a context manager (or call `close`) to stop the worker threads.
+    Use as a context manager (or call `close`) to stop the worker processes and threads.
     """
 
     def __init__(
@@ -111,8 +98,20 @@ class SQLReward:
         answer_max_rows: int = 1_000_000,
         cache_dir: str | Path | None = None,
         disk_cache: bool = True,
+        processes: bool = True,
+        batch_size: int = 64,
     ) -> None:
         self.workers = workers if workers is not None else sql_workers()
+        self.processes = processes
+        self.batch_size = max(1, batch_size)
+        self._config = WorkerConfig(
+            answer_timeout,
+            gold_timeout,
+            answer_max_rows,
+            None if cache_dir is None else str(cache_dir),
+            disk_cache,
+        )
+        self._executor: ProcessPoolExecutor | None = None
         self._answers = QueryPool(self.workers, answer_timeout, answer_max_rows)
         self._golds = QueryPool(self.workers, gold_timeout, None)
         self._cache = ResultCache(cache_dir) if disk_cache else None
@@ -127,6 +126,10 @@ class SQLReward:
         self.close()
 
     def close(self) -> None:
+        with self._lock:
+            executor, self._executor = self._executor, None
+        if executor is not None:
+            executor.shutdown(wait=True, cancel_futures=True)
         self._answers.close()
         self._golds.close()
 
@@ -152,16 +155,27 @@ class SQLReward:
 
     def score_sql(self, database: str | Path, gold_sql: str, sql: str | None) -> RewardOutcome:
         """The reward of one already extracted query (None: there was none)."""
+        if self.processes:
+            return self._batch([(str(database), gold_sql, sql)]).result()[0]
         gold = self.gold(database, gold_sql)
         answer = None if sql is None else _value(_first(self._answers, database, sql))
         return execution_match(gold, answer)
 
     async def ascore(self, database: str | Path, gold_sql: str, completion: str) -> RewardOutcome:
         """`score` off the event loop, so other rollouts keep flowing while a query runs."""
+        if self.processes:
+            item = (str(database), gold_sql, answer_sql(completion))
+            return (await asyncio.wrap_future(self._batch([item])))[0]
         return await asyncio.to_thread(self.score, database, gold_sql, completion)
 
     def score_many(self, items: Sequence[RewardItem]) -> list[RewardOutcome]:
         """Rewards for many answers at once, all answer queries sharing the pool; in order."""
+        if self.processes:
+            work = [(str(i.database), i.gold_sql, answer_sql(i.completion)) for i in items]
+            # Small batches: few hand-offs, yet a slow answer holds up only its own batch.
+            size = max(1, min(self.batch_size, len(work) // (4 * self.workers)))
+            batches = [self._batch(work[i : i + size]) for i in range(0, len(work), size)]
+            return [outcome for batch in batches for outcome in batch.result()]
         golds = [self.gold(item.database, item.gold_sql) for item in items]
         sqls = [answer_sql(item.completion) for item in items]
         jobs = [
@@ -192,6 +206,49 @@ class SQLReward:
         for key, result in cached.items():
             self._gold[todo[int(key)]] = result
 
+    def _batch(self, items: list[WorkItem]) -> Future[list[RewardOutcome]]:
+        """`items` scored in a worker process; a crashed worker fails only its own batch
+        (every answer in it scores 0 with `error`), and the pool is started afresh."""
+        executor = self._processes()
+        try:
+            submitted = executor.submit(score_batch, items)
+        except BrokenProcessPool:
+            submitted = Future()
+            submitted.set_exception(BrokenProcessPool("the worker processes stopped"))
+        done: Future[list[RewardOutcome]] = Future()
+
+        def finish(future: Future[list[RewardOutcome]]) -> None:
+            try:
+                done.set_result(future.result())
+            except Exception as exc:  # BrokenProcessPool above all: a worker was killed
+                self._discard(executor)
+                done.set_result([_crashed(exc) for _ in items])
+
+        submitted.add_done_callback(finish)
+        return done
+
+    def _processes(self) -> ProcessPoolExecutor:
+        with self._lock:
+            if self._executor is None:
+                executor = ProcessPoolExecutor(
+                    self.workers,
+                    mp_context=multiprocessing.get_context("spawn"),  # safe beside threads
+                    initializer=start_worker,
+                    initargs=(self._config,),
+                )
+                # Submitting one call per worker before any returns starts them all now, so
+                # a later slow answer never waits for a process to be spawned beside it.
+                for ping in [executor.submit(ready) for _ in range(self.workers)]:
+                    ping.result()
+                self._executor = executor
+            return self._executor
+
+    def _discard(self, executor: ProcessPoolExecutor) -> None:
+        with self._lock:
+            if self._executor is executor:
+                self._executor = None
+        executor.shutdown(wait=False, cancel_futures=True)
+
     def _compute_gold(self, database: str | Path, gold_sql: str) -> QueryOutcome:
         def compute() -> QueryOutcome:
             return _first(self._golds, database, gold_sql)
@@ -199,6 +256,14 @@ class SQLReward:
         if self._cache is None:
             return compute()
         return self._cache.get_or_compute(database, gold_sql, compute)
+
+
+def _crashed(exc: BaseException) -> RewardOutcome:
+    message = f"the reward worker failed: {type(exc).__name__}: {exc}"
+    return RewardOutcome(0.0, Verdict.fail(EXEC_ERROR, message), _CRASH_METRICS)
+
+
+_CRASH_METRICS = {"error": 1.0, "trivial": 0.0, "gold_error": 0.0}
 
 
 def _first(pool: QueryPool, database: str | Path, sql: str) -> QueryOutcome:

@@ -1,0 +1,112 @@
+"""Reward work in worker processes, so rewards do not share one interpreter's GIL.
+
+Each process keeps its own read-only engines (one per database, least recently used closed
+first) and its own gold results, read from the shared disk `ResultCache` when the parent has
+warmed it, else computed there once. Work arrives in batches of (database, gold SQL, answer
+SQL) and only the small `RewardOutcome`s travel back: the rows never cross the pipe.
+Every query goes through `Engine.execute`, so read-only opening, the authorizer, the one-statement
+rule, the row cap and the timeout (started when the process picks the query up) all hold here
+exactly as on the thread pool.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections import OrderedDict
+from dataclasses import dataclass
+
+from querybench.engines import Engine, connect
+from querybench.engines.cache import ResultCache
+from querybench.envs.match import Outcome, RewardOutcome, execution_match
+from querybench.errors import EngineError
+
+# One reward to compute in a worker: (database, gold SQL, the answer's SQL or None).
+WorkItem = tuple[str, str, str | None]
+
+
+@dataclass(frozen=True)
+class WorkerConfig:
+    answer_timeout: float
+    gold_timeout: float
+    answer_max_rows: int | None
+    cache_dir: str | None
+    disk_cache: bool
+    open_databases: int = 16
+
+
+class _Worker:
+    def __init__(self, config: WorkerConfig) -> None:
+        self.config = config
+        self.cache = ResultCache(config.cache_dir) if config.disk_cache else None
+        self.engines: OrderedDict[str, Engine] = OrderedDict()
+        self.gold: dict[tuple[str, str], Outcome] = {}
+
+    def score(self, item: WorkItem) -> RewardOutcome:
+        database, gold_sql, sql = item
+        gold = self.gold_of(database, gold_sql)
+        config = self.config
+        answer = None
+        if sql is not None:
+            answer = self.run(database, sql, config.answer_timeout, config.answer_max_rows)
+        return execution_match(gold, answer)
+
+    def gold_of(self, database: str, gold_sql: str) -> Outcome:
+        key = (database, gold_sql)
+        known = self.gold.get(key)
+        if known is None:
+            known = self._cached(database, gold_sql)
+            if known is None:
+                known = self.run(database, gold_sql, self.config.gold_timeout, None)
+                if self.cache is not None and not isinstance(known, EngineError):
+                    with contextlib.suppress(OSError, EngineError):
+                        self.cache.put(database, gold_sql, known)
+            self.gold[key] = known
+        return known
+
+    def _cached(self, database: str, gold_sql: str) -> Outcome | None:
+        if self.cache is None:
+            return None
+        try:
+            return self.cache.get(database, gold_sql)
+        except (EngineError, OSError):
+            return None
+
+    def run(self, database: str, sql: str, timeout: float, max_rows: int | None) -> Outcome:
+        try:
+            return self.engine(database).execute(sql, timeout=timeout, max_rows=max_rows)
+        except EngineError as exc:
+            return exc
+        except Exception as exc:  # a bug on one answer must not take the batch down
+            return EngineError(f"unexpected {type(exc).__name__}: {exc}")
+
+    def engine(self, database: str) -> Engine:
+        engine = self.engines.get(database)
+        if engine is not None:
+            self.engines.move_to_end(database)
+            return engine
+        engine = connect(database)
+        self.engines[database] = engine
+        if len(self.engines) > self.config.open_databases:
+            _, oldest = self.engines.popitem(last=False)
+            oldest.close()
+        return engine
+
+
+_worker: _Worker | None = None
+
+
+def start_worker(config: WorkerConfig) -> None:
+    """The process pool's initializer."""
+    global _worker
+    _worker = _Worker(config)
+
+
+def ready() -> bool:
+    return _worker is not None
+
+
+def score_batch(items: list[WorkItem]) -> list[RewardOutcome]:
+    """The rewards of `items`, in order (runs in a worker process)."""
+    if _worker is None:
+        raise RuntimeError("score_batch runs only in a process started by start_worker")
+    return [_worker.score(item) for item in items]
