@@ -1,5 +1,7 @@
-"""RL environments: the execution-match reward (`reward.py`, no extra dependency) and the
-verifiers tasksets built on it (`single_turn.py`, `multi_turn.py`, need `querybench[rl]`)."""
+"""RL environments: the execution-match rule (`match.py`) and reward (`reward.py`, with its
+worker processes in `reward_workers.py`), the multi-turn SQL tools and turn loop
+(`multi_turn.py`), all without extra dependencies; the verifiers taskset built on them
+(`single_turn.py`) needs `querybench[rl]`."""
 
 from querybench.envs.reward import (
     ANSWER_TIMEOUT,
