@@ -26,6 +26,7 @@ METHODS = {
     "dail-sql": "querybench.methods.dail_sql",
     "din-sql": "querybench.methods.din_sql",
     "chess": "querybench.methods.chess",
+    "spider-agent": "querybench.methods.spider_agent",
 }
 
 
@@ -36,6 +37,8 @@ class MethodSettings:
     context_budget: int | None = None  # tokens for schema + documents; None: everything
     data_dir: Path | None = None
     examples: str | None = None  # few-shot pool (dail-sql): a benchmark name or a JSONL file
+    run_dir: Path | None = None  # the run folder (the agent writes trajectories there)
+    options: dict[str, Any] = field(default_factory=dict)  # method-specific (RunConfig.extra)
 
 
 @dataclass(frozen=True)

@@ -136,6 +136,8 @@ async def _run_all(
         context_budget=config.context_budget,
         data_dir=config.data_dir,
         examples=config.examples,
+        run_dir=config.out,
+        options=dict(config.extra),
     )
     queue: asyncio.Queue[Task] = asyncio.Queue()
     for task in todo:

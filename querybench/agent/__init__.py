@@ -1,0 +1,19 @@
+"""Spider-Agent: the paper's ReAct agent over a sandboxed per-task workspace.
+
+    workspace = Workspace(task, connect(database), WorkspaceOptions())
+    result = await run_agent(workspace, model, AgentConfig(), Sampling())
+    result.final_sql, result.steps
+
+`querybench run <benchmark> --method spider-agent` runs it (`methods/spider_agent.py`).
+
+`actions` the action space, `protocol` the text protocol (Thought/Action), `prompts` the
+prompts, `workspace` one task's folder and database connection, `sandbox` the bubblewrap jail
+for `Bash`, `loop` the loop rules, `oracle` the gold-driven model for pipeline checks.
+"""
+
+from __future__ import annotations
+
+from querybench.agent.loop import AgentConfig, AgentResult, AgentStep, run_agent
+from querybench.agent.workspace import Workspace, WorkspaceOptions
+
+__all__ = ["AgentConfig", "AgentResult", "AgentStep", "Workspace", "WorkspaceOptions", "run_agent"]

@@ -1,0 +1,202 @@
+"""One task's workspace: a fresh folder with the task README, and the task's database kept open.
+
+Every action runs here. SQL goes through the querybench engine of the task in this process (one
+read-only connection for the whole task, kept), never through a new process per call; `Bash`
+goes through the sandbox. File paths the agent names are read relative to the workspace (an
+absolute `/workspace/...` path means the same file) and may not leave it.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from querybench.agent.actions import (
+    Action,
+    Bash,
+    CreateFile,
+    EditFile,
+    ExecuteSQL,
+    GetTabInfo,
+    GetTables,
+    SampleRows,
+)
+from querybench.agent.sandbox import MOUNT_POINT, Limits, run_shell, sandbox_available
+from querybench.engines.base import Engine, Result
+from querybench.errors import QuerybenchError
+from querybench.tasks.model import Task
+
+NO_SANDBOX = (
+    "Bash is not available: no sandbox (bubblewrap) can be created on this machine, and "
+    "running shell commands unsandboxed needs --unsafe-bash. Use the SQL and file actions."
+)
+
+
+@dataclass(frozen=True)
+class WorkspaceOptions:
+    action_timeout: float = 120.0
+    unsafe_bash: bool = False
+    limits: Limits = field(default_factory=Limits)
+    max_rows: int = 100_000  # rows an ExecuteSQL may return
+    print_rows: int = 50  # rows printed when the result is not saved
+
+
+def readme(task: Task) -> str:
+    parts = [f"# Task {task.instance_id}", "", "## Question", "", task.question.strip()]
+    if task.external_knowledge:
+        parts += ["", "## External knowledge", "", task.external_knowledge.strip()]
+    parts += ["", f"The database ({task.engine}) is reachable through the SQL actions only."]
+    return "\n".join(parts) + "\n"
+
+
+class Workspace:
+    def __init__(self, task: Task, engine: Engine, options: WorkspaceOptions) -> None:
+        self.task = task
+        self.engine = engine
+        self.options = options
+        self.path = Path(tempfile.mkdtemp(prefix=f"qb-agent-{_safe(task.instance_id)}-"))
+        (self.path / "README.md").write_text(readme(task), encoding="utf-8")
+        self.sql_log: list[tuple[str, str]] = []  # (sql, save_path) of each ExecuteSQL that ran
+
+    def close(self) -> None:
+        self.engine.close()
+        shutil.rmtree(self.path, ignore_errors=True)
+
+    def resolve(self, name: str) -> Path:
+        """The workspace file `name` names; `QuerybenchError` when it points outside."""
+        pure = PurePosixPath(name.strip())
+        if pure.is_absolute():
+            try:
+                pure = pure.relative_to(MOUNT_POINT)
+            except ValueError:
+                raise QuerybenchError(
+                    f"{name}: only files under {MOUNT_POINT} can be used"
+                ) from None
+        if ".." in pure.parts or not pure.parts:
+            raise QuerybenchError(f"{name}: not a path inside the workspace")
+        return self.path.joinpath(*pure.parts)
+
+    def execute(self, action: Action) -> str:
+        """The observation of one action (an error message when it fails, never an exception)."""
+        try:
+            return self._execute(action)
+        except QuerybenchError as exc:
+            return f"ERROR: {exc}"
+        except OSError as exc:
+            return f"ERROR: {exc.strerror or exc}"
+
+    def _execute(self, action: Action) -> str:
+        if isinstance(action, Bash):
+            return self._bash(action.code)
+        if isinstance(action, CreateFile):
+            path = self.resolve(action.filepath)
+            if path.exists():
+                return f"ERROR: {action.filepath} exists; use EditFile to change it"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(action.code, encoding="utf-8")
+            return f"File {action.filepath} created."
+        if isinstance(action, EditFile):
+            path = self.resolve(action.filepath)
+            if not path.is_file():
+                return f"ERROR: {action.filepath} does not exist; use CreateFile"
+            path.write_text(action.code, encoding="utf-8")
+            return f"File {action.filepath} edited."
+        if isinstance(action, ExecuteSQL):
+            return self._sql(action)
+        if isinstance(action, GetTables):
+            return self._tables(action.schema_name)
+        if isinstance(action, GetTabInfo):
+            return self._table_info(action.table, action.schema_name)
+        if isinstance(action, SampleRows):
+            return self._sample(action)
+        raise QuerybenchError(f"{type(action).__name__} is not executed by the workspace")
+
+    def _bash(self, code: str) -> str:
+        sandboxed = sandbox_available()
+        if not sandboxed and not self.options.unsafe_bash:
+            return NO_SANDBOX
+        result = run_shell(
+            self.path,
+            code,
+            timeout=self.options.action_timeout,
+            limits=self.options.limits,
+            sandboxed=sandboxed,
+        )
+        out = result.output or "(no output)"
+        if result.timed_out:
+            return f"{out}\nERROR: stopped after {self.options.action_timeout:g} s (time limit)"
+        if result.returncode not in (0, None):
+            return f"{out}\n(exit code {result.returncode})"
+        return out
+
+    def _sql(self, action: ExecuteSQL) -> str:
+        result = self.engine.execute(
+            action.sql_query, timeout=self.options.action_timeout, max_rows=self.options.max_rows
+        )
+        save_path = action.save_path if action.is_save or action.save_path else ""
+        self.sql_log.append((action.sql_query, save_path))
+        if save_path:
+            path = self.resolve(save_path)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with path.open("w", newline="", encoding="utf-8") as f:
+                writer = csv.writer(f)
+                writer.writerow(result.columns)
+                writer.writerows(result.rows)
+            return f"Saved {len(result.rows)} rows to {save_path}."
+        return _table_text(result, self.options.print_rows)
+
+    def _qualified(self, table: str, schema: str) -> str:
+        return f"{schema}.{table}" if schema and "." not in table else table
+
+    def _tables(self, schema: str) -> str:
+        tables = [t for t in self.engine.tables() if not schema or t.schema == schema]
+        lines = [
+            f"{self._qualified(t.name, t.schema or '')} ({len(t.columns)} columns)" for t in tables
+        ]
+        return "\n".join(lines) or "(no tables)"
+
+    def _table_info(self, table: str, schema: str) -> str:
+        name = self._qualified(table, schema)
+        for t in self.engine.tables():
+            if name.lower() in {t.name.lower(), f"{t.schema}.{t.name}".lower()}:
+                cols = "\n".join(f"{c.name}\t{c.type}" for c in t.columns)
+                return f"Table {name}\ncolumn\ttype\n{cols}"
+        return f"ERROR: no table {name}; GetTables lists them"
+
+    def _sample(self, action: SampleRows) -> str:
+        result = self.engine.sample_rows(
+            self._qualified(action.table, action.schema_name), n=max(action.row_number, 1)
+        )
+        rows = [dict(zip(result.columns, map(_jsonable, row), strict=False)) for row in result.rows]
+        text = json.dumps(rows, ensure_ascii=False, indent=1)
+        if action.save_path:
+            self.resolve(action.save_path).write_text(text, encoding="utf-8")
+            return f"Saved {len(rows)} rows of {action.table} to {action.save_path}."
+        return text
+
+
+def _jsonable(value: Any) -> Any:
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, bytes):
+        return value.hex()
+    return str(value)
+
+
+def _table_text(result: Result, print_rows: int) -> str:
+    lines = [",".join(result.columns)]
+    lines += [
+        ",".join("" if v is None else str(v) for v in row) for row in result.rows[:print_rows]
+    ]
+    if len(result.rows) > print_rows:
+        lines.append(f"... ({len(result.rows)} rows; save the result to see them all)")
+    return "\n".join(lines)
+
+
+def _safe(name: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_" else "_" for c in name)[:40]

@@ -1,0 +1,99 @@
+"""Spider-Agent as a method: the agent explores the task's database in its workspace and its
+final SQL is the prediction the run scores.
+
+Options (`RunConfig.extra`, `--unsafe-bash` on the command line): `max_steps`,
+`action_timeout`, `max_observation_chars`, `context_tokens`, `unsafe_bash`. The trajectory of
+each task is written to `RUNDIR/trajectories/<instance_id>.json`. With the labelled `oracle`
+model the agent is driven by `AgentOracle` (gold SQL through ExecuteSQL, then Terminate).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from querybench.agent.loop import AgentConfig, AgentResult, run_agent, system_prompt
+from querybench.agent.oracle import AgentOracle
+from querybench.agent.workspace import Workspace, WorkspaceOptions
+from querybench.data import data_root
+from querybench.engines import connect
+from querybench.errors import EngineUnavailable
+from querybench.methods import Candidate, MethodOutput, MethodSettings
+from querybench.models.base import ChatRequest, Completion, Message, Usage
+from querybench.tasks.databases import task_database
+
+if TYPE_CHECKING:
+    from querybench.models.base import ChatModel
+    from querybench.tasks.model import Task
+
+CONFIG_KEYS = ("max_steps", "max_observation_chars", "context_tokens")
+
+
+class SpiderAgent:
+    name = "spider-agent"
+
+    async def solve(self, task: Task, model: ChatModel, settings: MethodSettings) -> MethodOutput:
+        options = settings.options
+        config = AgentConfig(**{k: options[k] for k in CONFIG_KEYS if k in options})
+        workspace_options = WorkspaceOptions(
+            action_timeout=float(options.get("action_timeout", 120.0)),
+            unsafe_bash=bool(options.get("unsafe_bash", False)),
+        )
+        if model.name == "oracle":
+            model = AgentOracle()
+        start = time.perf_counter()
+        workspace = await asyncio.to_thread(open_workspace, task, settings, workspace_options)
+        try:
+            context_s = time.perf_counter() - start
+            result = await run_agent(workspace, model, config, settings.sampling)
+            system = system_prompt(workspace, config)
+        finally:
+            await asyncio.to_thread(workspace.close)
+        if settings.run_dir is not None:
+            write_trajectory(settings.run_dir, task, result)
+        return _output(system, result, context_s)
+
+
+def open_workspace(task: Task, settings: MethodSettings, options: WorkspaceOptions) -> Workspace:
+    database = task_database(task, settings.data_dir or data_root())
+    if database is None:
+        raise EngineUnavailable(
+            f"{task.instance_id}: spider-agent runs on local SQLite databases so far; "
+            f"none found for {task.db}"
+        )
+    return Workspace(task, connect(database), options)
+
+
+def write_trajectory(run_dir: Path, task: Task, result: AgentResult) -> Path:
+    folder = run_dir / "trajectories"
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{task.instance_id}.json"
+    payload: dict[str, Any] = {"instance_id": task.instance_id, **result.to_json()}
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(payload, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+    tmp.replace(path)
+    return path
+
+
+def _output(system: str, result: AgentResult, context_s: float) -> MethodOutput:
+    from querybench.agent.loop import START
+
+    messages = (Message("system", system), Message("user", START))
+    completion = Completion(
+        text=result.steps[-1].reply if result.steps else "",
+        usage=Usage(result.prompt_tokens, result.completion_tokens),
+        cost=sum(s.cost for s in result.steps),
+        latency_s=sum(s.model_s for s in result.steps),
+        attempts=len(result.steps),
+    )
+    reply = result.answer if result.answer is not None else completion.text
+    candidate = Candidate(reply, result.final_sql, completion)
+    extra = {"agent_status": result.status, "steps": len(result.steps)}
+    prompt_hash = ChatRequest(messages).prompt_hash()
+    return MethodOutput(messages, prompt_hash, (candidate,), context_s, extra)
+
+
+METHOD = SpiderAgent()
