@@ -57,3 +57,15 @@ def test_constant_scores_the_share_of_gold_results_equal_to_its_own(tmp_path: Pa
     assert outcome.summary["n"] == len(available) == 972
     assert outcome.summary["correct"] == expected
     assert outcome.summary["score"] == pytest.approx(expected / 972)
+
+
+def test_spider_agent_oracle_scores_972_of_972(tmp_path: Path) -> None:
+    """The oracle drives the agent's text protocol (ExecuteSQL saving the gold result, then
+    Terminate); the agent's final SQL is what the run scores."""
+    require_data("spider1", "dev.json")
+    out = tmp_path / "agent"
+    config = RunConfig("spider1", "spider-agent", "oracle", out=out, workers=8)
+    outcome = run(config)
+    assert len(outcome.tasks) == 972
+    assert outcome.summary["correct"] == 972 and outcome.summary["score"] == 1.0
+    assert len(list((out / "trajectories").glob("*.json"))) == 972

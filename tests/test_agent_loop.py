@@ -1,0 +1,141 @@
+"""Spider-Agent over the text protocol, driven through the scripted loopback server: a full
+exploration session scored 1 by `querybench run`, and every loop rule exercised."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from querybench.agent import AgentConfig, AgentResult, Workspace, WorkspaceOptions, run_agent
+from querybench.engines import connect
+from querybench.models import Sampling
+from querybench.runs.config import RunConfig
+from querybench.runs.runner import run
+from tests.methods_fixture import make_data, model, task
+from tests.openai_server import Reply, ScriptedServer
+
+
+def act(action: str, thought: str = "next step") -> Reply:
+    return Reply(f"Thought: {thought}\nAction: {action}", prompt_tokens=100, completion_tokens=10)
+
+
+@pytest.fixture()
+def data(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("QUERYBENCH_CACHE", str(tmp_path / "cache"))
+    return make_data(tmp_path / "data")
+
+
+@pytest.fixture()
+def server() -> Iterator[ScriptedServer]:
+    with ScriptedServer(default=act("GetTables()", "stuck")) as s:
+        yield s
+
+
+def test_exploring_session_scores_one(data: Path, server: ScriptedServer, tmp_path: Path) -> None:
+    server.script(
+        [
+            act("GetTables()", "What tables are there?"),
+            act('GetTabInfo(table="items")'),
+            act('SampleRows(table="items", row_number=2, save_path="items.json")'),
+            act(
+                'ExecuteSQL(sql_query="SELECT count(*)\nFROM \\"items\\"", is_save=True, '
+                'save_path="result.csv")'
+            ),
+            act('Terminate(output="result.csv")', "Done."),
+        ]
+    )
+    out = tmp_path / "run"
+    config = RunConfig("spider1", "spider-agent", "scripted", out=out, data_dir=data, limit=1)
+    outcome = run(config, model=model(server))
+    assert outcome.summary["score"] == 1.0
+    record = outcome.records["0"]
+    assert record.sql == 'SELECT count(*)\nFROM "items"'
+    assert record.prompt_tokens == 500 and record.completion_tokens == 50
+    trajectory = json.loads((out / "trajectories" / "0.json").read_text())
+    assert trajectory["status"] == "terminated"
+    assert [s["action"]["name"] for s in trajectory["steps"]] == [
+        "GetTables",
+        "GetTabInfo",
+        "SampleRows",
+        "ExecuteSQL",
+        "Terminate",
+    ]
+    observations = [s["observation"] for s in trajectory["steps"]]
+    assert "items (3 columns)" in observations[0] and "price" in observations[1]
+    assert observations[2] == "Saved 2 rows of items to items.json."
+    assert observations[3] == "Saved 1 rows to result.csv."
+    assert all(s["model_s"] >= 0 and s["prompt_tokens"] == 100 for s in trajectory["steps"])
+    # the observation the model saw is the one recorded, in the next request
+    assert server.requests[1]["messages"][-1]["content"] == "Observation: " + observations[0]
+    assert server.requests[0]["temperature"] == 1.0 and server.requests[0]["top_p"] == 0.9
+
+
+def agent(
+    data: Path, server: ScriptedServer, config: AgentConfig, **options: object
+) -> tuple[AgentResult, Workspace]:
+    the_task = task(data, 0)
+    engine = connect(data / "spider1" / "shop" / "shop.sqlite")
+    workspace = Workspace(the_task, engine, WorkspaceOptions(**options))  # type: ignore[arg-type]
+    try:
+        result = asyncio.run(run_agent(workspace, model(server), config, Sampling()))
+    finally:
+        workspace.close()
+    return result, workspace
+
+
+def test_step_cap(data: Path, server: ScriptedServer) -> None:
+    server.script([act(f'GetTabInfo(table="t{i}")') for i in range(10)])
+    result, _ = agent(data, server, AgentConfig(max_steps=4))
+    assert result.status == "max_steps" and len(result.steps) == 4
+    assert result.final_sql is None and len(server.requests) == 4
+
+
+def test_triple_repeat_stops(data: Path, server: ScriptedServer) -> None:
+    result, _ = agent(data, server, AgentConfig(max_steps=30))
+    assert result.status == "repeated" and len(result.steps) == 3
+    assert result.steps[-1].action is None  # the third repeat is not executed
+
+
+def test_action_timeout(data: Path, server: ScriptedServer) -> None:
+    forever = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT max(x) FROM c"
+    server.script(
+        [
+            act('Bash(code="sleep 30")'),
+            act(f'ExecuteSQL(sql_query="{forever}")'),
+            act('ExecuteSQL(sql_query="SELECT 7", is_save=True, save_path="a.csv")'),
+            act('Terminate(output="a.csv")'),
+        ]
+    )
+    result, _ = agent(data, server, AgentConfig(), action_timeout=1.0, unsafe_bash=True)
+    assert result.status == "terminated" and result.final_sql == "SELECT 7"
+    bash, sql = result.steps[0], result.steps[1]
+    assert "stopped after 1 s" in bash.observation and bash.action_s < 10
+    assert sql.observation.startswith("ERROR") and sql.action_s < 10
+
+
+def test_observation_and_history_truncation(data: Path, server: ScriptedServer) -> None:
+    rows = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 500) "
+    server.script([act(f'ExecuteSQL(sql_query="{rows}SELECT x FROM c")') for _ in range(2)])
+    server.script([act('GetTabInfo(table="items")'), act('GetTabInfo(table="shops")')])
+    server.script([act('Terminate(output="done")')])
+    config = AgentConfig(max_observation_chars=120, context_tokens=900)
+    result, _ = agent(data, server, config)
+    first = result.steps[0].observation
+    assert first.endswith("more characters]") and len(first) < 200
+    assert server.requests[1]["messages"][-1]["content"] == "Observation: " + first
+    assert result.steps[0].dropped_steps == 0 and result.steps[-1].dropped_steps > 0
+    last = server.requests[-1]["messages"]
+    assert last[0]["role"] == "system" and last[1]["content"].startswith("Begin")
+    assert len(last) < 2 + 2 * 4
+    assert result.status == "terminated" and result.answer == "done"
+
+
+def test_unreadable_reply_is_an_observation(data: Path, server: ScriptedServer) -> None:
+    server.script([Reply("I think the answer is 3."), act('Terminate(output="3")')])
+    result, _ = agent(data, server, AgentConfig())
+    assert "could not be read" in result.steps[0].observation
+    assert result.status == "terminated" and result.answer == "3"
