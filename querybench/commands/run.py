@@ -75,6 +75,19 @@ def run(
         ),
     ] = None,
     retry_failed: Annotated[bool, typer.Option(help="Rerun instances that failed.")] = False,
+    reference_plan: Annotated[
+        bool,
+        typer.Option(
+            help="Oracle setting (Spider 2.0): add the task's reference plan from the gold "
+            "folder's reference_plan.jsonl to the prompt."
+        ),
+    ] = False,
+    oracle_functions: Annotated[
+        bool,
+        typer.Option(
+            help="Oracle setting: add the docs of the functions the gold SQL uses to the prompt."
+        ),
+    ] = False,
     out: Annotated[
         Path | None, typer.Option(help="Run folder (default runs/<bench>-<method>-<model>).")
     ] = None,
@@ -120,6 +133,8 @@ def run(
         task_file=path,
         examples=examples,
         retry_failed=retry_failed,
+        reference_plan=reference_plan,
+        oracle_functions=oracle_functions,
     )
     progress = Progress(
         TextColumn("[progress.description]{task.description}"),
@@ -164,6 +179,11 @@ def run(
             f"{len(outcome.skipped)} tasks skipped: their database is not available here; "
             f"scored over the {len(outcome.tasks)} tasks run"
         )
+    if config.oracle_settings:
+        console.print(
+            f"[yellow]oracle setting[/yellow] ({', '.join(config.oracle_settings)}): "
+            "the prompts include gold-derived material; not a comparable score"
+        )
     if outcome.stopped:
         console.print(f"[yellow]stopped early[/yellow]: {outcome.stopped}; re-run to resume")
     print_summary(summarise(outcome.results), Console(), f"{benchmark} {method} {model}")
@@ -172,3 +192,4 @@ def run(
         f" = {100 * summary.get('score', 0.0):.2f}%  tokens {summary['tokens']['total']}"
         f"  cost ${summary['cost']:.4f}  {time.perf_counter() - started:.1f}s  -> {config.out}"
     )
+

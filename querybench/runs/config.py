@@ -8,7 +8,7 @@ never mixes two experiments.
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +31,11 @@ IDENTITY = (
     "context_window",
     "task_file",
     "examples",
+    "reference_plan",
+    "oracle_functions",
 )
+# Oracle settings of the paper: they read gold material, so a run using one is labelled.
+ORACLE_SETTINGS = ("reference_plan", "oracle_functions")
 
 
 @dataclass(frozen=True)
@@ -67,7 +71,13 @@ class RunConfig:
     eval_workers: int = 4
     eval_timeout: float = 30.0
     retry_failed: bool = False
+    reference_plan: bool = False  # oracle: the task's reference plan in the prompt
+    oracle_functions: bool = False  # oracle: docs of the functions the gold SQL uses
     extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def oracle_settings(self) -> list[str]:
+        return [name for name in ORACLE_SETTINGS if getattr(self, name)]
 
     def to_json(self) -> dict[str, Any]:
         out = asdict(self)
@@ -88,7 +98,9 @@ def check_resume(config: RunConfig) -> None:
             earlier = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError) as exc:
             raise DataError(f"{path} is unreadable ({exc}); use a new --out folder") from exc
-        changed = [k for k in IDENTITY if earlier.get(k) != current.get(k)]
+        # a key an older config.json lacks held its default then
+        defaults = {f.name: f.default for f in fields(RunConfig)}
+        changed = [k for k in IDENTITY if earlier.get(k, defaults.get(k)) != current.get(k)]
         if changed:
             detail = ", ".join(f"{k}: {earlier.get(k)!r} -> {current.get(k)!r}" for k in changed)
             raise DataError(

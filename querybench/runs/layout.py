@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from querybench.data import data_root
 from querybench.errors import DataError
+from querybench.methods.paper_settings import apply_paper_settings
 from querybench.runs.config import RunConfig
 from querybench.tasks import load_tasks
 from querybench.tasks.databases import task_database
@@ -22,7 +23,7 @@ def select_tasks(config: RunConfig) -> tuple[list[Task], list[str]]:
         config.benchmark,
         data_dir=config.data_dir,
         path=config.task_file,
-        with_gold=config.model == "oracle",  # only the oracle reads gold
+        with_gold=config.model == "oracle" or config.oracle_functions,  # oracles read gold
     )
     if config.ids:
         wanted = set(config.ids)
@@ -41,4 +42,11 @@ def select_tasks(config: RunConfig) -> tuple[list[Task], list[str]]:
             kept.append(task)
     if config.limit is not None:
         kept = kept[: config.limit]
+    kept = apply_paper_settings(
+        kept,
+        config.benchmark,
+        root,
+        reference_plan=config.reference_plan,
+        oracle_functions=config.oracle_functions,
+    )
     return kept, skipped

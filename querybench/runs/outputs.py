@@ -252,6 +252,12 @@ def summary_json(
         "truncated": sum(r.truncation is not None for r in done),
         "wall_s": _wall(config.out),
     }
+    if config.oracle_settings:  # labelled: these runs read gold material
+        out["oracle_settings"] = config.oracle_settings
+        out["oracle_settings_applied"] = {
+            "reference_plan": sum(bool(t.extra.get("reference_plan")) for t in tasks),
+            "oracle_functions": sum(t.extra.get("oracle_functions") is not None for t in tasks),
+        }
     if results and results[0].official_score is not None:
         out["official_score"] = _mean([r.official_score or 0.0 for r in results])
         out["strict_score"] = _mean([r.strict_score or 0.0 for r in results])

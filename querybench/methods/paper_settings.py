@@ -1,0 +1,111 @@
+"""The Spider 2.0 paper's oracle settings, added to a task's question before any method sees it.
+
+* `--reference-plan`: the task's reference plan (from `reference_plan.jsonl` in the gold folder,
+  lines `{"instance_id": ..., "plan": ...}`), when the data provides that file;
+* `--oracle-functions`: the documentation of the functions the gold SQL calls (names from the
+  gold SQL, parsed by sqlglot and as written, looked up in the dialect's function docs).
+
+Both read gold material: they are oracle settings, labelled in the run config and summary.
+The additions go into the question (the part of a prompt never truncated) so every method
+carries them; `task.extra` records what each task was given.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import sqlglot
+from sqlglot import exp
+
+from querybench.context.documents import FunctionDoc
+from querybench.errors import DataError
+from querybench.tasks.model import Task
+from querybench.tasks.sql_functions import called_functions
+
+REFERENCE_PLAN_FILE = "reference_plan.jsonl"
+_SQLGLOT_DIALECT = {"sqlite": "sqlite", "bigquery": "bigquery", "snowflake": "snowflake"}
+
+
+def reference_plan_path(benchmark: str, root: Path) -> Path:
+    return root / "spider2" / benchmark / "evaluation_suite" / "gold" / REFERENCE_PLAN_FILE
+
+
+def load_reference_plans(benchmark: str, root: Path) -> dict[str, str]:
+    """instance_id -> plan; a one-line DataError naming the file when the data lacks it."""
+    if not benchmark.startswith("spider2") or benchmark == "spider2-dbt":
+        raise DataError(f"--reference-plan needs Spider 2.0-lite or -snow, not {benchmark}")
+    path = reference_plan_path(benchmark, root)
+    if not path.is_file():
+        raise DataError(f"--reference-plan: no reference plan file in the data: {path}")
+    plans: dict[str, str] = {}
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            item = json.loads(line)
+            plans[str(item["instance_id"])] = str(item["plan"])
+        except (ValueError, KeyError, TypeError) as exc:
+            raise DataError(f"{path}:{number}: bad reference plan line ({exc!r})") from exc
+    return plans
+
+
+def gold_function_names(sql: str, engine: str) -> set[str]:
+    """Upper-case names of the functions `sql` calls: sqlglot's canonical names and the names
+    as written (a dialect spelling sqlglot normalises, e.g. SQLite's strftime, stays findable)."""
+    names = {name.upper().rsplit(".", 1)[-1] for name in called_functions(sql)}
+    try:
+        trees = sqlglot.parse(sql, read=_SQLGLOT_DIALECT.get(engine))
+    except sqlglot.errors.SqlglotError:
+        return names
+    for tree in trees:
+        if tree is None:
+            continue
+        for node in tree.find_all(exp.Func):
+            names.add(node.name.upper() if isinstance(node, exp.Anonymous) else node.sql_name())
+    return names
+
+
+def oracle_function_docs(task: Task, docs: tuple[FunctionDoc, ...]) -> list[FunctionDoc] | None:
+    """Docs of the functions the gold SQL calls (None: the task has no gold SQL here)."""
+    if not task.gold.sql:
+        return None
+    used = gold_function_names(task.gold.sql, task.engine)
+    chosen: dict[str, FunctionDoc] = {}
+    for doc in docs:
+        if doc.name.upper() in used:
+            chosen.setdefault(doc.name.upper(), doc)  # one entry per name (overloads share it)
+    return list(chosen.values())
+
+
+def apply_paper_settings(
+    tasks: list[Task], benchmark: str, root: Path, *, reference_plan: bool, oracle_functions: bool
+) -> list[Task]:
+    """`tasks` with the enabled settings' text appended to each question."""
+    if not (reference_plan or oracle_functions):
+        return tasks
+    plans = load_reference_plans(benchmark, root) if reference_plan else {}
+    out = []
+    for task in tasks:
+        parts, extra = [], dict(task.extra)
+        if reference_plan:
+            plan = plans.get(task.instance_id)
+            extra["reference_plan"] = plan is not None
+            if plan:
+                parts.append(f"Reference plan (oracle setting):\n{plan.strip()}")
+        if oracle_functions:
+            fns = oracle_function_docs(task, _dialect_docs(task, root))
+            extra["oracle_functions"] = None if fns is None else [f.name for f in fns]
+            if fns:
+                listing = "\n".join(f"- {f.text}" for f in fns)
+                parts.append(f"Functions the answer uses (oracle setting):\n{listing}")
+        question = "\n\n".join([task.question.strip(), *parts])
+        out.append(replace(task, question=question, extra=extra))
+    return out
+
+
+def _dialect_docs(task: Task, root: Path) -> tuple[FunctionDoc, ...]:
+    from querybench.context.resolve import task_functions
+
+    return task_functions(task, task.engine, root)

@@ -1,0 +1,81 @@
+"""The paper's oracle settings: --reference-plan and --oracle-functions, off by default,
+recorded in config.json, labelled in the summary, and part of the run's identity."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from querybench.errors import DataError
+from querybench.methods.paper_settings import gold_function_names, reference_plan_path
+from querybench.runs.config import RunConfig
+from querybench.runs.runner import run
+from tests.test_run_spider2_csv import data  # noqa: F401  (the fixture)
+
+IDS = ("local901", "local902")
+
+
+def _config(root: Path, out: Path, **kw: object) -> RunConfig:
+    return RunConfig(
+        "spider2-lite",
+        "zero-shot",
+        "oracle",
+        out=out,
+        data_dir=root,
+        ids=IDS,
+        **kw,  # type: ignore[arg-type]
+    )
+
+
+def test_reference_plan_without_its_file_is_one_clear_line(data: Path, tmp_path: Path) -> None:  # noqa: F811
+    with pytest.raises(DataError) as info:
+        run(_config(data, tmp_path / "run", reference_plan=True), evaluate=False)
+    message = str(info.value)
+    assert "\n" not in message and str(reference_plan_path("spider2-lite", data)) in message
+
+
+def test_settings_reach_the_prompt_and_are_recorded(data: Path, tmp_path: Path) -> None:  # noqa: F811
+    plan = reference_plan_path("spider2-lite", data)
+    plan.write_text(json.dumps({"instance_id": "local901", "plan": "1. read items"}) + "\n")
+    out = tmp_path / "run"
+    outcome = run(_config(data, out, reference_plan=True, oracle_functions=True))
+    task = {t.instance_id: t for t in outcome.tasks}
+    assert "Reference plan (oracle setting):\n1. read items" in task["local901"].question
+    assert "Reference plan" not in task["local902"].question  # no plan for it in the file
+    assert "Functions the answer uses (oracle setting):\n- COUNT" in task["local902"].question
+    assert task["local902"].extra["oracle_functions"] == ["COUNT"]
+    config = json.loads((out / "config.json").read_text())
+    assert config["reference_plan"] is True and config["oracle_functions"] is True
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["oracle_settings"] == ["reference_plan", "oracle_functions"]
+    assert summary["oracle_settings_applied"] == {"reference_plan": 1, "oracle_functions": 2}
+    with pytest.raises(DataError, match="oracle_functions: True -> False"):
+        run(_config(data, out, reference_plan=True), evaluate=False)
+
+
+def test_off_by_default_and_an_older_config_without_them_resumes(
+    data: Path,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    out = tmp_path / "run"
+    outcome = run(_config(data, out))
+    assert "oracle setting" not in outcome.tasks[0].question
+    assert "oracle_settings" not in outcome.summary
+    config = json.loads((out / "config.json").read_text())
+    del config["reference_plan"], config["oracle_functions"]
+    (out / "config.json").write_text(json.dumps(config))
+    run(_config(data, out), evaluate=False)  # same experiment: accepted
+
+
+@pytest.mark.parametrize(
+    ("sql", "engine", "expected"),
+    [
+        ("SELECT strftime('%Y', d), COUNT(*) FROM t GROUP BY 1", "sqlite", {"STRFTIME", "COUNT"}),
+        ("SELECT DATE_DIFF(a, b, DAY) FROM t, UNNEST(x)", "bigquery", {"DATE_DIFF", "UNNEST"}),
+        ("SELECT f.value FROM t, LATERAL FLATTEN(input => t.v) f", "snowflake", {"FLATTEN"}),
+    ],
+)
+def test_gold_function_names(sql: str, engine: str, expected: set[str]) -> None:
+    assert expected <= gold_function_names(sql, engine)
