@@ -139,3 +139,18 @@ def test_unreadable_reply_is_an_observation(data: Path, server: ScriptedServer) 
     result, _ = agent(data, server, AgentConfig())
     assert "could not be read" in result.steps[0].observation
     assert result.status == "terminated" and result.answer == "3"
+
+
+def test_bash_refused_without_sandbox(
+    data: Path, server: ScriptedServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("querybench.agent.workspace.sandbox_available", lambda: False)
+    server.script([act('Bash(code="echo hi")'), act('Terminate(output="x")')])
+    result, _ = agent(data, server, AgentConfig())
+    assert (
+        "--unsafe-bash" in result.steps[0].observation and "hi" not in result.steps[0].observation
+    )
+    server.script([act('Bash(code="echo hi; pwd")'), act('Terminate(output="x")')])
+    result, workspace = agent(data, server, AgentConfig(), unsafe_bash=True)
+    assert result.steps[0].observation.startswith("hi\n")
+    assert str(workspace.path) in result.steps[0].observation
