@@ -147,9 +147,9 @@ def test_bash_refused_without_sandbox(
     monkeypatch.setattr("querybench.agent.workspace.sandbox_available", lambda: False)
     server.script([act('Bash(code="echo hi")'), act('Terminate(output="x")')])
     result, _ = agent(data, server, AgentConfig())
-    assert (
-        "--unsafe-bash" in result.steps[0].observation and "hi" not in result.steps[0].observation
-    )
+    assert "--unsafe-bash" in result.steps[0].observation and not result.steps[
+        0
+    ].observation.startswith("hi")
     server.script([act('Bash(code="echo hi; pwd")'), act('Terminate(output="x")')])
     result, workspace = agent(data, server, AgentConfig(), unsafe_bash=True)
     assert result.steps[0].observation.startswith("hi\n")
