@@ -115,12 +115,13 @@ def rank_units(schema: DatabaseSchema, weights: dict[str, float]) -> list[Unit]:
     """Tables and families, most relevant to the question first (BM25 over names, column names,
     descriptions and sampled values); ties keep the metadata order."""
     memo = schema._memo
-    if "units" not in memo:
+    ranking = memo.get("ranking")
+    if ranking is None:
+        # Stored in one assignment: tasks on the same database build contexts concurrently.
         units = group_families(schema.tables)
-        memo["units"] = units
-        memo["index"] = BM25([_unit_terms(u) for u in units])
-    units = memo["units"]
-    scores = memo["index"].scores(weights)
+        ranking = memo["ranking"] = (units, BM25([_unit_terms(u) for u in units]))
+    units, index = ranking
+    scores = index.scores(weights)
     order = sorted(range(len(units)), key=lambda i: (-scores[i], i))
     return [units[i] for i in order]
 
@@ -168,9 +169,9 @@ def _cost(schema: DatabaseSchema, unit: Unit, level: int, weights: dict[str, flo
         return count_tokens(render_unit(unit, level, schema.dialect, weights)) + _SEP
     key = ("cost", unit.title, level)
     memo = schema._memo
-    if key not in memo:
-        memo[key] = count_tokens(render_unit(unit, level, schema.dialect)) + _SEP
-    cost: int = memo[key]
+    cost: int | None = memo.get(key)
+    if cost is None:
+        cost = memo[key] = count_tokens(render_unit(unit, level, schema.dialect)) + _SEP
     return cost
 
 
