@@ -63,7 +63,9 @@ def run(
     prices: Annotated[
         Path | None, typer.Option(help="Price table JSON {model: {prompt, completion}} USD/1M.")
     ] = None,
-    no_cache: Annotated[bool, typer.Option(help="Do not use the response cache.")] = False,
+    cache: Annotated[
+        bool, typer.Option("--cache/--no-cache", help="Reuse cached model replies.")
+    ] = True,
     path: Annotated[
         Path | None, typer.Option(help="Task file to read instead of the benchmark's own.")
     ] = None,
@@ -129,7 +131,7 @@ def run(
         context_budget=context_budget,
         context_window=context_window,
         prices_file=prices,
-        use_cache=not no_cache,
+        use_cache=cache,
         task_file=path,
         examples=examples,
         retry_failed=retry_failed,
