@@ -166,3 +166,28 @@ def test_processes_and_threads_agree_batch_by_batch(db: Path, tmp_path: Path) ->
             outcomes[processes] = [(o.reward, o.metrics) for o in r.score_many(items)]
     assert outcomes[True] == outcomes[False]
     assert [reward for reward, _ in outcomes[True]] == [1.0, 0, 0, 0, 0, 0]
+
+
+def test_concurrent_ascore_calls_travel_in_few_batches(reward: SQLReward, db: Path) -> None:
+    import asyncio
+
+    answers = [GOLD, "SELECT name FROM t", "DELETE FROM t", "SELECT nope"] * 25
+    sizes: list[int] = []
+    send = reward._batch
+
+    def counted(items: list[tuple[str, str, str | None]]) -> object:
+        sizes.append(len(items))
+        return send(items)
+
+    async def rollouts() -> list[float]:
+        outcomes = await asyncio.gather(*(reward.ascore(db, GOLD, sql(a)) for a in answers))
+        late = await reward.ascore(db, GOLD, sql(GOLD))  # a lone call is not held back
+        return [o.reward for o in outcomes] + [late.reward]
+
+    reward._batch = counted  # type: ignore[method-assign,assignment]
+    try:
+        rewards = asyncio.run(rollouts())
+    finally:
+        del reward._batch
+    assert rewards == [1.0, 0.0, 0.0, 0.0] * 25 + [1.0]
+    assert sum(sizes) == 101 and len(sizes) <= 8 and sizes[-1] == 1

@@ -26,6 +26,7 @@ import contextlib
 import multiprocessing
 import os
 import threading
+import weakref
 from collections.abc import Iterable, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -35,6 +36,7 @@ from pathlib import Path
 from querybench.engines.base import Result
 from querybench.engines.cache import ResultCache
 from querybench.engines.pool import QueryJob, QueryOutcome, QueryPool
+from querybench.envs.coalesce import Coalescer
 from querybench.envs.match import Outcome, RewardOutcome, answer_sql, execution_match
 from querybench.envs.reward_workers import WorkerConfig, WorkItem, ready, score_batch, start_worker
 from querybench.errors import EngineError
@@ -118,6 +120,9 @@ class SQLReward:
         self._gold: dict[tuple[str, str], Outcome] = {}
         self._gold_locks: dict[tuple[str, str], threading.Lock] = {}
         self._lock = threading.Lock()
+        self._coalescers: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Coalescer] = (
+            weakref.WeakKeyDictionary()
+        )
 
     def __enter__(self) -> SQLReward:
         return self
@@ -162,10 +167,14 @@ class SQLReward:
         return execution_match(gold, answer)
 
     async def ascore(self, database: str | Path, gold_sql: str, completion: str) -> RewardOutcome:
-        """`score` off the event loop, so other rollouts keep flowing while a query runs."""
+        """`score` off the event loop, so other rollouts keep flowing while a query runs.
+
+        On processes, the calls of one event-loop pass (and those made while every worker is
+        busy) travel together as one batch (`coalesce.py`), so concurrent rollouts get the
+        batch rate of `score_many` rather than one process round trip each."""
         if self.processes:
             item = (str(database), gold_sql, answer_sql(completion))
-            return (await asyncio.wrap_future(self._batch([item])))[0]
+            return await self._coalescer().score(item)
         return await asyncio.to_thread(self.score, database, gold_sql, completion)
 
     def score_many(self, items: Sequence[RewardItem]) -> list[RewardOutcome]:
@@ -226,6 +235,16 @@ class SQLReward:
 
         submitted.add_done_callback(finish)
         return done
+
+    def _coalescer(self) -> Coalescer:
+        loop = asyncio.get_running_loop()
+        with self._lock:
+            coalescer = self._coalescers.get(loop)
+            if coalescer is None:
+                # One batch queued behind each running one keeps every worker fed.
+                coalescer = Coalescer(loop, self._batch, 2 * self.workers, self.batch_size)
+                self._coalescers[loop] = coalescer
+            return coalescer
 
     def _processes(self) -> ProcessPoolExecutor:
         with self._lock:
