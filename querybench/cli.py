@@ -259,6 +259,8 @@ app.add_typer(__import__("querybench.commands.db", fromlist=["app"]).app, name="
 
 app.command("run")(__import__("querybench.commands.run", fromlist=["run"]).run)
 
+app.command("report")(__import__("querybench.commands.report", fromlist=["r"]).report)
+
 
 def main() -> None:
     app()

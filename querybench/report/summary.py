@@ -39,6 +39,11 @@ def _group(name: str, results: Sequence[InstanceResult]) -> Group:
     )
 
 
+def group_scores(name: str, results: Sequence[InstanceResult]) -> Group:
+    """The scores of one group of results (both scorings when every result has them)."""
+    return _group(name, results)
+
+
 def _grouped(
     results: Sequence[InstanceResult], key: Callable[[InstanceResult], str | None]
 ) -> list[Group]:

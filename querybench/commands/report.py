@@ -1,0 +1,64 @@
+"""`querybench report RUNDIR [RUNDIR ...]`: runs side by side, in the terminal, Markdown or HTML."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from querybench.errors import QuerybenchError
+
+
+def report(
+    runs: Annotated[
+        list[Path],
+        typer.Argument(help="Run folders (`querybench run --out`) or results JSONL files."),
+    ],
+    html: Annotated[
+        Path | None, typer.Option(help="Also write one self-contained HTML report here.")
+    ] = None,
+    markdown: Annotated[
+        bool, typer.Option("--markdown", help="Print Markdown instead of terminal tables.")
+    ] = False,
+    benchmark: Annotated[
+        str | None,
+        typer.Option(help="Benchmark of results files without a config (tags task features)."),
+    ] = None,
+    features: Annotated[
+        bool, typer.Option(help="Tag tasks by feature (reads the benchmark's tasks).")
+    ] = True,
+) -> None:
+    """Compare runs: overall (all tasks and submitted only; official / strict for Spider 2.0),
+    by difficulty, engine and task feature, errors, pass@k, tokens, cost and time, and the
+    instances that flip between runs or between the two scorings.
+
+    Example: `querybench report runs/oracle runs/zero-shot --html report.html`
+    """
+    from querybench.report import compare, render
+    from querybench.report.runs import RunData, load_run, task_features, unique_names
+
+    err = Console(stderr=True)
+    try:
+        loaded = []
+        for path in runs:
+            run = load_run(path, with_features=features)
+            if features and benchmark and not run.benchmark:
+                tags = task_features(benchmark)
+                run = RunData(**{**vars(run), "features": tags, "config": {"benchmark": benchmark}})
+            loaded.append(run)
+    except QuerybenchError as exc:
+        err.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(2) from exc
+    loaded = unique_names(loaded)
+    sections = compare.sections(loaded)
+    title = "querybench report: " + ", ".join(run.label for run in loaded)
+    if markdown:
+        typer.echo(render.markdown(sections, title))
+    else:
+        render.print_sections(sections, Console())
+    if html is not None:
+        html.parent.mkdir(parents=True, exist_ok=True)
+        html.write_text(render.html(sections, loaded, title), encoding="utf-8")
+        err.print(f"wrote {html}")

@@ -1,0 +1,284 @@
+"""Runs side by side: one `Section` (a titled table of text cells) per view of the scores.
+
+Every view is computed here once; `render.py` only lays sections out for the terminal, Markdown
+or HTML. Scores are percentages over every task of the run (the honest denominator), with the
+submitted-only score beside them; Spider 2.0 cells read `official / strict`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from querybench.evaluation.record import InstanceResult
+from querybench.evaluation.verdict import MISSING_PREDICTION
+from querybench.report.runs import RunData
+from querybench.report.summary import DIFFICULTY_ORDER, Group
+from querybench.report.summary import group_scores as _group
+
+Key = Callable[[InstanceResult], Sequence[str]]
+
+
+@dataclass(frozen=True)
+class Section:
+    title: str
+    columns: list[str]
+    rows: list[list[str]]
+    note: str = ""
+    # numeric score per (row, run) for plots: row name -> one value per run (None: absent)
+    values: dict[str, list[float | None]] = field(default_factory=dict)
+
+
+def _pct(value: float | None) -> str:
+    return "" if value is None else f"{100 * value:.1f}"
+
+
+def _cell(group: Group | None, show_n: bool) -> str:
+    if group is None or group.n == 0:
+        return ""
+    text = _pct(group.score)
+    if group.official is not None and group.strict is not None:
+        text = f"{_pct(group.official)} / {_pct(group.strict)}"
+    return f"{text} (n={group.n})" if show_n else text
+
+
+def _groups(results: Sequence[InstanceResult], key: Key) -> dict[str, Group]:
+    buckets: dict[str, list[InstanceResult]] = {}
+    for r in results:
+        for name in key(r) or ("unknown",):
+            buckets.setdefault(name, []).append(r)
+    return {name: _group(name, rs) for name, rs in buckets.items()}
+
+
+def _order(name: str) -> tuple[int, str]:
+    rank = DIFFICULTY_ORDER.index(name) if name in DIFFICULTY_ORDER else len(DIFFICULTY_ORDER)
+    return rank, name
+
+
+def grouped_section(
+    title: str, runs: Sequence[RunData], key_of: Callable[[RunData], Key]
+) -> Section:
+    per_run = [_groups(run.results, key_of(run)) for run in runs]
+    names = sorted({n for groups in per_run for n in groups}, key=_order)
+    sizes = {n: {g[n].n for g in per_run if n in g} for n in names}
+    rows, values = [], {}
+    for name in names:
+        same_n = len(sizes[name]) == 1
+        n = str(next(iter(sizes[name]))) if same_n else ""
+        rows.append([name, n, *(_cell(g.get(name), not same_n) for g in per_run)])
+        values[name] = [g[name].score if name in g else None for g in per_run]
+    return Section(title, ["group", "n", *(r.name for r in runs)], rows, values=values)
+
+
+def overall_section(runs: Sequence[RunData]) -> Section:
+    spider2 = any(r.official_score is not None for run in runs for r in run.results)
+    rows: list[list[str]] = [["tasks", *(str(len(run.results)) for run in runs)]]
+    submitted = [[r for r in run.results if r.error != MISSING_PREDICTION] for run in runs]
+    rows.append(["submitted", *(str(len(s)) for s in submitted)])
+    rows.append(["correct", *(str(sum(r.score == 1.0 for r in run.results)) for run in runs)])
+    rows.append(["score % (all tasks)", *(_pct(_group("", run.results).score) for run in runs)])
+    rows.append(["score % (submitted)", *(_pct(_group("", s).score) for s in submitted)])
+    if spider2:
+        for label, pick in (("official", "official"), ("strict", "strict")):
+            all_tasks = [getattr(_group("", run.results), pick) for run in runs]
+            subs = [getattr(_group("", s), pick) for s in submitted]
+            rows.append([f"{label} % (all tasks)", *(_pct(v) for v in all_tasks)])
+            rows.append([f"{label} % (submitted)", *(_pct(v) for v in subs)])
+    values: dict[str, list[float | None]] = {
+        "score": [_group("", run.results).score for run in runs]
+    }
+    return Section("overall", ["", *(run.label for run in runs)], rows, values=values)
+
+
+def by_difficulty(runs: Sequence[RunData]) -> Section:
+    return grouped_section("by difficulty", runs, lambda run: lambda r: [r.difficulty or "unknown"])
+
+
+def by_engine(runs: Sequence[RunData]) -> Section:
+    return grouped_section("by engine", runs, lambda run: lambda r: [r.engine or "unknown"])
+
+
+def by_feature(runs: Sequence[RunData]) -> Section:
+    """Tasks counted under every feature tag they carry (the paper's Tables 3-8)."""
+
+    def key_of(run: RunData) -> Key:
+        return lambda r: run.features.get(r.instance_id) or ("(no tag)",)
+
+    section = grouped_section("by task feature", runs, key_of)
+    return Section(**{**vars(section), "note": "a task counts under each of its tags"})
+
+
+def errors_section(runs: Sequence[RunData]) -> Section:
+    counts = [Counter(error_class(r) for r in run.results if r.error) for run in runs]
+    names = sorted(
+        {c for counter in counts for c in counter}, key=lambda c: (-sum(x[c] for x in counts), c)
+    )
+    rows = [[name, *(str(c.get(name, 0)) for c in counts)] for name in names]
+    values: dict[str, list[float | None]] = {
+        name: [float(c.get(name, 0)) for c in counts] for name in names
+    }
+    return Section("errors", ["error", *(run.name for run in runs)], rows, values=values)
+
+
+def error_class(result: InstanceResult) -> str:
+    """The error code, refined by what the message says it was (the engine's error class for
+    `exec_error`, the kind of difference for `wrong_result`)."""
+    error = result.error or ""
+    message = (result.message or "").lower()
+    if error == "exec_error" and message:
+        head = message.split(":", 1)[0].strip() if ":" in message else message
+        for marker in (
+            "no such column",
+            "no such table",
+            "no such function",
+            "syntax error",
+            "ambiguous column",
+            "misuse of aggregate",
+            "binder error",
+            "catalog error",
+            "parser error",
+            "conversion error",
+        ):
+            if marker in message:
+                return f"exec_error: {marker}"
+        return f"exec_error: {head[:40]}" if len(head) <= 40 else "exec_error: other"
+    if error == "wrong_result" and message:
+        return f"wrong_result: {_difference_kind(message)}"
+    return error
+
+
+_SHAPE = re.compile(r"(\d+) rows x (\d+) columns")
+
+
+def _difference_kind(message: str) -> str:
+    """empty_result, wrong_columns, wrong_rows, wrong_order or wrong_values, read from the
+    shapes the scorers put in their messages (`gold A, prediction B` or `prediction B matches
+    no gold (A1, A2)`)."""
+    if "different order" in message:
+        return "wrong_order"
+    shapes = [(int(r), int(c)) for r, c in _SHAPE.findall(message)]
+    if len(shapes) < 2:
+        return "wrong_values"
+    if message.startswith("prediction"):
+        pred, golds = shapes[0], shapes[1:]
+    else:
+        pred, golds = shapes[1], [shapes[0]]
+    if pred[0] == 0:
+        return "empty_result"
+    if pred[1] not in {c for _, c in golds} and not any(pred[1] > c for _, c in golds):
+        return "wrong_columns"
+    if pred[0] not in {r for r, _ in golds}:
+        return "wrong_rows"
+    return "wrong_values"
+
+
+def cost_section(runs: Sequence[RunData]) -> Section | None:
+    """Tokens, cost and time from the records; None when no run has records."""
+    if not any(run.records for run in runs):
+        return None
+
+    def totals(run: RunData) -> list[str]:
+        recs = list(run.records.values())
+        n = len(run.results) or 1
+        prompt = sum(r.prompt_tokens for r in recs)
+        completion = sum(r.completion_tokens for r in recs)
+        cost = sum(r.cost for r in recs)
+        wall = run.summary.get("wall_s")
+        model_s = sum(r.model_s for r in recs)
+        return [
+            f"{prompt:,}",
+            f"{completion:,}",
+            f"{(prompt + completion) / n:,.0f}",
+            f"${cost:.4f}",
+            f"${cost / n:.6f}",
+            f"{model_s:.1f}",
+            "" if wall is None else f"{float(wall):.1f}",
+            str(sum(r.attempts for r in recs)),
+            str(sum(r.cached for r in recs)),
+        ]
+
+    labels = [
+        "prompt tokens",
+        "completion tokens",
+        "tokens / task",
+        "cost",
+        "cost / task",
+        "model time s",
+        "wall time s",
+        "requests",
+        "cached replies",
+    ]
+    cells = [totals(run) for run in runs]
+    rows = [[label, *(c[i] for c in cells)] for i, label in enumerate(labels)]
+    return Section("tokens, cost and time", ["", *(run.name for run in runs)], rows)
+
+
+def pass_at_k_section(runs: Sequence[RunData]) -> Section | None:
+    curves = [run.summary.get("pass_at_k") or {} for run in runs]
+    ks = sorted({k for c in curves for k in c}, key=int)
+    if not ks:
+        return None
+    rows = [[f"pass@{k}", *(_pct(c.get(k)) for c in curves)] for k in ks]
+    values = {f"pass@{k}": [c.get(k) for c in curves] for k in ks}
+    return Section("pass@k", ["k", *(run.name for run in runs)], rows, values=values)
+
+
+@dataclass(frozen=True)
+class Flip:
+    instance_id: str
+    kind: str  # won | lost | official only | strict only
+    runs: str  # which runs (or which run) the flip is between
+    detail: str = ""
+
+
+def flips(runs: Sequence[RunData]) -> list[Flip]:
+    """Instances won or lost against the first run, and within each run, instances on which
+    the official and strict scorings disagree."""
+    out: list[Flip] = []
+    if runs:
+        base = {r.instance_id: r for r in runs[0].results}
+        for run in runs[1:]:
+            for r in run.results:
+                before = base.get(r.instance_id)
+                if before is None or (before.score == 1.0) == (r.score == 1.0):
+                    continue
+                kind = "won" if r.score == 1.0 else "lost"
+                loser = before if kind == "won" else r
+                detail = f"{loser.error or ''}: {loser.message or ''}".strip(": ")
+                out.append(Flip(r.instance_id, kind, f"{runs[0].name} -> {run.name}", detail))
+    for run in runs:
+        for r in run.results:
+            if r.official_score is None or r.strict_score is None:
+                continue
+            if (r.official_score == 1.0) != (r.strict_score == 1.0):
+                kind = "official only" if r.official_score == 1.0 else "strict only"
+                out.append(Flip(r.instance_id, kind, run.name))
+    return out
+
+
+def flips_section(runs: Sequence[RunData]) -> Section:
+    found = flips(runs)
+    rows = [[f.instance_id, f.kind, f.runs, f.detail[:100]] for f in found]
+    kinds = Counter(f.kind for f in found)
+    note = ", ".join(f"{k}: {v}" for k, v in sorted(kinds.items())) or "no flips"
+    return Section("flips", ["instance", "flip", "runs", "detail"], rows, note=note)
+
+
+def sections(runs: Sequence[RunData]) -> list[Section]:
+    """Every view that has something to show, in reading order."""
+    out = [overall_section(runs)]
+    for build in (by_difficulty, by_engine):
+        section = build(runs)
+        if len(section.rows) > 1 or (section.rows and section.rows[0][0] != "unknown"):
+            out.append(section)
+    if any(tags for run in runs for tags in run.features.values()):
+        out.append(by_feature(runs))
+    out.append(errors_section(runs))
+    for optional in (pass_at_k_section(runs), cost_section(runs)):
+        if optional is not None:
+            out.append(optional)
+    if len(runs) > 1 or any(r.official_score is not None for run in runs for r in run.results):
+        out.append(flips_section(runs))
+    return out

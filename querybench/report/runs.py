@@ -1,0 +1,155 @@
+"""What a report reads: a run folder (`querybench run --out`) or a results JSONL (`eval --output`).
+
+A run folder holds `config.json`, `records.jsonl` (one record per instance: SQL, tokens, cost,
+timings), `results.jsonl` (the scores), `summary.json` and, for agent runs,
+`trajectories/<instance_id>.json`. A bare results file has scores only; the sections that need
+the rest are left empty for it.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from querybench.errors import DataError
+from querybench.evaluation.record import InstanceResult
+from querybench.runs.store import InstanceRecord, RecordStore
+
+RESULTS = "results.jsonl"
+
+
+@dataclass(frozen=True)
+class RunData:
+    name: str
+    path: Path
+    results: list[InstanceResult]
+    config: dict[str, Any] = field(default_factory=dict)
+    summary: dict[str, Any] = field(default_factory=dict)
+    records: dict[str, InstanceRecord] = field(default_factory=dict)
+    # instance id -> feature tags (from the benchmark's tasks, when they could be loaded)
+    features: dict[str, tuple[str, ...]] = field(default_factory=dict)
+
+    @property
+    def benchmark(self) -> str | None:
+        value = self.config.get("benchmark") or self.summary.get("benchmark")
+        return str(value) if value else None
+
+    @property
+    def label(self) -> str:
+        """What the run is, for titles: `name (method, model)` when the config says."""
+        parts = [str(self.config[k]) for k in ("method", "model") if self.config.get(k)]
+        return f"{self.name} ({', '.join(parts)})" if parts else self.name
+
+    @property
+    def trajectory_dir(self) -> Path:
+        return self.path / "trajectories"
+
+    def trajectory_ids(self) -> list[str]:
+        folder = self.trajectory_dir
+        if not folder.is_dir():
+            return []
+        return sorted(p.stem for p in folder.glob("*.json"))
+
+
+def result_from_json(data: dict[str, Any]) -> InstanceResult:
+    """The inverse of `InstanceResult.to_json`."""
+    try:
+        return InstanceResult(
+            instance_id=str(data["instance_id"]),
+            score=float(data["score"]),
+            error=data.get("error"),
+            message=data.get("message"),
+            official_score=_float_or_none(data.get("official_score")),
+            strict_score=_float_or_none(data.get("strict_score")),
+            difficulty=data.get("difficulty"),
+            engine=data.get("engine"),
+            metrics={str(k): float(v) for k, v in (data.get("metrics") or {}).items()},
+        )
+    except (KeyError, TypeError, ValueError) as exc:
+        raise DataError(f"not a scored instance ({exc}): {str(data)[:120]}") from exc
+
+
+def _float_or_none(value: Any) -> float | None:
+    return None if value is None else float(value)
+
+
+def read_results(path: Path) -> list[InstanceResult]:
+    results: list[InstanceResult] = []
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError as exc:
+        raise DataError(f"cannot read {path}: {exc}") from exc
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            results.append(result_from_json(json.loads(line)))
+        except (ValueError, DataError) as exc:
+            raise DataError(f"{path}:{number}: {exc}") from exc
+    return results
+
+
+def _json_file(path: Path) -> dict[str, Any]:
+    if not path.is_file():
+        return {}
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise DataError(f"{path} is unreadable ({exc})") from exc
+    return data if isinstance(data, dict) else {}
+
+
+def load_run(path: str | Path, *, name: str | None = None, with_features: bool = True) -> RunData:
+    """A run folder or a results JSONL; `with_features` tags instances from the benchmark's
+    tasks (skipped quietly when the benchmark's data is not here)."""
+    path = Path(path)
+    if path.is_file():
+        run = RunData(name or path.stem, path, read_results(path))
+    elif (path / RESULTS).is_file():
+        run = RunData(
+            name or path.name,
+            path,
+            read_results(path / RESULTS),
+            config=_json_file(path / "config.json"),
+            summary=_json_file(path / "summary.json"),
+            records=RecordStore(path).load(),
+        )
+    else:
+        raise DataError(f"{path} is neither a run folder with {RESULTS} nor a results file")
+    if with_features and run.benchmark:
+        return RunData(**{**vars(run), "features": task_features(run.benchmark, run.config)})
+    return run
+
+
+def task_features(
+    benchmark: str, config: dict[str, Any] | None = None
+) -> dict[str, tuple[str, ...]]:
+    """Feature tags by instance id; empty when the tasks cannot be loaded here."""
+    from querybench.errors import QuerybenchError
+    from querybench.tasks import load_tasks
+
+    config = config or {}
+    try:
+        tasks = load_tasks(
+            benchmark,
+            data_dir=config.get("data_dir"),
+            path=config.get("task_file"),
+            with_gold=False,
+        )
+    except (QuerybenchError, OSError):
+        return {}
+    return {t.instance_id: t.features for t in tasks}
+
+
+def unique_names(runs: list[RunData]) -> list[RunData]:
+    """Runs renamed `name`, `name#2`, ... where two share a name (columns must differ)."""
+    seen: dict[str, int] = {}
+    out = []
+    for run in runs:
+        seen[run.name] = seen.get(run.name, 0) + 1
+        if seen[run.name] > 1:
+            run = RunData(**{**vars(run), "name": f"{run.name}#{seen[run.name]}"})
+        out.append(run)
+    return out

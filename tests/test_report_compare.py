@@ -1,0 +1,181 @@
+"""`querybench report`: run folders written here, compared in the terminal, Markdown and HTML."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from querybench.cli import app
+from querybench.evaluation.record import InstanceResult
+from querybench.report import compare, render
+from querybench.report.runs import load_run
+from querybench.runs.store import InstanceRecord
+
+
+def write_run(
+    folder: Path,
+    results: list[InstanceResult],
+    *,
+    method: str = "zero-shot",
+    cost: float = 0.01,
+    trajectories: dict[str, dict[str, object]] | None = None,
+) -> Path:
+    folder.mkdir(parents=True)
+    config = {"benchmark": "fixture-bench", "method": method, "model": "m"}
+    (folder / "config.json").write_text(json.dumps(config), encoding="utf-8")
+    (folder / "summary.json").write_text(json.dumps({"wall_s": 2.5}), encoding="utf-8")
+    lines = [json.dumps(r.to_json()) for r in results]
+    (folder / "results.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    records = [
+        InstanceRecord(r.instance_id, "ok", sql=f"SELECT {i}", prompt_tokens=100, cost=cost)
+        for i, r in enumerate(results)
+    ]
+    text = "".join(json.dumps(r.to_json()) + "\n" for r in records)
+    (folder / "records.jsonl").write_text(text, encoding="utf-8")
+    for iid, payload in (trajectories or {}).items():
+        (folder / "trajectories").mkdir(exist_ok=True)
+        (folder / "trajectories" / f"{iid}.json").write_text(json.dumps(payload), "utf-8")
+    return folder
+
+
+def spider2_result(iid: str, official: float, strict: float, **kw: object) -> InstanceResult:
+    return InstanceResult(iid, official, official_score=official, strict_score=strict, **kw)  # type: ignore[arg-type]
+
+
+def two_runs(tmp_path: Path) -> tuple[Path, Path]:
+    a = write_run(
+        tmp_path / "base",
+        [
+            spider2_result("bq1", 1.0, 1.0, difficulty="easy", engine="bq"),
+            spider2_result("bq2", 1.0, 0.0, difficulty="hard", engine="bq"),
+            InstanceResult("sf1", 0.0, "missing_prediction", None, 0.0, 0.0, "easy", "sf"),
+            InstanceResult(
+                "local1", 0.0, "exec_error", "no such column: x", 0.0, 0.0, "hard", "local"
+            ),
+        ],
+    )
+    b = write_run(
+        tmp_path / "better",
+        [
+            spider2_result(
+                "bq1",
+                0.0,
+                0.0,
+                difficulty="easy",
+                engine="bq",
+                error="wrong_result",
+                message="prediction 0 rows x 2 columns matches no gold (3 rows x 2 columns)",
+            ),
+            spider2_result("bq2", 1.0, 1.0, difficulty="hard", engine="bq"),
+            spider2_result("sf1", 1.0, 1.0, difficulty="easy", engine="sf"),
+            spider2_result("local1", 1.0, 1.0, difficulty="hard", engine="local"),
+        ],
+        method="dail-sql",
+        cost=0.02,
+    )
+    return a, b
+
+
+def rows(section: compare.Section) -> dict[str, list[str]]:
+    return {row[0]: row[1:] for row in section.rows}
+
+
+def test_overall_counts_every_task_and_the_submitted_ones(tmp_path: Path) -> None:
+    runs = [load_run(p) for p in two_runs(tmp_path)]
+    overall = rows(compare.overall_section(runs))
+    assert overall["tasks"] == ["4", "4"]
+    assert overall["submitted"] == ["3", "4"]
+    assert overall["official % (all tasks)"] == ["50.0", "75.0"]
+    assert overall["official % (submitted)"] == ["66.7", "75.0"]
+    assert overall["strict % (all tasks)"] == ["25.0", "75.0"]
+
+
+def test_groups_show_official_and_strict_per_run(tmp_path: Path) -> None:
+    runs = [load_run(p) for p in two_runs(tmp_path)]
+    difficulty = rows(compare.by_difficulty(runs))
+    assert list(difficulty) == ["easy", "hard"]
+    assert difficulty["hard"] == ["2", "50.0 / 0.0", "100.0 / 100.0"]
+    assert rows(compare.by_engine(runs))["local"] == ["1", "0.0 / 0.0", "100.0 / 100.0"]
+
+
+def test_features_count_a_task_under_each_tag(tmp_path: Path) -> None:
+    base = load_run(two_runs(tmp_path)[0])
+    tagged = type(base)(**{**vars(base), "features": {"bq1": ("nested", "documentation")}})
+    features = rows(compare.by_feature([tagged]))
+    assert features["nested"] == ["1", "100.0 / 100.0"]
+    assert features["documentation"] == ["1", "100.0 / 100.0"]
+    assert features["(no tag)"][0] == "3"
+
+
+def test_errors_are_refined_by_their_message() -> None:
+    def cls(error: str, message: str) -> str:
+        return compare.error_class(InstanceResult("x", 0.0, error, message))
+
+    assert cls("exec_error", "no such column: foo") == "exec_error: no such column"
+    assert (
+        cls("wrong_result", "different values (1 rows x 1 columns)") == "wrong_result: wrong_values"
+    )
+    shape = "result shape differs: gold 6 rows x 3 columns, prediction 1 rows x 1 columns"
+    assert cls("wrong_result", shape) == "wrong_result: wrong_columns"
+    shape = "result shape differs: gold 6 rows x 1 columns, prediction 2 rows x 1 columns"
+    assert cls("wrong_result", shape) == "wrong_result: wrong_rows"
+    empty = "prediction 0 rows x 2 columns matches no gold (3 rows x 2 columns)"
+    assert cls("wrong_result", empty) == "wrong_result: empty_result"
+    assert cls("timeout", "") == "timeout"
+
+
+def test_flips_between_runs_and_between_scorings(tmp_path: Path) -> None:
+    runs = [load_run(p) for p in two_runs(tmp_path)]
+    found = {(f.instance_id, f.kind, f.runs) for f in compare.flips(runs)}
+    assert ("bq1", "lost", "base -> better") in found
+    assert ("sf1", "won", "base -> better") in found
+    assert ("local1", "won", "base -> better") in found
+    assert ("bq2", "official only", "base") in found
+    assert len(found) == 4
+
+
+def test_cost_section_totals_and_per_task(tmp_path: Path) -> None:
+    runs = [load_run(p) for p in two_runs(tmp_path)]
+    section = compare.cost_section(runs)
+    assert section is not None
+    cost = rows(section)
+    assert cost["cost"] == ["$0.0400", "$0.0800"]
+    assert cost["cost / task"] == ["$0.010000", "$0.020000"]
+    assert cost["prompt tokens"] == ["400", "400"]
+    assert cost["wall time s"] == ["2.5", "2.5"]
+
+
+def test_markdown_has_one_table_per_section(tmp_path: Path) -> None:
+    runs = [load_run(p) for p in two_runs(tmp_path)]
+    sections = compare.sections(runs)
+    text = render.markdown(sections, "title")
+    assert text.count("## ") == len(sections)
+    assert "| hard | 2 | 50.0 / 0.0 | 100.0 / 100.0 |" in text
+
+
+def test_html_is_self_contained_with_plots_and_instance_links(tmp_path: Path) -> None:
+    runs = [load_run(p) for p in two_runs(tmp_path)]
+    page = render.html(compare.sections(runs), runs, "t")
+    assert "<svg" in page and "<style>" in page
+    assert not re.search(r"(src|href)=\"https?://", page)  # nothing fetched at view time
+    assert 'href="#i-bq1"' in page and 'id="i-bq1"' in page  # a flip links to its detail
+    assert "SELECT 0" in page  # predicted SQL in the detail
+
+
+def test_cli_report_on_run_folders_and_a_results_file(tmp_path: Path) -> None:
+    a, b = two_runs(tmp_path)
+    out = tmp_path / "out" / "report.html"
+    result = CliRunner().invoke(
+        app, ["report", str(a), str(b / "results.jsonl"), "--html", str(out), "--markdown"]
+    )
+    assert result.exit_code == 0, result.output
+    assert "## by difficulty" in result.output
+    assert out.is_file()
+
+
+def test_cli_report_rejects_a_folder_without_results(tmp_path: Path) -> None:
+    result = CliRunner().invoke(app, ["report", str(tmp_path)])
+    assert result.exit_code == 2
