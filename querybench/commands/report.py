@@ -32,12 +32,14 @@ def report(
 ) -> None:
     """Compare runs: overall (all tasks and submitted only; official / strict for Spider 2.0),
     by difficulty, engine and task feature, errors, pass@k, tokens, cost and time, and the
-    instances that flip between runs or between the two scorings.
+    instances that flip between runs or between the two scorings. With `--html`, agent runs
+    also get a trajectory viewer, `<run>.trajectories.html`, beside the report.
 
     Example: `querybench report runs/oracle runs/zero-shot --html report.html`
     """
     from querybench.report import compare, render
     from querybench.report.runs import RunData, load_run, task_features, unique_names
+    from querybench.report.trajectories import trajectory_page
 
     err = Console(stderr=True)
     try:
@@ -62,3 +64,8 @@ def report(
         html.parent.mkdir(parents=True, exist_ok=True)
         html.write_text(render.html(sections, loaded, title), encoding="utf-8")
         err.print(f"wrote {html}")
+        for run in loaded:  # agent runs: the trajectory viewer beside the report
+            if run.trajectory_ids():
+                page = html.parent / f"{run.name}.trajectories.html"
+                page.write_text(trajectory_page(run), encoding="utf-8")
+                err.print(f"wrote {page}")

@@ -1,0 +1,124 @@
+"""The trajectory viewer: one static page per agent run, written beside the HTML report."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from querybench.cli import app
+from querybench.evaluation.record import InstanceResult
+from querybench.report.runs import load_run
+from querybench.report.trajectories import trajectory_page
+from tests.test_report_compare import write_run
+
+STEPS = [
+    {
+        "index": 0,
+        "reply": "...",
+        "thought": "Look at the <tables>.",
+        "action": {"name": "ExecuteSQL", "sql_query": "SELECT * FROM singer"},
+        "observation": "no such column: nme",
+        "model_s": 0.5,
+        "action_s": 0.01,
+        "prompt_tokens": 600,
+        "completion_tokens": 30,
+    },
+    {
+        "index": 1,
+        "reply": "garbled",
+        "thought": "",
+        "action": None,
+        "observation": "could not parse",
+        "dropped_steps": 1,
+    },
+]
+
+
+def agent_run(tmp_path: Path) -> Path:
+    results = [InstanceResult("a1", 1.0), InstanceResult("a2", 0.0, "wrong_result", "diff")]
+    trajectories: dict[str, dict[str, object]] = {
+        "a1": {
+            "instance_id": "a1",
+            "status": "terminated",
+            "final_sql": "SELECT 1",
+            "steps": STEPS,
+        },
+        "a2": {"instance_id": "a2", "status": "max_steps", "steps": STEPS[:1]},
+    }
+    run = write_run(tmp_path / "agent", results, method="spider-agent", trajectories=trajectories)
+    (run / "trajectories" / "a3.json").write_text("{torn", encoding="utf-8")
+    return run
+
+
+def test_page_lists_every_instance_with_its_steps(tmp_path: Path) -> None:
+    page = trajectory_page(load_run(agent_run(tmp_path), with_features=False))
+    assert page.count('<details class="task"') == 3
+    assert 'id="t-a1" data-outcome="pass"' in page
+    assert 'id="t-a2" data-outcome="fail"' in page
+    assert 'id="t-a3" data-outcome="unscored"' in page and "unreadable trajectory" in page
+    assert "Look at the &lt;tables&gt;." in page  # escaped
+    assert "SELECT * FROM singer" in page and "no such column: nme" in page
+    assert "garbled" in page  # an unparsed reply is shown as the model said it
+    assert "1 earlier steps dropped" in page
+    assert "http://" not in page and "https://" not in page
+
+
+def test_report_html_writes_the_viewer_and_links_to_it(tmp_path: Path) -> None:
+    out = tmp_path / "out" / "report.html"
+    result = CliRunner().invoke(app, ["report", str(agent_run(tmp_path)), "--html", str(out)])
+    assert result.exit_code == 0, result.output
+    viewer = out.parent / "agent.trajectories.html"
+    assert viewer.is_file()
+    assert 'href="agent.trajectories.html#t-a1"' in out.read_text(encoding="utf-8")
+
+
+@pytest.mark.skipif(shutil.which("chromium") is None, reason="chromium not installed")
+def test_pages_render_in_headless_chromium(tmp_path: Path) -> None:
+    out = tmp_path / "out" / "report.html"
+    CliRunner().invoke(app, ["report", str(agent_run(tmp_path)), "--html", str(out)])
+    for page in (out, out.parent / "agent.trajectories.html"):
+        shot = tmp_path / f"{page.stem}.png"
+        dom = subprocess.run(
+            [
+                "chromium",
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+                "--no-first-run",
+                f"--user-data-dir={tmp_path / ('ud-' + page.stem)}",
+                "--dump-dom",
+                page.as_uri(),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=True,
+        ).stdout
+        assert "<details" in dom
+        subprocess.run(
+            [
+                "chromium",
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+                "--no-first-run",
+                f"--user-data-dir={tmp_path / ('ud2-' + page.stem)}",
+                f"--screenshot={shot}",
+                "--window-size=1000,800",
+                page.as_uri(),
+            ],
+            capture_output=True,
+            timeout=60,
+            check=True,
+        )
+        assert shot.stat().st_size > 1000
