@@ -1,4 +1,5 @@
-"""The agent loop over the text protocol, with the paper's rules.
+"""The agent loop, with the paper's rules, over either driver: the text protocol (`TEXT`,
+Thought/Action parsed from the reply) or native tool calls (`agent/tool_calls.py`).
 
 * at most `max_steps` model replies (30);
 * the same reply three times in a row ends the run (the agent is stuck);
@@ -17,15 +18,16 @@ import asyncio
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
-from querybench.agent.actions import Fail, Terminate, action_name, to_json
+from querybench.agent.actions import Action, Fail, Terminate, action_name, to_json
 from querybench.agent.prompts import ACTION_SPACE, OBSERVATION, SYSTEM, UNREADABLE
 from querybench.agent.protocol import ProtocolError, parse_reply
 from querybench.agent.workspace import Workspace, readme
 from querybench.context.tokens import count_tokens
 from querybench.errors import QuerybenchError
-from querybench.models.base import ChatRequest, Message, Sampling
+from querybench.models.base import ChatRequest, Completion, Message, Sampling
+from querybench.models.tools import Tool
 
 if TYPE_CHECKING:
     from querybench.models.base import ChatModel
@@ -96,14 +98,67 @@ class AgentResult:
         }
 
 
+@dataclass(frozen=True)
+class Read:
+    """What a driver read in one reply: the action, or the error shown to the model instead."""
+
+    thought: str
+    action: Action | None
+    error: str = ""
+
+
+class Driver(Protocol):
+    """How actions travel between the model and the loop."""
+
+    tools: tuple[Tool, ...]  # offered as native tools (none for the text protocol)
+
+    def system_prompt(self, workspace: Workspace, config: AgentConfig) -> str: ...
+
+    def reply(self, completion: Completion) -> str:
+        """The reply as the trajectory keeps it and the repeat rule compares it."""
+        ...
+
+    def read(self, completion: Completion) -> Read: ...
+
+    def turn(self, completion: Completion, observation: str) -> tuple[Message, ...]:
+        """The history entries of one step: the model's turn and the observation's."""
+        ...
+
+
+class TextProtocol:
+    """The paper's driver: `Thought: …` then `Action: Name(…)` in the reply's text."""
+
+    tools: tuple[Tool, ...] = ()
+
+    def system_prompt(self, workspace: Workspace, config: AgentConfig) -> str:
+        task = workspace.task
+        return SYSTEM.format(
+            dialect=DIALECTS.get(task.engine, task.engine),
+            readme=readme(task),
+            max_steps=config.max_steps,
+            actions=ACTION_SPACE,
+        )
+
+    def reply(self, completion: Completion) -> str:
+        return completion.text
+
+    def read(self, completion: Completion) -> Read:
+        try:
+            parsed = parse_reply(completion.text)
+        except ProtocolError as exc:
+            return Read("", None, UNREADABLE.format(error=exc))
+        return Read(parsed.thought, parsed.action)
+
+    def turn(self, completion: Completion, observation: str) -> tuple[Message, ...]:
+        feedback = Message("user", OBSERVATION.format(observation=observation))
+        return Message("assistant", completion.text), feedback
+
+
+TEXT = TextProtocol()
+
+
 def system_prompt(workspace: Workspace, config: AgentConfig) -> str:
-    task = workspace.task
-    return SYSTEM.format(
-        dialect=DIALECTS.get(task.engine, task.engine),
-        readme=readme(task),
-        max_steps=config.max_steps,
-        actions=ACTION_SPACE,
-    )
+    return TEXT.system_prompt(workspace, config)
 
 
 def truncate_observation(text: str, limit: int) -> str:
@@ -112,12 +167,17 @@ def truncate_observation(text: str, limit: int) -> str:
     return f"{text[:limit]}\n[observation truncated: {len(text) - limit} more characters]"
 
 
+def _tokens(message: Message) -> int:
+    calls = "".join(c.name + c.raw for c in message.tool_calls)
+    return count_tokens(message.text + calls)
+
+
 def fit_history(
-    head: list[Message], turns: list[tuple[Message, Message]], budget: int
+    head: list[Message], turns: list[tuple[Message, ...]], budget: int
 ) -> tuple[tuple[Message, ...], int]:
     """The messages to send and how many of the oldest turns were dropped to fit `budget`."""
-    sizes = [count_tokens(a.text) + count_tokens(o.text) for a, o in turns]
-    total = sum(count_tokens(m.text) for m in head) + sum(sizes)
+    sizes = [sum(_tokens(m) for m in turn) for turn in turns]
+    total = sum(_tokens(m) for m in head) + sum(sizes)
     dropped = 0
     while total > budget and dropped < len(turns) - 1:
         total -= sizes[dropped]
@@ -127,22 +187,29 @@ def fit_history(
 
 
 async def run_agent(
-    workspace: Workspace, model: ChatModel, config: AgentConfig, sampling: Sampling
+    workspace: Workspace,
+    model: ChatModel,
+    config: AgentConfig,
+    sampling: Sampling,
+    driver: Driver = TEXT,
 ) -> AgentResult:
     """Drive one task to its end; every failure of an action becomes an observation."""
     sampling = config.sampling(sampling)
-    system = system_prompt(workspace, config)
+    system = driver.system_prompt(workspace, config)
     head = [Message("system", system), Message("user", START)]
-    turns: list[tuple[Message, Message]] = []
+    turns: list[tuple[Message, ...]] = []
+    tool_choice = "auto" if driver.tools else None
     result = AgentResult(status="max_steps", system_prompt=system)
     replies: list[str] = []
     for index in range(config.max_steps):
         messages, dropped = fit_history(head, turns, config.context_tokens)
         started = time.perf_counter()
-        completion = await model.complete(ChatRequest(messages, sampling), workspace.task)
+        request = ChatRequest(messages, sampling, tools=driver.tools, tool_choice=tool_choice)
+        completion = await model.complete(request, workspace.task)
+        reply = driver.reply(completion)
         step = AgentStep(
             index,
-            completion.text,
+            reply,
             model_s=time.perf_counter() - started,
             prompt_tokens=completion.usage.prompt_tokens,
             completion_tokens=completion.usage.completion_tokens,
@@ -150,29 +217,27 @@ async def run_agent(
             dropped_steps=dropped,
         )
         result.steps.append(step)
-        replies.append(completion.text.strip())
+        replies.append(reply.strip())
         if len(replies) >= config.repeat_limit and len(set(replies[-config.repeat_limit :])) == 1:
             result.status = "repeated"
             break
-        try:
-            parsed = parse_reply(completion.text)
-        except ProtocolError as exc:
-            observation = UNREADABLE.format(error=exc)
-        else:
-            step.thought, step.action = parsed.thought, to_json(parsed.action)
-            if isinstance(parsed.action, Terminate):
-                result.status, result.answer = "terminated", parsed.action.output
-                result.final_sql = final_sql(workspace, parsed.action.output)
+        read = driver.read(completion)
+        step.thought = read.thought
+        observation = read.error
+        if read.action is not None:
+            step.action = to_json(read.action)
+            if isinstance(read.action, Terminate):
+                result.status, result.answer = "terminated", read.action.output
+                result.final_sql = final_sql(workspace, read.action.output)
                 break
-            if isinstance(parsed.action, Fail):
+            if isinstance(read.action, Fail):
                 result.status = "failed"
                 break
             action_start = time.perf_counter()
-            observation = await asyncio.to_thread(workspace.execute, parsed.action)
+            observation = await asyncio.to_thread(workspace.execute, read.action)
             step.action_s = time.perf_counter() - action_start
         step.observation = truncate_observation(observation, config.max_observation_chars)
-        feedback = Message("user", OBSERVATION.format(observation=step.observation))
-        turns.append((Message("assistant", completion.text), feedback))
+        turns.append(driver.turn(completion, step.observation))
     return result
 
 
@@ -193,4 +258,14 @@ def final_sql(workspace: Workspace, output: str) -> str | None:
     return ran[-1][0] if ran else None
 
 
-__all__ = ["AgentConfig", "AgentResult", "AgentStep", "action_name", "run_agent"]
+__all__ = [
+    "TEXT",
+    "AgentConfig",
+    "AgentResult",
+    "AgentStep",
+    "Driver",
+    "Read",
+    "TextProtocol",
+    "action_name",
+    "run_agent",
+]

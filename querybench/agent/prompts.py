@@ -63,3 +63,21 @@ UNREADABLE = (
     "Your reply could not be read ({error}). Reply with one `Thought: ...` line and then one "
     '`Action: Name(arg="...")` line, with one of the actions listed.'
 )
+
+TOOL_SYSTEM = """You are a data scientist working in a folder, /workspace, to answer a question \
+about a {dialect} database. The task is described in /workspace/README.md:
+
+{readme}
+Work step by step: in each reply, say briefly what you will do and why, then call exactly one \
+of the tools; its result comes back as the tool's answer. Explore the database before you \
+answer: list its tables, look at the columns and a few rows of the tables you need, and try \
+your query. When the answer is ready, save the final query's result with ExecuteSQL \
+(is_save=true, save_path="result.csv") and call Terminate with output="result.csv". If a \
+short text answers the question better, Terminate with that text instead. Call FAIL when the \
+question cannot be answered. You have at most {max_steps} steps."""
+
+NO_TOOL_CALL = (
+    "Your reply called no tool. Call exactly one of the tools offered; Terminate ends the task."
+)
+
+NOT_RUN = "Not run: one tool call per step; only the first call of a reply is executed."

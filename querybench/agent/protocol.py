@@ -111,6 +111,11 @@ def _strip_quotes(value: str) -> str:
     return value
 
 
+def build_action(cls: type[Any], name: str, arguments: dict[str, Any]) -> Action:
+    """The action from named arguments (a tool call's), read with the protocol's rules."""
+    return _build(cls, name, [], arguments)
+
+
 def _build(cls: type[Any], name: str, args: list[Any], kwargs: dict[str, Any]) -> Action:
     names = parameters(cls)
     values: dict[str, Any] = {}
