@@ -69,3 +69,15 @@ def test_spider_agent_oracle_scores_972_of_972(tmp_path: Path) -> None:
     assert len(outcome.tasks) == 972
     assert outcome.summary["correct"] == 972 and outcome.summary["score"] == 1.0
     assert len(list((out / "trajectories").glob("*.json"))) == 972
+
+
+def test_tool_agent_oracle_scores_972_of_972(tmp_path: Path) -> None:
+    """The oracle answers with native tool calls (ExecuteSQL saving the gold result, then
+    Terminate) through the tool-calling driver."""
+    require_data("spider1", "dev.json")
+    out = tmp_path / "tools"
+    outcome = run(RunConfig("spider1", "tool-agent", "oracle", out=out, workers=8))
+    assert len(outcome.tasks) == 972
+    assert outcome.summary["correct"] == 972 and outcome.summary["score"] == 1.0
+    trajectory = json.loads(next((out / "trajectories").glob("*.json")).read_text())
+    assert [s["action"]["name"] for s in trajectory["steps"]] == ["ExecuteSQL", "Terminate"]

@@ -20,12 +20,14 @@ from rich.progress import (
 from querybench.errors import QuerybenchError
 
 console = Console(stderr=True)
+AGENT_METHODS = ("spider-agent", "tool-agent")
 
 
 def run(
     benchmark: Annotated[str, typer.Argument(help="spider1, bird, spider2-lite, spider2-snow, …")],
     method: Annotated[
-        str, typer.Option(help="zero-shot, dail-sql, din-sql or chess.")
+        str,
+        typer.Option(help="zero-shot, dail-sql, din-sql, chess, spider-agent or tool-agent."),
     ] = "zero-shot",
     model: Annotated[
         str, typer.Option(help="Model name at the endpoint, or the labelled oracle / constant.")
@@ -90,6 +92,23 @@ def run(
             help="Oracle setting: add the docs of the functions the gold SQL uses to the prompt."
         ),
     ] = False,
+    max_steps: Annotated[
+        int | None, typer.Option(min=1, help="Agent: model replies per task at most (30).")
+    ] = None,
+    action_timeout: Annotated[
+        float | None, typer.Option(min=0.1, help="Agent: seconds per action at most (120).")
+    ] = None,
+    max_observation_chars: Annotated[
+        int | None,
+        typer.Option(min=1, help="Agent: observations are cut at this many characters (5000)."),
+    ] = None,
+    unsafe_bash: Annotated[
+        bool,
+        typer.Option(
+            help="Agent: run Bash actions unsandboxed on this machine where bubblewrap cannot "
+            "sandbox them (otherwise the agent refuses Bash)."
+        ),
+    ] = False,
     out: Annotated[
         Path | None, typer.Option(help="Run folder (default runs/<bench>-<method>-<model>).")
     ] = None,
@@ -106,6 +125,17 @@ def run(
     from querybench.runs.runner import run as run_benchmark
     from querybench.runs.store import InstanceRecord
 
+    agent_options = {
+        "max_steps": max_steps,
+        "action_timeout": action_timeout,
+        "max_observation_chars": max_observation_chars,
+        "unsafe_bash": unsafe_bash or None,
+    }
+    extra = {k: v for k, v in agent_options.items() if v is not None}
+    if extra and method not in AGENT_METHODS:
+        flags = ", ".join("--" + k.replace("_", "-") for k in extra)
+        console.print(f"[red]error:[/red] {flags}: options of {' and '.join(AGENT_METHODS)} only")
+        raise typer.Exit(2)
     safe_model = model.replace("/", "_")
     config = RunConfig(
         benchmark=benchmark,
@@ -137,6 +167,7 @@ def run(
         retry_failed=retry_failed,
         reference_plan=reference_plan,
         oracle_functions=oracle_functions,
+        extra=extra,
     )
     progress = Progress(
         TextColumn("[progress.description]{task.description}"),
@@ -194,4 +225,3 @@ def run(
         f" = {100 * summary.get('score', 0.0):.2f}%  tokens {summary['tokens']['total']}"
         f"  cost ${summary['cost']:.4f}  {time.perf_counter() - started:.1f}s  -> {config.out}"
     )
-

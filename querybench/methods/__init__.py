@@ -19,7 +19,15 @@ if TYPE_CHECKING:
     from querybench.models.base import ChatModel, Completion, Message, Sampling
     from querybench.tasks.model import Task
 
-__all__ = ["METHODS", "Candidate", "Method", "MethodOutput", "MethodSettings", "get_method"]
+__all__ = [
+    "METHODS",
+    "Candidate",
+    "Method",
+    "MethodOutput",
+    "MethodSettings",
+    "get_method",
+    "option_defaults",
+]
 
 METHODS = {
     "zero-shot": "querybench.methods.zero_shot",
@@ -27,6 +35,7 @@ METHODS = {
     "din-sql": "querybench.methods.din_sql",
     "chess": "querybench.methods.chess",
     "spider-agent": "querybench.methods.spider_agent",
+    "tool-agent": "querybench.methods.tool_agent",
 }
 
 
@@ -72,3 +81,13 @@ def get_method(name: str) -> Method:
 
     method: Method = importlib.import_module(METHODS[name]).METHOD
     return method
+
+
+def option_defaults(name: str) -> dict[str, Any]:
+    """The method's own options (`MethodSettings.options`) and their defaults; none for most."""
+    if name not in METHODS:
+        return {}
+    import importlib
+
+    defaults: dict[str, Any] = getattr(importlib.import_module(METHODS[name]), "OPTIONS", {})
+    return defaults

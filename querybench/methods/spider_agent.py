@@ -1,10 +1,12 @@
 """Spider-Agent as a method: the agent explores the task's database in its workspace and its
 final SQL is the prediction the run scores.
 
-Options (`RunConfig.extra`, `--unsafe-bash` on the command line): `max_steps`,
-`action_timeout`, `max_observation_chars`, `context_tokens`, `unsafe_bash`. The trajectory of
-each task is written to `RUNDIR/trajectories/<instance_id>.json`. With the labelled `oracle`
-model the agent is driven by `AgentOracle` (gold SQL through ExecuteSQL, then Terminate).
+Options (`RunConfig.extra`; `--max-steps`, `--action-timeout`, `--max-observation-chars`,
+`--unsafe-bash` on the command line): `OPTIONS` and their defaults. They are part of the run's
+identity. The trajectory of each task is written to `RUNDIR/trajectories/<instance_id>.json`.
+With the labelled `oracle` model the agent is driven by `AgentOracle` (gold SQL through
+ExecuteSQL, then Terminate). `tool-agent` (`methods/tool_agent.py`) is the same method over
+native tool calls.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from querybench.agent.loop import AgentConfig, AgentResult, run_agent, system_prompt
+from querybench.agent.loop import TEXT, AgentConfig, AgentResult, Driver, run_agent
 from querybench.agent.oracle import AgentOracle
 from querybench.agent.workspace import Workspace, WorkspaceOptions
 from querybench.data import data_root
@@ -30,10 +32,21 @@ if TYPE_CHECKING:
     from querybench.tasks.model import Task
 
 CONFIG_KEYS = ("max_steps", "max_observation_chars", "context_tokens")
+# The agent's options (MethodSettings.options) and their defaults.
+OPTIONS: dict[str, Any] = {
+    **{key: getattr(AgentConfig(), key) for key in CONFIG_KEYS},
+    "action_timeout": WorkspaceOptions().action_timeout,
+    "unsafe_bash": WorkspaceOptions().unsafe_bash,
+}
 
 
 class SpiderAgent:
-    name = "spider-agent"
+    def __init__(
+        self, name: str = "spider-agent", driver: Driver = TEXT, oracle: type[Any] = AgentOracle
+    ) -> None:
+        self.name = name
+        self.driver = driver
+        self.oracle = oracle
 
     async def solve(self, task: Task, model: ChatModel, settings: MethodSettings) -> MethodOutput:
         options = settings.options
@@ -43,13 +56,13 @@ class SpiderAgent:
             unsafe_bash=bool(options.get("unsafe_bash", False)),
         )
         if model.name == "oracle":
-            model = AgentOracle()
+            model = self.oracle()
         start = time.perf_counter()
         workspace = await asyncio.to_thread(open_workspace, task, settings, workspace_options)
         try:
             context_s = time.perf_counter() - start
-            result = await run_agent(workspace, model, config, settings.sampling)
-            system = system_prompt(workspace, config)
+            result = await run_agent(workspace, model, config, settings.sampling, self.driver)
+            system = self.driver.system_prompt(workspace, config)
         finally:
             await asyncio.to_thread(workspace.close)
         if settings.run_dir is not None:
@@ -61,7 +74,7 @@ def open_workspace(task: Task, settings: MethodSettings, options: WorkspaceOptio
     database = task_database(task, settings.data_dir or data_root())
     if database is None:
         raise EngineUnavailable(
-            f"{task.instance_id}: spider-agent runs on local SQLite databases so far; "
+            f"{task.instance_id}: the agent runs on local SQLite databases so far; "
             f"none found for {task.db}"
         )
     return Workspace(task, connect(database), options)

@@ -1,8 +1,9 @@
 """The resolved configuration of a run, written to RUNDIR/config.json.
 
 Re-running into the same folder resumes it; that is refused when a field that changes the
-answers (benchmark, method, model, endpoint, sampling, n, prompt budget) differs, so one folder
-never mixes two experiments.
+answers (benchmark, method, model, endpoint, sampling, n, prompt budget, the method's own
+options in `extra` such as the agent's step cap) differs, so one folder never mixes two
+experiments.
 """
 
 from __future__ import annotations
@@ -100,9 +101,14 @@ def check_resume(config: RunConfig) -> None:
             raise DataError(f"{path} is unreadable ({exc}); use a new --out folder") from exc
         # a key an older config.json lacks held its default then
         defaults = {f.name: f.default for f in fields(RunConfig)}
-        changed = [k for k in IDENTITY if earlier.get(k, defaults.get(k)) != current.get(k)]
-        if changed:
-            detail = ", ".join(f"{k}: {earlier.get(k)!r} -> {current.get(k)!r}" for k in changed)
+        changes = [
+            (k, earlier.get(k, defaults.get(k)), current.get(k))
+            for k in IDENTITY
+            if earlier.get(k, defaults.get(k)) != current.get(k)
+        ]
+        changes += _option_changes(config.method, earlier.get("extra") or {}, config.extra)
+        if changes:
+            detail = ", ".join(f"{k}: {before!r} -> {after!r}" for k, before, after in changes)
             raise DataError(
                 f"{config.out} holds another experiment ({detail}); use a new --out folder"
             )
@@ -110,3 +116,18 @@ def check_resume(config: RunConfig) -> None:
     tmp = path.with_suffix(".json.tmp")
     tmp.write_text(json.dumps(current, indent=2) + "\n", encoding="utf-8")
     tmp.replace(path)
+
+
+def _option_changes(
+    method: str, earlier: dict[str, Any], current: dict[str, Any]
+) -> list[tuple[str, Any, Any]]:
+    """Method options that differ, an option left unset counting as its default."""
+    from querybench.methods import option_defaults
+
+    defaults = option_defaults(method)
+    out = []
+    for key in sorted({*earlier, *current}):
+        before, after = earlier.get(key, defaults.get(key)), current.get(key, defaults.get(key))
+        if before != after:
+            out.append((key, before, after))
+    return out
