@@ -172,10 +172,15 @@ class SQLReward:
         On processes, the calls of one event-loop pass (and those made while every worker is
         busy) travel together as one batch (`coalesce.py`), so concurrent rollouts get the
         batch rate of `score_many` rather than one process round trip each."""
+        return await self.ascore_sql(database, gold_sql, answer_sql(completion))
+
+    async def ascore_sql(
+        self, database: str | Path, gold_sql: str, sql: str | None
+    ) -> RewardOutcome:
+        """`ascore` of an already extracted query (None: there was none)."""
         if self.processes:
-            item = (str(database), gold_sql, answer_sql(completion))
-            return await self._coalescer().score(item)
-        return await asyncio.to_thread(self.score, database, gold_sql, completion)
+            return await self._coalescer().score((str(database), gold_sql, sql))
+        return await asyncio.to_thread(self.score_sql, database, gold_sql, sql)
 
     def score_many(self, items: Sequence[RewardItem]) -> list[RewardOutcome]:
         """Rewards for many answers at once, all answer queries sharing the pool; in order."""

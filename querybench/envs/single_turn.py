@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 import verifiers.v1 as vf
 
-from querybench.envs.reward import RewardOutcome, SQLReward
+from querybench.envs.reward import RewardOutcome, SQLReward, answer_sql
 from querybench.envs.tasks import load_sql_tasks
 
 _reward: SQLReward | None = None
@@ -57,8 +57,11 @@ class SQLTaskData(vf.TaskData):  # type: ignore[misc]
     db_id: str
 
 
-class SQLTask(vf.Task[SQLTaskData, vf.State, vf.TaskConfig]):  # type: ignore[misc]
-    """Scores the reply's first ```sql block against the gold by BIRD execution match."""
+class ExecutionMatchScoring:
+    """The reward and metrics of a SQL task, shared by the single- and multi-turn tasks:
+    `submitted_sql` is scored against the gold by BIRD execution match."""
+
+    data: SQLTaskData
 
     @vf.metric  # type: ignore[untyped-decorator]
     async def execution(self, trace: Any) -> dict[str, float]:
@@ -69,9 +72,9 @@ class SQLTask(vf.Task[SQLTaskData, vf.State, vf.TaskConfig]):  # type: ignore[mi
     async def execution_match(self, trace: Any) -> float:
         return (await self._outcome(trace)).reward
 
-    def answer_text(self, trace: Any) -> str:
-        """What is scored: the final reply (overridden by the multi-turn task)."""
-        return str(trace.last_reply or "")
+    def submitted_sql(self, trace: Any) -> str | None:
+        """What is scored: the final reply's first ```sql block (None: it has none)."""
+        return answer_sql(str(trace.last_reply or ""))
 
     async def _outcome(self, trace: Any) -> RewardOutcome:
         # Metrics run before rewards: the reward reuses (and forgets) the metric's outcome.
@@ -80,8 +83,8 @@ class SQLTask(vf.Task[SQLTaskData, vf.State, vf.TaskConfig]):  # type: ignore[mi
         outcome = memo.pop(key, None)
         if outcome is None:
             data = self.data
-            outcome = await shared_reward().ascore(
-                data.database, data.gold_sql, self.answer_text(trace)
+            outcome = await shared_reward().ascore_sql(
+                data.database, data.gold_sql, self.submitted_sql(trace)
             )
             memo[key] = outcome
             trace.info["execution_match"] = {
@@ -89,6 +92,10 @@ class SQLTask(vf.Task[SQLTaskData, vf.State, vf.TaskConfig]):  # type: ignore[mi
                 "message": outcome.verdict.message,
             }
         return outcome
+
+
+class SQLTask(ExecutionMatchScoring, vf.Task[SQLTaskData, vf.State, vf.TaskConfig]):  # type: ignore[misc]
+    """Scores the reply's first ```sql block against the gold by BIRD execution match."""
 
 
 class SQLTaskset(vf.Taskset[SQLTask, SQLTasksetConfig]):  # type: ignore[misc]
