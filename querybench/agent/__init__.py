@@ -4,11 +4,14 @@
     result = await run_agent(workspace, model, AgentConfig(), Sampling())
     result.final_sql, result.steps
 
-`querybench run <benchmark> --method spider-agent` runs it (`methods/spider_agent.py`).
+`querybench run <benchmark> --method spider-agent` runs it (`methods/spider_agent.py`);
+`--method tool-agent` runs the same loop with the actions as native tools (`run_agent(...,
+TOOLS)`, `methods/tool_agent.py`).
 
-`actions` the action space, `protocol` the text protocol (Thought/Action), `prompts` the
-prompts, `workspace` one task's folder and database connection, `sandbox` the bubblewrap jail
-for `Bash`, `loop` the loop rules, `oracle` the gold-driven model for pipeline checks.
+`actions` the action space, `protocol` the text protocol (Thought/Action), `tool_calls` the
+native tool-calling driver, `prompts` the prompts, `workspace` one task's folder and database
+connection, `sandbox` the bubblewrap jail for `Bash`, `loop` the loop rules over either
+driver, `oracle` the gold-driven models for pipeline checks.
 """
 
 from __future__ import annotations
