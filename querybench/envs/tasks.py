@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import dataclasses
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from querybench.context import build_context
+from querybench.envs.skiplist import read_skip_list
 from querybench.errors import DataError
 from querybench.methods.zero_shot import DIALECT_NAMES, DIALECT_NOTES, QUESTION, SYSTEM
 from querybench.tasks import load_tasks
@@ -54,8 +56,29 @@ def load_sql_tasks(
 
     `data_dir` is the folder holding the taskset's data (BIRD: `dev.json` and
     `dev_databases/<db>/<db>.sqlite` or `<db>/<db>.sqlite`); default `$BIRD_DIR` for BIRD,
-    else `$QUERYBENCH_DATA/<bird|spider1>`. `path` is the task file for `custom`.
+    else `$QUERYBENCH_DATA/<bird|spider1>`. `path` is the task file for `custom`. BIRD train
+    leaves out the questions of the shipped skip list (`bird_train_skip.txt`), whose gold
+    fails on the installed SQLite.
     """
+    skip = read_skip_list() if (taskset, split) == ("bird", "train") else frozenset()
+    tasks: list[SQLTask] = []
+    for task, database in located_tasks(taskset, split=split, data_dir=data_dir, path=path):
+        if num_tasks is not None and len(tasks) >= num_tasks:
+            break
+        if task.instance_id not in skip:
+            tasks.append(_sql_task(task, database, budget))
+    return tasks
+
+
+def located_tasks(
+    taskset: str,
+    *,
+    split: str = "dev",
+    data_dir: str | Path | None = None,
+    path: str | Path | None = None,
+) -> Iterator[tuple[Task, Path]]:
+    """Each task of `taskset` whose database file is present and whose gold SQL is known,
+    with that file (no prompt built and no skip list applied: `skiplist` runs these)."""
     if taskset not in _SPLITS:
         raise DataError(f"unknown taskset {taskset!r}; choose one of {', '.join(TASKSETS)}")
     benchmark = _SPLITS[taskset].get(split)
@@ -63,16 +86,10 @@ def load_sql_tasks(
         splits = ", ".join(_SPLITS[taskset])
         raise DataError(f"taskset {taskset!r} has no split {split!r}; choose one of {splits}")
     folder = _data_folder(taskset, data_dir)
-    loaded = _load(benchmark, folder, path)
-    tasks: list[SQLTask] = []
-    for task in loaded:
-        if num_tasks is not None and len(tasks) >= num_tasks:
-            break
+    for task in _load(benchmark, folder, path):
         database = _database(task, folder, split)
-        if database is None or not task.gold.sql:
-            continue
-        tasks.append(_sql_task(task, database, budget))
-    return tasks
+        if database is not None and task.gold.sql:
+            yield task, database
 
 
 def _data_folder(taskset: str, data_dir: str | Path | None) -> Path | None:
