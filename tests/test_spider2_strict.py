@@ -37,6 +37,8 @@ CASES = [
     ("a\n1\n1\n2\n", "x\n1\n2\n2\n", True, False, False),  # multisets, not sets
     ("a,b\n1.004,b\n1.002,a\n", "x,y\n1.000,a\n1.006,b\n", True, True, True),  # pairing under tol
     ("a\n", "x\n", True, True, True),
+    ("a\n7.5\n", "x\ninf\n", False, False, False),  # an infinity equals only itself
+    ("a\ninf\n", "x\ninf\n", False, True, True),
     ("a\n1\n", "x\n", True, False, False),  # row counts must be equal
 ]
 

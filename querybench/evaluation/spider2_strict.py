@@ -117,9 +117,10 @@ def cells_equal(
     ka, kb = a.kind[ia], b.kind[ib]
     na, nb = a.num[ia], b.num[ib]
     with np.errstate(invalid="ignore", over="ignore"):
-        close = (na == nb) | (
-            np.abs(na - nb) <= np.maximum(REL_TOL * np.maximum(np.abs(na), np.abs(nb)), ABS_TOL)
-        )
+        diff = np.abs(na - nb)
+        bound = np.maximum(REL_TOL * np.maximum(np.abs(na), np.abs(nb)), ABS_TOL)
+        # An infinity equals only itself: its bound would be infinite too.
+        close = (na == nb) | (np.isfinite(diff) & (diff <= bound))
     same_text = a.text[ia] == b.text[ib]
     equal: npt.NDArray[np.bool_] = (ka == kb) & (
         (ka == MISSING) | ((ka == NUMBER) & close) | ((ka == TEXT) & same_text)
