@@ -68,7 +68,11 @@ class ScriptedServer:
                 if isinstance(step, Fault):
                     self._fault(step)
                     return
-                self._send(200, json.dumps(_completion(body, step)).encode())
+                completion = _completion(body, step)
+                if body.get("stream"):
+                    self._send(200, _event_stream(completion), {}, "text/event-stream")
+                else:
+                    self._send(200, json.dumps(completion).encode())
 
             def _fault(self, fault: Fault) -> None:
                 if fault.hang:
@@ -82,11 +86,15 @@ class ScriptedServer:
                 self._send(fault.status, b'{"error": {"message": "scripted fault"}}', headers)
 
             def _send(
-                self, status: int, data: bytes, headers: dict[str, str] | None = None
+                self,
+                status: int,
+                data: bytes,
+                headers: dict[str, str] | None = None,
+                content_type: str = "application/json",
             ) -> None:
                 try:
                     self.send_response(status)
-                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Type", content_type)
                     self.send_header("Content-Length", str(len(data)))
                     for k, v in (headers or {}).items():
                         self.send_header(k, v)
@@ -147,6 +155,24 @@ def _completion(body: dict[str, Any], reply: Reply) -> dict[str, Any]:
             "total_tokens": reply.prompt_tokens + reply.completion_tokens,
         }
     return out
+
+
+def _event_stream(completion: dict[str, Any]) -> bytes:
+    """The same completion as `stream: true` clients read it: one delta chunk with the whole
+    message, a final chunk with the finish reason (and usage), then `[DONE]`."""
+    choice = completion["choices"][0]
+    delta = dict(choice["message"])
+    if "tool_calls" in delta:
+        delta["tool_calls"] = [dict(call, index=i) for i, call in enumerate(delta["tool_calls"])]
+    base = {k: completion[k] for k in ("id", "model")} | {"object": "chat.completion.chunk"}
+    chunks = [
+        base | {"choices": [{"index": 0, "delta": delta, "finish_reason": None}]},
+        base | {"choices": [{"index": 0, "delta": {}, "finish_reason": choice["finish_reason"]}]},
+    ]
+    if "usage" in completion:
+        chunks.append(base | {"choices": [], "usage": completion["usage"]})
+    events = [f"data: {json.dumps(chunk)}\n\n" for chunk in chunks] + ["data: [DONE]\n\n"]
+    return "".join(events).encode()
 
 
 def _message(reply: Reply) -> dict[str, Any]:
