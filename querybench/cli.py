@@ -261,6 +261,8 @@ app.command("run")(__import__("querybench.commands.run", fromlist=["run"]).run)
 
 app.command("report")(__import__("querybench.commands.report", fromlist=["r"]).report)
 
+app.command("audit")(__import__("querybench.commands.audit", fromlist=["a"]).audit)
+
 
 def main() -> None:
     app()

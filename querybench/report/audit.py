@@ -1,0 +1,173 @@
+"""A check of a Spider 2.0 gold folder: what in the gold itself can make scoring wrong.
+
+Each finding names an instance, a kind and a detail. The kinds:
+
+* `missing_gold`: an eval-config entry with no gold CSV at all;
+* `condition_cols_out_of_range`: a gold file that the condition columns, as the strict scoring
+  gives them to each alternative, do not fit (that alternative can never match);
+* `duplicate_alternative`: an alternative with the same parsed content as an earlier one;
+* `duplicate_header`: a gold CSV naming a column twice (pandas renames the second `x.1`);
+* `header_only`: a gold CSV with a header and no rows;
+* `unreadable_gold`: a gold CSV the official parsing rejects (empty, not UTF-8, malformed);
+* `unexpected_config_shape`: an `ignore_order` that is not a boolean, or `condition_cols` that
+  is neither empty, a list of column indices nor a list of such lists;
+* `gold_without_config`: a gold CSV whose instance has no eval-config entry.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from querybench.errors import DataError
+from querybench.evaluation.large_result import ResultTable, read_result
+from querybench.evaluation.spider2 import strict_condition_cols
+from querybench.evaluation.spider2_gold import Benchmark, Spider2Gold, _eval_file_name
+
+KINDS = (
+    "missing_gold",
+    "condition_cols_out_of_range",
+    "duplicate_alternative",
+    "duplicate_header",
+    "header_only",
+    "unreadable_gold",
+    "unexpected_config_shape",
+    "gold_without_config",
+)
+
+
+@dataclass(frozen=True)
+class Finding:
+    instance_id: str
+    kind: str
+    detail: str
+
+    def to_json(self) -> str:
+        return json.dumps(
+            {"instance_id": self.instance_id, "kind": self.kind, "detail": self.detail}
+        )
+
+
+def audit_gold(gold_dir: str | Path, benchmark: Benchmark) -> list[Finding]:
+    """Every finding in a gold folder, by instance id then kind; `DataError` if it is unusable."""
+    gold = Spider2Gold(gold_dir, benchmark)
+    findings = list(_config_shapes(gold.dir / _eval_file_name(benchmark)))
+    used: set[str] = set()
+    for iid, spec in sorted(gold.specs.items()):
+        paths, _ = gold.result_paths(iid)
+        if not paths:
+            findings.append(Finding(iid, "missing_gold", f"no {iid}.csv nor {iid}_<letter>.csv"))
+            continue
+        used.update(p.name for p in paths)
+        findings.extend(_instance_findings(iid, paths, spec.condition_cols))
+    for name in sorted(_orphans(gold, used)):
+        findings.append(Finding(_instance_of(name), "gold_without_config", name))
+    findings.sort(key=lambda f: (f.instance_id, KINDS.index(f.kind), f.detail))
+    return findings
+
+
+def _instance_findings(iid: str, paths: list[Path], condition_cols: Any) -> Iterator[Finding]:
+    tables: list[tuple[Path, ResultTable]] = []
+    for path in paths:
+        duplicated = _duplicate_names(path)
+        if duplicated:
+            yield Finding(iid, "duplicate_header", f"{path.name}: {', '.join(duplicated)}")
+        try:
+            table = read_result(path)
+        except DataError as exc:
+            yield Finding(iid, "unreadable_gold", str(exc).replace(str(path), path.name))
+            continue
+        tables.append((path, table))
+        if table.shape[0] == 0:
+            width = table.shape[1]
+            noun = "column" if width == 1 else "columns"
+            yield Finding(iid, "header_only", f"{path.name}: {width} {noun}, no rows")
+    for i, cols in enumerate(strict_condition_cols(condition_cols, len(paths))):
+        parsed = next((t for p, t in tables if p == paths[i]), None)
+        if cols is None or parsed is None:
+            continue
+        width = parsed.shape[1]
+        if any(not isinstance(c, int) or not 0 <= c < width for c in cols):  # as strict
+            yield Finding(
+                iid,
+                "condition_cols_out_of_range",
+                f"{paths[i].name}: condition_cols {cols} for {width} columns",
+            )
+    for j, (path, table) in enumerate(tables):
+        for earlier, other in tables[:j]:
+            if _same_content(path, table, earlier, other):
+                yield Finding(
+                    iid, "duplicate_alternative", f"{path.name} is identical to {earlier.name}"
+                )
+                break
+
+
+def _same_content(path: Path, table: ResultTable, other_path: Path, other: ResultTable) -> bool:
+    if isinstance(table, pd.DataFrame) and isinstance(other, pd.DataFrame):
+        return list(table.columns) == list(other.columns) and table.equals(other)
+    # A big file read as compact columns: only a byte-identical copy is known to be the same.
+    return path.read_bytes() == other_path.read_bytes()
+
+
+def _duplicate_names(path: Path) -> list[str]:
+    """Header names given twice, from the raw header (pandas would rename them)."""
+    try:
+        with path.open(encoding="utf-8", newline="") as handle:
+            header = next(csv.reader(handle), [])
+    except (OSError, UnicodeDecodeError, csv.Error):
+        return []  # unreadable files are reported by the parse that follows
+    seen: set[str] = set()
+    out: list[str] = []
+    for name in header:
+        if name in seen and name not in out:
+            out.append(name)
+        seen.add(name)
+    return out
+
+
+def _config_shapes(config: Path) -> Iterator[Finding]:
+    for line in config.read_text(encoding="utf-8").splitlines():
+        if not line.strip():
+            continue
+        item = json.loads(line)  # Spider2Gold has already refused a bad line
+        iid = str(item["instance_id"])
+        if not isinstance(item.get("ignore_order"), bool):
+            shown = json.dumps(item["ignore_order"]) if "ignore_order" in item else "missing"
+            yield Finding(iid, "unexpected_config_shape", f"ignore_order {shown}")
+        cols = item.get("condition_cols")
+        if not _expected_cols(cols):
+            yield Finding(iid, "unexpected_config_shape", f"condition_cols {json.dumps(cols)}")
+
+
+def _expected_cols(cols: Any) -> bool:
+    if cols is None:
+        return True
+    if not isinstance(cols, list):
+        return False
+    if all(_is_index(c) for c in cols):
+        return True
+    return all(isinstance(c, list) and all(_is_index(x) for x in c) for c in cols)
+
+
+def _is_index(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _orphans(gold: Spider2Gold, used: set[str]) -> set[str]:
+    """Gold CSVs that belong to no instance of the config (not shadowed alternatives)."""
+    names = {p.name for p in (gold.dir / "exec_result").iterdir() if p.suffix == ".csv"}
+    return {
+        n for n in names - used if _instance_of(n) not in gold.specs and n[:-4] not in gold.specs
+    }
+
+
+def _instance_of(name: str) -> str:
+    stem = name.removesuffix(".csv")
+    base, _, letter = stem.rpartition("_")
+    return base if base and len(letter) == 1 and letter.islower() else stem
