@@ -49,7 +49,8 @@ def default_gold_dir(benchmark: Benchmark) -> Path:
     return data_root() / "spider2" / benchmark / "evaluation_suite" / "gold"
 
 
-def _eval_file_name(benchmark: Benchmark) -> str:
+def eval_file_name(benchmark: Benchmark) -> str:
+    """The eval config's file name inside a gold folder."""
     return "spider2lite_eval.jsonl" if benchmark == "spider2-lite" else "spider2snow_eval.jsonl"
 
 
@@ -59,7 +60,7 @@ class Spider2Gold:
     def __init__(self, gold_dir: str | Path, benchmark: Benchmark) -> None:
         self.dir = Path(gold_dir)
         self.benchmark = benchmark
-        config = self.dir / _eval_file_name(benchmark)
+        config = self.dir / eval_file_name(benchmark)
         if not config.is_file():
             raise DataError(f"gold folder {self.dir} has no {config.name}")
         self.specs = _read_specs(config)
@@ -108,7 +109,7 @@ class Spider2Gold:
         question), so it takes that task's difficulty.
         """
         lite = self.dir.parent.parent.parent / "spider2-lite" / "evaluation_suite" / "gold"
-        config = lite / _eval_file_name("spider2-lite")
+        config = lite / eval_file_name("spider2-lite")
         if self.benchmark != "spider2-snow" or not config.is_file():
             return {}
         return {i: s.toks for i, s in _read_specs(config).items() if s.toks is not None}

@@ -28,7 +28,7 @@ import pandas as pd
 from querybench.errors import DataError
 from querybench.evaluation.large_result import ResultTable, read_result
 from querybench.evaluation.spider2 import strict_condition_cols
-from querybench.evaluation.spider2_gold import Benchmark, Spider2Gold, _eval_file_name
+from querybench.evaluation.spider2_gold import Benchmark, Spider2Gold, eval_file_name
 
 KINDS = (
     "missing_gold",
@@ -57,7 +57,7 @@ class Finding:
 def audit_gold(gold_dir: str | Path, benchmark: Benchmark) -> list[Finding]:
     """Every finding in a gold folder, by instance id then kind; `DataError` if it is unusable."""
     gold = Spider2Gold(gold_dir, benchmark)
-    findings = list(_config_shapes(gold.dir / _eval_file_name(benchmark)))
+    findings = list(_config_shapes(gold.dir / eval_file_name(benchmark)))
     used: set[str] = set()
     for iid, spec in sorted(gold.specs.items()):
         paths, _ = gold.result_paths(iid)
