@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from querybench.engines.sqlite import SQLiteEngine, single_statement
-from querybench.errors import EngineError, QueryRefused, QueryTimeout
+from querybench.errors import EngineError, QueryRefused, QueryTimeout, ResultTooLarge
 from tests.test_engines_conformance import build_database
 
 
@@ -153,3 +153,37 @@ def test_closed_engine_raises_an_engine_error(database: Path) -> None:
     engine.close()
     with pytest.raises(EngineError):
         engine.execute("SELECT 1")
+
+
+def test_execute_batches_streams_the_rows_of_execute(engine: SQLiteEngine) -> None:
+    sql = "SELECT v FROM mixed"
+    batches = list(engine.execute_batches(sql, batch=4))
+    assert [len(b) for b in batches] == [4, 2]
+    assert [row for b in batches for row in b] == engine.execute(sql).rows
+    # invalid UTF-8 after a valid row is decoded as `execute` decodes it, each row handed out once
+    broken = "SELECT t FROM broken ORDER BY rowid DESC"
+    streamed = [row for b in engine.execute_batches(broken, batch=1) for row in b]
+    assert streamed == engine.execute(broken).rows == [("héllo",), ("A",)]
+
+
+def test_execute_batches_keeps_the_guarantees_of_execute(engine: SQLiteEngine) -> None:
+    with pytest.raises(QueryRefused):  # refused when asked, before anything is read
+        engine.execute_batches("SELECT 1; SELECT 2")
+    with pytest.raises(QueryRefused):
+        next(engine.execute_batches("SELECT load_extension('x')"))
+    endless = "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n) SELECT max(i) FROM n"
+    with pytest.raises(QueryTimeout):
+        next(engine.execute_batches(endless, timeout=0.2))
+    many = "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n) SELECT i FROM n"
+    handed: list[int] = []
+    with pytest.raises(ResultTooLarge):  # the rows within the cap come out first
+        handed.extend(len(b) for b in engine.execute_batches(many, max_rows=25, batch=10))
+    assert handed == [10, 10, 5]
+
+
+def test_execute_batches_stopped_early_frees_the_connection(engine: SQLiteEngine) -> None:
+    endless = "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n) SELECT i FROM n"
+    batches = engine.execute_batches(endless, batch=3)
+    assert next(batches) == [(1,), (2,), (3,)]
+    batches.close()  # the cursor is closed and the lock released at once
+    assert engine.execute("SELECT 7").rows == [(7,)]

@@ -6,13 +6,23 @@ import hashlib
 import sqlite3
 import threading
 import time
+from collections.abc import Generator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from querybench.engines.base import Result
+from querybench.engines.base import FETCH_CHUNK, Result
+from querybench.engines.sqlite import SQLiteEngine
 from querybench.envs import SQLReward, answer_sql, execution_match, sql_workers
+from querybench.envs.match import run_answer
 from querybench.errors import EngineError
+from querybench.evaluation.bird import (
+    StreamedMatch,
+    bird_result_match,
+    bird_stream_match,
+    is_trivial_result,
+)
 
 GOLD = "SELECT name FROM t WHERE x > 1"
 
@@ -191,3 +201,100 @@ def test_concurrent_ascore_calls_travel_in_few_batches(reward: SQLReward, db: Pa
         del reward._batch
     assert rewards == [1.0, 0.0, 0.0, 0.0] * 25 + [1.0]
     assert sum(sizes) == 101 and len(sizes) <= 8 and sizes[-1] == 1
+
+
+FIVE_MILLION = "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 5000000) "
+
+
+class CountingEngine(SQLiteEngine):
+    """Counts every row the engine hands to the comparison."""
+
+    fetched = 0
+
+    def execute_batches(  # type: ignore[override]
+        self, sql: str, **kwargs: Any
+    ) -> Generator[list[tuple[Any, ...]], None, None]:
+        inner = super().execute_batches(sql, **kwargs)
+        try:
+            for batch in inner:
+                self.fetched += len(batch)
+                yield batch
+        finally:
+            inner.close()
+
+
+def test_a_huge_foreign_answer_stops_at_its_first_row(db: Path) -> None:
+    gold = Result(("name",), [("b",), ("c",)])
+    with CountingEngine(db) as engine:
+        answer = run_answer(
+            engine, FIVE_MILLION + "SELECT i FROM n", gold, timeout=30, max_rows=10_000_000
+        )
+        assert isinstance(answer, StreamedMatch)
+        assert not answer.matched and answer.rows_read == 1 and not answer.trivial
+        assert engine.fetched <= FETCH_CHUNK  # one batch of the 5 million, no more
+        assert engine.execute("SELECT 1").rows == [(1,)]  # the cursor was let go
+    outcome = execution_match(gold, answer)
+    assert outcome.reward == 0.0 and outcome.verdict.error == "wrong_result"
+    assert outcome.metrics == {"error": 0.0, "trivial": 0.0, "gold_error": 0.0}
+
+
+def test_a_huge_superset_of_the_gold_stops_at_the_first_foreign_row(db: Path) -> None:
+    gold = Result(("name",), [("b",), ("c",), ("c",)])
+    superset = GOLD + " UNION ALL " + "SELECT * FROM (" + FIVE_MILLION + "SELECT 'z' FROM n)"
+    with CountingEngine(db) as engine:
+        answer = run_answer(engine, superset, gold, timeout=30, max_rows=None)
+        assert isinstance(answer, StreamedMatch)
+        assert not answer.matched and answer.rows_read == 4
+        assert engine.fetched <= FETCH_CHUNK
+
+
+@pytest.mark.parametrize("processes", [True, False])
+def test_huge_answers_score_zero_without_error_on_both_paths(
+    db: Path, tmp_path: Path, processes: bool
+) -> None:
+    huge = sql(FIVE_MILLION + "SELECT i FROM n")
+    with SQLReward(workers=1, cache_dir=tmp_path, processes=processes, answer_max_rows=100) as r:
+        wrong = r.score(db, GOLD, huge)
+        assert wrong.reward == 0.0 and wrong.verdict.error == "wrong_result"
+        assert wrong.metrics["error"] == 0.0
+        # only gold rows, past the cap: still capped
+        capped = r.score(db, GOLD, sql(FIVE_MILLION + "SELECT 'b' FROM n"))
+        assert capped.reward == 0.0 and capped.verdict.error == "too_many_rows"
+        assert r.score(db, GOLD, sql(GOLD + " UNION ALL " + GOLD)).reward == 1.0
+
+
+@pytest.mark.parametrize(
+    ("gold", "answer", "matched"),
+    [
+        ([(1,), (2,)], [(2.0,), (1,), (1,), (2,)], True),  # duplicates, order, 1 == 1.0
+        ([(1,)], [(1.0,)], True),
+        ([], [], True),
+        ([(1,)], [], False),
+        ([], [(0,)], False),
+        ([(1,), (2,)], [(1,), (1,)], False),  # a gold row never seen
+        ([("a", 1)], [("a", 1.0), ("a", 1)], True),
+        ([(None,)], [(None,)], True),
+    ],
+)
+@pytest.mark.parametrize("batch", [1, 2, 100])
+def test_streamed_match_is_the_bird_set_rule(
+    gold: list[tuple[Any, ...]], answer: list[tuple[Any, ...]], matched: bool, batch: int
+) -> None:
+    batches = [answer[i : i + batch] for i in range(0, len(answer), batch)]
+    streamed = bird_stream_match(gold, batches)
+    assert streamed.matched is matched is bird_result_match(gold, answer)
+    assert streamed.trivial is is_trivial_result(answer)
+    whole = execution_match(Result(("a",), gold), Result(("a",), answer))
+    by_stream = execution_match(Result(("a",), gold), streamed)
+    assert (by_stream.reward, by_stream.verdict.error, by_stream.metrics) == (
+        whole.reward,
+        whole.verdict.error,
+        whole.metrics,
+    )
+
+
+def test_streamed_trivial_looks_past_a_lone_first_row() -> None:
+    # the first row is foreign, so the comparison stops; one more batch tells trivial apart
+    assert not bird_stream_match([(5,)], [[(1,)], [(2,)]]).trivial
+    assert bird_stream_match([(5,)], [[(1,)]]).trivial
+    assert not bird_stream_match([(5,)], [[(7,)]]).trivial

@@ -9,14 +9,17 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 from querybench.engines import Engine, connect
 from querybench.engines.base import Result
 from querybench.errors import EngineError
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -87,6 +90,12 @@ class QueryPool:
         finally:
             for future in in_flight:  # the caller stopped early
                 future.cancel()
+
+    def submit(self, database: str | Path, work: Callable[[Engine], T]) -> Future[T]:
+        """`work` run on a worker with that worker's own engine for `database`, for callers
+        that need more than `execute` (e.g. streaming rows); it gets no timeout or row cap of
+        the pool's, and opening the database may raise into the future."""
+        return self._executor.submit(lambda: work(self._engine_for(database)))
 
     def close(self) -> None:
         self._executor.shutdown(wait=True, cancel_futures=True)

@@ -8,15 +8,17 @@ effects, `load_extension`), a keyword check refuses statements the authorizer ne
 
 from __future__ import annotations
 
+import contextlib
 import re
 import sqlite3
 import threading
 import time
+from collections.abc import Generator
 from pathlib import Path
 from typing import Any
 
-from querybench.engines.base import Closing, Column, Result, Table, fetch_capped
-from querybench.errors import EngineError, QueryRefused, QueryTimeout
+from querybench.engines.base import FETCH_CHUNK, Closing, Column, Result, Table, fetch_capped
+from querybench.errors import EngineError, QueryRefused, QueryTimeout, ResultTooLarge
 
 # Pragmas that only ever read, whatever their argument.
 _READ_PRAGMAS = frozenset(
@@ -152,6 +154,81 @@ class SQLiteEngine(Closing):
             finally:
                 self._deadline = None
         return Result(columns, rows, elapsed_s=time.monotonic() - start, extra=extra)
+
+    def execute_batches(
+        self,
+        sql: str,
+        *,
+        timeout: float | None = None,
+        max_rows: int | None = None,
+        batch: int = FETCH_CHUNK,
+    ) -> Generator[list[tuple[Any, ...]], None, None]:
+        """The rows of `sql` in lists of at most `batch`, read only as the consumer asks.
+
+        The same guarantees as `execute` (read-only, one statement, `timeout` from the first
+        batch asked for, `ResultTooLarge` past `max_rows`), but only one batch is ever held.
+        The connection is busy until the iterator is exhausted or closed: stop early with
+        `close()` (or `contextlib.closing`), which closes the cursor at once. Invalid UTF-8
+        re-runs the query with `text_errors` decoding and skips the rows already handed out.
+        """
+        statement = single_statement(sql)  # refused before anything is read
+        return self._batches(statement, timeout, max_rows, max(1, batch))
+
+    def _batches(
+        self, statement: str, timeout: float | None, max_rows: int | None, batch: int
+    ) -> Generator[list[tuple[Any, ...]], None, None]:
+        with self._lock:
+            self._deadline = None if timeout is None else time.monotonic() + timeout
+            self._denied = None
+            handed_out = 0
+            try:
+                try:
+                    with contextlib.closing(self._stream(statement, batch, max_rows, 0)) as rows:
+                        for chunk in rows:
+                            handed_out += len(chunk)
+                            yield chunk
+                except sqlite3.OperationalError as exc:
+                    if not str(exc).startswith(_DECODE_ERROR):
+                        raise
+                    self._conn.text_factory = self._lenient_decode
+                    try:
+                        lenient = self._stream(statement, batch, max_rows, handed_out)
+                        with contextlib.closing(lenient) as rows:
+                            yield from rows
+                    finally:
+                        self._conn.text_factory = str
+            except sqlite3.Error as exc:
+                raise self._engine_error(exc, timeout) from exc
+            except MemoryError as exc:
+                raise EngineError("out of memory while running the query") from exc
+            finally:
+                self._deadline = None
+
+    def _stream(
+        self, statement: str, batch: int, max_rows: int | None, skip: int
+    ) -> Generator[list[tuple[Any, ...]], None, None]:
+        """Batches of at most `batch` rows after the first `skip`; the rows up to `max_rows`
+        are handed out before `ResultTooLarge`, and no more than one row past it is read."""
+        cursor = self._conn.execute(statement)
+        try:
+            read = 0
+            while True:
+                size = batch if max_rows is None else min(batch, max_rows + 1 - read)
+                rows = cursor.fetchmany(size)
+                if not rows:
+                    return
+                start, read = read, read + len(rows)
+                if max_rows is not None and read > max_rows:
+                    rows = rows[: max_rows - start]
+                if start + len(rows) > skip:
+                    yield rows[max(0, skip - start) :]
+                if max_rows is not None and read > max_rows:
+                    raise ResultTooLarge(f"the result has more than {max_rows} rows")
+        finally:
+            cursor.close()  # also when the consumer stops early
+
+    def _lenient_decode(self, value: bytes) -> str:
+        return value.decode("utf-8", self._text_errors)
 
     def _run_lenient(
         self, statement: str, max_rows: int | None

@@ -6,15 +6,20 @@ toolbox; `execution_match` is BIRD's `bird_verdict` / `bird_metrics`, never a se
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass, field
 
+from querybench.engines import Engine
 from querybench.engines.base import Result
+from querybench.engines.sqlite import SQLiteEngine
 from querybench.errors import EngineError
-from querybench.evaluation.bird import bird_metrics, bird_verdict
+from querybench.evaluation.bird import StreamedMatch, bird_metrics, bird_stream_match, bird_verdict
 from querybench.evaluation.sql_extract import extract_sql
 from querybench.evaluation.verdict import Verdict
 
 Outcome = Result | EngineError
+# An answer as the reward sees it: whole rows, or only what streaming them against the gold found.
+AnswerOutcome = Result | StreamedMatch | EngineError
 
 
 @dataclass(frozen=True)
@@ -37,7 +42,30 @@ def answer_sql(completion: str) -> str | None:
     return extract_sql(completion)
 
 
-def execution_match(gold: Outcome, answer: Outcome | None) -> RewardOutcome:
+def run_answer(
+    engine: Engine, sql: str, gold: Outcome, *, timeout: float | None, max_rows: int | None
+) -> AnswerOutcome:
+    """The answer's outcome, streamed against the gold rows where the engine can stream.
+
+    On SQLite the answer's rows are compared batch by batch (`bird_stream_match`), so a huge
+    wrong result stops at its first foreign row and memory holds one batch plus the gold set;
+    `max_rows` still caps how many rows a result made only of gold rows may run to. Other
+    engines, and a failed gold (whose score never depends on the answer's rows), return whole
+    results. Errors come back as values.
+    """
+    try:
+        if isinstance(engine, SQLiteEngine) and isinstance(gold, Result):
+            batches = engine.execute_batches(sql, timeout=timeout, max_rows=max_rows)
+            with contextlib.closing(batches):
+                return bird_stream_match(gold.rows, batches)
+        return engine.execute(sql, timeout=timeout, max_rows=max_rows)
+    except EngineError as exc:
+        return exc
+    except Exception as exc:  # a bug on one answer must not take the others down
+        return EngineError(f"unexpected {type(exc).__name__}: {exc}")
+
+
+def execution_match(gold: Outcome, answer: AnswerOutcome | None) -> RewardOutcome:
     """The reward of one executed pair; `answer` is None when there was no SQL to run.
 
     1 when the answer's rows equal the gold's as sets (row order, duplicates and 1 vs 1.0 do

@@ -14,9 +14,11 @@ a second copy). `SQLReward` runs the queries it needs:
 * every worker keeps its read-only connection per database open between rewards;
 * gold results are computed once per (database, SQL): in memory per process (each worker
   process keeps its own), and on disk through `ResultCache` across processes;
-* an answer's rows are capped (`answer_max_rows`, a `ResultTooLarge` scores 0 with `error`).
-  The `Engine` API hands back whole results, so the answer is not compared while it streams;
-  the cap is what bounds memory.
+* on SQLite an answer's rows are streamed and compared against the gold set batch by batch
+  (`match.run_answer`): the first row that is not a gold row ends the query with 0, so a huge
+  wrong result is never read to its end and memory holds one batch plus the gold set; an
+  answer made only of gold rows is still capped (`answer_max_rows`, a `ResultTooLarge` scores
+  0 with `error`).
 """
 
 from __future__ import annotations
@@ -33,11 +35,19 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from pathlib import Path
 
+from querybench.engines import Engine
 from querybench.engines.base import Result
 from querybench.engines.cache import ResultCache
 from querybench.engines.pool import QueryJob, QueryOutcome, QueryPool
 from querybench.envs.coalesce import Coalescer
-from querybench.envs.match import Outcome, RewardOutcome, answer_sql, execution_match
+from querybench.envs.match import (
+    AnswerOutcome,
+    Outcome,
+    RewardOutcome,
+    answer_sql,
+    execution_match,
+    run_answer,
+)
 from querybench.envs.reward_workers import WorkerConfig, WorkItem, ready, score_batch, start_worker
 from querybench.errors import EngineError
 from querybench.evaluation.verdict import EXEC_ERROR, Verdict
@@ -163,7 +173,7 @@ class SQLReward:
         if self.processes:
             return self._batch([(str(database), gold_sql, sql)]).result()[0]
         gold = self.gold(database, gold_sql)
-        answer = None if sql is None else _value(_first(self._answers, database, sql))
+        answer = None if sql is None else self._answer(database, sql, gold).result()
         return execution_match(gold, answer)
 
     async def ascore(self, database: str | Path, gold_sql: str, completion: str) -> RewardOutcome:
@@ -192,15 +202,41 @@ class SQLReward:
             return [outcome for batch in batches for outcome in batch.result()]
         golds = [self.gold(item.database, item.gold_sql) for item in items]
         sqls = [answer_sql(item.completion) for item in items]
-        jobs = [
-            QueryJob(str(i), item.database, sql)
-            for i, (item, sql) in enumerate(zip(items, sqls, strict=True))
-            if sql is not None
+        answers = [
+            None if sql is None else self._answer(item.database, sql, gold)
+            for item, sql, gold in zip(items, sqls, golds, strict=True)
         ]
-        answers: dict[int, Outcome] = {
-            int(outcome.key): _value(outcome) for outcome in self._answers.run(jobs)
-        }
-        return [execution_match(gold, answers.get(i)) for i, gold in enumerate(golds)]
+        return [
+            execution_match(gold, None if answer is None else answer.result())
+            for gold, answer in zip(golds, answers, strict=True)
+        ]
+
+    def _answer(self, database: str | Path, sql: str, gold: Outcome) -> Future[AnswerOutcome]:
+        """The answer run on the answer pool, streamed against `gold` (`run_answer`)."""
+        config = self._config
+
+        def work(engine: Engine) -> AnswerOutcome:
+            return run_answer(
+                engine, sql, gold, timeout=config.answer_timeout, max_rows=config.answer_max_rows
+            )
+
+        future = self._answers.submit(database, work)
+        done: Future[AnswerOutcome] = Future()
+
+        def finish(ran: Future[AnswerOutcome]) -> None:
+            if ran.cancelled():  # the reward is closing
+                done.set_result(EngineError("the reward was closed before the answer ran"))
+                return
+            error = ran.exception()  # the database could not be opened, or a bug
+            if error is None:
+                done.set_result(ran.result())
+            elif isinstance(error, EngineError):
+                done.set_result(error)
+            else:
+                done.set_result(EngineError(f"unexpected {type(error).__name__}: {error}"))
+
+        future.add_done_callback(finish)
+        return done
 
     def warm(self, pairs: Iterable[tuple[str | Path, str]]) -> None:
         """Compute the gold of every (database, SQL) pair ahead of training, on the pool."""

@@ -4,7 +4,8 @@ Each process keeps its own read-only engines (one per database, least recently u
 first) and its own gold results, read from the shared disk `ResultCache` when the parent has
 warmed it, else computed there once. Work arrives in batches of (database, gold SQL, answer
 SQL) and only the small `RewardOutcome`s travel back: the rows never cross the pipe.
-Every query goes through `Engine.execute`, so read-only opening, the authorizer, the one-statement
+Every query goes through the engine (`execute`, or for an answer on SQLite `execute_batches`,
+streamed against the gold set), so read-only opening, the authorizer, the one-statement
 rule, the row cap and the timeout (started when the process picks the query up) all hold here
 exactly as on the thread pool.
 """
@@ -17,7 +18,7 @@ from dataclasses import dataclass
 
 from querybench.engines import Engine, connect
 from querybench.engines.cache import ResultCache
-from querybench.envs.match import Outcome, RewardOutcome, execution_match
+from querybench.envs.match import AnswerOutcome, Outcome, RewardOutcome, execution_match, run_answer
 from querybench.errors import EngineError
 
 # One reward to compute in a worker: (database, gold SQL, the answer's SQL or None).
@@ -45,9 +46,20 @@ class _Worker:
         database, gold_sql, sql = item
         gold = self.gold_of(database, gold_sql)
         config = self.config
-        answer = None
+        answer: AnswerOutcome | None = None
         if sql is not None:
-            answer = self.run(database, sql, config.answer_timeout, config.answer_max_rows)
+            try:
+                engine = self.engine(database)
+            except Exception as exc:  # as in `run`: the error is this answer's outcome
+                answer = exc if isinstance(exc, EngineError) else EngineError(str(exc))
+            else:
+                answer = run_answer(
+                    engine,
+                    sql,
+                    gold,
+                    timeout=config.answer_timeout,
+                    max_rows=config.answer_max_rows,
+                )
         return execution_match(gold, answer)
 
     def gold_of(self, database: str, gold_sql: str) -> Outcome:

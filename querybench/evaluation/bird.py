@@ -15,7 +15,7 @@ Each instance also carries three 0/1 metrics:
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -73,7 +73,47 @@ def is_trivial_result(rows: Sequence[Row]) -> bool:
     return cell is None or (isinstance(cell, int | float) and cell in _TRIVIAL_CELLS)
 
 
-def bird_verdict(gold: Result | EngineError, pred: Result | EngineError | None) -> Verdict:
+@dataclass(frozen=True)
+class StreamedMatch:
+    """What comparing a prediction's rows batch by batch against the gold set found.
+
+    `rows_read` counts the rows looked at: the comparison stops at the first row that is not a
+    gold row, so a huge wrong result is never read to its end.
+    """
+
+    matched: bool
+    trivial: bool
+    rows_read: int
+
+
+def bird_stream_match(gold_rows: Sequence[Row], batches: Iterable[Sequence[Row]]) -> StreamedMatch:
+    """`bird_result_match` on a prediction read in batches, holding one batch at a time.
+
+    The same set rule: every row must be a gold row (else stop, no match) and every gold row
+    must have been seen by the end. `trivial` is `is_trivial_result` of the prediction, decided
+    from its first two rows (one more batch is asked for when a mismatch stops before then).
+    """
+    gold = set(gold_rows)
+    seen: set[Row] = set()
+    first: list[Row] = []  # the first two rows, enough to tell a trivial result
+    read = 0
+    iterator = iter(batches)
+    for batch in iterator:
+        if len(first) < 2:
+            first.extend(batch[: 2 - len(first)])
+        for row in batch:
+            read += 1
+            if row not in gold:
+                if len(first) < 2:
+                    first.extend(next(iterator, [])[:1])
+                return StreamedMatch(False, is_trivial_result(first), read)
+            seen.add(row)
+    return StreamedMatch(len(seen) == len(gold), is_trivial_result(first), read)
+
+
+def bird_verdict(
+    gold: Result | EngineError, pred: Result | StreamedMatch | EngineError | None
+) -> Verdict:
     """Score one executed pair; `pred` is None when no SQL was found in the prediction."""
     if isinstance(gold, EngineError):
         return Verdict.fail(GOLD_ERROR, f"gold query failed: {gold}")
@@ -81,6 +121,14 @@ def bird_verdict(gold: Result | EngineError, pred: Result | EngineError | None) 
         return Verdict.fail(PARSE_ERROR, "no SQL found in the prediction")
     if isinstance(pred, EngineError):
         return Verdict.fail(pred.code, str(pred))
+    if isinstance(pred, StreamedMatch):
+        if pred.matched:
+            return Verdict.ok()
+        return Verdict.fail(
+            WRONG_RESULT,
+            f"different row sets: gold {len(set(gold.rows))} distinct rows, "
+            f"prediction differs by row {pred.rows_read}",
+        )
     if bird_result_match(gold.rows, pred.rows):
         return Verdict.ok()
     return Verdict.fail(
@@ -91,16 +139,21 @@ def bird_verdict(gold: Result | EngineError, pred: Result | EngineError | None) 
 
 
 def bird_metrics(
-    gold: Result | EngineError | None, pred: Result | EngineError | None
+    gold: Result | EngineError | None, pred: Result | StreamedMatch | EngineError | None
 ) -> dict[str, float]:
     """The `error`, `trivial` and `gold_error` metrics; None stands for "did not run".
 
     `trivial` describes the answer, as the bird-sql environment does: it ran and returned no
     rows or a single 0, 1 or NULL (an answer that may match by luck).
     """
+    ran = isinstance(pred, Result | StreamedMatch)
+    if isinstance(pred, StreamedMatch):
+        trivial = pred.trivial
+    else:
+        trivial = isinstance(pred, Result) and is_trivial_result(pred.rows)
     return {
-        "error": float(not isinstance(pred, Result)),
-        "trivial": float(isinstance(pred, Result) and is_trivial_result(pred.rows)),
+        "error": float(not ran),
+        "trivial": float(trivial),
         "gold_error": float(isinstance(gold, EngineError)),
     }
 
