@@ -140,3 +140,31 @@ def test_spider1_in_bird_layout(tmp_path: Path, reward: SQLReward) -> None:
                 await model.aclose()
 
         assert asyncio.run(go()).outcome.reward == 1.0
+
+
+def test_spider2_lite_local_tasks(reward: SQLReward) -> None:
+    require_data("spider2-lite-local")
+    tasks = {t.task.instance_id: t for t in load_sql_tasks("spider2-lite", budget=4000)}
+    # Only local tasks whose rebuilt database and gold SQL are both here; never a cloud task.
+    assert tasks and all(i.startswith("local") for i in tasks)
+    task = tasks.get("local022") or next(iter(tasks.values()))
+    with SQLToolbox(task.database) as box:
+        assert box.list_tables().strip()
+    submit = call("submit", sql=task.gold_sql)
+    with ScriptedServer(default=Reply("", tool_calls=(call("list_tables"),))) as server:
+        server.script(
+            [Reply("", tool_calls=(call("list_tables"),)), Reply("", tool_calls=(submit,))]
+        )
+
+        async def go() -> Episode:
+            model = OpenAICompatibleModel("m", base_url=server.url, api_key="k")
+            try:
+                messages = (Message("user", task.prompt),)
+                return await run_episode(model, reward, task.database, task.gold_sql, messages)
+            finally:
+                await model.aclose()
+
+        result = asyncio.run(go())
+    assert result.outcome.reward == 1.0 and result.turns == 2
+    wrong = reward.score_sql(task.database, task.gold_sql, "SELECT 1")
+    assert wrong.reward == 0.0

@@ -35,7 +35,7 @@ def shared_reward() -> SQLReward:
 
 
 class SQLTasksetConfig(vf.TasksetConfig):  # type: ignore[misc]
-    benchmark: Literal["bird", "bird-mini-dev", "spider1", "custom"] = "spider1"
+    benchmark: Literal["bird", "bird-mini-dev", "spider1", "spider2-lite", "custom"] = "spider1"
     """Which questions: `--env.taskset.benchmark bird`."""
     split: str = "dev"
     """`dev`, or `train` for BIRD."""

@@ -13,18 +13,22 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from querybench.context import build_context
+from querybench.data import data_root
 from querybench.envs.skiplist import read_skip_list
 from querybench.errors import DataError
 from querybench.methods.zero_shot import DIALECT_NAMES, DIALECT_NOTES, QUESTION, SYSTEM
 from querybench.tasks import load_tasks
+from querybench.tasks.databases import task_database
 from querybench.tasks.model import Task
 
-TASKSETS = ("bird", "bird-mini-dev", "spider1", "custom")
+TASKSETS = ("bird", "bird-mini-dev", "spider1", "spider2-lite", "custom")
 # taskset -> split -> the querybench benchmark that loads it
 _SPLITS = {
     "bird": {"dev": "bird", "train": "bird-train"},
     "bird-mini-dev": {"dev": "bird-mini-dev"},
     "spider1": {"dev": "spider1"},
+    # Spider 2.0-lite's local (SQLite) tasks whose rebuilt database and gold SQL are present.
+    "spider2-lite": {"dev": "spider2-lite"},
     "custom": {"dev": "custom"},
 }
 
@@ -124,6 +128,10 @@ def _database(task: Task, folder: Path | None, split: str) -> Path | None:
     if task.db.startswith("sqlite://"):  # custom tasks name their file as a URL
         url_path = Path(task.db.removeprefix("sqlite://"))
         return url_path if url_path.is_file() else None
+    if task.benchmark.startswith("spider2"):
+        if task.engine != "sqlite":
+            return None  # cloud tasks have no local database
+        return task_database(task, folder if folder is not None else data_root())
     if folder is None:
         from querybench.tasks.input_files import find_data_dir
 
