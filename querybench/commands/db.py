@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import csv
-import functools
 import json
 import sys
 from pathlib import Path
@@ -93,13 +92,20 @@ def query_command(
         _fail(str(exc))
         return
     try:
+        # Read the column types once per command, only when a translation will use them.
+        schema = None
+        if dialect is not None or lower_names:
+            try:
+                schema = _column_types(engine)
+            except QuerybenchError as exc:
+                _fail(f"cannot read the tables to translate against: {exc}")
         if file is not None:
             for index, line in enumerate(_statements(file)):
-                outcome = _run(engine, line, dialect, timeout, max_rows, lower_names)
+                outcome = _run(engine, line, dialect, timeout, max_rows, lower_names, schema)
                 typer.echo(json.dumps(outcome | {"index": index}, default=str))
             return
         assert sql is not None
-        outcome = _run(engine, sql, dialect, timeout, max_rows, lower_names)
+        outcome = _run(engine, sql, dialect, timeout, max_rows, lower_names, schema)
         if outcome["error"] is not None:
             _fail(outcome["error"])
         _print_rows(outcome["columns"], outcome["rows"], output_format)
@@ -138,7 +144,6 @@ def _statements(file: Path) -> list[str]:
     return [line.strip() for line in text.splitlines() if line.strip()]
 
 
-@functools.cache
 def _column_types(engine: Any) -> dict[str, dict[str, str]]:
     """Column types of the engine's tables, read once per engine: with them the translation
     writes out SQLite's type-affinity conversions as casts."""
@@ -152,6 +157,7 @@ def _run(
     timeout: float | None,
     max_rows: int | None,
     lower_names: bool,
+    schema: dict[str, dict[str, str]] | None,
 ) -> dict[str, Any]:
     from querybench.engines.transpile import transpile
 
@@ -162,7 +168,7 @@ def _run(
                 dialect or engine.dialect,
                 engine.dialect,
                 lower_names=lower_names,
-                schema=_column_types(engine),
+                schema=schema,
             )
         result = engine.execute(sql, timeout=timeout, max_rows=max_rows)
     except QuerybenchError as exc:
