@@ -105,7 +105,8 @@ def _numeric_order(source: npt.NDArray[Any]) -> npt.NDArray[np.intp]:
         del keys
     order = pc.sort_indices(pa.chunked_array(chunks, type=pa.string())).to_numpy()
     del chunks
-    return order.astype(np.intp, copy=False)
+    out: npt.NDArray[np.intp] = order.astype(np.intp, copy=False)
+    return out
 
 
 def _numeric_keys(source: npt.NDArray[Any]) -> npt.NDArray[np.str_]:
