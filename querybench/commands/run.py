@@ -112,6 +112,16 @@ def run(
     out: Annotated[
         Path | None, typer.Option(help="Run folder (default runs/<bench>-<method>-<model>).")
     ] = None,
+    executor: Annotated[
+        str,
+        typer.Option(
+            help="local (this process) or ray (a Ray cluster; pip install 'querybench[ray]')."
+        ),
+    ] = "local",
+    address: Annotated[
+        str | None,
+        typer.Option(help="Ray cluster to join (auto, ray://host:10001); default a local Ray."),
+    ] = None,
 ) -> None:
     """Run a text-to-SQL method with a model on a benchmark, then score it officially.
 
@@ -168,6 +178,8 @@ def run(
         reference_plan=reference_plan,
         oracle_functions=oracle_functions,
         extra=extra,
+        executor=executor,
+        address=address,
     )
     progress = Progress(
         TextColumn("[progress.description]{task.description}"),

@@ -75,6 +75,10 @@ class RunConfig:
     reference_plan: bool = False  # oracle: the task's reference plan in the prompt
     oracle_functions: bool = False  # oracle: docs of the functions the gold SQL uses
     extra: dict[str, Any] = field(default_factory=dict)
+    # Where instances are solved: "local" (this process) or "ray" (a Ray cluster at `address`,
+    # or a local Ray without one). Not part of the identity: either may resume the other's run.
+    executor: str = "local"
+    address: str | None = None
 
     @property
     def oracle_settings(self) -> list[str]:

@@ -3,9 +3,10 @@
     outcome = run(RunConfig("spider1", "zero-shot", "oracle", out=Path("runs/oracle")))
     outcome.summary["score"]
 
-Instances run on `workers` coroutines; each finished instance is one record appended to the
-store at once, so stopping at any moment (Ctrl-C, a crash, a spent request budget) loses only
-the instances in flight, and running the same command again does only what is left.
+Instances run on `workers` coroutines here, or on a Ray cluster with `executor="ray"`
+(`ray_executor.py`); either way each finished instance is one record appended to the store at
+once, so stopping at any moment (Ctrl-C, a crash, a spent request budget) loses only the
+instances in flight, and running the same command again does only what is left.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import asyncio
 import json
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from querybench.data import data_root
@@ -27,6 +28,7 @@ from querybench.models import ChatModel, PriceTable, RetryPolicy, Sampling, make
 from querybench.models.base import BudgetExhausted, ModelError
 from querybench.runs.config import RunConfig, check_resume
 from querybench.runs.layout import select_tasks
+from querybench.runs.ray_executor import check_executor
 from querybench.runs.store import InstanceRecord, RecordStore
 from querybench.tasks.databases import task_database
 from querybench.tasks.model import Task
@@ -87,6 +89,9 @@ async def run_async(
     evaluate: bool = True,
 ) -> RunOutcome:
     started = time.perf_counter()
+    check_executor(config.executor)
+    if config.executor == "ray" and model is not None:
+        raise QuerybenchError("the ray executor builds the model from the config on each worker")
     method = get_method(config.method)
     tasks, skipped = select_tasks(config)
     check_resume(config)
@@ -95,12 +100,27 @@ async def run_async(
     todo = [t for t in tasks if _needs_run(records.get(t.instance_id), config.retry_failed)]
     if on_start is not None:
         on_start(len(tasks), len(tasks) - len(todo))
-    model = model or build_model(config)
     outcome = RunOutcome(tasks, skipped, records, complete=False)
+
+    def finished(record: InstanceRecord) -> None:
+        store.append(record)
+        records[record.instance_id] = record
+        if on_record is not None:
+            on_record(record)
+
     try:
-        outcome.stopped = await _run_all(config, method, model, todo, store, records, on_record)
+        if config.executor == "ray":
+            from querybench.runs.ray_executor import solve_on_ray
+
+            # the driver only waits on the cluster here: no other coroutine shares this loop
+            outcome.stopped = solve_on_ray(_for_workers(config), todo, finished)
+        else:
+            model = model or build_model(config)
+            try:
+                outcome.stopped = await _run_all(config, method, model, todo, finished)
+            finally:
+                await model.aclose()
     finally:
-        await model.aclose()
         _log_session(config, time.perf_counter() - started, len(todo))
     outcome.complete = all(t.instance_id in records for t in tasks)
     if evaluate:
@@ -119,16 +139,15 @@ def _needs_run(record: InstanceRecord | None, retry_failed: bool) -> bool:
     return record is None or (retry_failed and not record.ok)
 
 
-async def _run_all(
-    config: RunConfig,
-    method: Method,
-    model: ChatModel,
-    todo: list[Task],
-    store: RecordStore,
-    records: dict[str, InstanceRecord],
-    on_record: OnRecord | None,
-) -> str | None:
-    settings = MethodSettings(
+def _for_workers(config: RunConfig) -> RunConfig:
+    """The config a worker gets: folders made absolute here, where the tasks were read (a
+    worker's own working directory is Ray's, not ours)."""
+    data_dir = (config.data_dir or data_root()).resolve()
+    return replace(config, out=config.out.resolve(), data_dir=data_dir)
+
+
+def method_settings(config: RunConfig) -> MethodSettings:
+    return MethodSettings(
         sampling=Sampling(
             config.temperature, config.top_p, config.max_tokens, config.seed, config.stop
         ),
@@ -139,6 +158,12 @@ async def _run_all(
         run_dir=config.out,
         options=dict(config.extra),
     )
+
+
+async def _run_all(
+    config: RunConfig, method: Method, model: ChatModel, todo: list[Task], finished: OnRecord
+) -> str | None:
+    settings = method_settings(config)
     queue: asyncio.Queue[Task] = asyncio.Queue()
     for task in todo:
         queue.put_nowait(task)
@@ -155,10 +180,7 @@ async def _run_all(
             except BudgetExhausted as exc:
                 stopped.append(str(exc))  # the instance stays unfinished: a resume does it
                 return
-            store.append(record)
-            records[record.instance_id] = record
-            if on_record is not None:
-                on_record(record)
+            finished(record)
 
     workers = [asyncio.create_task(worker()) for _ in range(max(config.workers, 1))]
     try:
