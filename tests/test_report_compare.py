@@ -110,21 +110,12 @@ def test_features_count_a_task_under_each_tag(tmp_path: Path) -> None:
     assert features["(no tag)"][0] == "3"
 
 
-def test_errors_are_refined_by_their_message() -> None:
-    def cls(error: str, message: str) -> str:
-        return compare.error_class(InstanceResult("x", 0.0, error, message))
-
-    assert cls("exec_error", "no such column: foo") == "exec_error: no such column"
-    assert (
-        cls("wrong_result", "different values (1 rows x 1 columns)") == "wrong_result: wrong_values"
-    )
-    shape = "result shape differs: gold 6 rows x 3 columns, prediction 1 rows x 1 columns"
-    assert cls("wrong_result", shape) == "wrong_result: wrong_columns"
-    shape = "result shape differs: gold 6 rows x 1 columns, prediction 2 rows x 1 columns"
-    assert cls("wrong_result", shape) == "wrong_result: wrong_rows"
-    empty = "prediction 0 rows x 2 columns matches no gold (3 rows x 2 columns)"
-    assert cls("wrong_result", empty) == "wrong_result: empty_result"
-    assert cls("timeout", "") == "timeout"
+def test_errors_section_counts_taxonomy_categories(tmp_path: Path) -> None:
+    runs = [load_run(p) for p in two_runs(tmp_path)]
+    errors = rows(compare.errors_section(runs))
+    assert errors["exec_error: no such column"] == ["1", "0"]
+    assert errors["missing_prediction"] == ["1", "0"]
+    assert errors["empty_result"] == ["0", "1"]  # `prediction 0 rows x 2 columns ...`
 
 
 def test_flips_between_runs_and_between_scorings(tmp_path: Path) -> None:
@@ -159,10 +150,17 @@ def test_markdown_has_one_table_per_section(tmp_path: Path) -> None:
 def test_html_is_self_contained_with_plots_and_instance_links(tmp_path: Path) -> None:
     runs = [load_run(p) for p in two_runs(tmp_path)]
     page = render.html(compare.sections(runs), runs, "t")
-    assert "<svg" in page and "<style>" in page
+    assert page.count('<figure class="plot">') == 4  # difficulty, engine, cost, errors
+    assert "<style>" in page and "<?xml" not in page
     assert not re.search(r"(src|href)=\"https?://", page)  # nothing fetched at view time
     assert 'href="#i-bq1"' in page and 'id="i-bq1"' in page  # a flip links to its detail
     assert "SELECT 0" in page  # predicted SQL in the detail
+    assert "question not available" in page  # fixture-bench has no tasks here
+
+
+def test_linking_section_needs_gold_sql(tmp_path: Path) -> None:
+    runs = [load_run(p) for p in two_runs(tmp_path)]
+    assert compare.linking_section(runs) is None  # no tasks, no gold SQL
 
 
 def test_cli_report_on_run_folders_and_a_results_file(tmp_path: Path) -> None:

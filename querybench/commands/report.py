@@ -27,29 +27,37 @@ def report(
         typer.Option(help="Benchmark of results files without a config (tags task features)."),
     ] = None,
     features: Annotated[
-        bool, typer.Option(help="Tag tasks by feature (reads the benchmark's tasks).")
+        bool,
+        typer.Option(help="Read the benchmark's tasks: feature tags, questions and gold."),
     ] = True,
+    predictions: Annotated[
+        Path | None,
+        typer.Option(
+            help="Predictions folder a results file scored (<id>.sql / <id>.csv), for the "
+            "per-instance SQL and result diffs."
+        ),
+    ] = None,
 ) -> None:
     """Compare runs: overall (all tasks and submitted only; official / strict for Spider 2.0),
     by difficulty, engine and task feature, errors, pass@k, tokens, cost and time, and the
-    instances that flip between runs or between the two scorings. With `--html`, agent runs
-    also get a trajectory viewer, `<run>.trajectories.html`, beside the report.
+    instances that flip between runs or between the two scorings. With `--html`: plots
+    (matplotlib), and per instance the question, SQL and result diffs against the gold and the
+    error category; agent runs also get a trajectory viewer, `<run>.trajectories.html`.
 
     Example: `querybench report runs/oracle runs/zero-shot --html report.html`
     """
     from querybench.report import compare, render
-    from querybench.report.runs import RunData, load_run, task_features, unique_names
+    from querybench.report.runs import load_run, unique_names
     from querybench.report.trajectories import trajectory_page
 
     err = Console(stderr=True)
     try:
-        loaded = []
-        for path in runs:
-            run = load_run(path, with_features=features)
-            if features and benchmark and not run.benchmark:
-                tags = task_features(benchmark)
-                run = RunData(**{**vars(run), "features": tags, "config": {"benchmark": benchmark}})
-            loaded.append(run)
+        loaded = [
+            load_run(path, with_features=features, benchmark=benchmark, predictions=predictions)
+            if path.is_file()
+            else load_run(path, with_features=features)
+            for path in runs
+        ]
     except QuerybenchError as exc:
         err.print(f"[red]error:[/red] {exc}")
         raise typer.Exit(2) from exc

@@ -7,16 +7,17 @@ submitted-only score beside them; Spider 2.0 cells read `official / strict`.
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from querybench.evaluation.record import InstanceResult
 from querybench.evaluation.verdict import MISSING_PREDICTION
+from querybench.report.linking import schema_linking
 from querybench.report.runs import RunData
 from querybench.report.summary import DIFFICULTY_ORDER, Group
 from querybench.report.summary import group_scores as _group
+from querybench.report.taxonomy import diagnose
 
 Key = Callable[[InstanceResult], Sequence[str]]
 
@@ -111,7 +112,10 @@ def by_feature(runs: Sequence[RunData]) -> Section:
 
 
 def errors_section(runs: Sequence[RunData]) -> Section:
-    counts = [Counter(error_class(r) for r in run.results if r.error) for run in runs]
+    """Failed instances by taxonomy category (`exec_error` split by the engine's error class)."""
+    counts = [Counter(error_label(run, r) for r in run.results) for run in runs]
+    for counter in counts:
+        counter.pop("", None)
     names = sorted(
         {c for counter in counts for c in counter}, key=lambda c: (-sum(x[c] for x in counts), c)
     )
@@ -122,56 +126,49 @@ def errors_section(runs: Sequence[RunData]) -> Section:
     return Section("errors", ["error", *(run.name for run in runs)], rows, values=values)
 
 
-def error_class(result: InstanceResult) -> str:
-    """The error code, refined by what the message says it was (the engine's error class for
-    `exec_error`, the kind of difference for `wrong_result`)."""
-    error = result.error or ""
-    message = (result.message or "").lower()
-    if error == "exec_error" and message:
-        head = message.split(":", 1)[0].strip() if ":" in message else message
-        for marker in (
-            "no such column",
-            "no such table",
-            "no such function",
-            "syntax error",
-            "ambiguous column",
-            "misuse of aggregate",
-            "binder error",
-            "catalog error",
-            "parser error",
-            "conversion error",
-        ):
-            if marker in message:
-                return f"exec_error: {marker}"
-        return f"exec_error: {head[:40]}" if len(head) <= 40 else "exec_error: other"
-    if error == "wrong_result" and message:
-        return f"wrong_result: {_difference_kind(message)}"
-    return error
+def error_label(run: RunData, result: InstanceResult) -> str:
+    """The instance's taxonomy label (`exec_error: no such column`, `wrong_rows`, ...); empty
+    when it passed."""
+    found = diagnose(result, run.records.get(result.instance_id))
+    return "" if found is None else found.label
 
 
-_SHAPE = re.compile(r"(\d+) rows x (\d+) columns")
-
-
-def _difference_kind(message: str) -> str:
-    """empty_result, wrong_columns, wrong_rows, wrong_order or wrong_values, read from the
-    shapes the scorers put in their messages (`gold A, prediction B` or `prediction B matches
-    no gold (A1, A2)`)."""
-    if "different order" in message:
-        return "wrong_order"
-    shapes = [(int(r), int(c)) for r, c in _SHAPE.findall(message)]
-    if len(shapes) < 2:
-        return "wrong_values"
-    if message.startswith("prediction"):
-        pred, golds = shapes[0], shapes[1:]
-    else:
-        pred, golds = shapes[1], [shapes[0]]
-    if pred[0] == 0:
-        return "empty_result"
-    if pred[1] not in {c for _, c in golds} and not any(pred[1] > c for _, c in golds):
-        return "wrong_columns"
-    if pred[0] not in {r for r, _ in golds}:
-        return "wrong_rows"
-    return "wrong_values"
+def linking_section(runs: Sequence[RunData]) -> Section | None:
+    """Tables read against the gold's, over instances with both queries; None when no run has
+    any."""
+    cells, any_linked = [], False
+    for run in runs:
+        links = []
+        for r in run.results:
+            task = run.tasks.get(r.instance_id)
+            gold = task.gold.sql if task is not None else None
+            engine = task.engine if task is not None else r.engine
+            found = schema_linking(run.predicted_sql(r.instance_id), gold, engine)
+            if found is not None:
+                links.append((found, r.score == 1.0))
+        any_linked = any_linked or bool(links)
+        failed = [link for link, ok in links if not ok]
+        cells.append(
+            [
+                str(len(links)),
+                str(sum(link.exact for link, _ in links)),
+                str(sum(bool(link.missing) for link, _ in links)),
+                str(sum(bool(link.extra) for link, _ in links)),
+                str(sum(bool(link.missing) for link in failed)),
+            ]
+        )
+    if not any_linked:
+        return None
+    labels = [
+        "instances with gold and predicted SQL",
+        "same tables as the gold",
+        "a gold table missing",
+        "a table the gold does not read",
+        "failed, with a gold table missing",
+    ]
+    rows = [[label, *(c[i] for c in cells)] for i, label in enumerate(labels)]
+    note = "tables read (sqlglot), compared by name with the gold query's"
+    return Section("schema linking", ["", *(run.name for run in runs)], rows, note=note)
 
 
 def cost_section(runs: Sequence[RunData]) -> Section | None:
@@ -246,7 +243,9 @@ def flips(runs: Sequence[RunData]) -> list[Flip]:
                     continue
                 kind = "won" if r.score == 1.0 else "lost"
                 loser = before if kind == "won" else r
-                detail = f"{loser.error or ''}: {loser.message or ''}".strip(": ")
+                loser_run = run if kind == "lost" else runs[0]
+                label = error_label(loser_run, loser)
+                detail = f"{label}: {loser.message or ''}".strip(": ")
                 out.append(Flip(r.instance_id, kind, f"{runs[0].name} -> {run.name}", detail))
     for run in runs:
         for r in run.results:
@@ -276,7 +275,7 @@ def sections(runs: Sequence[RunData]) -> list[Section]:
     if any(tags for run in runs for tags in run.features.values()):
         out.append(by_feature(runs))
     out.append(errors_section(runs))
-    for optional in (pass_at_k_section(runs), cost_section(runs)):
+    for optional in (linking_section(runs), pass_at_k_section(runs), cost_section(runs)):
         if optional is not None:
             out.append(optional)
     if len(runs) > 1 or any(r.official_score is not None for run in runs for r in run.results):

@@ -1,7 +1,8 @@
 """Sections laid out for the terminal (rich), as Markdown, and as one self-contained HTML file.
 
-The HTML needs no network: CSS is inline, plots are hand-made SVG bars, and each instance links
-to its detail further down the same page (scores and errors per run, the predicted SQL).
+The HTML needs no network: CSS is inline, plots are matplotlib SVG inlined in the page (tables
+and a note stand in without matplotlib), and each instance links to its detail further down the
+same page (`details.py`).
 """
 
 from __future__ import annotations
@@ -13,9 +14,10 @@ from rich.console import Console
 from rich.table import Table
 
 from querybench.report.compare import Section
+from querybench.report.details import CSS as DETAILS_CSS
+from querybench.report.details import instance_details
+from querybench.report.plots import MISSING_NOTE, PALETTE, Plot, render_plots
 from querybench.report.runs import RunData
-
-PALETTE = ["#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1"]
 
 
 def print_sections(sections: Sequence[Section], console: Console) -> None:
@@ -60,45 +62,8 @@ th{background:#f4f4f4}td.num{text-align:right;font-variant-numeric:tabular-nums}
 pre{background:#f6f8fa;padding:6px;white-space:pre-wrap;margin:2px 0}
 .legend span{display:inline-block;margin-right:1em}.legend i{display:inline-block;width:10px;
 height:10px;margin-right:4px}details{margin:4px 0}input{padding:4px;width:20em}
+figure{margin:1em 0}figcaption{font-weight:600}svg{max-width:100%;height:auto}
 """
-
-
-def svg_bars(section: Section, runs: Sequence[str], percent: bool = True) -> str:
-    """Grouped horizontal bars: one group per row of the section, one bar per run."""
-    items = [(name, vals) for name, vals in section.values.items()]
-    if not items:
-        return ""
-    top = max((v for _, vals in items for v in vals if v is not None), default=0.0)
-    scale = 1.0 if percent else (top or 1.0)
-    bar_h, gap, left, width = 12, 8, 180, 420
-    height = len(items) * (len(runs) * bar_h + gap) + gap
-    parts = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{left + width + 70}" '
-        f'height="{height}" role="img" aria-label="{escape(section.title)}">'
-    ]
-    y = gap
-    for name, vals in items:
-        parts.append(
-            f'<text x="{left - 6}" y="{y + len(runs) * bar_h / 2 + 4}" '
-            f'text-anchor="end" font-size="12">{escape(name[:28])}</text>'
-        )
-        for i, value in enumerate(vals):
-            if value is not None:
-                w = width * (value / scale if scale else 0.0)
-                label = f"{100 * value:.1f}%" if percent else f"{value:g}"
-                parts.append(
-                    f'<rect x="{left}" y="{y}" width="{w:.1f}" height="{bar_h - 2}" '
-                    f'fill="{PALETTE[i % len(PALETTE)]}"><title>{escape(runs[i])}: '
-                    f"{label}</title></rect>"
-                )
-                parts.append(
-                    f'<text x="{left + w + 4:.1f}" y="{y + bar_h - 3}" '
-                    f'font-size="10">{label}</text>'
-                )
-            y += bar_h
-        y += gap
-    parts.append("</svg>")
-    return "".join(parts)
 
 
 def _legend(runs: Sequence[str]) -> str:
@@ -123,59 +88,25 @@ def _table(section: Section, link_first: bool = False) -> str:
     return f"<table><tr>{head}</tr>{''.join(body)}</table>"
 
 
-PLOTTED = {"by difficulty", "by engine", "by task feature", "pass@k", "errors", "overall"}
-
-
-def _instances(runs: Sequence[RunData]) -> str:
-    """One detail block per instance: each run's verdict and predicted SQL."""
-    ids: dict[str, None] = {}
-    for run in runs:
-        for r in run.results:
-            ids.setdefault(r.instance_id, None)
-    by_run = [{r.instance_id: r for r in run.results} for run in runs]
-    blocks = []
-    for iid in ids:
-        rows, passed = [], []
-        for run, results in zip(runs, by_run, strict=True):
-            found = results.get(iid)
-            if found is None:
-                continue
-            r = found
-            ok = r.score == 1.0
-            passed.append(ok)
-            record = run.records.get(iid)
-            sql = f"<pre>{escape(record.sql)}</pre>" if record and record.sql else ""
-            scores = f"{r.score:g}"
-            if r.official_score is not None:
-                scores += f" (official {r.official_score:g}, strict {r.strict_score or 0:g})"
-            traj = ""
-            if (run.trajectory_dir / f"{iid}.json").is_file():
-                target = f"{escape(run.name)}.trajectories.html#t-{escape(iid)}"
-                traj = f' <a href="{target}">trajectory</a>'
-            rows.append(
-                f'<tr><td>{escape(run.name)}</td><td class="{"pass" if ok else "fail"}">'
-                f"{scores}</td><td>{escape(r.error or '')}</td><td>{escape(r.message or '')}"
-                f"{traj}</td><td>{sql}</td></tr>"
-            )
-        mark = "all pass" if all(passed) else "none pass" if not any(passed) else "mixed"
-        blocks.append(
-            f'<details id="i-{escape(iid)}" data-id="{escape(iid)}"><summary>'
-            f"{escape(iid)} — {mark}</summary><table><tr><th>run</th><th>score</th>"
-            f"<th>error</th><th>message</th><th>predicted SQL</th></tr>{''.join(rows)}"
-            '</table><a href="#top">back to summary</a></details>'
-        )
-    return "".join(blocks)
-
-
 FILTER_JS = """
 document.getElementById('q').addEventListener('input',function(e){
 var q=e.target.value.toLowerCase();
 document.querySelectorAll('#instances details').forEach(function(d){
 d.style.display=d.textContent.toLowerCase().indexOf(q)>=0?'':'none';});});
-window.addEventListener('hashchange',function(){
-var el=document.getElementById(location.hash.slice(1));
-if(el&&el.tagName==='DETAILS'){el.open=true;}});
+function openHash(){var el=document.getElementById(decodeURIComponent(location.hash.slice(1)));
+if(el&&el.tagName==='DETAILS'){el.open=true;el.style.display='';el.scrollIntoView();}}
+window.addEventListener('hashchange',openHash);openHash();
 """
+
+
+def _plots(plots: list[Plot] | None) -> str:
+    if plots is None:
+        return f'<h2>plots</h2><p class="note" id="no-plots">{escape(MISSING_NOTE)}</p>'
+    figures = "".join(
+        f'<figure class="plot"><figcaption>{escape(p.title)}</figcaption>{p.svg}</figure>'
+        for p in plots
+    )
+    return f"<h2>plots</h2>{figures}"
 
 
 def html(sections: Sequence[Section], runs: Sequence[RunData], title: str) -> str:
@@ -186,14 +117,14 @@ def html(sections: Sequence[Section], runs: Sequence[RunData], title: str) -> st
         if section.note:
             body.append(f'<p class="note">{escape(section.note)}</p>')
         body.append(_table(section, link_first=section.title == "flips"))
-        if section.title in PLOTTED and section.values:
-            body.append(svg_bars(section, names, percent=section.title != "errors"))
+        if section.title == "overall":
+            body.append(_plots(render_plots(runs)))
     body.append(
         '<h2>instances</h2><p><input id="q" placeholder="filter instances (id, error, '
-        'SQL...)"></p><div id="instances">' + _instances(runs) + "</div>"
+        'SQL...)"></p><div id="instances">' + instance_details(runs) + "</div>"
     )
     return (
         f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{escape(title)}'
-        f"</title><style>{CSS}</style></head><body>{''.join(body)}"
+        f"</title><style>{CSS}{DETAILS_CSS}</style></head><body>{''.join(body)}"
         f"<script>{FILTER_JS}</script></body></html>\n"
     )

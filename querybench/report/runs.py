@@ -2,8 +2,9 @@
 
 A run folder holds `config.json`, `records.jsonl` (one record per instance: SQL, tokens, cost,
 timings), `results.jsonl` (the scores), `summary.json` and, for agent runs,
-`trajectories/<instance_id>.json`. A bare results file has scores only; the sections that need
-the rest are left empty for it.
+`trajectories/<instance_id>.json`; Spider 2.0 runs keep `predictions/<instance_id>.sql` and, where
+the query ran, `.csv`. A bare results file has scores only (plus the predictions folder it scored,
+when given); the sections that need the rest are left empty for it.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Any
 from querybench.errors import DataError
 from querybench.evaluation.record import InstanceResult
 from querybench.runs.store import InstanceRecord, RecordStore
+from querybench.tasks.model import Task
 
 RESULTS = "results.jsonl"
 
@@ -30,6 +32,10 @@ class RunData:
     records: dict[str, InstanceRecord] = field(default_factory=dict)
     # instance id -> feature tags (from the benchmark's tasks, when they could be loaded)
     features: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    # instance id -> task (question, gold SQL and result files), when the tasks could be loaded
+    tasks: dict[str, Task] = field(default_factory=dict)
+    # folder of `<instance_id>.sql` / `.csv` predictions, when there is one
+    predictions: Path | None = None
 
     @property
     def benchmark(self) -> str | None:
@@ -51,6 +57,24 @@ class RunData:
         if not folder.is_dir():
             return []
         return sorted(p.stem for p in folder.glob("*.json"))
+
+    def predicted_sql(self, instance_id: str) -> str | None:
+        """The SQL the run submitted: its record's, else `<predictions>/<instance_id>.sql`."""
+        record = self.records.get(instance_id)
+        if record is not None and record.sql:
+            return record.sql
+        if self.predictions is not None:
+            path = self.predictions / f"{instance_id}.sql"
+            if path.is_file():
+                return path.read_text(encoding="utf-8", errors="replace")
+        return None
+
+    def predicted_csv(self, instance_id: str) -> Path | None:
+        """The prediction's result CSV, where the run (or the scored folder) has one."""
+        if self.predictions is None:
+            return None
+        path = self.predictions / f"{instance_id}.csv"
+        return path if path.is_file() else None
 
 
 def result_from_json(data: dict[str, Any]) -> InstanceResult:
@@ -101,12 +125,23 @@ def _json_file(path: Path) -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
-def load_run(path: str | Path, *, name: str | None = None, with_features: bool = True) -> RunData:
-    """A run folder or a results JSONL; `with_features` tags instances from the benchmark's
-    tasks (skipped quietly when the benchmark's data is not here)."""
+def load_run(
+    path: str | Path,
+    *,
+    name: str | None = None,
+    with_features: bool = True,
+    benchmark: str | None = None,
+    predictions: Path | None = None,
+) -> RunData:
+    """A run folder or a results JSONL; `with_features` reads the benchmark's tasks (feature
+    tags, questions, gold) and is skipped quietly when the benchmark's data is not here.
+    `benchmark` and `predictions` describe a results file, which carries neither."""
     path = Path(path)
     if path.is_file():
-        run = RunData(name or path.stem, path, read_results(path))
+        config = {"benchmark": benchmark} if benchmark else {}
+        run = RunData(
+            name or path.stem, path, read_results(path), config=config, predictions=predictions
+        )
     elif (path / RESULTS).is_file():
         run = RunData(
             name or path.name,
@@ -115,18 +150,24 @@ def load_run(path: str | Path, *, name: str | None = None, with_features: bool =
             config=_json_file(path / "config.json"),
             summary=_json_file(path / "summary.json"),
             records=RecordStore(path).load(),
+            predictions=predictions or _folder(path / "predictions"),
         )
     else:
         raise DataError(f"{path} is neither a run folder with {RESULTS} nor a results file")
     if with_features and run.benchmark:
-        return RunData(**{**vars(run), "features": task_features(run.benchmark, run.config)})
+        tasks = benchmark_tasks(run.benchmark, run.config)
+        features = {iid: t.features for iid, t in tasks.items()}
+        return RunData(**{**vars(run), "features": features, "tasks": tasks})
     return run
 
 
-def task_features(
-    benchmark: str, config: dict[str, Any] | None = None
-) -> dict[str, tuple[str, ...]]:
-    """Feature tags by instance id; empty when the tasks cannot be loaded here."""
+def _folder(path: Path) -> Path | None:
+    return path if path.is_dir() else None
+
+
+def benchmark_tasks(benchmark: str, config: dict[str, Any] | None = None) -> dict[str, Task]:
+    """The benchmark's tasks with their gold, by instance id; empty when they cannot be loaded
+    here."""
     from querybench.errors import QuerybenchError
     from querybench.tasks import load_tasks
 
@@ -136,11 +177,18 @@ def task_features(
             benchmark,
             data_dir=config.get("data_dir"),
             path=config.get("task_file"),
-            with_gold=False,
+            with_gold=True,
         )
     except (QuerybenchError, OSError):
         return {}
-    return {t.instance_id: t.features for t in tasks}
+    return {t.instance_id: t for t in tasks}
+
+
+def task_features(
+    benchmark: str, config: dict[str, Any] | None = None
+) -> dict[str, tuple[str, ...]]:
+    """Feature tags by instance id; empty when the tasks cannot be loaded here."""
+    return {iid: t.features for iid, t in benchmark_tasks(benchmark, config).items()}
 
 
 def unique_names(runs: list[RunData]) -> list[RunData]:
