@@ -30,7 +30,8 @@ eval_app = typer.Typer(
         "    querybench eval spider1 --gold dev_gold.sql --predictions pred.txt "
         "--db-dir database/\n\n"
         "    querybench eval bird --questions dev.json --predictions predict_dev.json "
-        "--db-dir dev_databases/"
+        "--db-dir dev_databases/\n\n"
+        "    querybench eval spider2-dbt --predictions RUNDIR/predictions"
     ),
     no_args_is_help=True,
     rich_markup_mode="markdown",
@@ -262,6 +263,50 @@ app.command("run")(__import__("querybench.commands.run", fromlist=["run"]).run)
 app.command("report")(__import__("querybench.commands.report", fromlist=["r"]).report)
 
 app.command("audit")(__import__("querybench.commands.audit", fromlist=["a"]).audit)
+
+
+@eval_app.command("spider2-dbt")
+def eval_spider2_dbt(
+    predictions: Annotated[
+        Path, typer.Option(help="Folder of `<instance_id>/<db>.duckdb`, the databases left.")
+    ],
+    data_dir: Annotated[
+        Path | None, typer.Option(help="Data root holding spider2/spider2-dbt (tasks, gold).")
+    ] = None,
+    gold_dir: Annotated[
+        Path | None, typer.Option(help="Gold folder `<instance_id>/<file>`; default: the data.")
+    ] = None,
+    workers: Workers = 2,
+    output: Output = None,
+) -> None:
+    """Score Spider 2.0-DBT outputs with `duckdb_match` (official and strict), over every task
+    (a missing gold file counts 0) and over the tasks whose gold is present.
+
+    Example: `querybench eval spider2-dbt --predictions RUNDIR/predictions`
+    """
+    from querybench.evaluation.spider2_dbt import evaluate_spider2_dbt, with_gold_summary
+    from querybench.tasks import load_tasks
+
+    root = data_dir or data_root()
+    gold = gold_dir or root / "spider2" / "spider2-dbt" / "evaluation_suite" / "gold"
+    try:
+        tasks = load_tasks("spider2-dbt", data_dir=root)
+    except QuerybenchError as exc:
+        _fail(str(exc))
+    results = _run(
+        "scoring spider2-dbt",
+        len(tasks),
+        lambda advance: evaluate_spider2_dbt(
+            tasks, predictions, gold, workers=workers, on_result=advance
+        ),
+    )
+    _finish(results, output, "spider2-dbt (duckdb_match, score = official)")
+    kept = with_gold_summary(results)
+    out_console.print(
+        f"with gold present: {kept['correct']}/{kept['n']} "
+        f"(official {kept['official_score']:.4f}, strict {kept['strict_score']:.4f}); "
+        f"every task: {sum(r.score == 1.0 for r in results)}/{len(results)}"
+    )
 
 
 def main() -> None:

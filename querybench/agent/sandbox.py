@@ -51,6 +51,11 @@ def _drop_privileges() -> list[str]:
     return []
 
 
+def sandbox_drops_privileges() -> bool:
+    """Whether shell commands run as `nobody` (everything they use must be world-readable)."""
+    return bool(_drop_privileges())
+
+
 def _limits(limits: Limits) -> list[str]:
     return [
         "prlimit",
@@ -63,7 +68,18 @@ def _limits(limits: Limits) -> list[str]:
     ]
 
 
-def bwrap_command(workspace: Path, code: str) -> list[str]:
+@dataclass(frozen=True)
+class Toolchain:
+    """Programs offered besides the system's: `bin_dir` goes first on `PATH`, each of `mounts`
+    is bound read-only at its own path (venv scripts name their Python by path), `env` is added
+    to the clean environment."""
+
+    bin_dir: Path
+    mounts: tuple[Path, ...] = ()
+    env: tuple[tuple[str, str], ...] = ()
+
+
+def bwrap_command(workspace: Path, code: str, toolchain: Toolchain | None = None) -> list[str]:
     cmd = ["bwrap", "--unshare-all", "--die-with-parent", "--new-session", "--clearenv"]
     for path in SYSTEM_DIRS:
         if os.path.islink(path):
@@ -72,6 +88,8 @@ def bwrap_command(workspace: Path, code: str) -> list[str]:
             cmd += ["--ro-bind", path, path]
     for path in ETC_FILES:
         cmd += ["--ro-bind-try", path, path]
+    for mount in toolchain.mounts if toolchain else ():
+        cmd += ["--ro-bind", str(mount), str(mount)]
     cmd += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
     cmd += ["--bind", str(workspace), MOUNT_POINT, "--chdir", MOUNT_POINT]
     env = {
@@ -80,6 +98,9 @@ def bwrap_command(workspace: Path, code: str) -> list[str]:
         "LANG": "C.UTF-8",
         "TMPDIR": "/tmp",
     }
+    if toolchain is not None:
+        env["PATH"] = f"{toolchain.bin_dir}:{env['PATH']}"
+        env.update(toolchain.env)
     for key, value in env.items():
         cmd += ["--setenv", key, value]
     return [*cmd, "--", "/bin/bash", "-c", code]
@@ -105,16 +126,26 @@ def prepare_workspace(workspace: Path) -> None:
 
 
 def run_shell(
-    workspace: Path, code: str, *, timeout: float, limits: Limits, sandboxed: bool = True
+    workspace: Path,
+    code: str,
+    *,
+    timeout: float,
+    limits: Limits,
+    sandboxed: bool = True,
+    toolchain: Toolchain | None = None,
 ) -> ShellResult:
     """Run `code` with bash; sandboxed unless the caller allowed the unsafe way explicitly."""
+    env = None
     if sandboxed:
         prepare_workspace(workspace)
-        cmd = [*_limits(limits), *_drop_privileges(), *bwrap_command(workspace, code)]
+        cmd = [*_limits(limits), *_drop_privileges(), *bwrap_command(workspace, code, toolchain)]
         cwd = None
     else:
         cmd = [*_limits(limits), "/bin/bash", "-c", code]
         cwd = workspace
+        if toolchain is not None:
+            env = {**os.environ, **dict(toolchain.env)}
+            env["PATH"] = f"{toolchain.bin_dir}:{env.get('PATH', '')}"
     with tempfile.TemporaryFile() as out:
         proc = subprocess.Popen(
             cmd,
@@ -122,6 +153,7 @@ def run_shell(
             stdout=out,
             stderr=subprocess.STDOUT,
             cwd=cwd,
+            env=env,
             start_new_session=True,
         )
         try:

@@ -12,6 +12,7 @@ import csv
 import json
 import shutil
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -26,7 +27,13 @@ from querybench.agent.actions import (
     GetTables,
     SampleRows,
 )
-from querybench.agent.sandbox import MOUNT_POINT, Limits, run_shell, sandbox_available
+from querybench.agent.sandbox import (
+    MOUNT_POINT,
+    Limits,
+    Toolchain,
+    run_shell,
+    sandbox_available,
+)
 from querybench.engines.base import Engine, Result
 from querybench.errors import QuerybenchError
 from querybench.tasks.model import Task
@@ -50,21 +57,64 @@ def readme(task: Task) -> str:
     parts = [f"# Task {task.instance_id}", "", "## Question", "", task.question.strip()]
     if task.external_knowledge:
         parts += ["", "## External knowledge", "", task.external_knowledge.strip()]
-    parts += ["", f"The database ({task.engine}) is reachable through the SQL actions only."]
+    if "project_dir" in task.extra:
+        parts += [
+            "",
+            f"The DBT project is in {MOUNT_POINT}; its database is {task.db}.duckdb there. "
+            "Complete the project and build it with `dbt run` (Bash); the database it leaves "
+            "is the answer. The SQL actions read that database.",
+        ]
+    else:
+        parts += ["", f"The database ({task.engine}) is reachable through the SQL actions only."]
     return "\n".join(parts) + "\n"
 
 
+def new_folder(task: Task) -> Path:
+    return Path(tempfile.mkdtemp(prefix=f"qb-agent-{_safe(task.instance_id)}-"))
+
+
 class Workspace:
-    def __init__(self, task: Task, engine: Engine, options: WorkspaceOptions) -> None:
+    """`reconnect` (DBT tasks): the database is a private file that shell commands may write,
+    so the connection is let go before each `Bash` and opened again by the next SQL action.
+    `toolchain`: programs the sandbox offers besides the system's (dbt)."""
+
+    def __init__(
+        self,
+        task: Task,
+        engine: Engine,
+        options: WorkspaceOptions,
+        *,
+        path: Path | None = None,
+        toolchain: Toolchain | None = None,
+        reconnect: Callable[[], Engine] | None = None,
+    ) -> None:
         self.task = task
-        self.engine = engine
+        self._engine: Engine | None = engine
         self.options = options
-        self.path = Path(tempfile.mkdtemp(prefix=f"qb-agent-{_safe(task.instance_id)}-"))
-        (self.path / "README.md").write_text(readme(task), encoding="utf-8")
+        self.toolchain = toolchain
+        self._reconnect = reconnect
+        self.path = path or new_folder(task)
+        if not (self.path / "README.md").exists():
+            (self.path / "README.md").write_text(readme(task), encoding="utf-8")
         self.sql_log: list[tuple[str, str]] = []  # (sql, save_path) of each ExecuteSQL that ran
 
+    @property
+    def engine(self) -> Engine:
+        if self._engine is None:
+            if self._reconnect is None:
+                raise QuerybenchError("the workspace is closed")
+            self._engine = self._reconnect()
+        return self._engine
+
+    def release_engine(self) -> None:
+        """Close the connection (it is opened again when needed, if the workspace can)."""
+        if self._engine is not None:
+            self._engine.close()
+            self._engine = None
+
     def close(self) -> None:
-        self.engine.close()
+        self.release_engine()
+        self._reconnect = None
         shutil.rmtree(self.path, ignore_errors=True)
 
     def resolve(self, name: str) -> Path:
@@ -120,12 +170,15 @@ class Workspace:
         sandboxed = sandbox_available()
         if not sandboxed and not self.options.unsafe_bash:
             return NO_SANDBOX
+        if self._reconnect is not None:
+            self.release_engine()
         result = run_shell(
             self.path,
             code,
             timeout=self.options.action_timeout,
             limits=self.options.limits,
             sandboxed=sandboxed,
+            toolchain=self.toolchain,
         )
         out = result.output or "(no output)"
         if result.timed_out:

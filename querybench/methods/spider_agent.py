@@ -6,7 +6,8 @@ Options (`RunConfig.extra`; `--max-steps`, `--action-timeout`, `--max-observatio
 identity. The trajectory of each task is written to `RUNDIR/trajectories/<instance_id>.json`.
 With the labelled `oracle` model the agent is driven by `AgentOracle` (gold SQL through
 ExecuteSQL, then Terminate). `tool-agent` (`methods/tool_agent.py`) is the same method over
-native tool calls.
+native tool calls. On a DBT task the workspace holds the project and a private copy of its
+database; the database the agent leaves is saved to `RUNDIR/predictions/<instance_id>/`.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from querybench.agent.dbt import is_dbt_task, open_dbt_workspace, save_database
 from querybench.agent.loop import TEXT, AgentConfig, AgentResult, Driver, run_agent
 from querybench.agent.oracle import AgentOracle
 from querybench.agent.workspace import Workspace, WorkspaceOptions
@@ -63,6 +65,9 @@ class SpiderAgent:
             context_s = time.perf_counter() - start
             result = await run_agent(workspace, model, config, settings.sampling, self.driver)
             system = self.driver.system_prompt(workspace, config)
+            if is_dbt_task(task) and settings.run_dir is not None:
+                folder = settings.run_dir / "predictions"
+                await asyncio.to_thread(save_database, workspace, folder)
         finally:
             await asyncio.to_thread(workspace.close)
         if settings.run_dir is not None:
@@ -71,7 +76,10 @@ class SpiderAgent:
 
 
 def open_workspace(task: Task, settings: MethodSettings, options: WorkspaceOptions) -> Workspace:
-    database = task_database(task, settings.data_dir or data_root())
+    root = settings.data_dir or data_root()
+    if is_dbt_task(task):
+        return open_dbt_workspace(task, root, options)
+    database = task_database(task, root)
     if database is None:
         raise EngineUnavailable(
             f"{task.instance_id}: the agent runs on local SQLite databases so far; "

@@ -3,6 +3,7 @@ run's results.jsonl and summary.json.
 
 * Spider 1.0: `pred.txt`, one SQL per line in the order of `gold.sql` (the run's tasks);
 * BIRD: `predict.json` (`{question_id: "SQL\\t----- bird -----\\tdb_id"}`) with `questions.json`;
+* Spider 2.0-DBT: `predictions/<instance_id>/<db>.duckdb`, the database each agent left;
 * Spider 2.0: `predictions/<instance_id>.sql`, scored in sql mode (both scorings), with the
   official result `<instance_id>.csv` beside it wherever the query ran (local SQLite, offline
   BigQuery/Snowflake emulations), so `querybench eval` scores the folder in either mode.
@@ -57,6 +58,8 @@ def write_predictions_and_score(
         return _score_spider1(config, tasks, gold, pred, root)
     if config.benchmark.startswith("bird"):
         return _score_bird(config, tasks, records, predict, tag, root)
+    if config.benchmark == "spider2-dbt":
+        return _score_dbt(config, tasks, root)
     return _score_spider2(config, tasks, records, predict, tag, root)
 
 
@@ -156,6 +159,25 @@ def _score_spider2(
     )
     wanted = {t.instance_id for t in tasks}
     return [r for r in results if r.instance_id in wanted]
+
+
+def _score_dbt(config: RunConfig, tasks: list[Task], root: Path) -> list[InstanceResult]:
+    """The databases the agent left in `RUNDIR/predictions/<instance_id>/` against the gold
+    (tasks are read again with their gold: a run reads it only for oracle models)."""
+    from querybench.evaluation.spider2_dbt import evaluate_spider2_dbt
+    from querybench.tasks import load_tasks
+
+    graded = {
+        t.instance_id: t
+        for t in load_tasks("spider2-dbt", data_dir=root, path=config.task_file, with_gold=True)
+    }
+    gold = root / "spider2" / "spider2-dbt" / "evaluation_suite" / "gold"
+    return evaluate_spider2_dbt(
+        [graded.get(t.instance_id, t) for t in tasks],
+        config.out / "predictions",
+        gold,
+        workers=config.eval_workers,
+    )
 
 
 def _renamed(r: InstanceResult, instance_id: str, difficulty: str | None) -> InstanceResult:
@@ -261,6 +283,10 @@ def summary_json(
     if results and results[0].official_score is not None:
         out["official_score"] = _mean([r.official_score or 0.0 for r in results])
         out["strict_score"] = _mean([r.strict_score or 0.0 for r in results])
+    if any("has_gold" in r.metrics for r in results):
+        from querybench.evaluation.spider2_dbt import with_gold_summary
+
+        out["with_gold"] = with_gold_summary(results)
     return out
 
 

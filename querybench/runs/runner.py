@@ -20,9 +20,10 @@ from typing import Any
 
 from querybench.data import data_root
 from querybench.engines.pool import run_one
-from querybench.errors import QuerybenchError
+from querybench.errors import EngineUnavailable, QuerybenchError
 from querybench.evaluation.record import InstanceResult
 from querybench.evaluation.sampling import majority_vote, result_key
+from querybench.evaluation.verdict import ENGINE_UNAVAILABLE
 from querybench.methods import Method, MethodOutput, MethodSettings, get_method
 from querybench.models import ChatModel, PriceTable, RetryPolicy, Sampling, make_model
 from querybench.models.base import BudgetExhausted, ModelError
@@ -203,6 +204,8 @@ async def solve_instance(
         raise
     except ModelError as exc:
         return _failed(task, exc.code, str(exc), start)
+    except EngineUnavailable as exc:  # e.g. an agent task whose database is not here
+        return _failed(task, ENGINE_UNAVAILABLE, str(exc), start)
     except QuerybenchError as exc:
         return _failed(task, "context_error", str(exc), start)
     except Exception as exc:  # a bug on one task must not end the run

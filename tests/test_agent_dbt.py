@@ -1,0 +1,260 @@
+"""DBT projects: a synthetic project with a DuckDB source built here, one model removed, that a
+scripted agent (through the loopback OpenAI-compatible server) completes with CreateFile and
+`dbt run` in the sandbox; the database it leaves scores 1 under `duckdb_match`, the source
+database is untouched, and tasks run at once each build their own copy."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pytest
+from typer.testing import CliRunner
+
+from querybench.agent.dbt import ENV_VAR, find_dbt, unreadable_mounts
+from querybench.agent.protocol import format_action
+from querybench.agent.sandbox import sandbox_available
+from querybench.cli import app
+from querybench.models.base import ChatRequest, Completion
+from querybench.runs.config import RunConfig
+from querybench.runs.runner import run
+from querybench.tasks.model import Task
+from tests.methods_fixture import model
+from tests.openai_server import Reply, ScriptedServer
+
+REPO = Path(__file__).resolve().parent.parent
+MODEL_SQL = """select c.name, sum(o.amount) as total
+from raw_customers c join {{ ref('stg_orders') }} o on o.customer_id = c.id
+group by c.name
+"""
+GOLD_SQL = """create table customer_totals as
+select c.name, sum(o.amount) as total
+from raw_customers c join raw_orders o on o.customer_id = c.id
+where o.status <> 'cancelled'
+group by c.name"""
+
+
+def _dbt_program() -> str:
+    """dbt for the tests: $QUERYBENCH_DBT, else the checkout's .venv-dbt (.ci/run makes it),
+    else PATH; skipped with a reason without one (or without bwrap), failed under CI."""
+    found = os.environ.get(ENV_VAR) or str(REPO / ".venv-dbt" / "bin" / "dbt")
+    program = found if Path(found).is_file() else shutil.which("dbt")
+    reason = ""
+    if program is None:
+        reason = f"dbt not found (set {ENV_VAR} or create .venv-dbt as .ci/run does)"
+    elif not sandbox_available():
+        reason = "bwrap is missing or cannot create namespaces here"
+    if reason:
+        if os.environ.get("CI") == "true":
+            pytest.fail(reason)
+        pytest.skip(reason)
+    assert program is not None
+    return program
+
+
+@pytest.fixture()
+def dbt_program(monkeypatch: pytest.MonkeyPatch) -> str:
+    program = _dbt_program()
+    monkeypatch.setenv(ENV_VAR, program)
+    return program
+
+
+def make_dbt_data(root: Path, ids: list[str], *, gold: bool = True) -> Path:
+    """A data root with spider2-dbt tasks `ids` over one project (model customer_totals
+    removed) and, with `gold`, their gold database: each answer names its instance."""
+    dbt = root / "spider2" / "spider2-dbt"
+    project = dbt / "examples" / "shop"
+    (project / "models").mkdir(parents=True)
+    (project / "dbt_project.yml").write_text(
+        "name: shop\nversion: '1.0'\nprofile: shop\nmodel-paths: ['models']\n"
+        "models:\n  shop:\n    +materialized: table\n"
+    )
+    (project / "profiles.yml").write_text(
+        "shop:\n  target: dev\n  outputs:\n    dev:\n      type: duckdb\n"
+        "      path: './shop.duckdb'\n      schema: main\n"
+    )
+    (project / "models" / "stg_orders.sql").write_text(
+        "select * from raw_orders where status <> 'cancelled'\n"
+    )
+    (project / "models" / "schema.yml").write_text(
+        "version: 2\nmodels:\n  - name: customer_totals\n"
+        "    description: each customer's total of orders that were not cancelled\n"
+    )
+    with duckdb.connect(str(project / "shop.duckdb")) as con:
+        con.execute("create table raw_customers as select * from (values (1, 'ann'), (2, 'bo'))")
+        con.execute("alter table raw_customers rename column col0 to id")
+        con.execute("alter table raw_customers rename column col1 to name")
+        con.execute(
+            "create table raw_orders as select * from (values (1, 1, 10.5, 'done'), "
+            "(2, 1, 4.5, 'done'), (3, 2, 7.0, 'cancelled'), (4, 2, 3.0, 'done')) "
+            "t(id, customer_id, amount, status)"
+        )
+    tasks, evals = [], []
+    for iid in ids:
+        shutil.copytree(project, dbt / "examples" / iid)
+        tasks.append({"instance_id": iid, "instruction": "Add customer_totals.", "type": "DBT"})
+        params = {"gold": "shop.duckdb", "condition_tabs": ["customer_totals"]}
+        evals.append(
+            {
+                "instance_id": iid,
+                "evaluation": {
+                    "func": "duckdb_match",
+                    "parameters": {**params, "condition_cols": [[0, 1]], "ignore_orders": [True]},
+                },
+            }
+        )
+        if gold:
+            folder = dbt / "evaluation_suite" / "gold" / iid
+            folder.mkdir(parents=True)
+            shutil.copyfile(project / "shop.duckdb", folder / "shop.duckdb")
+            with duckdb.connect(str(folder / "shop.duckdb")) as con:
+                con.execute(GOLD_SQL)
+    shutil.rmtree(project)
+    lines = "".join(json.dumps(t) + "\n" for t in tasks)
+    (dbt / "examples" / "spider2-dbt.jsonl").write_text(lines)
+    gold_dir = dbt / "evaluation_suite" / "gold"
+    gold_dir.mkdir(parents=True, exist_ok=True)
+    (gold_dir / "spider2_eval.jsonl").write_text("".join(json.dumps(e) + "\n" for e in evals))
+    return root
+
+
+def text(name: str, **arguments: Any) -> Reply:
+    return Reply(f"Thought: next\nAction: {format_action(name, **arguments)}")
+
+
+SOLVE = [
+    text("Bash", code="ls models && cat models/schema.yml"),
+    text("CreateFile", filepath="models/customer_totals.sql", code=MODEL_SQL),
+    text("Bash", code="dbt run"),
+    text("ExecuteSQL", sql_query="SELECT name, total FROM customer_totals ORDER BY name"),
+    text("Terminate", output="shop.duckdb"),
+]
+
+
+@pytest.fixture()
+def server() -> Iterator[ScriptedServer]:
+    with ScriptedServer(default=text("Terminate", output="shop.duckdb")) as s:
+        yield s
+
+
+def test_find_dbt_names_what_the_sandbox_mounts(dbt_program: str) -> None:
+    toolchain = find_dbt()
+    assert toolchain is not None
+    assert toolchain.bin_dir == Path(dbt_program).absolute().parent
+    assert unreadable_mounts(toolchain) == []  # the sandbox user can start it
+
+
+def test_agent_completes_the_project_and_scores_one(
+    dbt_program: str, server: ScriptedServer, tmp_path: Path
+) -> None:
+    data = make_dbt_data(tmp_path / "data", ["shop001", "shop002"])
+    source = data / "spider2" / "spider2-dbt" / "examples" / "shop001" / "shop.duckdb"
+    before = source.read_bytes()
+    server.script([*SOLVE, text("Terminate", output="shop.duckdb")])  # shop002 gives up
+    out = tmp_path / "run"
+    config = RunConfig("spider2-dbt", "spider-agent", "scripted", out=out, data_dir=data, workers=1)
+    outcome = run(config, model=model(server))
+    results = {r.instance_id: r for r in outcome.results}
+    assert results["shop001"].official_score == 1.0 and results["shop001"].strict_score == 1.0
+    assert results["shop002"].score == 0.0 and results["shop002"].error == "wrong_result"
+    assert "customer_totals" in (results["shop002"].message or "")
+    assert outcome.summary["with_gold"] == {
+        "n": 2,
+        "correct": 1,
+        "official_score": 0.5,
+        "strict_score": 0.5,
+    }
+    steps = json.loads((out / "trajectories" / "shop001.json").read_text())["steps"]
+    assert (
+        "customer_totals.sql" in steps[0]["observation"] or "schema.yml" in steps[0]["observation"]
+    )
+    assert "Completed successfully" in steps[2]["observation"]
+    assert "ann,15.0" in steps[3]["observation"] and "bo,3.0" in steps[3]["observation"]
+    built = out / "predictions" / "shop001" / "shop.duckdb"
+    with duckdb.connect(str(built), read_only=True) as con:
+        rows = con.execute("select name, total from customer_totals order by name").fetchall()
+    assert rows == [("ann", 15.0), ("bo", 3.0)]
+    assert source.read_bytes() == before  # the agent worked on a private copy
+    # the saved databases score the same through `querybench eval spider2-dbt`
+    result = CliRunner().invoke(
+        app,
+        [
+            "eval",
+            "spider2-dbt",
+            "--predictions",
+            str(out / "predictions"),
+            "--data-dir",
+            str(data),
+            "--output",
+            str(tmp_path / "eval.jsonl"),
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    lines = [json.loads(x) for x in (tmp_path / "eval.jsonl").read_text().splitlines()]
+    assert [(x["instance_id"], x["score"]) for x in lines] == [("shop001", 1.0), ("shop002", 0.0)]
+
+
+def test_missing_gold_and_missing_start_database_count_in_the_honest_denominator(
+    dbt_program: str, server: ScriptedServer, tmp_path: Path
+) -> None:
+    data = make_dbt_data(tmp_path / "data", ["shop001", "shop002"], gold=False)
+    (data / "spider2" / "spider2-dbt" / "examples" / "shop002" / "shop.duckdb").unlink()
+    out = tmp_path / "run"
+    config = RunConfig("spider2-dbt", "spider-agent", "scripted", out=out, data_dir=data, workers=1)
+    outcome = run(config, model=model(server))
+    results = {r.instance_id: r for r in outcome.results}
+    assert results["shop001"].error == "gold_error" and "gold file missing" in str(
+        results["shop001"].message
+    )
+    assert results["shop002"].error == "engine_unavailable"
+    assert "shop.duckdb is not here" in str(results["shop002"].message)
+    assert outcome.summary["n"] == 2 and outcome.summary["score"] == 0.0
+    assert outcome.summary["with_gold"]["n"] == 0
+    assert (out / "predictions" / "shop001" / "shop.duckdb").is_file()
+
+
+class Overlapping:
+    """Each task writes a model naming its own instance, once all four are in flight, then
+    runs dbt: four sandboxes build four private copies at once."""
+
+    name = "overlapping"
+
+    def __init__(self) -> None:
+        self.barrier = asyncio.Barrier(4)
+
+    async def complete(self, request: ChatRequest, task: Task | None = None) -> Completion:
+        assert task is not None
+        done = sum(m.role == "assistant" for m in request.messages)
+        if done == 0:
+            await asyncio.wait_for(self.barrier.wait(), timeout=30)
+        sql = f"select '{task.instance_id}' as who, count(*) as n from raw_orders"
+        steps: list[tuple[str, dict[str, Any]]] = [
+            ("CreateFile", {"filepath": "models/who.sql", "code": sql}),
+            ("Bash", {"code": "dbt run --select who"}),
+            ("Terminate", {"output": "shop.duckdb"}),
+        ]
+        name, arguments = steps[done]
+        return Completion(f"Thought: step {done}\nAction: {format_action(name, **arguments)}")
+
+    async def aclose(self) -> None:
+        return None
+
+
+def test_four_dbt_tasks_at_once_build_separate_copies(dbt_program: str, tmp_path: Path) -> None:
+    ids = [f"shop00{i}" for i in range(1, 5)]
+    data = make_dbt_data(tmp_path / "data", ids)
+    out = tmp_path / "run"
+    config = RunConfig(
+        "spider2-dbt", "spider-agent", "overlapping", out=out, data_dir=data, workers=4
+    )
+    outcome = run(config, model=Overlapping())
+    assert all(r.ok for r in outcome.records.values()), outcome.records
+    for iid in ids:
+        with duckdb.connect(str(out / "predictions" / iid / "shop.duckdb"), read_only=True) as con:
+            assert con.execute("select who, n from who").fetchall() == [(iid, 4)]
