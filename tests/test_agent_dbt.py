@@ -21,10 +21,13 @@ from querybench.agent.dbt import ENV_VAR, find_dbt, unreadable_mounts
 from querybench.agent.protocol import format_action
 from querybench.agent.sandbox import sandbox_available
 from querybench.cli import app
+from querybench.evaluation.spider2_dbt import evaluate_spider2_dbt, with_gold_summary
 from querybench.models.base import ChatRequest, Completion
 from querybench.runs.config import RunConfig
 from querybench.runs.runner import run
+from querybench.tasks import load_tasks
 from querybench.tasks.model import Task
+from tests.conftest import require_data
 from tests.methods_fixture import model
 from tests.openai_server import Reply, ScriptedServer
 
@@ -258,3 +261,28 @@ def test_four_dbt_tasks_at_once_build_separate_copies(dbt_program: str, tmp_path
     for iid in ids:
         with duckdb.connect(str(out / "predictions" / iid / "shop.duckdb"), read_only=True) as con:
             assert con.execute("select who, n from who").fetchall() == [(iid, 4)]
+
+
+def test_scoring_tells_a_missing_prediction_from_missing_gold(tmp_path: Path) -> None:
+    data = make_dbt_data(tmp_path / "data", ["shop001", "shop002"])
+    gold = data / "spider2" / "spider2-dbt" / "evaluation_suite" / "gold"
+    shutil.rmtree(gold / "shop002")
+    predictions = tmp_path / "predictions"
+    (predictions / "shop002").mkdir(parents=True)
+    shutil.copyfile(gold / "shop001" / "shop.duckdb", predictions / "shop002" / "shop.duckdb")
+    tasks = load_tasks("spider2-dbt", data_dir=data)
+    first, second = evaluate_spider2_dbt(tasks, predictions, gold)
+    assert first.error == "missing_prediction" and first.metrics == {"has_gold": 1.0}
+    assert second.error == "gold_error" and second.metrics == {"has_gold": 0.0}
+    assert with_gold_summary([first, second])["n"] == 1
+
+
+@pytest.mark.slow
+def test_official_dbt_tasks_count_all_68() -> None:
+    dbt = require_data("spider2", "spider2-dbt")
+    tasks = load_tasks("spider2-dbt", data_dir=dbt.parent.parent)
+    results = evaluate_spider2_dbt(tasks, dbt / "no-predictions", dbt / "evaluation_suite" / "gold")
+    assert len(results) == 68
+    # the public data has no gold databases: nothing is scored against gold, and says so
+    assert with_gold_summary(results)["n"] == sum(r.metrics["has_gold"] for r in results)
+    assert {r.error for r in results} == {"missing_prediction"}

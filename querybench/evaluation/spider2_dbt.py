@@ -19,7 +19,7 @@ from typing import Any
 
 from querybench.evaluation.agentic import score_agentic
 from querybench.evaluation.record import InstanceResult
-from querybench.evaluation.verdict import GOLD_ERROR, Verdict
+from querybench.evaluation.verdict import GOLD_ERROR, MISSING_PREDICTION, Verdict
 from querybench.tasks.model import Task
 
 
@@ -44,9 +44,15 @@ def score_dbt_task(task: Task, predictions: Path, gold_dir: Path) -> InstanceRes
     metrics = {"has_gold": float(has_gold)}
     if not checks:
         return _result(task, Verdict.fail(GOLD_ERROR, "no eval-config entry"), None, metrics)
+    predicted = [prediction_file(task, predictions, p.name) for p in golds]
+    missing_gold = ", ".join(str(p) for p in golds if not p.is_file())
+    if not any(p.is_file() for p in predicted):
+        message = f"no {predicted[0] if predicted else 'prediction'}"
+        if missing_gold:
+            message += f" (and the gold file is missing: {missing_gold})"
+        return _result(task, Verdict.fail(MISSING_PREDICTION, message), None, metrics)
     if not has_gold:
-        missing = ", ".join(str(p) for p in golds if not p.is_file())
-        verdict = Verdict.fail(GOLD_ERROR, f"gold file missing: {missing}")
+        verdict = Verdict.fail(GOLD_ERROR, f"gold file missing: {missing_gold}")
         return _result(task, verdict, None, metrics)
     official = strict = Verdict.fail(GOLD_ERROR, "no file check")
     for check in checks:  # the official driver keeps the verdict of the last file check
