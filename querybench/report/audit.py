@@ -11,7 +11,16 @@ Each finding names an instance, a kind and a detail. The kinds:
 * `unreadable_gold`: a gold CSV the official parsing rejects (empty, not UTF-8, malformed);
 * `unexpected_config_shape`: an `ignore_order` that is not a boolean, or `condition_cols` that
   is neither empty, a list of column indices nor a list of such lists;
-* `gold_without_config`: a gold CSV whose instance has no eval-config entry.
+* `gold_without_config`: a gold CSV, or a gold SQL file, whose instance has no eval-config
+  entry;
+* `never_passes_official`, `never_passes_strict`, `gold_sql_error`, `gold_sql_mismatch`,
+  `scorer_error`: the checks that score (each alternative against itself, gold SQL re-run),
+  in `audit_scoring`.
+
+Contradictory alternatives are not a kind of their own: alternatives of one instance are
+meant to differ (another reading of the question, another tie-break), so differing values are
+no defect by themselves. What the gold can get wrong is covered by `duplicate_alternative` (an
+alternative that adds nothing) and by `never_passes_*` (an alternative that can never win).
 """
 
 from __future__ import annotations
@@ -21,14 +30,22 @@ import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
 from querybench.errors import DataError
-from querybench.evaluation.large_result import ResultTable, read_result
+from querybench.evaluation.large_result import ResultTable
 from querybench.evaluation.spider2 import strict_condition_cols
-from querybench.evaluation.spider2_gold import Benchmark, Spider2Gold, eval_file_name
+from querybench.evaluation.spider2_gold import (
+    Benchmark,
+    GoldFrames,
+    Spider2Gold,
+    eval_file_name,
+)
+
+if TYPE_CHECKING:
+    from querybench.report.audit_scoring import GoldSqlRun, GoldSqlSummary
 
 KINDS = (
     "missing_gold",
@@ -39,6 +56,11 @@ KINDS = (
     "unreadable_gold",
     "unexpected_config_shape",
     "gold_without_config",
+    "never_passes_official",
+    "never_passes_strict",
+    "gold_sql_error",
+    "gold_sql_mismatch",
+    "scorer_error",
 )
 
 
@@ -54,32 +76,55 @@ class Finding:
         )
 
 
-def audit_gold(gold_dir: str | Path, benchmark: Benchmark) -> list[Finding]:
-    """Every finding in a gold folder, by instance id then kind; `DataError` if it is unusable."""
+@dataclass(frozen=True)
+class AuditReport:
+    findings: list[Finding]
+    gold_sql: GoldSqlSummary
+
+
+def audit_gold(
+    gold_dir: str | Path, benchmark: Benchmark, gold_sql: GoldSqlRun | None = None
+) -> AuditReport:
+    """Every finding in a gold folder, by instance id then kind; `DataError` if it is unusable.
+
+    Gold SQL runs only with `gold_sql` (where the local databases are); the summary says how
+    many gold SQL files ran and why the others did not.
+    """
+    # Imported here: audit_scoring builds on this module's `Finding`.
+    from querybench.report.audit_scoring import gold_sql_findings, self_score_findings
+
     gold = Spider2Gold(gold_dir, benchmark)
     findings = list(_config_shapes(gold.dir / eval_file_name(benchmark)))
     used: set[str] = set()
     for iid, spec in sorted(gold.specs.items()):
-        paths, _ = gold.result_paths(iid)
-        if not paths:
+        golds, _ = gold.load_results(iid)  # parsed once, for every check of the instance
+        if not golds.paths:
             findings.append(Finding(iid, "missing_gold", f"no {iid}.csv nor {iid}_<letter>.csv"))
             continue
-        used.update(p.name for p in paths)
-        findings.extend(_instance_findings(iid, paths, spec.condition_cols))
+        used.update(p.name for p in golds.paths)
+        findings.extend(_instance_findings(iid, golds, spec.condition_cols))
+        findings.extend(self_score_findings(gold, iid, golds))
     for name in sorted(_orphans(gold, used)):
         findings.append(Finding(_instance_of(name), "gold_without_config", name))
+    sql_dir = gold.dir / "sql"
+    for path in sorted(sql_dir.glob("*.sql")) if sql_dir.is_dir() else []:
+        if path.stem not in gold.specs:
+            findings.append(Finding(path.stem, "gold_without_config", f"sql/{path.name}"))
+    sql_findings, summary = gold_sql_findings(gold, gold_sql)
+    findings.extend(sql_findings)
     findings.sort(key=lambda f: (f.instance_id, KINDS.index(f.kind), f.detail))
-    return findings
+    return AuditReport(findings, summary)
 
 
-def _instance_findings(iid: str, paths: list[Path], condition_cols: Any) -> Iterator[Finding]:
+def _instance_findings(iid: str, golds: GoldFrames, condition_cols: Any) -> Iterator[Finding]:
+    paths = golds.paths
     tables: list[tuple[Path, ResultTable]] = []
-    for path in paths:
+    for i, path in enumerate(paths):
         duplicated = _duplicate_names(path)
         if duplicated:
             yield Finding(iid, "duplicate_header", f"{path.name}: {', '.join(duplicated)}")
         try:
-            table = read_result(path)
+            table = golds[i]
         except DataError as exc:
             yield Finding(iid, "unreadable_gold", str(exc).replace(str(path), path.name))
             continue
