@@ -3,6 +3,9 @@
 Each finding names an instance, a kind and a detail. The kinds:
 
 * `missing_gold`: an eval-config entry with no gold CSV at all;
+* `missing_alternative`: a gap in an instance's alternative letters (`_e` without `_a`..`_d`):
+  a lost file, or a letter the upstream release never used (both happen); a lost last
+  alternative leaves no gap and cannot be seen here;
 * `condition_cols_out_of_range`: a gold file that the condition columns, as the strict scoring
   gives them to each alternative, do not fit (that alternative can never match);
 * `duplicate_alternative`: an alternative with the same parsed content as an earlier one;
@@ -49,6 +52,7 @@ if TYPE_CHECKING:
 
 KINDS = (
     "missing_gold",
+    "missing_alternative",
     "condition_cols_out_of_range",
     "duplicate_alternative",
     "duplicate_header",
@@ -102,6 +106,9 @@ def audit_gold(
             findings.append(Finding(iid, "missing_gold", f"no {iid}.csv nor {iid}_<letter>.csv"))
             continue
         used.update(p.name for p in golds.paths)
+        gap = _letter_gap(iid, golds.paths)
+        if gap:
+            findings.append(Finding(iid, "missing_alternative", gap))
         findings.extend(_instance_findings(iid, golds, spec.condition_cols))
         findings.extend(self_score_findings(gold, iid, golds))
     for name in sorted(_orphans(gold, used)):
@@ -151,6 +158,19 @@ def _instance_findings(iid: str, golds: GoldFrames, condition_cols: Any) -> Iter
                     iid, "duplicate_alternative", f"{path.name} is identical to {earlier.name}"
                 )
                 break
+
+
+def _letter_gap(iid: str, paths: list[Path]) -> str | None:
+    """The alternative files absent before the last one present, if any."""
+    letters = [p.stem.removeprefix(f"{iid}_") for p in paths]
+    if letters == [iid] or not all(len(x) == 1 for x in letters):
+        return None  # the single base file
+    expected = [chr(c) for c in range(ord("a"), ord(max(letters)) + 1)]
+    absent = [x for x in expected if x not in letters]
+    if not absent:
+        return None
+    names = ", ".join(f"{iid}_{x}.csv" for x in absent)
+    return f"no {names} (present: {', '.join(p.name for p in paths)})"
 
 
 def _same_content(path: Path, table: ResultTable, other_path: Path, other: ResultTable) -> bool:
