@@ -9,6 +9,7 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from querybench.data import data_root
@@ -43,10 +44,21 @@ out_console = Console()
 
 Workers = Annotated[int, typer.Option(min=1, help="Queries run in parallel.")]
 Output = Annotated[Path | None, typer.Option(help="Write one JSON line per instance to this file.")]
+Executor = Annotated[
+    str,
+    typer.Option(
+        help="local (this process) or ray (shards on a Ray cluster; "
+        "pip install 'querybench[ray]'); --workers then caps each engine cluster-wide."
+    ),
+]
+Address = Annotated[
+    str | None,
+    typer.Option(help="Ray cluster to join (auto, ray://host:10001); default a local Ray."),
+]
 
 
 def _fail(message: str) -> None:
-    console.print(f"[red]error:[/red] {message}")
+    console.print(f"[red]error:[/red] {escape(message)}")
     raise typer.Exit(2)
 
 
@@ -71,9 +83,18 @@ def _finish(results: Sequence[InstanceResult], output: Path | None, title: str) 
     print_summary(summarise(results), out_console, title)
 
 
-def _run(title: str, total: int | None, work: Callable[[Callable[[Any], None]], list[Any]]) -> Any:
-    """Run `work(advance)` under a progress bar; library errors become a clean exit 2."""
+def _run(
+    title: str,
+    total: int | None,
+    work: Callable[[Callable[[Any], None]], list[Any]],
+    executor: str = "local",
+) -> Any:
+    """Run `work(advance)` under a progress bar; library errors (an unknown executor, Ray
+    missing for `--executor ray`) become a clean exit 2."""
+    from querybench.runs.ray_executor import check_executor
+
     try:
+        check_executor(executor)
         with _progress() as progress:
             task = progress.add_task(title, total=total)
             return work(lambda _result: progress.advance(task))
@@ -92,9 +113,12 @@ def _spider2(
     timeout: float,
     output: Path | None,
     tasks_file: Path | None,
+    executor: str = "local",
+    address: str | None = None,
 ) -> None:
     from querybench.evaluation.spider2_eval import evaluate_spider2
     from querybench.evaluation.spider2_gold import default_gold_dir
+    from querybench.runs.ray_eval import evaluate_spider2_ray
 
     if mode not in ("exec_result", "sql"):
         _fail(f"--mode must be exec_result or sql, not {mode!r}")
@@ -110,18 +134,35 @@ def _spider2(
     results = _run(
         f"scoring {benchmark}",
         None,
-        lambda advance: evaluate_spider2(
-            benchmark,  # type: ignore[arg-type]
-            predictions,
-            gold,
-            mode=mode,  # type: ignore[arg-type]
-            scoring=scoring,  # type: ignore[arg-type]
-            db_dir=db_dir,
-            tasks_file=tasks_file,
-            workers=workers,
-            timeout=timeout,
-            on_result=advance,
+        lambda advance: (
+            evaluate_spider2_ray(
+                benchmark,
+                predictions,
+                gold,
+                mode=mode,
+                scoring=scoring,
+                db_dir=db_dir,
+                tasks_file=tasks_file,
+                workers=workers,
+                timeout=timeout,
+                address=address,
+                on_result=advance,
+            )
+            if executor == "ray"
+            else evaluate_spider2(
+                benchmark,  # type: ignore[arg-type]
+                predictions,
+                gold,
+                mode=mode,  # type: ignore[arg-type]
+                scoring=scoring,  # type: ignore[arg-type]
+                db_dir=db_dir,
+                tasks_file=tasks_file,
+                workers=workers,
+                timeout=timeout,
+                on_result=advance,
+            )
         ),
+        executor,
     )
     _finish(results, output, f"{benchmark} ({mode}, score = {scoring})")
 
@@ -150,6 +191,8 @@ def _spider2_command(benchmark: str) -> Callable[..., None]:
         tasks_file: Annotated[
             Path | None, typer.Option(help="Task jsonl naming each task's database.")
         ] = None,
+        executor: Executor = "local",
+        address: Address = None,
     ) -> None:
         _spider2(
             benchmark,
@@ -162,6 +205,8 @@ def _spider2_command(benchmark: str) -> Callable[..., None]:
             timeout,
             output,
             tasks_file,
+            executor,
+            address,
         )
 
     command.__doc__ = (
@@ -188,6 +233,8 @@ def eval_spider1(
     timeout: Annotated[float, typer.Option(help="Seconds per query.")] = 30.0,
     workers: Workers = 2,
     output: Output = None,
+    executor: Executor = "local",
+    address: Address = None,
 ) -> None:
     """Spider 1.0 execution match (official test-suite semantics).
 
@@ -195,19 +242,34 @@ def eval_spider1(
     `querybench eval spider1 --gold dev_gold.sql --predictions pred.txt --db-dir database/`
     """
     from querybench.evaluation.spider1 import evaluate_spider1
+    from querybench.runs.ray_eval import evaluate_spider1_ray
 
     results = _run(
-        "running queries",
+        "running queries" if executor == "local" else "scoring shards",
         None,
-        lambda advance: evaluate_spider1(
-            gold,
-            predictions,
-            db_dir,
-            timeout=timeout,
-            workers=workers,
-            questions_json=questions,
-            on_query=lambda: advance(None),
+        lambda advance: (
+            evaluate_spider1_ray(
+                gold,
+                predictions,
+                db_dir,
+                timeout=timeout,
+                workers=workers,
+                questions_json=questions,
+                address=address,
+                on_result=advance,
+            )
+            if executor == "ray"
+            else evaluate_spider1(
+                gold,
+                predictions,
+                db_dir,
+                timeout=timeout,
+                workers=workers,
+                questions_json=questions,
+                on_query=lambda: advance(None),
+            )
         ),
+        executor,
     )
     _finish(results, output, "Spider 1.0 execution match")
 
@@ -225,6 +287,8 @@ def eval_bird(
     timeout: Annotated[float, typer.Option(help="Seconds per query.")] = 30.0,
     workers: Workers = 2,
     output: Output = None,
+    executor: Executor = "local",
+    address: Address = None,
 ) -> None:
     """BIRD execution match (set semantics) with error / trivial / gold_error metrics.
 
@@ -232,18 +296,32 @@ def eval_bird(
     --db-dir dev_databases/`
     """
     from querybench.evaluation.bird import evaluate_bird
+    from querybench.runs.ray_eval import evaluate_bird_ray
 
     results = _run(
-        "running queries",
+        "running queries" if executor == "local" else "scoring shards",
         None,
-        lambda advance: evaluate_bird(
-            questions,
-            predictions,
-            db_dir,
-            timeout=timeout,
-            workers=workers,
-            on_query=lambda: advance(None),
+        lambda advance: (
+            evaluate_bird_ray(
+                questions,
+                predictions,
+                db_dir,
+                timeout=timeout,
+                workers=workers,
+                address=address,
+                on_result=advance,
+            )
+            if executor == "ray"
+            else evaluate_bird(
+                questions,
+                predictions,
+                db_dir,
+                timeout=timeout,
+                workers=workers,
+                on_query=lambda: advance(None),
+            )
         ),
+        executor,
     )
     _finish(results, output, "BIRD execution match")
 
