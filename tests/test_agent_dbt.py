@@ -235,7 +235,7 @@ class Overlapping:
         assert task is not None
         done = sum(m.role == "assistant" for m in request.messages)
         if done == 0:
-            await asyncio.wait_for(self.barrier.wait(), timeout=30)
+            await asyncio.wait_for(self.barrier.wait(), timeout=120)
         sql = f"select '{task.instance_id}' as who, count(*) as n from raw_orders"
         steps: list[tuple[str, dict[str, Any]]] = [
             ("CreateFile", {"filepath": "models/who.sql", "code": sql}),
@@ -257,8 +257,11 @@ def test_four_dbt_tasks_at_once_build_separate_copies(dbt_program: str, tmp_path
         "spider2-dbt", "spider-agent", "overlapping", out=out, data_dir=data, workers=4
     )
     outcome = run(config, model=Overlapping())
-    assert all(r.ok for r in outcome.records.values()), outcome.records
+    failed = {k: (r.error, r.message) for k, r in outcome.records.items() if not r.ok}
+    assert not failed
     for iid in ids:
+        steps = json.loads((out / "trajectories" / f"{iid}.json").read_text())["steps"]
+        assert "Completed successfully" in steps[1]["observation"], steps[1]["observation"]
         with duckdb.connect(str(out / "predictions" / iid / "shop.duckdb"), read_only=True) as con:
             assert con.execute("select who, n from who").fetchall() == [(iid, 4)]
 

@@ -16,7 +16,7 @@ import stat
 from pathlib import Path
 
 from querybench.agent.sandbox import SYSTEM_DIRS, Toolchain, sandbox_drops_privileges
-from querybench.agent.workspace import Workspace, WorkspaceOptions, new_folder
+from querybench.agent.workspace import Workspace, WorkspaceOptions, make_writable, new_folder
 from querybench.engines import connect
 from querybench.errors import EngineUnavailable
 from querybench.tasks.model import Task
@@ -110,9 +110,7 @@ def copy_project(task: Task, data_dir: Path, workspace: Path) -> Path:
     copy = workspace / f"{task.db}.duckdb"
     if not copy.exists():  # copied with the project when it sits there
         shutil.copyfile(database, copy)
-    for path in [workspace, *workspace.rglob("*")]:  # the data folder is read-only
-        if not path.is_symlink():
-            path.chmod(path.stat().st_mode | stat.S_IWUSR)
+    make_writable(workspace)
     return copy
 
 

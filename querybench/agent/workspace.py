@@ -55,7 +55,9 @@ class WorkspaceOptions:
 
 def readme(task: Task) -> str:
     parts = [f"# Task {task.instance_id}", "", "## Question", "", task.question.strip()]
-    if task.external_knowledge:
+    if task.external_knowledge and task.benchmark.startswith("spider2"):
+        parts += ["", "## External knowledge", "", f"The document {task.external_knowledge}."]
+    elif task.external_knowledge:
         parts += ["", "## External knowledge", "", task.external_knowledge.strip()]
     if "project_dir" in task.extra:
         parts += [
@@ -71,6 +73,13 @@ def readme(task: Task) -> str:
 
 def new_folder(task: Task) -> Path:
     return Path(tempfile.mkdtemp(prefix=f"qb-agent-{_safe(task.instance_id)}-"))
+
+
+def make_writable(folder: Path) -> None:
+    """Copies of the (read-only) data folder become the agent's to change."""
+    for path in [folder, *folder.rglob("*")]:
+        if not path.is_symlink():
+            path.chmod(path.stat().st_mode | 0o200)
 
 
 class Workspace:

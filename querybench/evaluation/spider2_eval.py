@@ -38,15 +38,15 @@ from querybench.evaluation.verdict import (
     PARSE_ERROR,
     Verdict,
 )
+from querybench.tasks.databases import EMULATION_URLS
 
 Mode = Literal["exec_result", "sql"]
 Scoring = Literal["official", "strict"]
 
 _FENCED_SQL = "```sql\n"
 _CHUNK = 16  # tasks per worker-process job in exec_result mode
-# BigQuery and Snowflake tasks run on `<db>.duckdb` emulation files in --db-dir when present
-# (built by engines.spider2_metadata_load.build_emulation).
-_EMULATION_URL = {"bq": "bigquery+local://", "sf": "snowflake+local://"}
+# BigQuery and Snowflake tasks run on `<db>.duckdb` emulation files in --db-dir when present.
+_EMULATION_URL = {"bq": EMULATION_URLS["bigquery"], "sf": EMULATION_URLS["snowflake"]}
 
 
 def evaluate_spider2(

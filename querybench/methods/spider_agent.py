@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from querybench.agent.dbt import is_dbt_task, open_dbt_workspace, save_database
 from querybench.agent.loop import TEXT, AgentConfig, AgentResult, Driver, run_agent
+from querybench.agent.materials import copy_materials
 from querybench.agent.oracle import AgentOracle
 from querybench.agent.workspace import Workspace, WorkspaceOptions
 from querybench.data import data_root
@@ -27,7 +28,7 @@ from querybench.engines import connect
 from querybench.errors import EngineUnavailable
 from querybench.methods import Candidate, MethodOutput, MethodSettings
 from querybench.models.base import ChatRequest, Completion, Message, Usage
-from querybench.tasks.databases import task_database
+from querybench.tasks.databases import task_target
 
 if TYPE_CHECKING:
     from querybench.models.base import ChatModel
@@ -79,13 +80,16 @@ def open_workspace(task: Task, settings: MethodSettings, options: WorkspaceOptio
     root = settings.data_dir or data_root()
     if is_dbt_task(task):
         return open_dbt_workspace(task, root, options)
-    database = task_database(task, root)
-    if database is None:
+    target = task_target(task, root)
+    if target is None:
         raise EngineUnavailable(
-            f"{task.instance_id}: the agent runs on local SQLite databases so far; "
-            f"none found for {task.db}"
+            f"{task.instance_id}: no {task.engine} database {task.db} here (a local file, "
+            "or for Spider 2.0 BigQuery/Snowflake tasks a built emulation)"
         )
-    return Workspace(task, connect(database), options)
+    workspace = Workspace(task, connect(target), options)
+    if task.benchmark.startswith("spider2"):
+        copy_materials(task, root, workspace.path)
+    return workspace
 
 
 def write_trajectory(run_dir: Path, task: Task, result: AgentResult) -> Path:
