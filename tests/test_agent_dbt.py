@@ -9,6 +9,7 @@ import asyncio
 import json
 import os
 import shutil
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -19,7 +20,7 @@ from typer.testing import CliRunner
 
 from querybench.agent.dbt import ENV_VAR, find_dbt, unreadable_mounts
 from querybench.agent.protocol import format_action
-from querybench.agent.sandbox import sandbox_available
+from querybench.agent.sandbox import Limits, run_shell, sandbox_available
 from querybench.cli import app
 from querybench.evaluation.spider2_dbt import evaluate_spider2_dbt, with_gold_summary
 from querybench.models.base import ChatRequest, Completion
@@ -289,3 +290,18 @@ def test_official_dbt_tasks_count_all_68() -> None:
     # the public data has no gold databases: nothing is scored against gold, and says so
     assert with_gold_summary(results)["n"] == sum(r.metrics["has_gold"] for r in results)
     assert {r.error for r in results} == {"missing_prediction"}
+
+
+def test_the_dbt_mount_is_read_only_and_shows_nothing_else(dbt_program: str) -> None:
+    toolchain = find_dbt()
+    assert toolchain is not None
+    venv = toolchain.bin_dir.parent
+    code = (
+        f"touch {venv}/planted; echo touch=$?; ls {REPO / 'querybench'}; echo ls=$?; "
+        "dbt --version | head -1"
+    )
+    with tempfile.TemporaryDirectory() as folder:  # pytest's tmp_path is closed to `nobody`
+        result = run_shell(Path(folder), code, timeout=60, limits=Limits(), toolchain=toolchain)
+    assert "touch=1" in result.output and "ls=2" in result.output, result.output
+    assert not (venv / "planted").exists()
+    assert "installed" in result.output.lower() or "core" in result.output.lower()
