@@ -133,7 +133,7 @@ def text(name: str, **arguments: Any) -> Reply:
 
 
 SOLVE = [
-    text("Bash", code="ls models && cat models/schema.yml"),
+    text("Bash", code="cat models/schema.yml && dbt ls --resource-type model"),
     text("CreateFile", filepath="models/customer_totals.sql", code=MODEL_SQL),
     text("Bash", code="dbt run"),
     text("ExecuteSQL", sql_query="SELECT name, total FROM customer_totals ORDER BY name"),
@@ -175,9 +175,8 @@ def test_agent_completes_the_project_and_scores_one(
         "strict_score": 0.5,
     }
     steps = json.loads((out / "trajectories" / "shop001.json").read_text())["steps"]
-    assert (
-        "customer_totals.sql" in steps[0]["observation"] or "schema.yml" in steps[0]["observation"]
-    )
+    assert "name: customer_totals" in steps[0]["observation"]
+    assert "shop.stg_orders" in steps[0]["observation"]  # dbt ls, offline
     assert "Completed successfully" in steps[2]["observation"]
     assert "ann,15.0" in steps[3]["observation"] and "bo,3.0" in steps[3]["observation"]
     built = out / "predictions" / "shop001" / "shop.duckdb"
