@@ -34,7 +34,7 @@ def audit(
     ] = True,
     db_dir: Annotated[
         Path | None,
-        typer.Option(help="Local databases as <db>.sqlite (default: spider2-lite-local)."),
+        typer.Option(help="Local databases as DB.sqlite (default: spider2-lite-local)."),
     ] = None,
     tasks_file: Annotated[
         Path | None,
@@ -43,7 +43,8 @@ def audit(
     workers: Annotated[int, typer.Option(help="Gold SQL queries run at once.")] = 2,
     timeout: Annotated[float, typer.Option(help="Seconds per gold SQL query.")] = 60.0,
 ) -> None:
-    """Check a gold folder: instances without gold, gold alternatives that do not score 1
+    """Check a gold folder: instances without gold, gaps in the alternative letters (lost
+    files), gold alternatives that do not score 1
     against themselves (official scoring, the whole loop, and strict), gold SQL that does not
     reproduce its gold CSVs on the local databases, condition columns that do not fit a gold
     file, identical alternatives, duplicate header names, header-only files, eval-config entries
@@ -53,7 +54,9 @@ def audit(
     stdout as JSON lines). Findings are not failures: the exit status is 0 with or without
     them, 2 when the arguments cannot be used.
 
-    Example: `querybench audit spider2-lite --output audit-lite.jsonl`
+    Example: `querybench audit spider2-lite --output audit-lite.jsonl`, or, without running
+    gold SQL and keeping only one kind: `querybench audit spider2-snow --no-run-gold-sql |
+    grep never_passes_official`
     """
     from querybench.data import data_root
     from querybench.evaluation.spider2_gold import Benchmark, default_gold_dir
