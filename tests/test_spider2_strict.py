@@ -69,6 +69,13 @@ def test_out_of_range_alternative_is_skipped_not_fatal() -> None:
     assert not verdicts.official.passed and verdicts.official.error == "gold_error"
 
 
+def test_a_boolean_column_index_is_a_gold_error_not_a_crash() -> None:
+    spec = EvalSpec("x", [True], False)
+    verdicts = score_frame(frame("a,b\n1,2\n"), [frame("x,y\n1,2\n")], False, spec, "lite")
+    assert not verdicts.strict.passed and verdicts.strict.error == "gold_error"
+    assert "out of range" in str(verdicts.strict.message)
+
+
 def test_flat_condition_cols_apply_to_every_alternative() -> None:
     assert strict_condition_cols([1, 2], 2) == [[1, 2], [1, 2]]
     assert strict_condition_cols([1, 2], 1) == [[1, 2]]

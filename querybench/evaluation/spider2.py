@@ -133,8 +133,10 @@ def _strict_verdict(
         except DataError as exc:
             invalid.append(str(exc))
             continue
+        # a bool is an int to Python, but as a column index it is a config error
         if cols is not None and any(
-            not isinstance(c, int) or not 0 <= c < gold.shape[1] for c in cols
+            isinstance(c, bool) or not isinstance(c, int) or not 0 <= c < gold.shape[1]
+            for c in cols
         ):
             invalid.append(f"condition_cols {cols} out of range for {gold.shape[1]} columns")
             continue
