@@ -14,7 +14,7 @@ HTTP slots and the `max_requests` budget are divided among the actors.
 from __future__ import annotations
 
 import os
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import replace
@@ -89,25 +89,24 @@ def capped(
     submit: Callable[[T], Any],
     stop: Callable[[], bool] = lambda: False,
 ) -> Iterator[tuple[T, Any]]:
-    """Submit `items` in order with at most `cap` of one kind in flight; yield (item, value)
-    as each finishes. Once `stop()` is true nothing more is submitted; leaving early cancels
-    whatever is still in flight."""
+    """Submit `items` (each kind in its order) with at most `cap` of one kind in flight; yield
+    (item, value) as each finishes. Once `stop()` is true nothing more is submitted; leaving
+    early cancels whatever is still in flight."""
     ray = require_ray()
-    waiting = list(items)
+    waiting: dict[str, deque[T]] = {}  # by kind, each in input order
+    for item in items:
+        waiting.setdefault(kind(item), deque()).append(item)
     in_flight: dict[Any, T] = {}
     busy: Counter[str] = Counter()
     try:
-        while waiting or in_flight:
+        while True:
             if stop():
-                waiting = []
-            held: list[T] = []
-            for item in waiting:
-                if busy[kind(item)] < cap:
-                    busy[kind(item)] += 1
+                waiting.clear()
+            for k, queue in waiting.items():
+                while queue and busy[k] < cap:
+                    busy[k] += 1
+                    item = queue.popleft()
                     in_flight[submit(item)] = item
-                else:
-                    held.append(item)
-            waiting = held
             if not in_flight:
                 return
             [ready], _ = ray.wait(list(in_flight), num_returns=1)
