@@ -67,7 +67,7 @@ def main() -> None:
                 if executor == "ray":
                     _fresh_cache(tmp, f"init{k}")
                     row["ray_init_s"], _ = _timed(
-                        lambda k=k: ray.init(num_cpus=k, include_dashboard=False)
+                        lambda k=k: ray.init(address="local", num_cpus=k, include_dashboard=False)
                     )
                 out = tmp / f"{executor}{k}"
                 _fresh_cache(tmp, f"run-{executor}{k}")

@@ -35,7 +35,7 @@ def ray_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     cache = tmp_path_factory.mktemp("cache")
     patch = pytest.MonkeyPatch()
     patch.setenv("QUERYBENCH_CACHE", str(cache))  # set before the workers start: they inherit it
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
     yield
     ray.shutdown()
     patch.undo()
@@ -184,3 +184,17 @@ def test_without_ray_the_error_says_how_to_install(
     assert result.exit_code == 2 and "pip install 'querybench[ray]'" in _flat(result.output)
     result = CliRunner().invoke(app, [*args, "--db-dir", str(gold.parent), "--executor", "dask"])
     assert result.exit_code == 2 and "local or ray" in _flat(result.output)
+
+
+def test_an_address_nobody_answers_fails_fast() -> None:
+    import socket
+
+    from querybench.errors import QuerybenchError
+    from querybench.runs.ray_executor import _check_reachable
+
+    with socket.socket() as s:  # a port that was free a moment ago: nothing listens there
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    with pytest.raises(QuerybenchError, match="no Ray cluster answers"):
+        _check_reachable(f"ray://127.0.0.1:{port}")
+    _check_reachable("auto")  # left to Ray

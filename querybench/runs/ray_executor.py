@@ -14,6 +14,7 @@ HTTP slots and the `max_requests` budget are divided among the actors.
 from __future__ import annotations
 
 import os
+import socket
 from collections import Counter, deque
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager, suppress
@@ -65,16 +66,33 @@ def ray_session(address: str | None) -> Iterator[ModuleType]:
     without one and shut down after. An already initialised Ray (a test's) is used as is."""
     ray = require_ray()
     started = not ray.is_initialized()
-    if started:
-        if address:
+    if started and address:
+        _check_reachable(address)
+        try:
             ray.init(address=address, log_to_driver=False)
-        else:
-            ray.init(include_dashboard=False, log_to_driver=False)
+        except (ConnectionError, RuntimeError) as exc:
+            raise QuerybenchError(
+                f"cannot join the Ray cluster at {address} ({exc}); is it running (`ray status`)"
+                ", and does this machine have its auth token where Ray looks for one?"
+            ) from exc
+    elif started:
+        ray.init(address="local", include_dashboard=False, log_to_driver=False)
     try:
         yield ray
     finally:
         if started:
             ray.shutdown()
+
+
+def _check_reachable(address: str) -> None:
+    """Fail in seconds on a `host:port` nobody listens on (Ray itself retries for minutes)."""
+    host, _, port = address.removeprefix("ray://").rpartition(":")
+    if not host or not port.isdigit():
+        return  # `auto` and the like: Ray finds the cluster itself
+    try:
+        socket.create_connection((host, int(port)), timeout=10).close()
+    except OSError as exc:
+        raise QuerybenchError(f"no Ray cluster answers at {address} ({exc})") from exc
 
 
 def worker_options() -> dict[str, Any]:
