@@ -198,3 +198,35 @@ def test_an_address_nobody_answers_fails_fast() -> None:
     with pytest.raises(QuerybenchError, match="no Ray cluster answers"):
         _check_reachable(f"ray://127.0.0.1:{port}")
     _check_reachable("auto")  # left to Ray
+
+
+def test_request_budget_is_shared_by_the_actors_then_resume(
+    ray_cluster: None, tmp_path: Path
+) -> None:
+    """An endpoint model built on the workers: `--max-requests 2` over the whole cluster (two
+    actors, one request each), the run stops early, and a resume finishes the rest."""
+    from tests.openai_server import Reply, ScriptedServer
+
+    out = tmp_path / "run"
+
+    def config(**kw: Any) -> RunConfig:
+        return RunConfig(
+            "spider1",
+            "zero-shot",
+            "scripted",
+            out=out,
+            limit=6,
+            workers=4,
+            executor="ray",
+            base_url=server.url,
+            use_cache=False,
+            **kw,
+        )
+
+    with ScriptedServer(default=Reply("```sql\nSELECT 1\n```")) as server:
+        first = run(config(max_requests=2))
+        assert first.stopped and "budget" in first.stopped and not first.complete
+        assert len(server.requests) == 2 and first.summary["finished"] == 2
+        second = run(config())
+        assert second.complete and len(server.requests) == 6
+    assert len((out / "records.jsonl").read_text().splitlines()) == 6
