@@ -102,6 +102,25 @@ def _run(
         _fail(str(exc))
 
 
+Scorer = Callable[..., list[InstanceResult]]
+
+
+def _scorer(
+    executor: str, address: str | None, local: Scorer, on_ray: Scorer, progress: str = "on_result"
+) -> Callable[..., list[InstanceResult]]:
+    """`score(advance, *args, **kwargs)`: the local evaluator, or its Ray twin (same arguments,
+    plus the cluster address); `progress` names the local one's callback (`on_query` is called
+    per query with no argument)."""
+
+    def score(advance: Callable[[Any], None], *args: Any, **kwargs: Any) -> list[InstanceResult]:
+        if executor == "ray":
+            return on_ray(*args, address=address, on_result=advance, **kwargs)
+        callback = (lambda: advance(None)) if progress == "on_query" else advance
+        return local(*args, **{progress: callback}, **kwargs)
+
+    return score
+
+
 def _spider2(
     benchmark: str,
     predictions: Path,
@@ -131,36 +150,21 @@ def _spider2(
     if mode == "sql" and db_dir is None:
         local = data_root() / "spider2-lite-local"
         db_dir = local if local.is_dir() else None
+    score = _scorer(executor, address, evaluate_spider2, evaluate_spider2_ray)
     results = _run(
         f"scoring {benchmark}",
         None,
-        lambda advance: (
-            evaluate_spider2_ray(
-                benchmark,
-                predictions,
-                gold,
-                mode=mode,
-                scoring=scoring,
-                db_dir=db_dir,
-                tasks_file=tasks_file,
-                workers=workers,
-                timeout=timeout,
-                address=address,
-                on_result=advance,
-            )
-            if executor == "ray"
-            else evaluate_spider2(
-                benchmark,  # type: ignore[arg-type]
-                predictions,
-                gold,
-                mode=mode,  # type: ignore[arg-type]
-                scoring=scoring,  # type: ignore[arg-type]
-                db_dir=db_dir,
-                tasks_file=tasks_file,
-                workers=workers,
-                timeout=timeout,
-                on_result=advance,
-            )
+        lambda advance: score(
+            advance,
+            benchmark,
+            predictions,
+            gold,
+            mode=mode,
+            scoring=scoring,
+            db_dir=db_dir,
+            tasks_file=tasks_file,
+            workers=workers,
+            timeout=timeout,
         ),
         executor,
     )
@@ -244,30 +248,18 @@ def eval_spider1(
     from querybench.evaluation.spider1 import evaluate_spider1
     from querybench.runs.ray_eval import evaluate_spider1_ray
 
+    score = _scorer(executor, address, evaluate_spider1, evaluate_spider1_ray, "on_query")
     results = _run(
         "running queries" if executor == "local" else "scoring shards",
         None,
-        lambda advance: (
-            evaluate_spider1_ray(
-                gold,
-                predictions,
-                db_dir,
-                timeout=timeout,
-                workers=workers,
-                questions_json=questions,
-                address=address,
-                on_result=advance,
-            )
-            if executor == "ray"
-            else evaluate_spider1(
-                gold,
-                predictions,
-                db_dir,
-                timeout=timeout,
-                workers=workers,
-                questions_json=questions,
-                on_query=lambda: advance(None),
-            )
+        lambda advance: score(
+            advance,
+            gold,
+            predictions,
+            db_dir,
+            timeout=timeout,
+            workers=workers,
+            questions_json=questions,
         ),
         executor,
     )
@@ -298,28 +290,12 @@ def eval_bird(
     from querybench.evaluation.bird import evaluate_bird
     from querybench.runs.ray_eval import evaluate_bird_ray
 
+    score = _scorer(executor, address, evaluate_bird, evaluate_bird_ray, "on_query")
     results = _run(
         "running queries" if executor == "local" else "scoring shards",
         None,
-        lambda advance: (
-            evaluate_bird_ray(
-                questions,
-                predictions,
-                db_dir,
-                timeout=timeout,
-                workers=workers,
-                address=address,
-                on_result=advance,
-            )
-            if executor == "ray"
-            else evaluate_bird(
-                questions,
-                predictions,
-                db_dir,
-                timeout=timeout,
-                workers=workers,
-                on_query=lambda: advance(None),
-            )
+        lambda advance: score(
+            advance, questions, predictions, db_dir, timeout=timeout, workers=workers
         ),
         executor,
     )
