@@ -299,7 +299,7 @@ def test_the_dbt_mount_is_read_only_and_shows_nothing_else(dbt_program: str) -> 
         f"touch {venv}/planted; echo touch=$?; ls {REPO / 'querybench'}; echo ls=$?; "
         "dbt --version | head -1"
     )
-    with tempfile.TemporaryDirectory() as folder:  # pytest's tmp_path is closed to `nobody`
+    with tempfile.TemporaryDirectory() as folder:  # tmp_path: closed to the sandbox uid
         result = run_shell(Path(folder), code, timeout=60, limits=Limits(), toolchain=toolchain)
     assert "touch=1" in result.output and "ls=2" in result.output, result.output
     assert not (venv / "planted").exists()

@@ -9,14 +9,21 @@ from __future__ import annotations
 import asyncio
 import socket
 import subprocess
+import tempfile
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
 from querybench.agent import AgentConfig, AgentResult, Workspace, WorkspaceOptions, run_agent
 from querybench.agent.protocol import format_action
-from querybench.agent.sandbox import Limits, sandbox_available
+from querybench.agent.sandbox import (
+    Limits,
+    run_shell,
+    sandbox_available,
+    sandbox_drops_privileges,
+)
 from querybench.engines import connect
 from querybench.models import Sampling
 from tests.methods_fixture import make_data, model, task
@@ -131,3 +138,24 @@ def test_long_sleep_is_stopped(data: Path, server: ScriptedServer) -> None:
 def test_killing_the_parent_does_not_escape(data: Path, server: ScriptedServer) -> None:
     out = bash_then_stop(data, server, "kill -9 $PPID; kill -9 1; echo still-here")
     assert "still-here" in out or "exit code" in out
+
+
+def test_concurrent_sandboxes_each_have_their_own_process_limit() -> None:
+    """Linux counts the process limit per uid: a sandbox holding most of it must not leave a
+    sandbox of another task unable to start its own processes."""
+    if not sandbox_drops_privileges():
+        pytest.skip("not root: the sandboxes run as this user, sharing its process count")
+    limits = Limits(cpu_s=5, memory_bytes=512 * 1024**2, processes=24, file_bytes=1024**2)
+    busy = "for i in $(seq 20); do sleep 3 & done; id -u; wait"
+    second = "sleep 0.5; for i in $(seq 12); do sleep 0.2 & done; wait; id -u; echo ok"
+    with (
+        tempfile.TemporaryDirectory() as a,
+        tempfile.TemporaryDirectory() as b,
+        ThreadPoolExecutor(2) as pool,
+    ):
+        first = pool.submit(run_shell, Path(a), busy, timeout=20, limits=limits)
+        other = pool.submit(run_shell, Path(b), second, timeout=20, limits=limits)
+        one, two = first.result(), other.result()
+    assert one.returncode == 0 and two.returncode == 0, (one.output, two.output)
+    assert "ok" in two.output
+    assert one.output.split()[0] != two.output.split()[0]  # two uids

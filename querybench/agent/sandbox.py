@@ -5,7 +5,9 @@ The sandbox sees read-only system directories (`/usr` and the merged-usr links),
 no home, no checkout, no gold files. It has no network (`--unshare-all` includes the network
 namespace, so even loopback services of the host are out of reach), a clean environment, its
 own PID namespace (killing bwrap kills everything it started) and `--die-with-parent`.
-Run as root, it drops to `nobody` first, so the process-count limit really counts.
+Run as root, it drops to an unprivileged uid of its own first (one per sandbox running at the
+same time, so the process-count limit, which Linux counts per uid, is each sandbox's own and a
+busy task cannot starve another's).
 CPU time, address space, process count and file size are capped with `prlimit`; stdout and
 stderr go to a file outside the workspace, so a flood of output stops at the file-size cap.
 """
@@ -19,10 +21,18 @@ import shutil
 import signal
 import subprocess
 import tempfile
+import threading
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-NOBODY = 65534
+NOBODY = 65534  # the probe's user
+# Uids of sandboxes: above account, dynamic-user and container (systemd-nspawn) ranges, below
+# 2**31; `pid * SLOTS + slot` so that concurrent processes (Ray workers) rarely share one.
+UID_BASE = 2_000_000_000
+SLOTS = 100
+_slot_lock = threading.Lock()
+_slots_in_use: set[int] = set()
 MOUNT_POINT = "/workspace"
 SYSTEM_DIRS = ("/usr", "/bin", "/lib", "/lib64", "/lib32", "/sbin", "/etc/alternatives")
 ETC_FILES = ("/etc/ld.so.cache", "/etc/localtime", "/etc/mime.types")
@@ -32,7 +42,7 @@ ETC_FILES = ("/etc/ld.so.cache", "/etc/localtime", "/etc/mime.types")
 class Limits:
     cpu_s: int = 60
     memory_bytes: int = 2 * 1024**3
-    processes: int = 64
+    processes: int = 256  # threads count too: dbt with DuckDB starts one per core
     file_bytes: int = 256 * 1024**2
     output_bytes: int = 1024**2  # what is read back of stdout + stderr
 
@@ -45,15 +55,29 @@ class ShellResult:
     sandboxed: bool = True
 
 
-def _drop_privileges() -> list[str]:
-    if os.geteuid() == 0 and shutil.which("setpriv"):
-        return ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups"]
-    return []
-
-
 def sandbox_drops_privileges() -> bool:
-    """Whether shell commands run as `nobody` (everything they use must be world-readable)."""
-    return bool(_drop_privileges())
+    """Whether shell commands run as an unprivileged uid (what they use must be world-readable)."""
+    return os.geteuid() == 0 and shutil.which("setpriv") is not None
+
+
+def _drop_privileges(uid: int) -> list[str]:
+    return ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups"]
+
+
+@contextlib.contextmanager
+def _sandbox_uid() -> Iterator[int | None]:
+    """A uid no other sandbox of this process is using (None: not root, nothing to drop)."""
+    if not sandbox_drops_privileges():
+        yield None
+        return
+    with _slot_lock:
+        slot = next((i for i in range(SLOTS) if i not in _slots_in_use), SLOTS - 1)
+        _slots_in_use.add(slot)
+    try:
+        yield UID_BASE + (os.getpid() % 1_000_000) * SLOTS + slot
+    finally:
+        with _slot_lock:
+            _slots_in_use.discard(slot)
 
 
 def _limits(limits: Limits) -> list[str]:
@@ -111,18 +135,18 @@ def sandbox_available() -> bool:
     """bwrap is installed and can create its namespaces here (as the user it will run as)."""
     if not (shutil.which("bwrap") and shutil.which("prlimit")):
         return False
-    probe = [*_drop_privileges(), "bwrap", "--unshare-all", "--ro-bind", "/", "/", "true"]
+    drop = _drop_privileges(NOBODY) if sandbox_drops_privileges() else []
+    probe = [*drop, "bwrap", "--unshare-all", "--ro-bind", "/", "/", "true"]
     try:
         return subprocess.run(probe, capture_output=True, timeout=10).returncode == 0
     except (OSError, subprocess.SubprocessError):
         return False
 
 
-def prepare_workspace(workspace: Path) -> None:
+def prepare_workspace(workspace: Path, uid: int) -> None:
     """Let the unprivileged sandbox user write the workspace."""
-    if _drop_privileges():
-        for path in [workspace, *workspace.rglob("*")]:
-            os.chown(path, NOBODY, NOBODY, follow_symlinks=False)
+    for path in [workspace, *workspace.rglob("*")]:
+        os.chown(path, uid, uid, follow_symlinks=False)
 
 
 def run_shell(
@@ -135,17 +159,31 @@ def run_shell(
     toolchain: Toolchain | None = None,
 ) -> ShellResult:
     """Run `code` with bash; sandboxed unless the caller allowed the unsafe way explicitly."""
-    env = None
-    if sandboxed:
-        prepare_workspace(workspace)
-        cmd = [*_limits(limits), *_drop_privileges(), *bwrap_command(workspace, code, toolchain)]
-        cwd = None
-    else:
-        cmd = [*_limits(limits), "/bin/bash", "-c", code]
-        cwd = workspace
+    if not sandboxed:
+        env = {**os.environ}
         if toolchain is not None:
-            env = {**os.environ, **dict(toolchain.env)}
+            env.update(toolchain.env)
             env["PATH"] = f"{toolchain.bin_dir}:{env.get('PATH', '')}"
+        cmd = [*_limits(limits), "/bin/bash", "-c", code]
+        return _run(cmd, workspace, env, timeout, limits, sandboxed=False)
+    with _sandbox_uid() as uid:
+        drop = []
+        if uid is not None:
+            prepare_workspace(workspace, uid)
+            drop = _drop_privileges(uid)
+        cmd = [*_limits(limits), *drop, *bwrap_command(workspace, code, toolchain)]
+        return _run(cmd, None, None, timeout, limits, sandboxed=True)
+
+
+def _run(
+    cmd: list[str],
+    cwd: Path | None,
+    env: dict[str, str] | None,
+    timeout: float,
+    limits: Limits,
+    *,
+    sandboxed: bool,
+) -> ShellResult:
     with tempfile.TemporaryFile() as out:
         proc = subprocess.Popen(
             cmd,
