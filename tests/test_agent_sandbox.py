@@ -20,6 +20,7 @@ from querybench.agent import AgentConfig, AgentResult, Workspace, WorkspaceOptio
 from querybench.agent.protocol import format_action
 from querybench.agent.sandbox import (
     Limits,
+    Toolchain,
     run_shell,
     sandbox_available,
     sandbox_drops_privileges,
@@ -159,3 +160,20 @@ def test_concurrent_sandboxes_each_have_their_own_process_limit() -> None:
     assert one.returncode == 0 and two.returncode == 0, (one.output, two.output)
     assert "ok" in two.output
     assert one.output.split()[0] != two.output.split()[0]  # two uids
+
+
+def test_a_toolchain_under_tmp_is_visible_read_only() -> None:
+    """A toolchain mount (as dbt's environment is) that lives under /tmp must not be hidden
+    by the sandbox's private /tmp, and stays read-only."""
+    with tempfile.TemporaryDirectory() as tools, tempfile.TemporaryDirectory() as workspace:
+        program = Path(tools) / "bin" / "hello"
+        program.parent.mkdir()
+        program.write_text("#!/bin/sh\necho hello from $0\n")
+        program.chmod(0o755)
+        Path(tools).chmod(0o755)
+        toolchain = Toolchain(program.parent, (Path(tools),), (("GREETING", "hi"),))
+        code = f"hello; echo $GREETING; touch {tools}/planted; echo touch=$?"
+        result = run_shell(Path(workspace), code, timeout=20, limits=Limits(), toolchain=toolchain)
+        assert f"hello from {program}" in result.output, result.output
+        assert "hi\n" in result.output and "touch=1" in result.output
+        assert not (Path(tools) / "planted").exists()

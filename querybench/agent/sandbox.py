@@ -112,9 +112,10 @@ def bwrap_command(workspace: Path, code: str, toolchain: Toolchain | None = None
             cmd += ["--ro-bind", path, path]
     for path in ETC_FILES:
         cmd += ["--ro-bind-try", path, path]
+    cmd += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
+    # after the private /tmp, which would hide a toolchain that lives under /tmp
     for mount in toolchain.mounts if toolchain else ():
         cmd += ["--ro-bind", str(mount), str(mount)]
-    cmd += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
     cmd += ["--bind", str(workspace), MOUNT_POINT, "--chdir", MOUNT_POINT]
     env = {
         "PATH": "/usr/local/bin:/usr/bin:/bin",
