@@ -84,7 +84,7 @@ def test_one_failure_never_stops_the_others(databases: dict[str, Path], tmp_path
         QueryJob("big", sqlite, "SELECT a.n FROM nums a, nums b"),
         QueryJob("also-ok", databases["duckdb"], "SELECT count(*) FROM singer"),
     ]
-    with QueryPool(workers=2, timeout=0.5, max_rows=10_000) as pool:
+    with QueryPool(workers=2, timeout=0.5, max_rows=100) as pool:
         outcomes = by_key(pool.run(jobs))
     codes = {key: o.error.code for key, o in outcomes.items() if o.error is not None}
     assert codes == {
