@@ -35,7 +35,8 @@ def _local_gold(n: int | None = None) -> tuple[Path, Path, Path, list[str]]:
         for x in (suite.parent / "spider2-lite.jsonl").read_text().splitlines()
     }
     ids = sorted(
-        p.stem for p in (suite / "gold" / "sql").glob("local*.sql")
+        p.stem
+        for p in (suite / "gold" / "sql").glob("local*.sql")
         if (db_dir / f"{tasks[p.stem]}.sqlite").is_file()
     )
     return suite, db_dir, suite.parent / "spider2-lite.jsonl", ids[:n]
@@ -63,15 +64,24 @@ def test_sql_mode_agrees_with_official_on_rewrites(tmp_path: Path) -> None:
         ours = {
             r.instance_id: r
             for r in evaluate_spider2(
-                "spider2-lite", pred_dir, suite / "gold", mode="sql", db_dir=db_dir,
-                tasks_file=tasks_file, timeout=120,
+                "spider2-lite",
+                pred_dir,
+                suite / "gold",
+                mode="sql",
+                db_dir=db_dir,
+                tasks_file=tasks_file,
+                timeout=120,
             )
         }
         for iid in ids:
             sql = (pred_dir / f"{iid}.sql").read_text()
             expected = score_sql_instance(
-                str(db_dir / f"{db_of[iid]}.sqlite"), sql, str(suite / "gold" / "exec_result"),
-                iid, specs[iid], "lite",
+                str(db_dir / f"{db_of[iid]}.sqlite"),
+                sql,
+                str(suite / "gold" / "exec_result"),
+                iid,
+                specs[iid],
+                "lite",
             )
             assert ours[iid].official_score == expected, (name, iid, ours[iid])
             passed += expected
@@ -129,15 +139,24 @@ def test_hostile_predictions_fail_alone_and_change_nothing(tmp_path: Path) -> No
     listing = sorted(p.name for p in db_dir.iterdir())
 
     results = evaluate_spider2(
-        "spider2-lite", pred_dir, gold, mode="sql", db_dir=db_dir, tasks_file=tasks_file,
+        "spider2-lite",
+        pred_dir,
+        gold,
+        mode="sql",
+        db_dir=db_dir,
+        tasks_file=tasks_file,
         timeout=1.0,
     )
 
     by_id = {r.instance_id: r for r in results}
     for iid, sql in zip(ids, HOSTILE, strict=False):
         r = by_id[iid]
-        assert r.score == 0 and r.error in {"refused_write", "timeout", "exec_error",
-                                            "too_many_rows"}, (sql, r)
+        assert r.score == 0 and r.error in {
+            "refused_write",
+            "timeout",
+            "exec_error",
+            "too_many_rows",
+        }, (sql, r)
         assert r.message
     assert by_id[ids[-1]].score == 1  # the run went on and scored the honest prediction
     assert hashlib.sha256(db.read_bytes()).hexdigest() == before
