@@ -77,6 +77,29 @@ def test_report_html_writes_the_viewer_and_links_to_it(tmp_path: Path) -> None:
     assert 'href="agent.trajectories.html#t-a1"' in out.read_text(encoding="utf-8")
 
 
+def _chromium(page: Path, user_data: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """Headless chromium on `page` with `args`, quiet and with a profile of its own."""
+    return subprocess.run(
+        [
+            "chromium",
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--no-first-run",
+            f"--user-data-dir={user_data}",
+            *args,
+            page.as_uri(),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+
+
 def test_pages_render_in_headless_chromium(tmp_path: Path) -> None:
     if shutil.which("chromium") is None:
         if os.environ.get("CI") == "true":
@@ -86,43 +109,9 @@ def test_pages_render_in_headless_chromium(tmp_path: Path) -> None:
     CliRunner().invoke(app, ["report", str(agent_run(tmp_path)), "--html", str(out)])
     for page in (out, out.parent / "agent.trajectories.html"):
         shot = tmp_path / f"{page.stem}.png"
-        dom = subprocess.run(
-            [
-                "chromium",
-                "--headless",
-                "--no-sandbox",
-                "--disable-gpu",
-                "--disable-background-networking",
-                "--disable-component-update",
-                "--disable-sync",
-                "--no-first-run",
-                f"--user-data-dir={tmp_path / ('ud-' + page.stem)}",
-                "--dump-dom",
-                page.as_uri(),
-            ],
-            capture_output=True,
-            text=True,
-            timeout=60,
-            check=True,
-        ).stdout
+        dom = _chromium(page, tmp_path / ("ud-" + page.stem), "--dump-dom").stdout
         assert "<details" in dom
-        subprocess.run(
-            [
-                "chromium",
-                "--headless",
-                "--no-sandbox",
-                "--disable-gpu",
-                "--disable-background-networking",
-                "--disable-component-update",
-                "--disable-sync",
-                "--no-first-run",
-                f"--user-data-dir={tmp_path / ('ud2-' + page.stem)}",
-                f"--screenshot={shot}",
-                "--window-size=1000,800",
-                page.as_uri(),
-            ],
-            capture_output=True,
-            timeout=60,
-            check=True,
+        _chromium(
+            page, tmp_path / ("ud2-" + page.stem), f"--screenshot={shot}", "--window-size=1000,800"
         )
         assert shot.stat().st_size > 1000
