@@ -125,19 +125,23 @@ class Driver(Protocol):
         ...
 
 
+def prompt_fields(workspace: Workspace, config: AgentConfig) -> dict[str, object]:
+    """What both drivers' system prompts are filled with."""
+    task = workspace.task
+    return {
+        "dialect": DIALECTS.get(task.engine, task.engine),
+        "readme": readme(task),
+        "max_steps": config.max_steps,
+    }
+
+
 class TextProtocol:
     """The paper's driver: `Thought: …` then `Action: Name(…)` in the reply's text."""
 
     tools: tuple[Tool, ...] = ()
 
     def system_prompt(self, workspace: Workspace, config: AgentConfig) -> str:
-        task = workspace.task
-        return SYSTEM.format(
-            dialect=DIALECTS.get(task.engine, task.engine),
-            readme=readme(task),
-            max_steps=config.max_steps,
-            actions=ACTION_SPACE,
-        )
+        return SYSTEM.format(**prompt_fields(workspace, config), actions=ACTION_SPACE)
 
     def reply(self, completion: Completion) -> str:
         return completion.text

@@ -15,10 +15,10 @@ from dataclasses import MISSING, fields
 from typing import TYPE_CHECKING, Any
 
 from querybench.agent.actions import ACTIONS
-from querybench.agent.loop import DIALECTS, AgentConfig, Read
+from querybench.agent.loop import AgentConfig, Read, prompt_fields
 from querybench.agent.prompts import NO_TOOL_CALL, NOT_RUN, TOOL_SYSTEM
 from querybench.agent.protocol import ProtocolError, build_action
-from querybench.agent.workspace import Workspace, readme
+from querybench.agent.workspace import Workspace
 from querybench.models.base import Completion, Message
 from querybench.models.tools import Tool
 
@@ -51,12 +51,7 @@ class ToolCalling:
     tools: tuple[Tool, ...] = ACTION_TOOLS
 
     def system_prompt(self, workspace: Workspace, config: AgentConfig) -> str:
-        task = workspace.task
-        return TOOL_SYSTEM.format(
-            dialect=DIALECTS.get(task.engine, task.engine),
-            readme=readme(task),
-            max_steps=config.max_steps,
-        )
+        return TOOL_SYSTEM.format(**prompt_fields(workspace, config))
 
     def reply(self, completion: Completion) -> str:
         calls = [{"name": c.name, "arguments": c.raw} for c in completion.tool_calls]
