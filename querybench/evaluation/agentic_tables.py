@@ -250,15 +250,28 @@ def _tables(
     preds = [_read_csv(path, BAD_PREDICTION_FILE, low_memory=True) for path in result]
     if len(preds) != len(golds):
         return Verdict.fail(WRONG_RESULT, f"{len(preds)} result files for {len(golds)} gold ones")
+    labels = [str(index) for index in range(len(golds))]
+    return _all_match(preds, golds, labels, condition_cols, ignore_orders, tolerance, strict)
+
+
+def _all_match(
+    preds: Sequence[pd.DataFrame],
+    golds: Sequence[pd.DataFrame],
+    labels: Sequence[str],
+    condition_cols: Any,
+    ignore_orders: Any,
+    tolerance: float,
+    strict: bool,
+) -> Verdict:
+    """Table `i` of `preds` against table `i` of `golds`, every one must match (per-table
+    `condition_cols` default to all columns, `ignore_orders` to false)."""
     orders = _per_table(ignore_orders, len(golds), False, "ignore_orders")
     cols = _per_table(condition_cols, len(golds), [], "condition_cols")
-    for index, (pred, frame) in enumerate(zip(preds, golds, strict=True)):
-        if strict:
-            reason = _strict_table(pred, frame, cols[index], orders[index], tolerance)
-        else:
-            reason = _official(pred, frame, cols[index], orders[index], tolerance)
+    compare = _strict_table if strict else _official
+    for label, pred, frame, selected, order in zip(labels, preds, golds, cols, orders, strict=True):
+        reason = compare(pred, frame, selected, order, tolerance)
         if reason is not None:
-            return Verdict.fail(WRONG_RESULT, f"table {index}: {reason}")
+            return Verdict.fail(WRONG_RESULT, f"table {label}: {reason}")
     return Verdict.ok()
 
 
@@ -325,21 +338,11 @@ def duckdb_match(
     gold file without tables passes anything.
     """
 
-    def body() -> Verdict:
-        wanted = _table_names(condition_tabs)
-        names, golds = _read_duckdb(gold, wanted, code=GOLD_ERROR, quote=False)
-        if not names:
-            return Verdict.ok()
-        _, preds = _read_duckdb(result, names, code=BAD_PREDICTION_FILE, quote=False)
-        orders = _per_table(ignore_orders, len(golds), False, "ignore_orders")
-        cols = _per_table(condition_cols, len(golds), [], "condition_cols")
-        for index, name in enumerate(names):
-            reason = _official(preds[index], golds[index], cols[index], orders[index], tolerance)
-            if reason is not None:
-                return Verdict.fail(WRONG_RESULT, f"table {name}: {reason}")
-        return Verdict.ok()
-
-    return _scored(body)
+    return _scored(
+        lambda: _duckdb(
+            result, gold, condition_tabs, condition_cols, ignore_orders, tolerance, False
+        )
+    )
 
 
 def strict_duckdb_match(
@@ -359,20 +362,27 @@ def strict_duckdb_match(
     entries must be booleans.
     """
 
-    def body() -> Verdict:
-        wanted = _table_names(condition_tabs)
-        names, golds = _read_duckdb(gold, wanted, code=GOLD_ERROR, quote=True)
-        if not names:
-            raise _Problem(GOLD_ERROR, "no tables to compare")
-        _, preds = _read_duckdb(result, names, code=BAD_PREDICTION_FILE, quote=True)
-        orders = _per_table(ignore_orders, len(golds), False, "ignore_orders")
-        cols = _per_table(condition_cols, len(golds), None, "condition_cols")
-        for index, name in enumerate(names):
-            reason = _strict_table(
-                preds[index], golds[index], cols[index], orders[index], tolerance
-            )
-            if reason is not None:
-                return Verdict.fail(WRONG_RESULT, f"table {name}: {reason}")
-        return Verdict.ok()
+    return _scored(
+        lambda: _duckdb(
+            result, gold, condition_tabs, condition_cols, ignore_orders, tolerance, True
+        )
+    )
 
-    return _scored(body)
+
+def _duckdb(
+    result: PathLike,
+    gold: PathLike,
+    condition_tabs: Any,
+    condition_cols: Any,
+    ignore_orders: Any,
+    tolerance: float,
+    strict: bool,
+) -> Verdict:
+    # Strict quotes table names and refuses to pass when there is nothing to compare.
+    names, golds = _read_duckdb(gold, _table_names(condition_tabs), code=GOLD_ERROR, quote=strict)
+    if not names:
+        if strict:
+            raise _Problem(GOLD_ERROR, "no tables to compare")
+        return Verdict.ok()
+    _, preds = _read_duckdb(result, names, code=BAD_PREDICTION_FILE, quote=strict)
+    return _all_match(preds, golds, names, condition_cols, ignore_orders, tolerance, strict)
