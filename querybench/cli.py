@@ -338,11 +338,15 @@ def eval_spider2_dbt(
 
     Example: `querybench eval spider2-dbt --predictions RUNDIR/predictions`
     """
-    from querybench.evaluation.spider2_dbt import evaluate_spider2_dbt, with_gold_summary
+    from querybench.evaluation.spider2_dbt import (
+        dbt_gold_dir,
+        evaluate_spider2_dbt,
+        with_gold_summary,
+    )
     from querybench.tasks import load_tasks
 
     root = data_dir or data_root()
-    gold = gold_dir or root / "spider2" / "spider2-dbt" / "evaluation_suite" / "gold"
+    gold = gold_dir or dbt_gold_dir(root)
     try:
         tasks = load_tasks("spider2-dbt", data_dir=root)
     except QuerybenchError as exc:

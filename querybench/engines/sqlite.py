@@ -13,7 +13,7 @@ import re
 import sqlite3
 import threading
 import time
-from collections.abc import Generator
+from collections.abc import Generator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -134,25 +134,16 @@ class SQLiteEngine(Closing):
         self, sql: str, *, timeout: float | None = None, max_rows: int | None = None
     ) -> Result:
         statement = single_statement(sql)
-        with self._lock:
-            start = time.monotonic()
-            self._deadline = None if timeout is None else start + timeout
-            self._denied = None
+        with self._running(timeout) as start:
             try:
-                try:
+                columns, rows = self._run(statement, max_rows)
+                extra: dict[str, Any] = {}
+            except sqlite3.OperationalError as exc:
+                if not str(exc).startswith(_DECODE_ERROR):
+                    raise
+                with self._lenient_text():
                     columns, rows = self._run(statement, max_rows)
-                    extra: dict[str, Any] = {}
-                except sqlite3.OperationalError as exc:
-                    if not str(exc).startswith(_DECODE_ERROR):
-                        raise
-                    columns, rows = self._run_lenient(statement, max_rows)
-                    extra = {"text_decode_errors": self._text_errors}
-            except sqlite3.Error as exc:
-                raise self._engine_error(exc, timeout) from exc
-            except MemoryError as exc:
-                raise EngineError("out of memory while running the query") from exc
-            finally:
-                self._deadline = None
+                extra = {"text_decode_errors": self._text_errors}
         return Result(columns, rows, elapsed_s=time.monotonic() - start, extra=extra)
 
     def execute_batches(
@@ -177,26 +168,31 @@ class SQLiteEngine(Closing):
     def _batches(
         self, statement: str, timeout: float | None, max_rows: int | None, batch: int
     ) -> Generator[list[tuple[Any, ...]], None, None]:
-        with self._lock:
-            self._deadline = None if timeout is None else time.monotonic() + timeout
-            self._denied = None
+        with self._running(timeout):
             handed_out = 0
             try:
-                try:
-                    with contextlib.closing(self._stream(statement, batch, max_rows, 0)) as rows:
-                        for chunk in rows:
-                            handed_out += len(chunk)
-                            yield chunk
-                except sqlite3.OperationalError as exc:
-                    if not str(exc).startswith(_DECODE_ERROR):
-                        raise
-                    self._conn.text_factory = self._lenient_decode
-                    try:
-                        lenient = self._stream(statement, batch, max_rows, handed_out)
-                        with contextlib.closing(lenient) as rows:
-                            yield from rows
-                    finally:
-                        self._conn.text_factory = str
+                with contextlib.closing(self._stream(statement, batch, max_rows, 0)) as rows:
+                    for chunk in rows:
+                        handed_out += len(chunk)
+                        yield chunk
+            except sqlite3.OperationalError as exc:
+                if not str(exc).startswith(_DECODE_ERROR):
+                    raise
+                with self._lenient_text():
+                    lenient = self._stream(statement, batch, max_rows, handed_out)
+                    with contextlib.closing(lenient) as rows:
+                        yield from rows
+
+    @contextlib.contextmanager
+    def _running(self, timeout: float | None) -> Iterator[float]:
+        """One query's span: the lock held, the deadline armed from the start time it yields,
+        and SQLite's errors turned into querybench's."""
+        with self._lock:
+            start = time.monotonic()
+            self._deadline = None if timeout is None else start + timeout
+            self._denied = None
+            try:
+                yield start
             except sqlite3.Error as exc:
                 raise self._engine_error(exc, timeout) from exc
             except MemoryError as exc:
@@ -227,22 +223,17 @@ class SQLiteEngine(Closing):
         finally:
             cursor.close()  # also when the consumer stops early
 
-    def _lenient_decode(self, value: bytes) -> str:
-        return value.decode("utf-8", self._text_errors)
-
-    def _run_lenient(
-        self, statement: str, max_rows: int | None
-    ) -> tuple[tuple[str, ...], list[tuple[Any, ...]]]:
-        errors = self._text_errors
-
-        def decode(value: bytes) -> str:
-            return value.decode("utf-8", errors)
-
-        self._conn.text_factory = decode
+    @contextlib.contextmanager
+    def _lenient_text(self) -> Iterator[None]:
+        """TEXT decoded with `text_errors` instead of failing on invalid UTF-8."""
+        self._conn.text_factory = self._lenient_decode
         try:
-            return self._run(statement, max_rows)
+            yield
         finally:
             self._conn.text_factory = str
+
+    def _lenient_decode(self, value: bytes) -> str:
+        return value.decode("utf-8", self._text_errors)
 
     def _run(
         self, statement: str, max_rows: int | None

@@ -23,6 +23,11 @@ from querybench.evaluation.verdict import GOLD_ERROR, MISSING_PREDICTION, Verdic
 from querybench.tasks.model import Task
 
 
+def dbt_gold_dir(data_dir: Path) -> Path:
+    """Where the DBT gold lives under a data root: `<instance_id>/<file>` and the eval config."""
+    return data_dir / "spider2" / "spider2-dbt" / "evaluation_suite" / "gold"
+
+
 def gold_files(task: Task, gold_dir: Path) -> list[Path]:
     """The gold files the task's eval-config entries name."""
     checks = task.gold.eval_params.get("evaluation", [])
@@ -55,11 +60,11 @@ def score_dbt_task(task: Task, predictions: Path, gold_dir: Path) -> InstanceRes
         verdict = Verdict.fail(GOLD_ERROR, f"gold file missing: {missing_gold}")
         return _result(task, verdict, None, metrics)
     official = strict = Verdict.fail(GOLD_ERROR, "no file check")
+    folder = gold_dir / task.instance_id
     for check in checks:  # the official driver keeps the verdict of the last file check
         params = check["parameters"]
         prediction = prediction_file(task, predictions, str(params.get("gold", "")))
         path = prediction if prediction.is_file() else None
-        folder = gold_dir / task.instance_id
         official = score_agentic(check["func"], path, params, strict=False, gold_dir=folder)
         strict = score_agentic(check["func"], path, params, strict=True, gold_dir=folder)
     return _result(task, official, strict, metrics)

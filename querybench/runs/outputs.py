@@ -164,18 +164,17 @@ def _score_spider2(
 def _score_dbt(config: RunConfig, tasks: list[Task], root: Path) -> list[InstanceResult]:
     """The databases the agent left in `RUNDIR/predictions/<instance_id>/` against the gold
     (tasks are read again with their gold: a run reads it only for oracle models)."""
-    from querybench.evaluation.spider2_dbt import evaluate_spider2_dbt
+    from querybench.evaluation.spider2_dbt import dbt_gold_dir, evaluate_spider2_dbt
     from querybench.tasks import load_tasks
 
     graded = {
         t.instance_id: t
         for t in load_tasks("spider2-dbt", data_dir=root, path=config.task_file, with_gold=True)
     }
-    gold = root / "spider2" / "spider2-dbt" / "evaluation_suite" / "gold"
     return evaluate_spider2_dbt(
         [graded.get(t.instance_id, t) for t in tasks],
         config.out / "predictions",
-        gold,
+        dbt_gold_dir(root),
         workers=config.eval_workers,
     )
 
