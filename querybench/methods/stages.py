@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from querybench.context.builder import Context
 from querybench.methods import Candidate
 from querybench.methods.schema_cache import ContextCache
-from querybench.methods.zero_shot import DIALECT_NAMES, DIALECT_NOTES
+from querybench.methods.zero_shot import dialect_name, dialect_notes
 from querybench.models.base import ChatRequest, Completion, Message, Sampling, Usage
 
 if TYPE_CHECKING:
@@ -23,8 +23,6 @@ if TYPE_CHECKING:
     from querybench.tasks.model import Task
 
 __all__ = [
-    "DIALECT_NAMES",
-    "DIALECT_NOTES",
     "ContextCache",
     "Stage",
     "StageLog",
@@ -34,14 +32,6 @@ __all__ = [
     "dialect_notes",
     "prompt_text",
 ]
-
-
-def dialect_name(task: Task) -> str:
-    return DIALECT_NAMES.get(task.engine, task.engine)
-
-
-def dialect_notes(task: Task) -> str:
-    return DIALECT_NOTES.get(task.engine, "-")
 
 
 @dataclass(frozen=True)

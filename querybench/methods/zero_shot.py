@@ -62,6 +62,14 @@ DIALECT_NAMES = {
 QUESTION = "Question: {question}"
 
 
+def dialect_name(task: Task) -> str:
+    return DIALECT_NAMES.get(task.engine, task.engine)
+
+
+def dialect_notes(task: Task) -> str:
+    return DIALECT_NOTES.get(task.engine, "-")
+
+
 class ZeroShot:
     name = "zero-shot"
 
@@ -74,10 +82,7 @@ class ZeroShot:
         """The documented prompt for `task` (the golden-file test pins it)."""
         source = self._source(task, data_dir)
         context = build_context(task, budget=budget, data=data_dir, source=source)
-        system = SYSTEM.format(
-            dialect=DIALECT_NAMES.get(task.engine, task.engine),
-            notes=DIALECT_NOTES.get(task.engine, "-"),
-        )
+        system = SYSTEM.format(dialect=dialect_name(task), notes=dialect_notes(task))
         return (
             Message("system", system),
             Message("user", QUESTION.format(question=task.question.strip()), context.prompt),
