@@ -39,12 +39,13 @@ def chosen_sql(record: InstanceRecord | None) -> str | None:
 
 
 def write_predictions_and_score(
-    config: RunConfig, tasks: list[Task], predict: Predict, tag: str = ""
+    config: RunConfig,
+    tasks: list[Task],
+    records: dict[str, InstanceRecord],
+    predict: Predict,
+    tag: str = "",
 ) -> list[InstanceResult]:
     """Write the official layout for `predict(record)` under RUNDIR and score it."""
-    from querybench.runs.store import RecordStore
-
-    records = RecordStore(config.out).load()
     out = config.out
     root = config.data_dir or data_root()
     if config.benchmark == "spider1" or config.benchmark == "custom":
@@ -229,7 +230,7 @@ def pass_at_k_scores(
                 return None
             return record.sqls[j]
 
-        for r in write_predictions_and_score(config, tasks, sample, tag=f"_sample{j}"):
+        for r in write_predictions_and_score(config, tasks, records, sample, tag=f"_sample{j}"):
             correct[r.instance_id] += int(r.score == 1.0)
     ks = sorted({1, n} | {k for k in (2, 4, 8, 16) if k < n})
     return {str(k): _mean([pass_at_k(n, c, k) for c in correct.values()]) for k in ks}
@@ -309,7 +310,7 @@ def finish_run(
     records: dict[str, InstanceRecord],
 ) -> tuple[list[InstanceResult], dict[str, Any]]:
     """Predictions, scores, RUNDIR/results.jsonl and RUNDIR/summary.json."""
-    results = write_predictions_and_score(config, tasks, chosen_sql)
+    results = write_predictions_and_score(config, tasks, records, chosen_sql)
     results = with_record_errors(results, records)
     with (config.out / "results.jsonl").open("w", encoding="utf-8") as f:
         for r in results:
