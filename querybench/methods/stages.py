@@ -30,7 +30,6 @@ __all__ = [
     "context_extras",
     "dialect_name",
     "dialect_notes",
-    "prompt_text",
 ]
 
 
@@ -105,12 +104,3 @@ def context_extras(context: Context, dialect: str) -> str:
     markers = ["\n\n## External knowledge: ", f"\n\n## {dialect} functions that may help"]
     starts = [i for i in (context.prompt.find(m) for m in markers) if i >= 0]
     return context.prompt[min(starts) :].strip() if starts else ""
-
-
-def prompt_text(stages: list[tuple[str, tuple[Message, ...]]]) -> str:
-    """Prompts as the golden files show them: a header per stage, then each message."""
-    parts = []
-    for name, messages in stages:
-        parts.append(f"##### stage: {name}")
-        parts += [f"=== {m.role}\n{m.text}" for m in messages]
-    return "\n".join(parts) + "\n"
