@@ -116,6 +116,11 @@ def qualified_name(table: str, tables: Iterable[Table], quote: Callable[[str], s
     return quote(table)
 
 
+def quote_identifier(name: str) -> str:
+    """`name` as a double-quoted SQL identifier (SQLite, DuckDB, PostgreSQL, Snowflake)."""
+    return '"' + name.replace('"', '""') + '"'
+
+
 FETCH_CHUNK = 10_000
 
 

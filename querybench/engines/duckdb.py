@@ -23,6 +23,7 @@ from querybench.engines.base import (
     fetch_capped,
     group_columns,
     qualified_name,
+    quote_identifier,
 )
 from querybench.errors import EngineError, QueryRefused, QueryTimeout, ResultTooLarge
 
@@ -82,7 +83,7 @@ class DuckDBEngine(Closing):
 
     def sample_rows(self, table: str, n: int = 3, *, timeout: float | None = 10.0) -> Result:
         """`table` as `Table.name`, or `schema.name` for a table outside `main`."""
-        qualified = qualified_name(table, self.tables(), _quote)
+        qualified = qualified_name(table, self.tables(), quote_identifier)
         return self.execute(f"SELECT * FROM {qualified} LIMIT {int(n)}", timeout=timeout)
 
     def execute(
@@ -184,7 +185,3 @@ def _engine_error(exc: Exception, watchdog: _Watchdog) -> EngineError:
     if isinstance(exc, duckdb.Error):
         return EngineError(message)
     return EngineError(f"{type(exc).__name__}: {message}")
-
-
-def _quote(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'

@@ -15,6 +15,7 @@ from typing import Any, Protocol
 
 import pyarrow as pa
 
+from querybench.engines.base import quote_identifier
 from querybench.engines.load import server_database, temporary_parquet
 from querybench.engines.url import mask_secrets, parse_server_url
 from querybench.errors import EngineError, EngineUnavailable
@@ -83,7 +84,7 @@ class _SqlWriter:
         self.conn = conn
 
     def quote(self, name: str) -> str:
-        return '"' + name.replace('"', '""') + '"'
+        return quote_identifier(name)
 
     def table_options(self) -> str:
         return ""
@@ -241,7 +242,7 @@ def _local_writer(scheme: str, path: Path) -> Iterator[Writer]:
 def _postgres_writer(target: str) -> Iterator[Writer]:
     import psycopg
 
-    from querybench.engines.postgres import conninfo, quote
+    from querybench.engines.postgres import conninfo
 
     url = parse_server_url(target, "postgres")
     database = server_database(target, "postgres")
@@ -251,7 +252,7 @@ def _postgres_writer(target: str) -> Iterator[Writer]:
             "SELECT 1 FROM pg_database WHERE datname = %s", (database,)
         ).fetchone()
         if not exists:
-            admin.execute(f"CREATE DATABASE {quote(database)}".encode())
+            admin.execute(f"CREATE DATABASE {quote_identifier(database)}".encode())
     with psycopg.connect(conninfo(url)) as conn:  # commits when the block ends cleanly
         yield _PostgresWriter(conn)
 

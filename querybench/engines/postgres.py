@@ -26,6 +26,7 @@ from querybench.engines.base import (
     fetch_capped,
     group_columns,
     qualified_name,
+    quote_identifier,
 )
 from querybench.engines.transpile import read_only_statement
 from querybench.engines.url import ServerUrl, mask_secrets, parse_server_url
@@ -99,7 +100,7 @@ class PostgresEngine(Closing):
 
     def sample_rows(self, table: str, n: int = 3, *, timeout: float | None = 10.0) -> Result:
         """`table` as `Table.name` (schema `public`), or `schema.name`."""
-        qualified = qualified_name(table, self.tables(), quote)
+        qualified = qualified_name(table, self.tables(), quote_identifier)
         return self.execute(f"SELECT * FROM {qualified} LIMIT {int(n)}", timeout=timeout)
 
     def execute(
@@ -165,10 +166,6 @@ def _engine_error(exc: psycopg.Error, timeout: float | None) -> EngineError:
     if isinstance(exc, pg_errors.FeatureNotSupported) and "DECLARE CURSOR" in message:
         return QueryRefused(f"refused: {message}")
     return EngineError(message)
-
-
-def quote(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
 
 
 def from_url(url: str, **kw: Any) -> PostgresEngine:

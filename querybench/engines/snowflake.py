@@ -28,7 +28,7 @@ import duckdb
 import sqlglot
 from sqlglot import exp
 
-from querybench.engines.base import Closing, Result, Table, group_columns
+from querybench.engines.base import Closing, Result, Table, group_columns, quote_identifier
 from querybench.engines.duckdb import _Watchdog
 from querybench.engines.spider2_metadata_load import META_TABLE
 from querybench.errors import (
@@ -85,9 +85,8 @@ class SnowflakeLocalEngine(Closing):
         self._instance = FakeSnow(create_database_on_connect=False, create_schema_on_connect=False)
         duck = self._instance.duck_conn
         try:
-            duck.execute(
-                f"ATTACH '{_literal(str(self.path))}' AS {_quote(self.database)} (READ_ONLY)"
-            )
+            alias = quote_identifier(self.database)
+            duck.execute(f"ATTACH '{_literal(str(self.path))}' AS {alias} (READ_ONLY)")
             for setting in (
                 f"memory_limit = '{_literal(memory_limit)}'",
                 *([f"threads = {int(threads)}"] if threads is not None else []),
@@ -132,7 +131,7 @@ class SnowflakeLocalEngine(Closing):
 
     def sample_rows(self, table: str, n: int = 3, *, timeout: float | None = 10.0) -> Result:
         """`table` as `SCHEMA.NAME` or a name in the current schema."""
-        parts = ".".join(_quote(p) for p in table.split("."))
+        parts = ".".join(quote_identifier(p) for p in table.split("."))
         return self.execute(f"SELECT * FROM {parts} LIMIT {int(n)}", timeout=timeout)
 
     def execute(
@@ -280,7 +279,7 @@ class SnowflakeEngine(Closing):
         return group_columns(rows)
 
     def sample_rows(self, table: str, n: int = 3) -> Result:
-        parts = ".".join(_quote(p) for p in table.split("."))
+        parts = ".".join(quote_identifier(p) for p in table.split("."))
         return self.execute(f"SELECT * FROM {parts} LIMIT {int(n)}", timeout=60)
 
     def execute(
@@ -329,10 +328,6 @@ class SnowflakeEngine(Closing):
         if not row:
             return {}
         return {"bytes_scanned": row[0], "credits_cloud_services": row[1]}
-
-
-def _quote(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
 
 
 def _literal(text: str) -> str:

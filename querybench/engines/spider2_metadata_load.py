@@ -31,6 +31,7 @@ import pyarrow as pa
 import sqlglot
 from sqlglot import exp
 
+from querybench.engines.base import quote_identifier
 from querybench.errors import DataError
 
 Dialect = Literal["bigquery", "snowflake"]
@@ -91,7 +92,7 @@ def build_emulation(
         raise DataError(f"no table metadata (DDL.csv or table JSON) under {source}")
     conn = duckdb.connect(":memory:")
     try:
-        alias = _quote(db_name)
+        alias = quote_identifier(db_name)
         conn.execute(f"ATTACH '{_literal(str(out))}' AS {alias}")
         conn.execute(f"USE {alias}")
         conn.execute("SET TimeZone = 'UTC'")
@@ -174,10 +175,12 @@ def _create_table(
     types = [_duckdb_type(t, dialect, spec.rows, name) for name, t in spec.columns]
     type_sql = [dt.sql("duckdb") for dt in types]
     # Fully qualified: a schema may share the database's name (stackoverflow.stackoverflow).
-    conn.execute(f"CREATE SCHEMA IF NOT EXISTS {catalog}.{_quote(spec.schema)}")
-    qualified = f"{catalog}.{_quote(spec.schema)}.{_quote(spec.name)}"
+    conn.execute(f"CREATE SCHEMA IF NOT EXISTS {catalog}.{quote_identifier(spec.schema)}")
+    qualified = f"{catalog}.{quote_identifier(spec.schema)}.{quote_identifier(spec.name)}"
     names = [name for name, _ in spec.columns]
-    column_defs = ", ".join(f"{_quote(n)} {t}" for n, t in zip(names, type_sql, strict=True))
+    column_defs = ", ".join(
+        f"{quote_identifier(n)} {t}" for n, t in zip(names, type_sql, strict=True)
+    )
     conn.execute(f"CREATE TABLE {qualified} ({column_defs})")
     rows = [row for row in spec.rows if isinstance(row, dict)]
     if not rows:
@@ -369,11 +372,7 @@ def _add_fakesnow_objects(conn: duckdb.DuckDBPyConnection, database: str) -> Non
     conn.execute(info_schema.fs_global_creation_sql())
     conn.execute(info_schema.per_db_creation_sql(database))
     # Qualified down to `main`: a schema may share the database's name (ETHEREUM_BLOCKCHAIN).
-    conn.execute(macros.creation_sql(f"{_quote(database)}.main"))
-
-
-def _quote(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
+    conn.execute(macros.creation_sql(f"{quote_identifier(database)}.main"))
 
 
 def _literal(text: str) -> str:

@@ -17,7 +17,15 @@ from collections.abc import Generator, Iterator
 from pathlib import Path
 from typing import Any
 
-from querybench.engines.base import FETCH_CHUNK, Closing, Column, Result, Table, fetch_capped
+from querybench.engines.base import (
+    FETCH_CHUNK,
+    Closing,
+    Column,
+    Result,
+    Table,
+    fetch_capped,
+    quote_identifier,
+)
 from querybench.errors import EngineError, QueryRefused, QueryTimeout, ResultTooLarge
 
 # Pragmas that only ever read, whatever their argument.
@@ -333,10 +341,6 @@ def _strip_noise(text: str) -> str:
             text = rest if close else ""
         else:
             return text
-
-
-def quote_identifier(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
 
 
 _ACTION_NAMES = {
