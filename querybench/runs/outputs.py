@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -78,7 +79,10 @@ def _score_spider1(
     results = evaluate_spider1(
         gold, pred, db_dir, timeout=config.eval_timeout, workers=config.eval_workers
     )
-    return [_renamed(r, t.instance_id, t.difficulty) for r, t in zip(results, tasks, strict=True)]
+    return [
+        replace(r, instance_id=t.instance_id, difficulty=t.difficulty or r.difficulty)
+        for r, t in zip(results, tasks, strict=True)
+    ]
 
 
 def _linked_databases(config: RunConfig, tasks: list[Task], root: Path) -> Path:
@@ -180,20 +184,6 @@ def _score_dbt(config: RunConfig, tasks: list[Task], root: Path) -> list[Instanc
     )
 
 
-def _renamed(r: InstanceResult, instance_id: str, difficulty: str | None) -> InstanceResult:
-    return InstanceResult(
-        instance_id,
-        r.score,
-        r.error,
-        r.message,
-        r.official_score,
-        r.strict_score,
-        difficulty or r.difficulty,
-        r.engine,
-        r.metrics,
-    )
-
-
 def with_record_errors(
     results: list[InstanceResult], records: dict[str, InstanceRecord]
 ) -> list[InstanceResult]:
@@ -202,16 +192,13 @@ def with_record_errors(
     for r in results:
         record = records.get(r.instance_id)
         if record is not None and not record.ok:
-            r = InstanceResult(
-                r.instance_id,
-                0.0,
-                record.error,
-                record.message,
-                0.0 if r.official_score is not None else None,
-                0.0 if r.strict_score is not None else None,
-                r.difficulty,
-                r.engine,
-                r.metrics,
+            r = replace(
+                r,
+                score=0.0,
+                error=record.error,
+                message=record.message,
+                official_score=0.0 if r.official_score is not None else None,
+                strict_score=0.0 if r.strict_score is not None else None,
             )
         out.append(r)
     return out
