@@ -3,8 +3,9 @@ degraded gracefully, the task's document, and the dialect functions most relevan
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from querybench.context.documents import FunctionDoc, select_document, select_functions
 from querybench.context.families import Unit, group_families
@@ -19,6 +20,8 @@ _DOC_SHARE = 0.3  # of the budget, at most, reserved for the task's document
 _FUNCTION_SHARE = 0.08
 _FUNCTIONS = 8
 _SEP = 2  # tokens of the blank line between entries, counted generously
+
+T = TypeVar("T")
 
 
 class BudgetTooSmall(QuerybenchError):
@@ -84,7 +87,7 @@ def assemble(
     if head_cost > budget:
         raise BudgetTooSmall(f"a budget of {budget} tokens cannot hold even the database header")
     fns = _fit_functions(fns, int(budget * _FUNCTION_SHARE))
-    fn_cost = count_tokens(_functions_text(schema.dialect, fns)) + _SEP if fns else 0
+    fn_cost = _functions_cost(schema.dialect, fns)
     doc_cost = 0
     if document is not None:
         doc_cost = min(count_tokens(document.text) + 20, int(budget * _DOC_SHARE))
@@ -175,16 +178,23 @@ def _cost(schema: DatabaseSchema, unit: Unit, level: int, weights: dict[str, flo
     return cost
 
 
-def _fit_functions(fns: list[FunctionDoc], room: int) -> list[FunctionDoc]:
-    out: list[FunctionDoc] = []
-    used = 10
-    for f in fns:
-        n = count_tokens(f.text) + 4
-        if used + n > room:
+def _fit(items: list[T], cost: Callable[[T], int], used: int, room: int) -> list[T]:
+    """The longest prefix of `items` whose costs, added to `used`, stay within `room`."""
+    out: list[T] = []
+    for item in items:
+        used += cost(item)
+        if used > room:
             break
-        out.append(f)
-        used += n
+        out.append(item)
     return out
+
+
+def _fit_functions(fns: list[FunctionDoc], room: int) -> list[FunctionDoc]:
+    return _fit(fns, lambda f: count_tokens(f.text) + 4, 10, room)
+
+
+def _functions_cost(dialect: str, fns: list[FunctionDoc]) -> int:
+    return count_tokens(_functions_text(dialect, fns)) + _SEP if fns else 0
 
 
 def _functions_text(dialect: str, fns: list[FunctionDoc]) -> str:
@@ -238,17 +248,11 @@ def _finish(
 
 def _room_after(doc_text: str, fns: list[FunctionDoc], dialect: str) -> int:
     n = count_tokens(doc_text) + 20 if doc_text else 0
-    return n + (count_tokens(_functions_text(dialect, fns)) + _SEP if fns else 0)
+    return n + _functions_cost(dialect, fns)
 
 
 def _fit_listing(dropped: list[Unit], room: int) -> str:
     """Names of entries whose schema did not fit, as many as the room allows."""
-    names: list[Unit] = []
     used = count_tokens(other_tables([])) + _SEP
-    for u in dropped:
-        n = count_tokens(u.title) + 1
-        if used + n > room:
-            break
-        names.append(u)
-        used += n
+    names = _fit(dropped, lambda u: count_tokens(u.title) + 1, used, room)
     return other_tables(names) if names else ""
