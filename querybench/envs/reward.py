@@ -24,7 +24,6 @@ a second copy). `SQLReward` runs the queries it needs:
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import multiprocessing
 import os
 import threading
@@ -36,7 +35,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from querybench.engines import Engine
-from querybench.engines.base import Result
 from querybench.engines.cache import ResultCache
 from querybench.engines.pool import QueryJob, QueryOutcome, QueryPool
 from querybench.envs.coalesce import Coalescer
@@ -48,7 +46,15 @@ from querybench.envs.match import (
     execution_match,
     run_answer,
 )
-from querybench.envs.reward_workers import WorkerConfig, WorkItem, ready, score_batch, start_worker
+from querybench.envs.reward_workers import (
+    WorkerConfig,
+    WorkItem,
+    cache_get,
+    cache_put,
+    ready,
+    score_batch,
+    start_worker,
+)
 from querybench.errors import EngineError
 from querybench.evaluation.verdict import EXEC_ERROR, Verdict
 
@@ -245,13 +251,13 @@ class SQLReward:
         cached = {}
         if self._cache is not None:
             for job in jobs:
-                hit = _cache_get(self._cache, job.database, job.sql)
+                hit = cache_get(self._cache, job.database, job.sql)
                 if hit is not None:
                     cached[job.key] = hit
         for outcome in self._golds.run(j for j in jobs if j.key not in cached):
             db, sql = todo[int(outcome.key)]
             if outcome.result is not None and self._cache is not None:
-                _cache_put(self._cache, db, sql, outcome.result)
+                cache_put(self._cache, db, sql, outcome.result)
             self._gold[(db, sql)] = _value(outcome)
         for key, result in cached.items():
             self._gold[todo[int(key)]] = result
@@ -334,15 +340,3 @@ def _first(pool: QueryPool, database: str | Path, sql: str) -> QueryOutcome:
 
 def _value(outcome: QueryOutcome) -> Outcome:
     return outcome.result or outcome.error or EngineError("no outcome from the pool")
-
-
-def _cache_get(cache: ResultCache, database: str | Path, sql: str) -> Result | None:
-    try:
-        return cache.get(database, sql)
-    except (EngineError, OSError):
-        return None
-
-
-def _cache_put(cache: ResultCache, database: str | Path, sql: str, result: Result) -> None:
-    with contextlib.suppress(OSError):  # a read-only or full cache costs speed, not results
-        cache.put(database, sql, result)

@@ -15,8 +15,10 @@ from __future__ import annotations
 import contextlib
 from collections import OrderedDict
 from dataclasses import dataclass
+from pathlib import Path
 
 from querybench.engines import Engine, connect
+from querybench.engines.base import Result
 from querybench.engines.cache import ResultCache
 from querybench.envs.match import AnswerOutcome, Outcome, RewardOutcome, execution_match, run_answer
 from querybench.errors import EngineError
@@ -66,22 +68,13 @@ class _Worker:
         key = (database, gold_sql)
         known = self.gold.get(key)
         if known is None:
-            known = self._cached(database, gold_sql)
+            known = None if self.cache is None else cache_get(self.cache, database, gold_sql)
             if known is None:
                 known = self.run(database, gold_sql, self.config.gold_timeout, None)
                 if self.cache is not None and not isinstance(known, EngineError):
-                    with contextlib.suppress(OSError, EngineError):
-                        self.cache.put(database, gold_sql, known)
+                    cache_put(self.cache, database, gold_sql, known)
             self.gold[key] = known
         return known
-
-    def _cached(self, database: str, gold_sql: str) -> Outcome | None:
-        if self.cache is None:
-            return None
-        try:
-            return self.cache.get(database, gold_sql)
-        except (EngineError, OSError):
-            return None
 
     def run(self, database: str, sql: str, timeout: float, max_rows: int | None) -> Outcome:
         try:
@@ -102,6 +95,21 @@ class _Worker:
             _, oldest = self.engines.popitem(last=False)
             oldest.close()
         return engine
+
+
+def cache_get(cache: ResultCache, database: str | Path, sql: str) -> Result | None:
+    """The cached result, None when there is none or it cannot be read."""
+    try:
+        return cache.get(database, sql)
+    except (EngineError, OSError):
+        return None
+
+
+def cache_put(cache: ResultCache, database: str | Path, sql: str, result: Result) -> None:
+    # A read-only or full cache (or a database that cannot be fingerprinted) costs speed, not
+    # results.
+    with contextlib.suppress(OSError, EngineError):
+        cache.put(database, sql, result)
 
 
 _worker: _Worker | None = None
