@@ -35,7 +35,6 @@ _TIMEOUT_CODES = frozenset({159, 394})
 _REFUSED_CODES = frozenset({164, 497, 291, 430})
 _TOO_MANY_ROWS_CODES = frozenset({158, 396})
 _SYNTAX_CODE = 62
-_SYSTEM_DATABASES = ("system", "INFORMATION_SCHEMA", "information_schema")
 _SCHEMA_SQL = (
     "SELECT database, table, name, type FROM system.columns"
     " WHERE database NOT IN ('system', 'INFORMATION_SCHEMA', 'information_schema')"

@@ -10,7 +10,6 @@ from __future__ import annotations
 import threading
 import time
 from pathlib import Path
-from typing import Any
 
 import duckdb
 import pyarrow as pa
@@ -96,7 +95,7 @@ class DuckDBEngine(Closing):
                 try:
                     self._conn.execute(sql)
                     columns = tuple(d[0] for d in self._conn.description or ())
-                    rows = self._fetch_rows(max_rows)
+                    rows = fetch_capped(self._conn.fetchmany, max_rows)
                 except ResultTooLarge:
                     raise
                 except Exception as exc:
@@ -127,9 +126,6 @@ class DuckDBEngine(Closing):
                     raise
                 except Exception as exc:
                     raise _engine_error(exc, watchdog) from exc
-
-    def _fetch_rows(self, max_rows: int | None) -> list[tuple[Any, ...]]:
-        return fetch_capped(self._conn.fetchmany, max_rows)
 
     def _check_single_select(self, sql: str) -> None:
         try:

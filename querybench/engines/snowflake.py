@@ -145,9 +145,11 @@ class SnowflakeLocalEngine(Closing):
                 try:
                     cursor.execute(sql)
                     columns = tuple(d.name for d in cursor.description or ())
-                    rows = cursor.fetchmany(max_rows + 1) if max_rows is not None else None
-                    if rows is None:
-                        rows = cursor.fetchall()
+                    rows = (
+                        cursor.fetchmany(max_rows + 1)
+                        if max_rows is not None
+                        else cursor.fetchall()
+                    )
                 except Exception as exc:
                     raise _fakesnow_error(exc, watchdog) from exc
                 finally:
