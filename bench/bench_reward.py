@@ -54,13 +54,17 @@ def timed(
     start = time.perf_counter()
     with ThreadPoolExecutor(workers) as pool:
         total = sum(pool.map(one, items))
-    elapsed = time.perf_counter() - start
-    latencies.sort()
+    return summary(len(items), time.perf_counter() - start, latencies, total)
+
+
+def summary(n: int, elapsed: float, latencies: list[float], matched: float) -> dict[str, float]:
+    """Rate, median and 99th-percentile latency of `n` rewards timed in `elapsed` seconds."""
+    latencies = sorted(latencies)
     return {
-        "rewards_per_s": len(items) / elapsed,
+        "rewards_per_s": n / elapsed,
         "p50_ms": 1000 * statistics.median(latencies),
         "p99_ms": 1000 * latencies[int(0.99 * (len(latencies) - 1))],
-        "matched": total,
+        "matched": matched,
     }
 
 
@@ -147,14 +151,7 @@ async def concurrent_ascore(
 
     start = time.perf_counter()
     total = sum(await asyncio.gather(*(one(item) for item in items)))
-    elapsed = time.perf_counter() - start
-    latencies.sort()
-    return {
-        "rewards_per_s": len(items) / elapsed,
-        "p50_ms": 1000 * statistics.median(latencies),
-        "p99_ms": 1000 * latencies[int(0.99 * (len(latencies) - 1))],
-        "matched": total,
-    }
+    return summary(len(items), time.perf_counter() - start, latencies, total)
 
 
 if __name__ == "__main__":
