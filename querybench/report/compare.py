@@ -15,7 +15,7 @@ from querybench.evaluation.record import InstanceResult
 from querybench.evaluation.verdict import MISSING_PREDICTION
 from querybench.report.linking import schema_linking
 from querybench.report.runs import RunData
-from querybench.report.summary import DIFFICULTY_ORDER, Group
+from querybench.report.summary import Group, group_order
 from querybench.report.summary import group_scores as _group
 from querybench.report.taxonomy import diagnose
 
@@ -53,16 +53,11 @@ def _groups(results: Sequence[InstanceResult], key: Key) -> dict[str, Group]:
     return {name: _group(name, rs) for name, rs in buckets.items()}
 
 
-def _order(name: str) -> tuple[int, str]:
-    rank = DIFFICULTY_ORDER.index(name) if name in DIFFICULTY_ORDER else len(DIFFICULTY_ORDER)
-    return rank, name
-
-
 def grouped_section(
     title: str, runs: Sequence[RunData], key_of: Callable[[RunData], Key]
 ) -> Section:
     per_run = [_groups(run.results, key_of(run)) for run in runs]
-    names = sorted({n for groups in per_run for n in groups}, key=_order)
+    names = sorted({n for groups in per_run for n in groups}, key=group_order)
     sizes = {n: {g[n].n for g in per_run if n in g} for n in names}
     rows, values = [], {}
     for name in names:

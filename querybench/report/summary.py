@@ -28,7 +28,8 @@ def _mean(values: Sequence[float]) -> float:
     return sum(values) / len(values) if values else 0.0
 
 
-def _group(name: str, results: Sequence[InstanceResult]) -> Group:
+def group_scores(name: str, results: Sequence[InstanceResult]) -> Group:
+    """The scores of one group of results (both scorings when every result has them)."""
     both = bool(results) and all(r.official_score is not None for r in results)
     return Group(
         name=name,
@@ -39,9 +40,10 @@ def _group(name: str, results: Sequence[InstanceResult]) -> Group:
     )
 
 
-def group_scores(name: str, results: Sequence[InstanceResult]) -> Group:
-    """The scores of one group of results (both scorings when every result has them)."""
-    return _group(name, results)
+def group_order(name: str) -> tuple[int, str]:
+    """Sort key for group names: difficulties in their own order first, then the rest by name."""
+    rank = DIFFICULTY_ORDER.index(name) if name in DIFFICULTY_ORDER else len(DIFFICULTY_ORDER)
+    return rank, name
 
 
 def _grouped(
@@ -51,11 +53,7 @@ def _grouped(
     for r in results:
         buckets.setdefault(key(r) or "unknown", []).append(r)
 
-    def order(name: str) -> tuple[int, str]:
-        rank = DIFFICULTY_ORDER.index(name) if name in DIFFICULTY_ORDER else len(DIFFICULTY_ORDER)
-        return rank, name
-
-    return [_group(name, buckets[name]) for name in sorted(buckets, key=order)]
+    return [group_scores(name, buckets[name]) for name in sorted(buckets, key=group_order)]
 
 
 @dataclass(frozen=True)
@@ -73,8 +71,8 @@ def summarise(results: Sequence[InstanceResult]) -> Summary:
     errors = Counter(r.error for r in results if r.error)
     metric_names = sorted({m for r in results for m in r.metrics})
     return Summary(
-        overall=_group("all tasks", results),
-        submitted=_group("submitted", submitted),
+        overall=group_scores("all tasks", results),
+        submitted=group_scores("submitted", submitted),
         by_difficulty=_grouped(results, lambda r: r.difficulty),
         by_engine=_grouped(results, lambda r: r.engine),
         errors=errors.most_common(),
