@@ -17,7 +17,7 @@ from typing import Any
 import pymysql
 import pymysql.cursors
 
-from querybench.engines.base import FETCH_CHUNK, Closing, Column, Result, Table
+from querybench.engines.base import Closing, Column, Result, Table, fetch_capped
 from querybench.engines.transpile import read_only_statement
 from querybench.engines.url import ServerUrl, mask_secrets, parse_server_url
 from querybench.errors import (
@@ -145,18 +145,15 @@ class MySQLEngine(Closing):
         cursor = pymysql.cursors.SSCursor(self._conn)
         cursor.execute(statement)
         columns = tuple(d[0] for d in cursor.description or ())
-        rows: list[tuple[Any, ...]] = []
-        while True:
-            chunk = cursor.fetchmany(FETCH_CHUNK)
-            if not chunk:
-                cursor.close()
-                return columns, rows
-            rows.extend(chunk)
-            if max_rows is not None and len(rows) > max_rows:
-                # Reading the rest of an unbuffered result could take as long as the query:
-                # drop the connection instead (the server stops the query with it).
-                self._conn.close()
-                raise ResultTooLarge(f"the result has more than {max_rows} rows")
+        try:
+            rows = fetch_capped(cursor.fetchmany, max_rows)
+        except ResultTooLarge:
+            # Reading the rest of an unbuffered result could take as long as the query:
+            # drop the connection instead (the server stops the query with it).
+            self._conn.close()
+            raise
+        cursor.close()
+        return columns, rows
 
     def _kill(self, thread_id: int) -> None:
         try:
