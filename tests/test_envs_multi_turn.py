@@ -48,14 +48,24 @@ def call(name: str, **args: object) -> tuple[str, str]:
     return name, json.dumps(args)
 
 
-def episode(server: ScriptedServer, reward: SQLReward, db: Path, turns: int = 10) -> Episode:
+QUESTION = (Message("system", "use the tools"), Message("user", "Items over 1?"))
+
+
+def episode(
+    server: ScriptedServer,
+    reward: SQLReward,
+    db: Path,
+    turns: int = 10,
+    *,
+    gold: str = GOLD,
+    messages: tuple[Message, ...] = QUESTION,
+) -> Episode:
     async def go() -> Episode:
         model = OpenAICompatibleModel(
             "m", base_url=server.url, api_key="k", retry=RetryPolicy(max_retries=0)
         )
         try:
-            question = (Message("system", "use the tools"), Message("user", "Items over 1?"))
-            return await run_episode(model, reward, db, GOLD, question, max_turns=turns)
+            return await run_episode(model, reward, db, gold, messages, max_turns=turns)
         finally:
             await model.aclose()
 
@@ -130,16 +140,9 @@ def test_spider1_in_bird_layout(tmp_path: Path, reward: SQLReward) -> None:
         assert "singer" in box.list_tables().split("\n")
     submit = call("submit", sql="SELECT count(*) FROM singer WHERE age > 40.0")
     with ScriptedServer(default=Reply("", tool_calls=(submit,))) as server:
-
-        async def go() -> Episode:
-            model = OpenAICompatibleModel("m", base_url=server.url, api_key="k")
-            try:
-                messages = (Message("user", task.prompt),)
-                return await run_episode(model, reward, task.database, task.gold_sql, messages)
-            finally:
-                await model.aclose()
-
-        assert asyncio.run(go()).outcome.reward == 1.0
+        messages = (Message("user", task.prompt),)
+        result = episode(server, reward, task.database, gold=task.gold_sql, messages=messages)
+    assert result.outcome.reward == 1.0
 
 
 def test_spider2_lite_local_tasks(reward: SQLReward) -> None:
@@ -155,16 +158,8 @@ def test_spider2_lite_local_tasks(reward: SQLReward) -> None:
         server.script(
             [Reply("", tool_calls=(call("list_tables"),)), Reply("", tool_calls=(submit,))]
         )
-
-        async def go() -> Episode:
-            model = OpenAICompatibleModel("m", base_url=server.url, api_key="k")
-            try:
-                messages = (Message("user", task.prompt),)
-                return await run_episode(model, reward, task.database, task.gold_sql, messages)
-            finally:
-                await model.aclose()
-
-        result = asyncio.run(go())
+        messages = (Message("user", task.prompt),)
+        result = episode(server, reward, task.database, gold=task.gold_sql, messages=messages)
     assert result.outcome.reward == 1.0 and result.turns == 2
     wrong = reward.score_sql(task.database, task.gold_sql, "SELECT 1")
     assert wrong.reward == 0.0
