@@ -17,7 +17,11 @@ _PER_MESSAGE = 4  # role and separators, counted generously
 
 
 def prompt_tokens(messages: tuple[Message, ...], count: Callable[[str], int] = count_tokens) -> int:
-    return sum(count(m.text) + _PER_MESSAGE for m in messages)
+    return sum(_message_tokens(m, count) for m in messages)
+
+
+def _message_tokens(message: Message, count: Callable[[str], int]) -> int:
+    return count(message.text) + _PER_MESSAGE
 
 
 def fit_messages(
@@ -26,36 +30,40 @@ def fit_messages(
     count: Callable[[str], int] = count_tokens,
 ) -> tuple[tuple[Message, ...], Truncation | None]:
     """`messages` within `limit` prompt tokens, and what was cut (None when nothing was)."""
-    before = prompt_tokens(messages, count)
+    # Each message is counted once and its count kept beside it, so cutting a long history
+    # does not recount every message at every step.
+    sizes = [_message_tokens(m, count) for m in messages]
+    before = sum(sizes)
     if before <= limit:
         return messages, None
     kept = list(messages)
     last = len(kept) - 1
     dropped = 0
     i = 0
-    while prompt_tokens(tuple(kept), count) > limit and i < last:
+    while sum(sizes) > limit and i < last:
         if kept[i].role != "system":
             # a tool call goes with its answers: an answer without its call is refused
             span = 1
             while i + span < last and kept[i + span].role == "tool":
                 span += 1
             del kept[i : i + span]
+            del sizes[i : i + span]
             last -= span
             dropped += span
         else:
             i += 1
     cut = 0
     for j, message in enumerate(kept):
-        excess = prompt_tokens(tuple(kept), count) - limit
+        excess = sum(sizes) - limit
         if excess <= 0:
             break
         if message.role == "system" or not message.context:
             continue
         new_context, removed = _cut_head(message.context, excess, count)
         kept[j] = replace(message, context=new_context)
+        sizes[j] = _message_tokens(kept[j], count)
         cut += removed
-    after = prompt_tokens(tuple(kept), count)
-    return tuple(kept), Truncation(dropped, cut, before, after)
+    return tuple(kept), Truncation(dropped, cut, before, sum(sizes))
 
 
 def _cut_head(text: str, excess: int, count: Callable[[str], int]) -> tuple[str, int]:
