@@ -74,17 +74,15 @@ def overall_section(runs: Sequence[RunData]) -> Section:
     submitted = [[r for r in run.results if r.error != MISSING_PREDICTION] for run in runs]
     rows.append(["submitted", *(str(len(s)) for s in submitted)])
     rows.append(["correct", *(str(sum(r.score == 1.0 for r in run.results)) for run in runs)])
-    rows.append(["score % (all tasks)", *(_pct(_group("", run.results).score) for run in runs)])
-    rows.append(["score % (submitted)", *(_pct(_group("", s).score) for s in submitted)])
+    whole = [_group("", run.results) for run in runs]
+    subs = [_group("", s) for s in submitted]
+    rows.append(["score % (all tasks)", *(_pct(g.score) for g in whole)])
+    rows.append(["score % (submitted)", *(_pct(g.score) for g in subs)])
     if spider2:
-        for label, pick in (("official", "official"), ("strict", "strict")):
-            all_tasks = [getattr(_group("", run.results), pick) for run in runs]
-            subs = [getattr(_group("", s), pick) for s in submitted]
-            rows.append([f"{label} % (all tasks)", *(_pct(v) for v in all_tasks)])
-            rows.append([f"{label} % (submitted)", *(_pct(v) for v in subs)])
-    values: dict[str, list[float | None]] = {
-        "score": [_group("", run.results).score for run in runs]
-    }
+        for pick in ("official", "strict"):
+            rows.append([f"{pick} % (all tasks)", *(_pct(getattr(g, pick)) for g in whole)])
+            rows.append([f"{pick} % (submitted)", *(_pct(getattr(g, pick)) for g in subs)])
+    values: dict[str, list[float | None]] = {"score": [g.score for g in whole]}
     return Section("overall", ["", *(run.label for run in runs)], rows, values=values)
 
 
