@@ -7,7 +7,6 @@ prediction scores 0 with `missing_prediction`.
 from __future__ import annotations
 
 import io
-import json
 import multiprocessing
 import sys
 from collections.abc import Iterable, Iterator
@@ -39,6 +38,7 @@ from querybench.evaluation.verdict import (
     Verdict,
 )
 from querybench.tasks.databases import EMULATION_URLS
+from querybench.tasks.input_files import read_jsonl
 
 Mode = Literal["exec_result", "sql"]
 Scoring = Literal["official", "strict"]
@@ -188,19 +188,11 @@ def official_result_csv(result: Result) -> str:
 def _task_databases(tasks_file: str | Path) -> dict[str, str]:
     """instance_id -> database name, from `spider2-lite.jsonl` (`db`) or `spider2-snow.jsonl`."""
     out: dict[str, str] = {}
-    path = Path(tasks_file)
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except OSError as exc:
-        raise DataError(f"cannot read tasks file {path}: {exc}") from exc
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
+    for where, item in read_jsonl(Path(tasks_file), "tasks file"):
         try:
-            item = json.loads(line)
             out[item["instance_id"]] = item.get("db") or item["db_id"]
-        except (json.JSONDecodeError, KeyError) as exc:
-            raise DataError(f"{path}:{number}: bad task line ({exc})") from exc
+        except KeyError as exc:
+            raise DataError(f"{where}: bad task line ({exc})") from exc
     return out
 
 
