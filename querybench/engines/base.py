@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+import contextlib
+import threading
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, Self
 
@@ -114,6 +116,22 @@ def qualified_name(table: str, tables: Iterable[Table], quote: Callable[[str], s
     if (None, table) not in known and (schema, name) in known:
         return f"{quote(schema)}.{quote(name)}"
     return quote(table)
+
+
+@contextlib.contextmanager
+def backstop(timeout: float | None, grace: float, stop: Callable[[], object]) -> Iterator[None]:
+    """Calls `stop` from another thread if the block still runs `grace` seconds past
+    `timeout`: the client's backup for a server-side statement timeout."""
+    if timeout is None:
+        yield
+        return
+    timer = threading.Timer(timeout + grace, stop)
+    timer.daemon = True
+    timer.start()
+    try:
+        yield
+    finally:
+        timer.cancel()
 
 
 def quote_identifier(name: str) -> str:

@@ -9,6 +9,7 @@ PyMySQL never enabling multi-statements, so the server refuses a second statemen
 
 from __future__ import annotations
 
+import functools
 import re
 import threading
 import time
@@ -17,7 +18,7 @@ from typing import Any
 import pymysql
 import pymysql.cursors
 
-from querybench.engines.base import Closing, Column, Result, Table, fetch_capped
+from querybench.engines.base import Closing, Column, Result, Table, backstop, fetch_capped
 from querybench.engines.transpile import read_only_statement
 from querybench.engines.url import ServerUrl, mask_secrets, parse_server_url
 from querybench.errors import (
@@ -107,20 +108,14 @@ class MySQLEngine(Closing):
             if not self._conn.open:
                 self._conn = self._open()
             start = time.monotonic()
-            timer = None
-            if timeout is not None:
-                thread_id = self._conn.thread_id()
-                timer = threading.Timer(timeout + _KILL_GRACE_S, self._kill, (thread_id,))
-                timer.daemon = True
-                timer.start()
+            kill = functools.partial(self._kill, self._conn.thread_id())
             try:
-                self._begin(timeout)
-                columns, rows = self._fetch(statement, max_rows)
+                with backstop(timeout, _KILL_GRACE_S, kill):
+                    self._begin(timeout)
+                    columns, rows = self._fetch(statement, max_rows)
             except pymysql.Error as exc:
                 raise _engine_error(exc, timeout) from exc
             finally:
-                if timer is not None:
-                    timer.cancel()
                 self._end()
         return Result(columns, rows, elapsed_s=time.monotonic() - start)
 

@@ -23,6 +23,7 @@ from querybench.engines.base import (
     Closing,
     Result,
     Table,
+    backstop,
     fetch_capped,
     group_columns,
     qualified_name,
@@ -112,19 +113,14 @@ class PostgresEngine(Closing):
             raise QueryRefused(f"refused: {denied.group(1)}() reaches outside the database")
         with self._lock:
             start = time.monotonic()
-            timer = None
-            if timeout is not None:
-                timer = threading.Timer(timeout + _CANCEL_GRACE_S, self._conn.cancel_safe)
-                timer.daemon = True
-                timer.start()
             try:
-                with self._transaction(timeout):
+                with (
+                    backstop(timeout, _CANCEL_GRACE_S, self._conn.cancel_safe),
+                    self._transaction(timeout),
+                ):
                     columns, rows = self._fetch(statement, max_rows)
             except psycopg.Error as exc:
                 raise _engine_error(exc, timeout) from exc
-            finally:
-                if timer is not None:
-                    timer.cancel()
         return Result(columns, rows, elapsed_s=time.monotonic() - start)
 
     def _fetch(
