@@ -159,18 +159,14 @@ def extract_official_sql(text: str) -> str:
     return text[start + len(_FENCED_SQL) : end].strip()
 
 
-def official_result_frame(result: Result) -> pd.DataFrame:
-    """The prediction as the official sql mode sees it.
+def official_result_csv(result: Result) -> str:
+    """The CSV the official sql mode writes for a result (header, then 500-row chunks).
 
     The official scorer reads SQLite results with `pd.read_sql_query(chunksize=500)`, appends
     each chunk to a CSV and parses that CSV again; types are inferred per chunk on the way out
-    and for the whole file on the way in, so the round trip is reproduced here, in memory.
+    and for the whole file on the way in, so the caller parses this text to see the prediction
+    as the official sql mode does.
     """
-    return pd.read_csv(io.StringIO(official_result_csv(result)))
-
-
-def official_result_csv(result: Result) -> str:
-    """The CSV the official sql mode writes for a result (header, then 500-row chunks)."""
     buffer = io.StringIO()
     columns = list(result.columns)
     if not result.rows:
