@@ -157,6 +157,13 @@ def test_tables_are_datasets_with_nested_types(engine: BigQueryLocalEngine) -> N
     assert types["geo"] == "STRUCT(country VARCHAR, city VARCHAR)"
 
 
+def test_sample_rows_takes_dataset_dot_table(engine: BigQueryLocalEngine) -> None:
+    sample = engine.sample_rows("analytics.users", 1)
+    assert sample.columns == ("id", "signup", "tags")
+    assert sample.rows[0][0] in (1, 2)
+    assert len(sample.rows) == 1
+
+
 @pytest.mark.parametrize(
     ("text", "expected"),
     [

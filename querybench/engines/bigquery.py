@@ -24,7 +24,14 @@ from urllib.parse import parse_qsl, unquote, urlsplit
 import sqlglot
 from sqlglot import exp
 
-from querybench.engines.base import Closing, Column, Result, Table
+from querybench.engines.base import (
+    Closing,
+    Column,
+    Result,
+    Table,
+    qualified_name,
+    quote_identifier,
+)
 from querybench.engines.duckdb import DuckDBEngine
 from querybench.engines.spider2_metadata_load import META_TABLE
 from querybench.errors import (
@@ -77,7 +84,10 @@ class BigQueryLocalEngine(Closing):
         return list(self._tables)
 
     def sample_rows(self, table: str, n: int = 3, *, timeout: float | None = 10.0) -> Result:
-        return self._duckdb.sample_rows(table, n, timeout=timeout)
+        """`table` as `Table.name`, or `dataset.name`; resolved against the tables read at open,
+        not a fresh catalogue query per call."""
+        qualified = qualified_name(table, self._tables, quote_identifier)
+        return self._duckdb.execute(f"SELECT * FROM {qualified} LIMIT {int(n)}", timeout=timeout)
 
     def transpile(self, sql: str) -> str:
         """`sql` in DuckDB's dialect, tables mapped to this file; anything but queries as is.
