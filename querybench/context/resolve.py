@@ -14,6 +14,7 @@ from querybench.context.live import LiveSchema
 from querybench.context.schema import SchemaSource
 from querybench.context.spider2_meta import ENGINES, Spider2Metadata, find_database_dir
 from querybench.errors import DataError
+from querybench.tasks.databases import task_database
 from querybench.tasks.model import Task
 
 
@@ -33,26 +34,12 @@ def schema_source(task: Task, data: Path) -> SchemaSource:
                 break
         db_dir = find_database_dir(databases, engine, task.db)
         return Spider2Metadata(db_dir, engine)
-    path = _database_file(task, data)
+    path = task_database(task, data)
+    if path is None:
+        raise DataError(f"{task.instance_id}: database {task.db!r} not found under {data}")
     from querybench.engines import connect
 
     return LiveSchema(connect(path), task.db)
-
-
-def _database_file(task: Task, data: Path) -> Path:
-    for key in ("db_path", "database", "db_file"):
-        value = task.extra.get(key)
-        if value:
-            return Path(str(value))
-    candidates = [
-        data / task.benchmark / "database" / task.db / f"{task.db}.sqlite",
-        data / task.benchmark / task.db / f"{task.db}.sqlite",
-        data / "bird" / "dev_databases" / task.db / f"{task.db}.sqlite",
-    ]
-    for path in candidates:
-        if path.is_file():
-            return path
-    raise DataError(f"{task.instance_id}: database {task.db!r} not found under {data}")
 
 
 def task_document(task: Task, data: Path) -> Document | None:
