@@ -12,7 +12,6 @@ carries them; `task.extra` records what each task was given.
 
 from __future__ import annotations
 
-import json
 from dataclasses import replace
 from pathlib import Path
 
@@ -21,6 +20,7 @@ from sqlglot import exp
 
 from querybench.context.documents import FunctionDoc
 from querybench.errors import DataError
+from querybench.tasks.input_files import read_jsonl, required_str
 from querybench.tasks.model import Task
 from querybench.tasks.sql_functions import called_functions
 
@@ -39,16 +39,10 @@ def load_reference_plans(benchmark: str, root: Path) -> dict[str, str]:
     path = reference_plan_path(benchmark, root)
     if not path.is_file():
         raise DataError(f"--reference-plan: no reference plan file in the data: {path}")
-    plans: dict[str, str] = {}
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            item = json.loads(line)
-            plans[str(item["instance_id"])] = str(item["plan"])
-        except (ValueError, KeyError, TypeError) as exc:
-            raise DataError(f"{path}:{number}: bad reference plan line ({exc!r})") from exc
-    return plans
+    return {
+        required_str(item, "instance_id", where, int_ok=True): required_str(item, "plan", where)
+        for where, item in read_jsonl(path, "reference plan file")
+    }
 
 
 def gold_function_names(sql: str, engine: str) -> set[str]:
