@@ -36,6 +36,7 @@ def load_spider2(
     tasks_file = path or root / f"{benchmark}.jsonl"
     gold = _gold(root / "evaluation_suite" / "gold", benchmark) if with_gold else None
     lite = _LiteIndex(spider2_dir, with_gold) if benchmark == "spider2-snow" else None
+    metadata = spider2_dir / "spider2-lite" / "resource" / "databases"
     tasks = []
     for where, item in read_jsonl(tasks_file):
         instance_id = required_str(item, "instance_id", where)
@@ -46,7 +47,6 @@ def load_spider2(
             db = required_str(item, "db_id", where)
         knowledge = optional_str(item, "external_knowledge", where)
         engine = _engine(benchmark, instance_id, where)
-        metadata = spider2_dir / "spider2-lite" / "resource" / "databases"
         traits_dir = find_database_dir(metadata, engine, db)
         if lite is not None:
             own = find_database_dir(root / "resource" / "databases", "", db)
