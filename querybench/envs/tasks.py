@@ -16,7 +16,7 @@ from querybench.context import build_context
 from querybench.data import data_root
 from querybench.envs.skiplist import read_skip_list
 from querybench.errors import DataError
-from querybench.methods.zero_shot import DIALECT_NAMES, DIALECT_NOTES, QUESTION, SYSTEM
+from querybench.methods.zero_shot import QUESTION, SYSTEM, dialect_name, dialect_notes
 from querybench.tasks import load_tasks
 from querybench.tasks.databases import task_database
 from querybench.tasks.model import Task
@@ -152,8 +152,8 @@ def _sql_task(task: Task, database: Path, budget: int | None) -> SQLTask:
     task = dataclasses.replace(task, extra={**task.extra, "db_path": str(database)})
     context = build_context(task, budget=budget)
     system = SYSTEM.format(
-        dialect=DIALECT_NAMES.get(task.engine, task.engine),
-        notes=DIALECT_NOTES.get(task.engine, "-"),
+        dialect=dialect_name(task),
+        notes=dialect_notes(task),
     )
     prompt = f"{context.prompt}\n\n{QUESTION.format(question=task.question)}"
     return SQLTask(task, database, system, prompt)
