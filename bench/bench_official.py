@@ -1,0 +1,228 @@
+"""querybench against the official evaluation scripts, whole process against whole process.
+
+Each work is timed in turn (official, querybench, official, querybench, ...) so that load on the
+machine falls on both alike; the figure is the median wall time of each side and their ratio.
+The official scripts are never vendored: point the script at checkouts of them.
+
+    python -m bench.bench_official --official-spider2 SPIDER2 --official-test-suite TEST_SUITE \\
+        --official-bird MINI_DEV --official-python /tmp/official-venv/bin/python \\
+        [--works sample,lite,snow,spider1,bird] [--rounds 5]
+
+SPIDER2 is a checkout of xlang-ai/Spider2 (`spider2-lite/evaluation_suite/evaluate.py` and the
+`spider2-lite.jsonl` beside it), TEST_SUITE of taoyds/test-suite-sql-eval, MINI_DEV of
+bird-bench/mini_dev (`evaluation/evaluation_ex.py`); --official-python a Python with their
+requirements. The test suite's tokenizer needs nltk's `punkt_tab` data, which PyPI does not carry:
+an `english/` folder of five empty files (abbrev_types.txt, collocations.tab, ortho_context.tab,
+sent_starters.txt, sentence_starters.txt) under `$NLTK_DATA/tokenizers/punkt_tab/` is enough for
+SQL text.
+
+Works (inputs built from the data under $QUERYBENCH_DATA):
+  sample   the README's first command: the official 6-CSV spider2-lite sample submission
+  lite     all spider2-lite instances, each instance's first gold CSV as its prediction
+  snow     the same for spider2-snow
+  spider1  Spider 1.0 dev, gold as prediction, questions whose database is present (--etype exec)
+  bird     BIRD EX (`evaluation_ex.py`) on a BIRD-layout folder built from the Spider 1.0 databases
+           (BIRD's own databases are not in the data), gold as prediction
+
+Without a checkout for a work, that work is skipped with the reason. Missing Python packages of
+the official scripts (google-cloud-bigquery, snowflake-connector-python, tqdm, nltk, sqlparse,
+func_timeout, psycopg2-binary, pymysql) make the official side fail: the script prints its
+stderr and goes on.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from querybench.data import data_root
+
+# The console script a user runs (`python -m querybench.cli` does not call main()).
+QUERYBENCH = [str(Path(sys.executable).parent / "querybench")]
+
+
+@dataclass(frozen=True)
+class Work:
+    """One side-by-side timing: the two commands, run in `cwd`."""
+
+    name: str
+    official: list[str]
+    ours: list[str]
+    cwd: Path
+
+
+@dataclass(frozen=True)
+class Timing:
+    name: str
+    official: list[float]
+    ours: list[float]
+    official_error: str
+
+    @property
+    def ratio(self) -> float:
+        return statistics.median(self.official) / statistics.median(self.ours)
+
+
+def _first_gold_csvs(gold_dir: Path, into: Path) -> None:
+    """Each instance's first gold CSV (the base file, else `_a`) as its prediction."""
+    into.mkdir(parents=True, exist_ok=True)
+    best: dict[str, Path] = {}
+    for path in sorted((gold_dir / "exec_result").glob("*.csv")):
+        stem = path.stem
+        iid = stem.rsplit("_", 1)[0] if stem[-2:-1] == "_" and stem[-1].isalpha() else stem
+        best.setdefault(iid, path)
+    for iid, path in best.items():
+        shutil.copy(path, into / f"{iid}.csv")
+
+
+def _spider2_work(name: str, variant: str, official_dir: Path, py: str, tmp: Path) -> Work:
+    root = data_root() / "spider2" / f"spider2-{variant}" / "evaluation_suite"
+    gold = root / "gold"
+    if name == "sample":
+        preds = root / "example_submission_folder_csv"
+    else:
+        preds = tmp / f"{name}-pred"
+        _first_gold_csvs(gold, preds)
+    script = official_dir / f"spider2-{variant}" / "evaluation_suite" / "evaluate.py"
+    official = [py, str(script), "--mode", "exec_result", "--result_dir", str(preds)]
+    official += ["--gold_dir", str(gold), "--max_workers", "2"]
+    ours = [*QUERYBENCH, "eval", f"spider2-{variant}", "--predictions", str(preds)]
+    ours += ["--gold-dir", str(gold), "--output", str(tmp / f"{name}.jsonl")]
+    return Work(name, official, ours, tmp)
+
+
+def _spider1_gold(tmp: Path) -> tuple[Path, Path, Path]:
+    """Gold lines whose database is present, a prediction file of the same SQL, the db folder."""
+    spider1 = data_root() / "spider1"
+    lines = (spider1 / "dev_gold.sql").read_text().splitlines()
+    kept = [x for x in lines if x.strip() and (spider1 / x.rsplit("\t", 1)[1]).is_dir()]
+    gold = tmp / "spider1_gold.sql"
+    gold.write_text("\n".join(kept) + "\n")
+    pred = tmp / "spider1_pred.sql"
+    pred.write_text("\n".join(x.rsplit("\t", 1)[0] for x in kept) + "\n")
+    return gold, pred, spider1
+
+
+def _spider1_work(official_dir: Path, py: str, tmp: Path) -> Work:
+    gold, pred, db = _spider1_gold(tmp)
+    tables = data_root() / "spider1" / "tables.json"
+    official = [py, str(official_dir / "evaluation.py"), "--gold", str(gold), "--pred", str(pred)]
+    official += ["--db", str(db), "--table", str(tables), "--etype", "exec"]
+    ours = [*QUERYBENCH, "eval", "spider1", "--gold", str(gold), "--predictions", str(pred)]
+    ours += ["--db-dir", str(db), "--output", str(tmp / "spider1.jsonl")]
+    return Work("spider1", official, ours, official_dir)
+
+
+def _bird_work(official_dir: Path, py: str, tmp: Path) -> Work:
+    """BIRD's file formats over the Spider 1.0 databases (BIRD's own are not in the data)."""
+    gold, _, db = _spider1_gold(tmp)
+    pairs = [x.rsplit("\t", 1) for x in gold.read_text().splitlines()]
+    questions = [
+        {
+            "question_id": i,
+            "db_id": d,
+            "question": "",
+            "evidence": "",
+            "SQL": s,
+            "difficulty": ("simple", "moderate", "challenging")[i % 3],
+        }
+        for i, (s, d) in enumerate(pairs)
+    ]
+    qfile = tmp / "bird_dev.json"
+    qfile.write_text(json.dumps(questions))
+    diff = tmp / "bird_diff.jsonl"
+    diff.write_text("".join(json.dumps(q) + "\n" for q in questions))
+    pred = tmp / "bird_predict.json"
+    entries = {str(i): f"{s}\t----- bird -----\t{d}" for i, (s, d) in enumerate(pairs)}
+    pred.write_text(json.dumps(entries))
+    script = official_dir / "evaluation" / "evaluation_ex.py"
+    official = [py, str(script), "--predicted_sql_path", str(pred)]
+    official += ["--ground_truth_path", str(gold)]
+    official += ["--db_root_path", f"{db}/", "--num_cpus", "2", "--diff_json_path", str(diff)]
+    official += ["--output_log_path", str(tmp / "bird_official.log")]
+    ours = [*QUERYBENCH, "eval", "bird", "--questions", str(qfile), "--predictions", str(pred)]
+    ours += ["--db-dir", str(db), "--output", str(tmp / "bird.jsonl")]
+    return Work("bird", official, ours, official_dir / "evaluation")
+
+
+def _wall(cmd: list[str], cwd: Path) -> tuple[float, str]:
+    start = time.perf_counter()
+    proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, check=False)
+    elapsed = time.perf_counter() - start
+    # The Spider 2.0 scripts send stderr to stdout (their TeeOutput): keep both.
+    return elapsed, ((proc.stdout + proc.stderr)[-2000:] if proc.returncode else "")
+
+
+def time_work(work: Work, rounds: int) -> Timing:
+    official: list[float] = []
+    ours: list[float] = []
+    error = ""
+    for _ in range(rounds):
+        seconds, err = _wall(work.official, work.cwd)
+        official.append(seconds)
+        error = error or err
+        seconds, err = _wall(work.ours, work.cwd)
+        if err:
+            raise SystemExit(f"querybench failed on {work.name}:\n{err}")
+        ours.append(seconds)
+    return Timing(work.name, official, ours, error)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawTextHelpFormatter
+    )
+    parser.add_argument("--official-spider2", type=Path)
+    parser.add_argument("--official-test-suite", type=Path)
+    parser.add_argument("--official-bird", type=Path)
+    parser.add_argument("--official-python", default=sys.executable)
+    parser.add_argument("--works", default="sample,lite,snow,spider1,bird")
+    parser.add_argument("--rounds", type=int, default=5)
+    args = parser.parse_args()
+    py = args.official_python
+    with tempfile.TemporaryDirectory() as name:
+        tmp = Path(name)
+        works: list[Work] = []
+        for work in args.works.split(","):
+            if work in ("sample", "lite", "snow"):
+                if args.official_spider2 is None:
+                    print(f"{work}: skipped (no --official-spider2)")
+                    continue
+                variant = "snow" if work == "snow" else "lite"
+                works.append(_spider2_work(work, variant, args.official_spider2, py, tmp))
+            elif work == "spider1":
+                if args.official_test_suite is None:
+                    print("spider1: skipped (no --official-test-suite)")
+                    continue
+                works.append(_spider1_work(args.official_test_suite, py, tmp))
+            elif work == "bird":
+                if args.official_bird is None:
+                    print("bird: skipped (no --official-bird)")
+                    continue
+                works.append(_bird_work(args.official_bird, py, tmp))
+            else:
+                parser.error(f"unknown work {work!r}")
+        print(f"load average at start: {os.getloadavg()[0]:.2f}; {args.rounds} rounds, A B A B")
+        print(f"{'work':8} {'official s (median)':>20} {'querybench s (median)':>22} {'ratio':>7}")
+        for work in works:
+            t = time_work(work, args.rounds)
+            if t.official_error:
+                print(f"{t.name}: the official script failed:\n{t.official_error}")
+            print(
+                f"{t.name:8} {statistics.median(t.official):20.2f} "
+                f"{statistics.median(t.ours):22.2f} {t.ratio:6.2f}x"
+            )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
