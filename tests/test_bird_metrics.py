@@ -17,7 +17,8 @@ import pytest
 from typer.testing import CliRunner
 
 from querybench.cli import app
-from querybench.evaluation.bird import BIRD_SEPARATOR, evaluate_bird
+from querybench.errors import DataError
+from querybench.evaluation.bird import BIRD_SEPARATOR, evaluate_bird, load_bird_questions
 from querybench.evaluation.bird_metrics import (
     BirdMetric,
     LevelScores,
@@ -32,6 +33,7 @@ from querybench.evaluation.bird_metrics import (
     trim_outliers,
     ves_reward,
 )
+from querybench.evaluation.record import InstanceResult
 from querybench.report.summary import bird_tables
 
 Rows = list[tuple[Any, ...]]
@@ -354,3 +356,38 @@ def test_bird_tables_read_the_result_fields(tmp_path: Path) -> None:
     )
     text = bird_tables(results, (BirdMetric.EX, BirdMetric.SOFT_F1))
     assert text.count("count                2                    1                    1") == 2
+
+
+# --- the official mini-dev prediction keys ------------------------------------------------
+
+
+def _mini_dev_ids(tmp_path: Path, keyed_by: str) -> list[InstanceResult]:
+    _database(tmp_path / "db")
+    ids = [1471, 1472, 3]  # mini-dev ids are BIRD dev ids, not positions
+    golds = ["SELECT 1", "SELECT 2", "SELECT 3"]
+    questions = [
+        {"question_id": q, "db_id": "shop", "SQL": g, "difficulty": "simple"}
+        for q, g in zip(ids, golds, strict=True)
+    ]
+    keys = [str(i) for i in range(3)] if keyed_by == "position" else [str(q) for q in ids]
+    predictions = dict(zip(keys, [f"{g}{BIRD_SEPARATOR}shop" for g in golds], strict=True))
+    q_path, p_path = tmp_path / "q.json", tmp_path / "p.json"
+    q_path.write_text(json.dumps(questions), encoding="utf-8")
+    p_path.write_text(json.dumps(predictions), encoding="utf-8")
+    return evaluate_bird(q_path, p_path, tmp_path / "db", workers=1)
+
+
+@pytest.mark.parametrize("keyed_by", ["position", "question_id"])
+def test_mini_dev_predictions_keyed_by_position_or_id(tmp_path: Path, keyed_by: str) -> None:
+    # the official generators key mini-dev predictions "0".."499" by position; question 3's
+    # id is also a position key, which must not pair it with the first prediction
+    results = _mini_dev_ids(tmp_path, keyed_by)
+    assert [(r.instance_id, r.score) for r in results] == [("1471", 1.0), ("1472", 1.0), ("3", 1.0)]
+
+
+def test_repeated_question_ids_are_named(tmp_path: Path) -> None:
+    entries = [{"question_id": q, "db_id": "shop", "SQL": "SELECT 1"} for q in (137, 138, 137, 2)]
+    path = tmp_path / "q.json"
+    path.write_text(json.dumps(entries), encoding="utf-8")
+    with pytest.raises(DataError, match=r"not unique: 137 appear"):
+        load_bird_questions(path)

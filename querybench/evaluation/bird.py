@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -207,14 +208,37 @@ def load_bird_questions(path: str | Path) -> list[BirdQuestion]:
         questions.append(
             BirdQuestion(str(qid), db_id, sql, difficulty if isinstance(difficulty, str) else None)
         )
-    ids = [q.question_id for q in questions]
-    if len(set(ids)) != len(ids):
-        raise DataError(f"{path}: question_id values are not unique")
+    ids = Counter(q.question_id for q in questions)
+    repeated = sorted((i for i, n in ids.items() if n > 1), key=lambda i: (len(i), i))
+    if repeated:
+        raise DataError(
+            f"{path}: question_id values are not unique: {', '.join(repeated[:10])} "
+            "appear more than once (keep one entry of each)"
+        )
     return questions
 
 
+def predictions_by_question(
+    predictions: dict[str, object], questions: Sequence[BirdQuestion]
+) -> dict[str, object]:
+    """The predictions keyed by question_id, whichever way the file keys them.
+
+    The official scripts pair predictions with questions by position (they read the values
+    in file order), and the official generators key them "0", "1", ... by position. On BIRD
+    dev a question's id is its position, so the two agree; on mini-dev (ids 1471, 1472, ...)
+    they do not. So keys that are exactly the positions 0..n-1, when those are not the
+    question ids, are read as positions; any other keys as question ids.
+    """
+    positions = {str(i) for i in range(len(questions))}
+    ids = {q.question_id for q in questions}
+    if set(predictions) != positions or ids == positions:
+        return predictions
+    return {q.question_id: predictions[str(i)] for i, q in enumerate(questions)}
+
+
 def load_bird_predictions(path: str | Path) -> dict[str, object]:
-    """The official predictions JSON: an object mapping question_id to a prediction string."""
+    """The official predictions JSON: an object mapping question_id (or position, see
+    `predictions_by_question`) to a prediction string."""
     data = _read_json(path, "predictions")
     if not isinstance(data, dict):
         raise DataError(
@@ -264,7 +288,7 @@ def evaluate_bird(
     depend on the machine's load.
     """
     questions = load_bird_questions(questions_json)
-    predictions = load_bird_predictions(predictions_json)
+    predictions = predictions_by_question(load_bird_predictions(predictions_json), questions)
     rejected: dict[str, Verdict] = {}
     gold_jobs: dict[str, tuple[str | Path, str]] = {}
     pred_jobs: dict[str, tuple[str | Path, str]] = {}
