@@ -17,7 +17,6 @@ import pytest
 from typer.testing import CliRunner
 
 from querybench.cli import app
-from querybench.errors import DataError
 from querybench.evaluation.bird import BIRD_SEPARATOR, evaluate_bird, load_bird_questions
 from querybench.evaluation.bird_metrics import (
     BirdMetric,
@@ -385,9 +384,26 @@ def test_mini_dev_predictions_keyed_by_position_or_id(tmp_path: Path, keyed_by: 
     assert [(r.instance_id, r.score) for r in results] == [("1471", 1.0), ("1472", 1.0), ("3", 1.0)]
 
 
-def test_repeated_question_ids_are_named(tmp_path: Path) -> None:
-    entries = [{"question_id": q, "db_id": "shop", "SQL": "SELECT 1"} for q in (137, 138, 137, 2)]
-    path = tmp_path / "q.json"
-    path.write_text(json.dumps(entries), encoding="utf-8")
-    with pytest.raises(DataError, match=r"not unique: 137 appear"):
-        load_bird_questions(path)
+@pytest.mark.parametrize("keyed_by", ["position", "question_id"])
+def test_repeated_question_ids_are_questions_of_their_own(tmp_path: Path, keyed_by: str) -> None:
+    # the July 2024 official MySQL/PostgreSQL files hold ids 137 and 138 twice; the official
+    # scripts pair by position and count every entry
+    _database(tmp_path / "db")
+    ids = [137, 138, 137, 2]
+    entries = [{"question_id": q, "db_id": "shop", "SQL": f"SELECT {q}"} for q in ids]
+    q_path, p_path = tmp_path / "q.json", tmp_path / "p.json"
+    q_path.write_text(json.dumps(entries), encoding="utf-8")
+    assert [q.question_id for q in load_bird_questions(q_path)] == ["137", "138", "137#2", "2"]
+    keys = [str(i) for i in range(4)] if keyed_by == "position" else ["137", "138", "2"]
+    sqls = ["SELECT 137", "SELECT 138", "SELECT 137", "SELECT 2"]
+    if keyed_by == "question_id":
+        sqls = ["SELECT 137", "SELECT 138", "SELECT 2"]
+    predictions = {k: f"{sql}{BIRD_SEPARATOR}shop" for k, sql in zip(keys, sqls, strict=True)}
+    p_path.write_text(json.dumps(predictions), encoding="utf-8")
+    results = evaluate_bird(q_path, p_path, tmp_path / "db", workers=1)
+    assert [(r.instance_id, r.score) for r in results] == [
+        ("137", 1.0),
+        ("138", 1.0),
+        ("137#2", 1.0),
+        ("2", 1.0),
+    ]

@@ -18,7 +18,7 @@ import json
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -208,14 +208,20 @@ def load_bird_questions(path: str | Path) -> list[BirdQuestion]:
         questions.append(
             BirdQuestion(str(qid), db_id, sql, difficulty if isinstance(difficulty, str) else None)
         )
-    ids = Counter(q.question_id for q in questions)
-    repeated = sorted((i for i, n in ids.items() if n > 1), key=lambda i: (len(i), i))
-    if repeated:
-        raise DataError(
-            f"{path}: question_id values are not unique: {', '.join(repeated[:10])} "
-            "appear more than once (keep one entry of each)"
-        )
-    return questions
+    return _number_repeats(questions)
+
+
+def _number_repeats(questions: list[BirdQuestion]) -> list[BirdQuestion]:
+    """Later copies of a question_id become `<id>#2`, `<id>#3`...: the official scripts score
+    by position, so a repeat is a question of its own (the July 2024 official MySQL and
+    PostgreSQL mini-dev files hold 137 and 138 twice, and count 500)."""
+    seen: Counter[str] = Counter()
+    numbered = []
+    for q in questions:
+        seen[q.question_id] += 1
+        n = seen[q.question_id]
+        numbered.append(q if n == 1 else replace(q, question_id=f"{q.question_id}#{n}"))
+    return numbered
 
 
 def predictions_by_question(
@@ -227,13 +233,19 @@ def predictions_by_question(
     in file order), and the official generators key them "0", "1", ... by position. On BIRD
     dev a question's id is its position, so the two agree; on mini-dev (ids 1471, 1472, ...)
     they do not. So keys that are exactly the positions 0..n-1, when those are not the
-    question ids, are read as positions; any other keys as question ids.
+    question ids, are read as positions; any other keys as question ids (a repeated
+    question's `<id>#2` then takes the entry of `<id>`).
     """
     positions = {str(i) for i in range(len(questions))}
     ids = {q.question_id for q in questions}
-    if set(predictions) != positions or ids == positions:
-        return predictions
-    return {q.question_id: predictions[str(i)] for i, q in enumerate(questions)}
+    if set(predictions) == positions and ids != positions:
+        return {q.question_id: predictions[str(i)] for i, q in enumerate(questions)}
+    repeats = {
+        q.question_id: predictions[base]
+        for q in questions
+        if q.question_id not in predictions and (base := q.question_id.split("#")[0]) in predictions
+    }
+    return predictions | repeats
 
 
 def load_bird_predictions(path: str | Path) -> dict[str, object]:
