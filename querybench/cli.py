@@ -275,6 +275,13 @@ Metrics = Annotated[
         "load; use --workers 1 on an idle host)."
     ),
 ]
+BirdPredictions = Annotated[
+    Path,
+    typer.Option(
+        help='Prediction JSON: {"<question_id>": "SQL\\t----- bird -----\\t<db_id>"}, keyed by '
+        'question_id or, as the official mini-dev files, by position ("0", "1", ...).'
+    ),
+]
 VesRepeats = Annotated[
     int, typer.Option(min=1, help="r_ves: timed runs of each matched pair (official: 100).")
 ]
@@ -332,12 +339,7 @@ def _bird(
 @eval_app.command("bird")
 def eval_bird(
     questions: Annotated[Path, typer.Option(help="BIRD question file (dev.json).")],
-    predictions: Annotated[
-        Path,
-        typer.Option(
-            help='Prediction JSON: {"<question_id>": "SQL\\t----- bird -----\\t<db_id>"}.'
-        ),
-    ],
+    predictions: BirdPredictions,
     db_dir: Annotated[Path, typer.Option(help="Databases at `DIR/<db_id>/<db_id>.sqlite`.")],
     metrics: Metrics = "ex",
     ves_repeats: VesRepeats = 100,
@@ -373,12 +375,7 @@ _DIALECT_SCHEMES = {"mysql": ("mysql", "mariadb"), "postgresql": ("postgresql", 
 
 @eval_app.command("bird-mini-dev")
 def eval_bird_mini_dev(
-    predictions: Annotated[
-        Path,
-        typer.Option(
-            help='Prediction JSON: {"<question_id>": "SQL\\t----- bird -----\\t<db_id>"}.'
-        ),
-    ],
+    predictions: BirdPredictions,
     dialect: Annotated[
         str, typer.Option(help="sqlite, mysql or postgresql: which mini-dev file and engine.")
     ] = "sqlite",

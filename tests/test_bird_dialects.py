@@ -22,6 +22,7 @@ from querybench.cli import app
 from querybench.engines.load import load
 from querybench.evaluation.bird import BIRD_SEPARATOR, evaluate_bird
 from querybench.evaluation.bird_metrics import BirdMetric
+from querybench.evaluation.record import InstanceResult
 from tests.server_databases import drop, require_server
 
 DIALECTS = ("sqlite", "mysql", "postgresql")
@@ -223,7 +224,7 @@ def _predictions(tmp: Path, name: str, sqls: dict[int, str]) -> Path:
 
 def _evaluate(
     servers: dict[str, str], dialect: str, predictions: Path, metrics: tuple[BirdMetric, ...]
-) -> list[float]:
+) -> list[InstanceResult]:
     tmp = Path(servers["root"])
     results = evaluate_bird(
         _questions(tmp, dialect),
@@ -235,14 +236,15 @@ def _evaluate(
     )
     assert {r.engine for r in results} == {dialect}
     assert not any(r.metrics["gold_error"] for r in results), [r.message for r in results]
-    return [r.score for r in results]
+    return results
 
 
 @pytest.mark.parametrize("dialect", DIALECTS)
 def test_oracle_scores_100_on_every_dialect(servers: dict[str, str], dialect: str) -> None:
     gold = {qid: sqls[dialect] for qid, (_, sqls) in GOLD.items()}
     predictions = _predictions(Path(servers["root"]), f"oracle_{dialect}.json", gold)
-    assert _evaluate(servers, dialect, predictions, (BirdMetric.EX,)) == [1.0] * len(GOLD)
+    results = _evaluate(servers, dialect, predictions, (BirdMetric.EX,))
+    assert [r.score for r in results] == [1.0] * len(GOLD)
 
 
 def test_ex_and_soft_f1_agree_across_dialects(servers: dict[str, str]) -> None:
@@ -250,14 +252,7 @@ def test_ex_and_soft_f1_agree_across_dialects(servers: dict[str, str]) -> None:
     by_dialect = {}
     for dialect in DIALECTS:
         predictions = _predictions(tmp, f"agreeing_{dialect}.json", AGREEING)
-        results = evaluate_bird(
-            _questions(tmp, dialect),
-            predictions,
-            servers["sqlite"],
-            db_url=None if dialect == "sqlite" else servers[dialect],
-            workers=2,
-            metrics=(BirdMetric.EX, BirdMetric.SOFT_F1),
-        )
+        results = _evaluate(servers, dialect, predictions, (BirdMetric.EX, BirdMetric.SOFT_F1))
         by_dialect[dialect] = [(r.score, round(r.metrics["soft_f1"], 9)) for r in results]
     assert [ex for ex, _ in by_dialect["sqlite"]] == AGREEING_EX
     assert by_dialect["mysql"] == by_dialect["sqlite"]
@@ -269,9 +264,8 @@ def test_listed_dialect_differences(servers: dict[str, str]) -> None:
     sqls = {qid: sql for qid, (sql, _) in DIFFERING.items()}
     predictions = _predictions(tmp, "differing.json", sqls)
     for dialect in DIALECTS:
-        scores = dict(
-            zip(GOLD, _evaluate(servers, dialect, predictions, (BirdMetric.EX,)), strict=True)
-        )
+        results = _evaluate(servers, dialect, predictions, (BirdMetric.EX,))
+        scores = {int(r.instance_id): r.score for r in results}
         assert {q: scores[q] for q in DIFFERING} == {
             q: expected[dialect] for q, (_, expected) in DIFFERING.items()
         }, dialect

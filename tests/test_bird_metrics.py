@@ -407,3 +407,12 @@ def test_repeated_question_ids_are_questions_of_their_own(tmp_path: Path, keyed_
         ("137#2", 1.0),
         ("2", 1.0),
     ]
+
+
+def test_db_load_two_renamings_refused(tmp_path: Path) -> None:
+    source = _database(tmp_path)
+    args = ["db", "load", f"sqlite:///{tmp_path / 'copy.sqlite'}", "--from", str(source)]
+    result = CliRunner().invoke(app, [*args, "--lower-names", "--postgres-names"])
+    assert result.exit_code == 2
+    assert "choose one" in result.stderr
+    assert not (tmp_path / "copy.sqlite").exists()
