@@ -10,6 +10,9 @@ Each instance also carries three 0/1 metrics:
 * `trivial`: the gold result is empty or a single cell holding 0, 1 or NULL, an answer a wrong
   query can hit by accident, so a match on it says little;
 * `gold_error`: the gold query itself failed; the instance then scores 0.
+
+With `metrics`, mini-dev's `soft_f1` and `r_ves` join them (`bird_metrics`), and the
+databases may be on a MySQL or PostgreSQL server (`db_url`).
 """
 
 from __future__ import annotations
