@@ -266,40 +266,187 @@ def eval_spider1(
     _finish(results, output, "Spider 1.0 execution match")
 
 
+Metrics = Annotated[
+    str,
+    typer.Option(
+        help="Comma-separated, as BIRD mini-dev's official scripts: ex (execution match, the "
+        "score; always computed), soft_f1 (Soft-F1), r_ves (reward-based VES: each matched pair "
+        "is timed --ves-repeats times, so it is SLOW and its figures depend on the machine's "
+        "load; use --workers 1 on an idle host)."
+    ),
+]
+BirdPredictions = Annotated[
+    Path,
+    typer.Option(
+        help='Prediction JSON: {"<question_id>": "SQL\\t----- bird -----\\t<db_id>"}, keyed by '
+        'question_id or, as the official mini-dev files, by position ("0", "1", ...).'
+    ),
+]
+VesRepeats = Annotated[
+    int, typer.Option(min=1, help="r_ves: timed runs of each matched pair (official: 100).")
+]
+
+
+def _bird(
+    title: str,
+    questions: Path,
+    predictions: Path,
+    db_dir: Path,
+    metrics: str,
+    *,
+    db_url: str | None = None,
+    ves_repeats: int = 100,
+    timeout: float = 30.0,
+    workers: int = 2,
+    output: Path | None = None,
+    executor: str = "local",
+    address: str | None = None,
+) -> None:
+    """Score one BIRD questions file; the summary, then the official by-difficulty tables."""
+    from querybench.evaluation.bird import evaluate_bird
+    from querybench.evaluation.bird_metrics import BirdMetric, parse_metrics
+    from querybench.report.summary import print_bird_tables
+    from querybench.runs.ray_eval import evaluate_bird_ray
+
+    try:
+        chosen = parse_metrics(metrics)
+    except ValueError as exc:
+        _fail(f"--metrics: {exc}")
+        return
+    if executor == "ray" and (db_url is not None or set(chosen) - {BirdMetric.EX}):
+        _fail("--executor ray scores EX on SQLite files only; drop --metrics/--db-url or use local")
+    extra: dict[str, Any] = {}
+    if executor == "local":
+        extra = {"metrics": chosen, "db_url": db_url, "ves_repeats": ves_repeats}
+    if BirdMetric.R_VES in chosen:
+        console.print(
+            f"r_ves: timing every matched pair {ves_repeats} times; slow, and the figures "
+            "depend on the machine's load"
+        )
+    score = _scorer(executor, address, evaluate_bird, evaluate_bird_ray, "on_query")
+    results = _run(
+        "running queries" if executor == "local" else "scoring shards",
+        None,
+        lambda advance: score(
+            advance, questions, predictions, db_dir, timeout=timeout, workers=workers, **extra
+        ),
+        executor,
+    )
+    _finish(results, output, title)
+    print_bird_tables(results, chosen, out_console)
+
+
 @eval_app.command("bird")
 def eval_bird(
     questions: Annotated[Path, typer.Option(help="BIRD question file (dev.json).")],
-    predictions: Annotated[
-        Path,
-        typer.Option(
-            help='Prediction JSON: {"<question_id>": "SQL\\t----- bird -----\\t<db_id>"}.'
-        ),
-    ],
+    predictions: BirdPredictions,
     db_dir: Annotated[Path, typer.Option(help="Databases at `DIR/<db_id>/<db_id>.sqlite`.")],
+    metrics: Metrics = "ex",
+    ves_repeats: VesRepeats = 100,
     timeout: Annotated[float, typer.Option(help="Seconds per query.")] = 30.0,
     workers: Workers = 2,
     output: Output = None,
     executor: Executor = "local",
     address: Address = None,
 ) -> None:
-    """BIRD execution match (set semantics) with error / trivial / gold_error metrics.
+    """BIRD execution match (set semantics) with error / trivial / gold_error metrics, and
+    optionally the official Soft-F1 and R-VES; tables by difficulty as the official scripts.
 
     Example: `querybench eval bird --questions dev.json --predictions predict_dev.json
-    --db-dir dev_databases/`
+    --db-dir dev_databases/ --metrics ex,soft_f1`
     """
-    from querybench.evaluation.bird import evaluate_bird
-    from querybench.runs.ray_eval import evaluate_bird_ray
-
-    score = _scorer(executor, address, evaluate_bird, evaluate_bird_ray, "on_query")
-    results = _run(
-        "running queries" if executor == "local" else "scoring shards",
-        None,
-        lambda advance: score(
-            advance, questions, predictions, db_dir, timeout=timeout, workers=workers
-        ),
-        executor,
+    _bird(
+        "BIRD execution match",
+        questions,
+        predictions,
+        db_dir,
+        metrics,
+        ves_repeats=ves_repeats,
+        timeout=timeout,
+        workers=workers,
+        output=output,
+        executor=executor,
+        address=address,
     )
-    _finish(results, output, "BIRD execution match")
+
+
+_DIALECT_SCHEMES = {"mysql": ("mysql", "mariadb"), "postgresql": ("postgresql", "postgres")}
+
+
+@eval_app.command("bird-mini-dev")
+def eval_bird_mini_dev(
+    predictions: BirdPredictions,
+    dialect: Annotated[
+        str, typer.Option(help="sqlite, mysql or postgresql: which mini-dev file and engine.")
+    ] = "sqlite",
+    questions: Annotated[
+        Path | None,
+        typer.Option(help="Questions file; default the data's mini_dev_DIALECT.json."),
+    ] = None,
+    db_dir: Annotated[
+        Path | None,
+        typer.Option(help="sqlite: databases at `DIR/<db_id>/<db_id>.sqlite`; default the data."),
+    ] = None,
+    db_url: Annotated[
+        str | None,
+        typer.Option(
+            help="mysql/postgresql: the server database, e.g. mysql://root@127.0.0.1:3306/BIRD "
+            "(every table in one database, as the official dumps) or …/bird_{db_id} (one per "
+            "db_id); load it from the SQLite files with `querybench db load`."
+        ),
+    ] = None,
+    metrics: Metrics = "ex",
+    ves_repeats: VesRepeats = 100,
+    timeout: Annotated[float, typer.Option(help="Seconds per query.")] = 30.0,
+    workers: Workers = 2,
+    output: Output = None,
+    executor: Executor = "local",
+    address: Address = None,
+) -> None:
+    """BIRD mini-dev (500 questions) on SQLite, MySQL/MariaDB or PostgreSQL: EX, and Soft-F1 /
+    R-VES with --metrics, in the official by-difficulty tables.
+
+    Examples:
+
+    `querybench eval bird-mini-dev --predictions predict_mini_dev_sqlite.json --metrics
+    ex,soft_f1,r_ves`
+
+    `querybench eval bird-mini-dev --dialect mysql --db-url mysql://root@127.0.0.1:3306/BIRD
+    --predictions predict_mini_dev_mysql.json --questions mini_dev_mysql.json`
+    """
+    from querybench.tasks.bird import mini_dev_dir, mini_dev_file
+
+    if dialect not in ("sqlite", "mysql", "postgresql"):
+        _fail(f"--dialect must be sqlite, mysql or postgresql, not {dialect!r}")
+    if dialect != "sqlite":
+        scheme = (db_url or "").partition("://")[0].lower()
+        if db_url is None or "://" not in db_url:
+            _fail(
+                f"--dialect {dialect} needs --db-url, e.g. "
+                + (
+                    "mysql://root@127.0.0.1:3306/BIRD"
+                    if dialect == "mysql"
+                    else "postgresql://postgres@127.0.0.1:5432/bird"
+                )
+                + " (load it with `querybench db load`)"
+            )
+        elif scheme not in _DIALECT_SCHEMES[dialect]:
+            _fail(f"--db-url {scheme}:// does not match --dialect {dialect}")
+    bird_dir = data_root() / "bird"
+    _bird(
+        f"BIRD mini-dev ({dialect}) execution match",
+        questions or mini_dev_file(dialect, bird_dir),
+        predictions,
+        db_dir or mini_dev_dir(bird_dir),
+        metrics,
+        db_url=db_url,
+        ves_repeats=ves_repeats,
+        timeout=timeout,
+        workers=workers,
+        output=output,
+        executor=executor,
+        address=address,
+    )
 
 
 app.command("context")(__import__("querybench.commands.context", fromlist=["c"]).context)

@@ -49,12 +49,23 @@ def load_command(
     lower_names: Annotated[
         bool, typer.Option(help="Lower-case table and column names (see `db query`).")
     ] = False,
+    postgres_names: Annotated[
+        bool,
+        typer.Option(
+            help="Lower-case only the names PostgreSQL folds when unquoted, keep names that "
+            "need quotes (BIRD mini-dev's PostgreSQL questions expect this)."
+        ),
+    ] = False,
 ) -> None:
     """Create one table per source table (a separate, writable connection)."""
     from querybench.engines.load import load
 
+    if lower_names and postgres_names:
+        _fail("--lower-names and --postgres-names are two ways to rename: choose one")
     try:
-        loaded = load(target, source, replace=replace, lower_names=lower_names)
+        loaded = load(
+            target, source, replace=replace, lower_names=lower_names, postgres_names=postgres_names
+        )
     except QuerybenchError as exc:
         _fail(str(exc))
         return

@@ -9,6 +9,7 @@ returns the same Python values SQLite does.
 
 from __future__ import annotations
 
+import re
 import sqlite3
 import tempfile
 from collections.abc import Iterator
@@ -32,7 +33,12 @@ class LoadedTable:
 
 
 def load(
-    target: str, source: str | Path, *, replace: bool = False, lower_names: bool = False
+    target: str,
+    source: str | Path,
+    *,
+    replace: bool = False,
+    lower_names: bool = False,
+    postgres_names: bool = False,
 ) -> list[LoadedTable]:
     """Create a table in `target` (an engine URL) for every table in `source`.
 
@@ -40,13 +46,14 @@ def load(
     named by its stem). With `replace`, existing tables of the same names are dropped first.
     `lower_names` lower-cases table and column names, so that SQL written for a
     case-insensitive engine (SQLite, MySQL) finds them once `transpile(lower_names=True)`
-    quotes its identifiers.
+    quotes its identifiers. `postgres_names` lower-cases only the names PostgreSQL folds when
+    unquoted (letters, digits, `_`) and keeps the rest as they are, the names BIRD mini-dev's
+    PostgreSQL dump has and its PostgreSQL questions use (`T2."Examination Date"`, `T1.sex`).
     """
     tables = list(read_source(source))
-    if lower_names:
-        tables = [
-            (n.lower(), t.rename_columns([c.lower() for c in t.column_names])) for n, t in tables
-        ]
+    fold = str.lower if lower_names else _postgres_fold if postgres_names else None
+    if fold is not None:
+        tables = [(fold(n), t.rename_columns([fold(c) for c in t.column_names])) for n, t in tables]
     if not tables:
         raise DataError(f"no tables found in {source}")
     from querybench.engines.load_targets import open_writer
@@ -68,6 +75,14 @@ def load(
                 )
             )
         return loaded
+
+
+_PLAIN_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _postgres_fold(name: str) -> str:
+    """What PostgreSQL makes of `name` written unquoted, for the names that can be."""
+    return name.lower() if _PLAIN_IDENTIFIER.fullmatch(name) else name
 
 
 def read_source(source: str | Path) -> Iterator[tuple[str, pa.Table]]:

@@ -10,18 +10,30 @@ Each instance also carries three 0/1 metrics:
 * `trivial`: the gold result is empty or a single cell holding 0, 1 or NULL, an answer a wrong
   query can hit by accident, so a match on it says little;
 * `gold_error`: the gold query itself failed; the instance then scores 0.
+
+With `metrics`, mini-dev's `soft_f1` and `r_ves` join them (`bird_metrics`), and the
+databases may be on a MySQL or PostgreSQL server (`db_url`).
 """
 
 from __future__ import annotations
 
 import json
+import time
+from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from querybench.engines.base import Result
 from querybench.errors import DataError, EngineError
+from querybench.evaluation.bird_metrics import (
+    BirdMetric,
+    TimedPair,
+    measure_rewards,
+    r_ves_value,
+    soft_f1,
+)
 from querybench.evaluation.execution import run_gold_and_predictions
 from querybench.evaluation.record import InstanceResult
 from querybench.evaluation.sql_extract import extract_sql
@@ -199,14 +211,49 @@ def load_bird_questions(path: str | Path) -> list[BirdQuestion]:
         questions.append(
             BirdQuestion(str(qid), db_id, sql, difficulty if isinstance(difficulty, str) else None)
         )
-    ids = [q.question_id for q in questions]
-    if len(set(ids)) != len(ids):
-        raise DataError(f"{path}: question_id values are not unique")
-    return questions
+    return _number_repeats(questions)
+
+
+def _number_repeats(questions: list[BirdQuestion]) -> list[BirdQuestion]:
+    """Later copies of a question_id become `<id>#2`, `<id>#3`...: the official scripts score
+    by position, so a repeat is a question of its own (the July 2024 official MySQL and
+    PostgreSQL mini-dev files hold 137 and 138 twice, and count 500)."""
+    seen: Counter[str] = Counter()
+    numbered = []
+    for q in questions:
+        seen[q.question_id] += 1
+        n = seen[q.question_id]
+        numbered.append(q if n == 1 else replace(q, question_id=f"{q.question_id}#{n}"))
+    return numbered
+
+
+def predictions_by_question(
+    predictions: dict[str, object], questions: Sequence[BirdQuestion]
+) -> dict[str, object]:
+    """The predictions keyed by question_id, whichever way the file keys them.
+
+    The official scripts pair predictions with questions by position (they read the values
+    in file order), and the official generators key them "0", "1", ... by position. On BIRD
+    dev a question's id is its position, so the two agree; on mini-dev (ids 1471, 1472, ...)
+    they do not. So keys that are exactly the positions 0..n-1, when those are not the
+    question ids, are read as positions; any other keys as question ids (a repeated
+    question's `<id>#2` then takes the entry of `<id>`).
+    """
+    positions = {str(i) for i in range(len(questions))}
+    ids = {q.question_id for q in questions}
+    if set(predictions) == positions and ids != positions:
+        return {q.question_id: predictions[str(i)] for i, q in enumerate(questions)}
+    repeats = {
+        q.question_id: predictions[base]
+        for q in questions
+        if q.question_id not in predictions and (base := q.question_id.split("#")[0]) in predictions
+    }
+    return predictions | repeats
 
 
 def load_bird_predictions(path: str | Path) -> dict[str, object]:
-    """The official predictions JSON: an object mapping question_id to a prediction string."""
+    """The official predictions JSON: an object mapping question_id (or position, see
+    `predictions_by_question`) to a prediction string."""
     data = _read_json(path, "predictions")
     if not isinstance(data, dict):
         raise DataError(
@@ -235,23 +282,34 @@ def evaluate_bird(
     workers: int = 4,
     cache_dir: str | Path | None = None,
     on_query: Callable[[], None] | None = None,
+    metrics: Sequence[BirdMetric] = (BirdMetric.EX,),
+    db_url: str | None = None,
+    ves_repeats: int = 100,
+    clock: Callable[[], float] = time.perf_counter,
 ) -> list[InstanceResult]:
     """Score BIRD predictions in the official formats; one result per question, in file order.
 
-    Databases are at `db_dir/<db_id>/<db_id>.sqlite`. A question with no prediction entry, an
-    entry that is malformed or names another database, or a missing database scores 0 with a
+    Databases are at `db_dir/<db_id>/<db_id>.sqlite`, or on a server when `db_url` is given
+    (`mysql://…/{db_id}` for one database per db_id, or a URL without `{db_id}` holding every
+    table, as BIRD's MySQL/PostgreSQL dumps do). A question with no prediction entry, an entry
+    that is malformed or names another database, or a missing database scores 0 with a
     reason; only unreadable input files raise `DataError`. The gold runs even when the
-    prediction cannot, so `trivial` and `gold_error` describe every question. Gold results go
-    through the result cache (`cache_dir`, default `$QUERYBENCH_CACHE` or ~/.cache/querybench).
+    prediction cannot, so `trivial` and `gold_error` describe every question. Gold results of
+    SQLite files go through the result cache (`cache_dir`, default `$QUERYBENCH_CACHE` or
+    ~/.cache/querybench).
+
+    `metrics` adds `soft_f1` and `r_ves` (see `bird_metrics`) to each result's metrics; R-VES
+    times every matched pair `ves_repeats` times on `clock`, so it is slow and its figures
+    depend on the machine's load.
     """
     questions = load_bird_questions(questions_json)
-    predictions = load_bird_predictions(predictions_json)
+    predictions = predictions_by_question(load_bird_predictions(predictions_json), questions)
     rejected: dict[str, Verdict] = {}
-    gold_jobs: dict[str, tuple[Path, str]] = {}
-    pred_jobs: dict[str, tuple[Path, str]] = {}
+    gold_jobs: dict[str, tuple[str | Path, str]] = {}
+    pred_jobs: dict[str, tuple[str | Path, str]] = {}
     for q in questions:
-        database = Path(db_dir) / q.db_id / f"{q.db_id}.sqlite"
-        if not database.is_file():
+        database = bird_database(q.db_id, db_dir, db_url)
+        if isinstance(database, Path) and not database.is_file():
             rejected[q.question_id] = Verdict.fail(
                 ENGINE_UNAVAILABLE, f"database not found: {database}"
             )
@@ -270,16 +328,58 @@ def evaluate_bird(
         cache_dir=cache_dir,
         on_query=on_query,
     )
+    verdicts = {
+        q.question_id: rejected.get(q.question_id)
+        or bird_verdict(_ran(gold.get(q.question_id)), pred.get(q.question_id))
+        for q in questions
+    }
+    rewards: dict[str, float] = {}
+    if BirdMetric.R_VES in metrics:
+        matched = [
+            TimedPair(
+                q.question_id, pred_jobs[q.question_id][0], pred_jobs[q.question_id][1], q.gold_sql
+            )
+            for q in questions
+            if verdicts[q.question_id].score == 1.0
+        ]
+        rewards = measure_rewards(
+            matched,
+            repeats=ves_repeats,
+            timeout=timeout,
+            workers=workers,
+            clock=clock,
+            on_pair=on_query,
+        )
+    engine = _engine_label(db_url)
     results = []
     for q in questions:
         g, p = gold.get(q.question_id), pred.get(q.question_id)
-        verdict = rejected.get(q.question_id) or bird_verdict(_ran(g), p)
-        metrics = bird_metrics(g, p)
+        values = bird_metrics(g, p)
         if g is None:  # the database is missing: the gold could not run either
-            metrics["gold_error"] = 1.0
-            metrics["error"] = 0.0
-        results.append(_instance(q, verdict, metrics))
+            values["gold_error"] = 1.0
+            values["error"] = 0.0
+        if BirdMetric.SOFT_F1 in metrics:
+            values["soft_f1"] = (
+                soft_f1(p.rows, g.rows) if isinstance(g, Result) and isinstance(p, Result) else 0.0
+            )
+        if BirdMetric.R_VES in metrics:
+            values["r_ves"] = r_ves_value(rewards.get(q.question_id, 0.0))
+        results.append(_instance(q, verdicts[q.question_id], values, engine))
     return results
+
+
+def bird_database(db_id: str, db_dir: str | Path, db_url: str | None) -> str | Path:
+    """Where a question's database is: the server URL (its `{db_id}` filled in) or the file."""
+    if db_url is not None:
+        return db_url.replace("{db_id}", db_id)
+    return Path(db_dir) / db_id / f"{db_id}.sqlite"
+
+
+def _engine_label(db_url: str | None) -> str:
+    if db_url is None:
+        return "sqlite"
+    scheme = db_url.partition("://")[0].lower()
+    return {"postgres": "postgresql", "mariadb": "mysql"}.get(scheme, scheme)
 
 
 def _ran(outcome: Result | EngineError | None) -> Result | EngineError:
@@ -303,13 +403,15 @@ def _read_prediction(q: BirdQuestion, predictions: dict[str, object]) -> BirdPre
     return prediction
 
 
-def _instance(q: BirdQuestion, verdict: Verdict, metrics: dict[str, float]) -> InstanceResult:
+def _instance(
+    q: BirdQuestion, verdict: Verdict, metrics: dict[str, float], engine: str = "sqlite"
+) -> InstanceResult:
     return InstanceResult(
         instance_id=q.question_id,
         score=verdict.score,
         error=verdict.error,
         message=verdict.message,
         difficulty=q.difficulty,
-        engine="sqlite",
+        engine=engine,
         metrics=metrics,
     )

@@ -9,7 +9,7 @@ from pathlib import Path
 from querybench.engines.base import Result
 from querybench.errors import EngineError
 
-Jobs = dict[str, tuple[Path, str]]  # key -> (database, SQL)
+Jobs = dict[str, tuple[str | Path, str]]  # key -> (database file or server URL, SQL)
 Outcomes = dict[str, Result | EngineError]
 
 
@@ -25,8 +25,9 @@ def run_gold_and_predictions(
     """Run gold and prediction jobs on one pool; the outcome of each, by key.
 
     Gold results come from the result cache when it has them (`cache_dir`, default
-    `$QUERYBENCH_CACHE` or ~/.cache/querybench) and are stored there once computed;
-    predictions always run. `on_query` is called after each query that ran (progress).
+    `$QUERYBENCH_CACHE` or ~/.cache/querybench) and are stored there once computed (database
+    files only: a server has no content to key them by); predictions always run. `on_query`
+    is called after each query that ran (progress).
     """
     from querybench.engines.cache import ResultCache
     from querybench.engines.pool import QueryJob, QueryPool
@@ -53,6 +54,8 @@ def run_gold_and_predictions(
             if is_gold and outcome.result is not None:
                 try:
                     cache.put(*gold_jobs[key], outcome.result)
+                except EngineError:
+                    pass  # a server URL: nothing to fingerprint, so nothing cached
                 except OSError as exc:  # a read-only or full cache costs speed, not results
                     warnings.warn(f"result cache not written: {exc}", RuntimeWarning, stacklevel=2)
     return gold, pred

@@ -17,7 +17,8 @@ class InstanceResult:
     strict_score: float | None = None
     difficulty: str | None = None
     engine: str | None = None
-    # Extra per-instance metrics (BIRD's `trivial`, `gold_error`, ...), 0/1 valued.
+    # Extra per-instance metrics (BIRD's `trivial`, `gold_error`, `soft_f1`, ...), each a value
+    # whose mean over the instances is the metric (0/1 flags, or BIRD's Soft-F1 and R-VES).
     metrics: dict[str, float] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from rich.console import Console
 from rich.table import Table
 
+from querybench.evaluation.bird_metrics import BirdMetric, level_scores, official_table
 from querybench.evaluation.record import InstanceResult
 from querybench.evaluation.verdict import MISSING_PREDICTION
 
@@ -118,3 +119,26 @@ def print_summary(summary: Summary, console: Console, title: str) -> None:
         for code, count in summary.errors:
             errors.add_row(code, str(count))
         console.print(errors)
+
+
+def bird_tables(results: Sequence[InstanceResult], metrics: Sequence[BirdMetric]) -> str:
+    """BIRD mini-dev's official by-difficulty block for each metric, in the order asked.
+
+    EX is each result's score; Soft-F1 and R-VES its `soft_f1` / `r_ves` metric (0 where the
+    result has none: a question that could not run).
+    """
+
+    def value(r: InstanceResult, metric: BirdMetric) -> float:
+        return r.score if metric is BirdMetric.EX else r.metrics.get(metric.value, 0.0)
+
+    blocks = [
+        official_table(level_scores(m, [(r.difficulty, value(r, m)) for r in results]))
+        for m in metrics
+    ]
+    return "\n\n".join(blocks)
+
+
+def print_bird_tables(
+    results: Sequence[InstanceResult], metrics: Sequence[BirdMetric], console: Console
+) -> None:
+    console.print(bird_tables(results, metrics), markup=False, highlight=False, soft_wrap=True)

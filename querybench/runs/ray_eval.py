@@ -114,10 +114,15 @@ def evaluate_bird_ray(
     address: str | None = None,
     on_result: OnResult | None = None,
 ) -> list[InstanceResult]:
-    from querybench.evaluation.bird import load_bird_predictions, load_bird_questions
+    from querybench.evaluation.bird import (
+        load_bird_predictions,
+        load_bird_questions,
+        predictions_by_question,
+    )
 
-    entries = {q.question_id: q for q in load_bird_questions(questions)}
-    preds = load_bird_predictions(predictions)
+    listed = load_bird_questions(questions)
+    entries = {q.question_id: q for q in listed}
+    preds = predictions_by_question(load_bird_predictions(predictions), listed)
 
     def payload(ids: list[str]) -> tuple[Any, ...]:
         shard = [_bird_entry(entries[i]) for i in ids]

@@ -29,6 +29,21 @@ def bird_file(benchmark: str, bird_dir: Path) -> Path:
     return next((p for p in candidates if p.is_file()), candidates[0])
 
 
+def mini_dev_file(dialect: str, bird_dir: Path) -> Path:
+    """The mini-dev questions for `dialect` (sqlite, mysql, postgresql), official names first:
+    `mini_dev_<dialect>.json` as the official MINIDEV folder and the Hugging Face copy hold it."""
+    name = f"mini_dev_{dialect}.json"
+    candidates = [bird_dir / name, bird_dir / "mini_dev" / name, bird_dir / "MINIDEV" / name]
+    return next((p for p in candidates if p.is_file()), candidates[0])
+
+
+def mini_dev_dir(bird_dir: Path) -> Path:
+    """The folder of `<db_id>/<db_id>.sqlite`: `dev_databases/` as the releases unpack, else
+    the BIRD folder itself."""
+    candidates = [bird_dir / "dev_databases", bird_dir / "MINIDEV" / "dev_databases"]
+    return next((p for p in candidates if p.is_dir()), bird_dir)
+
+
 def load_bird(benchmark: str, bird_dir: Path, *, path: Path | None = None) -> list[Task]:
     questions = path or bird_file(benchmark, bird_dir)
     tasks = []
