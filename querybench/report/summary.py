@@ -117,7 +117,8 @@ def error_counts(results: Sequence[InstanceResult]) -> list[ErrorCount]:
     messages: dict[str, Counter[str]] = {}
     for r in results:
         if r.error:
-            first = (r.message or "").strip().split("\n", 1)[0]
+            # the instance's own id made generic, so one cause counts once: `no <id>.csv`
+            first = (r.message or "").strip().split("\n", 1)[0].replace(r.instance_id, "<id>")
             cut = first if len(first) <= MESSAGE_CHARS else first[: MESSAGE_CHARS - 1] + "…"
             messages.setdefault(r.error, Counter())[cut] += 1
     out = []
