@@ -99,3 +99,35 @@ def test_tasks_that_cannot_run_are_counted_and_the_runnable_score_labelled(
     assert "│ runnable here │ 1 │ 100.00 │" in said
     assert "1 of 2 tasks could not run here" in said
     assert "engine_unavailable 1: database not found:" in said
+
+
+def test_help_keeps_angle_bracket_placeholders_of_every_option() -> None:
+    """`<bench>-<method>-<model>` and the like must not be eaten as markup in any --help."""
+    import re
+    from typing import Any
+
+    import typer.main
+
+    root = typer.main.get_command(app)
+
+    def walk(command: Any, path: list[str]) -> list[tuple[list[str], Any]]:
+        found = [(path, command)]
+        for name, sub in getattr(command, "commands", {}).items():  # a group's subcommands
+            found += walk(sub, [*path, name])
+        return found
+
+    checked = 0
+    for path, command in walk(root, []):
+        wanted = [
+            token
+            for param in command.params
+            for token in re.findall(r"<[\w-]+>", getattr(param, "help", None) or "")
+        ]
+        if not wanted:
+            continue
+        result = runner.invoke(app, [*path, "--help"], env={"COLUMNS": "400"})
+        assert result.exit_code == 0, result.output
+        for token in wanted:
+            assert token in result.output, f"{' '.join(path)} --help lost {token}"
+            checked += 1
+    assert checked >= 5
