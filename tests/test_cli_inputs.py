@@ -131,3 +131,16 @@ def test_help_keeps_angle_bracket_placeholders_of_every_option() -> None:
             assert token in result.output, f"{' '.join(path)} --help lost {token}"
             checked += 1
     assert checked >= 5
+
+
+def test_error_messages_group_by_cause_without_touching_numbers() -> None:
+    from querybench.evaluation.record import InstanceResult
+    from querybench.report.summary import error_counts
+
+    down = "http://127.0.0.1:9/v1 refused the request: HTTP 400"
+    results = [InstanceResult(str(i), 0.0, "model_error", down) for i in range(12)]
+    results += [
+        InstanceResult(f"bq00{i}", 0.0, "missing_prediction", f"no bq00{i}.csv") for i in (1, 2)
+    ]
+    lines = [e.line for e in error_counts(results)]
+    assert lines == [f"model_error 12: {down}", "missing_prediction 2: no <id>.csv"]

@@ -200,3 +200,28 @@ def test_consecutive_transport_failures_stop_the_run_and_resume_retries_them(
         outcome = run(_config(data, out, workers=1), model=_model(up))
         assert len(up.requests) == 5  # the 3 transport failures and the 2 never tried
     assert outcome.complete and outcome.summary["correct"] == 5  # task 0 kept its SELECT 1
+
+
+def test_ctrl_c_mid_run_says_what_is_kept_and_the_same_command_resumes(
+    data: Path, slow_server: ScriptedServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("QUERYBENCH_DATA", str(data))
+    out = tmp_path / "run"
+    proc = _spawn(data, tmp_path, out, slow_server.url)
+    try:
+        records = out / "records.jsonl"
+        _wait_for(lambda: records.is_file() and records.read_text().count("\n") >= 1, "a record")
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+        proc.wait()
+    assert proc.returncode == 130
+    said = " ".join(err.decode().split())
+    kept = len(RecordStore(out).load())
+    assert f"interrupted: {kept} of {len(QUESTIONS)} finished instances are kept" in said
+    assert "run the same command again to resume" in said
+    again = CliRunner().invoke(app, _cli(data, out, slow_server.url))
+    assert again.exit_code == 0, again.output
+    ids = [line["instance_id"] for line in _lines(out)]
+    assert sorted(ids) == [str(i) for i in range(len(QUESTIONS))]

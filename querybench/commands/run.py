@@ -226,8 +226,10 @@ def run(
         with progress:
             outcome = run_benchmark(config, on_start=on_start, on_record=on_record)
     except KeyboardInterrupt:
+        done, total = progress.tasks[0].completed, progress.tasks[0].total
+        kept = f"{int(done)} of {int(total)}" if total is not None else "the"
         console.print(
-            f"[yellow]interrupted[/yellow]: finished instances are kept in "
+            f"[yellow]interrupted[/yellow]: {kept} finished instances are kept in "
             f"{escape(str(config.out))}; run the same command again to resume"
         )
         raise typer.Exit(130) from None

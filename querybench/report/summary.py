@@ -7,6 +7,7 @@ their most common message, so a failure is said in words at the end of every run
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -117,8 +118,7 @@ def error_counts(results: Sequence[InstanceResult]) -> list[ErrorCount]:
     messages: dict[str, Counter[str]] = {}
     for r in results:
         if r.error:
-            # the instance's own id made generic, so one cause counts once: `no <id>.csv`
-            first = (r.message or "").strip().split("\n", 1)[0].replace(r.instance_id, "<id>")
+            first = _generic((r.message or "").strip().split("\n", 1)[0], r.instance_id)
             cut = first if len(first) <= MESSAGE_CHARS else first[: MESSAGE_CHARS - 1] + "…"
             messages.setdefault(r.error, Counter())[cut] += 1
     out = []
@@ -126,6 +126,14 @@ def error_counts(results: Sequence[InstanceResult]) -> list[ErrorCount]:
         message, times = messages[code].most_common(1)[0]
         out.append(ErrorCount(code, count, message, times))
     return out
+
+
+def _generic(message: str, instance_id: str) -> str:
+    """The instance's own id made generic, so one cause counts once (`no <id>.csv`); a
+    numeric id (Spider 1.0, BIRD) is left alone, as it cannot be told from other numbers."""
+    if not re.search(r"[A-Za-z]", instance_id):
+        return message
+    return re.sub(rf"(?<![\w.]){re.escape(instance_id)}(?!\w)", "<id>", message)
 
 
 def _pct(value: float | None) -> str:
