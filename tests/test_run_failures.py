@@ -19,6 +19,7 @@ import pytest
 from typer.testing import CliRunner
 
 from querybench.cli import app
+from querybench.errors import DataError
 from querybench.models import EndpointUnavailable
 from querybench.runs.runner import run
 from querybench.runs.store import RecordStore, RunFolderBusy, RunLock
@@ -146,6 +147,9 @@ def test_run_lock_refuses_a_second_holder_and_frees_on_exit(tmp_path: Path) -> N
     with RunLock(tmp_path / "r"), busy, RunLock(tmp_path / "r"):
         pass
     with RunLock(tmp_path / "r"):  # released: taken again
+        pass
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(DataError, match="is a file, not a folder"), RunLock(tmp_path / "file"):
         pass
 
 

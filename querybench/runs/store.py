@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from querybench.errors import QuerybenchError
+from querybench.errors import DataError, QuerybenchError
 
 RECORDS = "records.jsonl"
 LOCK = "run.lock"
@@ -38,8 +38,13 @@ class RunLock:
         self._fd: int | None = None
 
     def __enter__(self) -> RunLock:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        folder = self.path.parent
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as exc:
+            kind = "a file, not a folder" if folder.exists() and not folder.is_dir() else exc
+            raise DataError(f"cannot use {folder} as a run folder: {kind}") from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
