@@ -90,6 +90,28 @@ def _wait_for(condition: Any, what: str, limit: float = 60.0) -> None:
         time.sleep(0.05)
 
 
+def _stop_after(proc: subprocess.Popen[bytes], out: Path, records: int, sig: signal.Signals) -> str:
+    """Send `sig` to a spawned run once it has `records` records; its stderr."""
+    path = out / "records.jsonl"
+
+    def enough() -> bool:
+        return path.is_file() and path.read_text().count("\n") >= records
+
+    try:
+        _wait_for(enough, f"{records} records")
+        proc.send_signal(sig)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+        proc.wait()
+    return err.decode()
+
+
+def _each_task_once(out: Path) -> bool:
+    ids = [line["instance_id"] for line in _lines(out)]
+    return sorted(ids) == [str(i) for i in range(len(QUESTIONS))]
+
+
 def test_second_run_on_a_folder_fails_at_once_naming_the_holder(
     data: Path, slow_server: ScriptedServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -108,33 +130,31 @@ def test_second_run_on_a_folder_fails_at_once_naming_the_holder(
     finally:
         first.kill()
         first.wait()
-    ids = [line["instance_id"] for line in _lines(out)]
-    assert sorted(ids) == [str(i) for i in range(len(QUESTIONS))]  # once each, by one writer
+    assert _each_task_once(out)  # by one writer
     results = [json.loads(x) for x in (out / "results.jsonl").read_text().splitlines()]
     assert sum(r["score"] for r in results) == len(QUESTIONS)
 
 
-def test_sigkill_mid_run_loses_nothing_and_resume_finishes_each_task_once(
+def test_ctrl_c_then_sigkill_mid_run_lose_nothing_and_resume_finishes_each_task_once(
     data: Path, slow_server: ScriptedServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("QUERYBENCH_DATA", str(data))
     out = tmp_path / "run"
     proc = _spawn(data, tmp_path, out, slow_server.url)
-    try:
-        records = out / "records.jsonl"
-        _wait_for(lambda: records.is_file() and records.read_text().count("\n") >= 2, "2 records")
-        proc.send_signal(signal.SIGKILL)
-        proc.wait(timeout=30)
-    finally:
-        proc.kill()
-        proc.wait()
+    err = _stop_after(proc, out, 1, signal.SIGINT)
+    assert proc.returncode == 130
+    said = " ".join(err.split())
+    kept = len(RecordStore(out).load())
+    assert f"interrupted: {kept} of {len(QUESTIONS)} finished instances are kept" in said
+    assert "run the same command again to resume" in said
+    # the same command again, killed outright this time: the kernel frees its lock
+    proc = _spawn(data, tmp_path, out, slow_server.url)
+    _stop_after(proc, out, kept + 1, signal.SIGKILL)
     done = RecordStore(out).load()
-    assert 2 <= len(done) < len(QUESTIONS) and all(r.ok for r in done.values())
-    # the dead holder's lock is gone with it: a resume takes the folder at once
+    assert kept < len(done) < len(QUESTIONS) and all(r.ok for r in done.values())
     again = CliRunner().invoke(app, _cli(data, out, slow_server.url, "--workers", "2"))
     assert again.exit_code == 0, again.output
-    ids = [line["instance_id"] for line in _lines(out)]
-    assert sorted(ids) == [str(i) for i in range(len(QUESTIONS))]
+    assert _each_task_once(out)
     results = {
         r["instance_id"]: r
         for r in map(json.loads, (out / "results.jsonl").read_text().splitlines())
@@ -149,7 +169,10 @@ def test_run_lock_refuses_a_second_holder_and_frees_on_exit(tmp_path: Path) -> N
     with RunLock(tmp_path / "r"):  # released: taken again
         pass
     (tmp_path / "file").write_text("x")
-    with pytest.raises(DataError, match="is a file, not a folder"), RunLock(tmp_path / "file"):
+    with (
+        pytest.raises(DataError, match="as a run folder: a file, not a folder"),
+        RunLock(tmp_path / "file"),
+    ):
         pass
 
 
@@ -204,28 +227,3 @@ def test_consecutive_transport_failures_stop_the_run_and_resume_retries_them(
         outcome = run(_config(data, out, workers=1), model=_model(up))
         assert len(up.requests) == 5  # the 3 transport failures and the 2 never tried
     assert outcome.complete and outcome.summary["correct"] == 5  # task 0 kept its SELECT 1
-
-
-def test_ctrl_c_mid_run_says_what_is_kept_and_the_same_command_resumes(
-    data: Path, slow_server: ScriptedServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv("QUERYBENCH_DATA", str(data))
-    out = tmp_path / "run"
-    proc = _spawn(data, tmp_path, out, slow_server.url)
-    try:
-        records = out / "records.jsonl"
-        _wait_for(lambda: records.is_file() and records.read_text().count("\n") >= 1, "a record")
-        proc.send_signal(signal.SIGINT)
-        _, err = proc.communicate(timeout=60)
-    finally:
-        proc.kill()
-        proc.wait()
-    assert proc.returncode == 130
-    said = " ".join(err.decode().split())
-    kept = len(RecordStore(out).load())
-    assert f"interrupted: {kept} of {len(QUESTIONS)} finished instances are kept" in said
-    assert "run the same command again to resume" in said
-    again = CliRunner().invoke(app, _cli(data, out, slow_server.url))
-    assert again.exit_code == 0, again.output
-    ids = [line["instance_id"] for line in _lines(out)]
-    assert sorted(ids) == [str(i) for i in range(len(QUESTIONS))]
