@@ -81,6 +81,22 @@ def _check_predictions_kind(predictions: Path, mode: str) -> None:
         )
 
 
+def _check_prediction_names(
+    predictions: Path, mode: str, benchmark: str, results: Sequence[InstanceResult]
+) -> None:
+    """Files of the right kind, none named after a task: another benchmark's folder?"""
+    from querybench.evaluation.verdict import MISSING_PREDICTION
+
+    suffix = "csv" if mode == "exec_result" else "sql"
+    files = sorted(predictions.glob(f"*.{suffix}")) if predictions.is_dir() else []
+    if files and all(r.error == MISSING_PREDICTION for r in results):
+        _warn(
+            f"{predictions} holds {len(files)} .{suffix} files but none is named after a "
+            f"{benchmark} instance id (found e.g. {files[0].name}, expected e.g. "
+            f"{results[0].instance_id}.{suffix}): another benchmark's predictions?"
+        )
+
+
 def _check_db_dir(db_dir: Path | None, pattern: str, expected: str) -> None:
     """An explicit --db-dir without a single database can only be a mistake: exit 2."""
     if db_dir is None:
@@ -200,6 +216,7 @@ def _spider2(
         ),
         executor,
     )
+    _check_prediction_names(predictions, mode, benchmark, results)
     _finish(results, output, f"{benchmark} ({mode}, score = {scoring})")
 
 

@@ -144,3 +144,16 @@ def test_error_messages_group_by_cause_without_touching_numbers() -> None:
     ]
     lines = [e.line for e in error_counts(results)]
     assert lines == [f"model_error 12: {down}", "missing_prediction 2: no <id>.csv"]
+
+
+def test_files_named_after_no_task_are_named(tmp_path: Path) -> None:
+    gold = _gold(tmp_path)
+    pred = tmp_path / "pred"
+    pred.mkdir()
+    (pred / "sf_bq999.csv").write_text("a\n1\n")
+    args = ["eval", "spider2-lite", "--predictions", str(pred), "--gold-dir", str(gold)]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    said = _said(result.output)
+    assert "1 .csv files but none is named after a spider2-lite instance id" in said
+    assert "found e.g. sf_bq999.csv, expected e.g. bq001.csv" in said

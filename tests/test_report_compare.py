@@ -237,3 +237,13 @@ def test_report_on_a_run_that_never_started_says_so(tmp_path: Path) -> None:
     assert "neither a run folder" not in said
     missing = CliRunner().invoke(app, ["report", str(tmp_path / "typo")])
     assert missing.exit_code == 2 and "no such run folder" in " ".join(missing.output.split())
+
+
+def test_overall_shows_the_runnable_score_labelled(tmp_path: Path) -> None:
+    results = [
+        InstanceResult("x", 1.0),
+        InstanceResult("y", 0.0, "engine_unavailable", "database not found: y"),
+    ]
+    overall = rows(compare.overall_section([load_run(write_run(tmp_path / "a", results))]))
+    assert overall["score % (all tasks)"] == ["50.0"]
+    assert overall["runnable here"] == ["1"] and overall["score % (runnable here)"] == ["100.0"]

@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from querybench.evaluation.record import InstanceResult
-from querybench.evaluation.verdict import MISSING_PREDICTION
+from querybench.evaluation.verdict import ENGINE_UNAVAILABLE, MISSING_PREDICTION
 from querybench.report.linking import schema_linking
 from querybench.report.runs import RunData
 from querybench.report.summary import Group, group_order
@@ -78,6 +78,10 @@ def overall_section(runs: Sequence[RunData]) -> Section:
     subs = [_group("", s) for s in submitted]
     rows.append(["score % (all tasks)", *(_pct(g.score) for g in whole)])
     rows.append(["score % (submitted)", *(_pct(g.score) for g in subs)])
+    runnable = [[r for r in run.results if r.error != ENGINE_UNAVAILABLE] for run in runs]
+    if any(len(r) != len(run.results) for r, run in zip(runnable, runs, strict=True)):
+        rows.append(["runnable here", *(str(len(r)) for r in runnable)])
+        rows.append(["score % (runnable here)", *(_pct(_group("", r).score) for r in runnable)])
     if spider2:
         for pick in ("official", "strict"):
             rows.append([f"{pick} % (all tasks)", *(_pct(getattr(g, pick)) for g in whole)])
