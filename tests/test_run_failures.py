@@ -194,10 +194,12 @@ def test_unreachable_endpoint_stops_before_the_first_task(
 
 
 def test_refused_key_and_unknown_model_stop_with_status_and_message(
-    data: Path, tmp_path: Path
+    data: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     with ScriptedServer(models=Fault(401)) as locked:
-        with pytest.raises(EndpointUnavailable, match=r"HTTP 401: scripted fault"):
+        said = r"refused the API key \(no API key was sent: \$OPENAI_API_KEY is not set\)"
+        with pytest.raises(EndpointUnavailable, match=said + r": HTTP 401: scripted fault"):
             run(_config(data, tmp_path / "a"), model=_model(locked))
         assert locked.requests == []  # no task was sent
     with ScriptedServer(models=("other-model",)) as wrong:

@@ -92,6 +92,8 @@ class OpenAICompatibleModel:
         self.timeout = timeout
         key = api_key if api_key is not None else os.environ.get(api_key_env, "")
         headers = {"Authorization": f"Bearer {key}"} if key else {}
+        # said with a refused key: no key at all is the usual reason
+        self._no_key = "" if key else f" (no API key was sent: ${api_key_env} is not set)"
         self._client = httpx.AsyncClient(
             headers=headers,
             timeout=httpx.Timeout(timeout),
@@ -186,7 +188,8 @@ class OpenAICompatibleModel:
         status = response.status_code
         if status in (401, 403):
             raise EndpointUnavailable(
-                f"{self.base_url} refused the API key: HTTP {status}: {_reply_message(response)}",
+                f"{self.base_url} refused the API key{self._no_key}: HTTP {status}: "
+                f"{_reply_message(response)}",
                 status=status,
             )
         if status != 200:
