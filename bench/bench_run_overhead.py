@@ -52,7 +52,7 @@ def main() -> None:
         from querybench.runs.outputs import finish_run
 
         start = time.perf_counter()
-        _results, summary = finish_run(config, outcome.tasks, outcome.skipped, outcome.records)
+        _results, summary = finish_run(config, outcome.tasks, outcome.unavailable, outcome.records)
         evaluate_s = time.perf_counter() - start
         records = outcome.records.values()
         n = len(outcome.tasks)

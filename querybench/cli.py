@@ -62,6 +62,51 @@ def _fail(message: str) -> None:
     raise typer.Exit(2)
 
 
+def _warn(message: str) -> None:
+    console.print(f"[yellow]warning:[/yellow] {escape(message)}")
+
+
+def _check_predictions_kind(predictions: Path, mode: str) -> None:
+    """A folder of the other mode's files scores 0 everywhere: say so before scoring it."""
+    if not predictions.is_dir():
+        return
+    found = {kind: sum(1 for _ in predictions.glob(f"*.{kind}")) for kind in ("csv", "sql")}
+    wanted, other = ("csv", "sql") if mode == "exec_result" else ("sql", "csv")
+    if not found[wanted] and found[other]:
+        hint = "--mode sql" if mode == "exec_result" else "--mode exec_result"
+        _warn(
+            f"--mode {mode} reads <instance_id>.{wanted} files, but {predictions} holds "
+            f"{found[other]} .{other} files and no .{wanted}: every instance will be "
+            f"missing_prediction; did you mean {hint}?"
+        )
+
+
+def _check_prediction_names(
+    predictions: Path, mode: str, benchmark: str, results: Sequence[InstanceResult]
+) -> None:
+    """Files of the right kind, none named after a task: another benchmark's folder?"""
+    from querybench.evaluation.verdict import MISSING_PREDICTION
+
+    suffix = "csv" if mode == "exec_result" else "sql"
+    files = sorted(predictions.glob(f"*.{suffix}")) if predictions.is_dir() else []
+    if files and all(r.error == MISSING_PREDICTION for r in results):
+        _warn(
+            f"{predictions} holds {len(files)} .{suffix} files but none is named after a "
+            f"{benchmark} instance id (found e.g. {files[0].name}, expected e.g. "
+            f"{results[0].instance_id}.{suffix}): another benchmark's predictions?"
+        )
+
+
+def _check_db_dir(db_dir: Path | None, pattern: str, expected: str) -> None:
+    """An explicit --db-dir without a single database can only be a mistake: exit 2."""
+    if db_dir is None:
+        return
+    if not db_dir.is_dir():
+        _fail(f"--db-dir {db_dir} is not a folder (expected {expected})")
+    if next(db_dir.glob(pattern), None) is None:
+        _fail(f"--db-dir {db_dir} holds no database: expected {expected}, found none")
+
+
 def _progress() -> Progress:
     return Progress(
         TextColumn("[progress.description]{task.description}"),
@@ -147,6 +192,9 @@ def _spider2(
     if tasks_file is None:
         candidate = gold.parent.parent / f"{benchmark}.jsonl"
         tasks_file = candidate if candidate.is_file() else None
+    _check_predictions_kind(predictions, mode)
+    if mode == "sql":
+        _check_db_dir(db_dir, "*.sqlite", "<db>.sqlite files for the local tasks")
     if mode == "sql" and db_dir is None:
         local = data_root() / "spider2-lite-local"
         db_dir = local if local.is_dir() else None
@@ -168,6 +216,7 @@ def _spider2(
         ),
         executor,
     )
+    _check_prediction_names(predictions, mode, benchmark, results)
     _finish(results, output, f"{benchmark} ({mode}, score = {scoring})")
 
 
@@ -245,9 +294,27 @@ def eval_spider1(
     Example:
     `querybench eval spider1 --gold dev_gold.sql --predictions pred.txt --db-dir database/`
     """
-    from querybench.evaluation.spider1 import evaluate_spider1
+    from querybench.evaluation.spider1 import evaluate_spider1, read_spider1_instances
     from querybench.runs.ray_eval import evaluate_spider1_ray
 
+    _check_db_dir(db_dir, "*/*.sqlite", "<db_id>/<db_id>.sqlite")
+    try:
+        instances = read_spider1_instances(gold, predictions)
+    except QuerybenchError as exc:
+        _fail(str(exc))
+    named = sorted({i.db_id for i in instances})
+    if named and not any((db_dir / d / f"{d}.sqlite").is_file() for d in named):
+        _fail(
+            f"--db-dir {db_dir} holds none of the {len(named)} databases {gold} names "
+            f"(expected e.g. {named[0]}/{named[0]}.sqlite)"
+        )
+    past_end = sum(i.past_end for i in instances)
+    if past_end:
+        _warn(
+            f"{predictions} has {len(instances) - past_end} prediction lines for "
+            f"{len(instances)} gold queries in {gold}: the last {past_end} are "
+            "missing_prediction"
+        )
     score = _scorer(executor, address, evaluate_spider1, evaluate_spider1_ray, "on_query")
     results = _run(
         "running queries" if executor == "local" else "scoring shards",
@@ -355,6 +422,7 @@ def eval_bird(
     Example: `querybench eval bird --questions dev.json --predictions predict_dev.json
     --db-dir dev_databases/ --metrics ex,soft_f1`
     """
+    _check_db_dir(db_dir, "*/*.sqlite", "<db_id>/<db_id>.sqlite")
     _bird(
         "BIRD execution match",
         questions,
@@ -432,6 +500,8 @@ def eval_bird_mini_dev(
             )
         elif scheme not in _DIALECT_SCHEMES[dialect]:
             _fail(f"--db-url {scheme}:// does not match --dialect {dialect}")
+    if dialect == "sqlite":
+        _check_db_dir(db_dir, "*/*.sqlite", "<db_id>/<db_id>.sqlite")
     bird_dir = data_root() / "bird"
     _bird(
         f"BIRD mini-dev ({dialect}) execution match",

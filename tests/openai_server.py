@@ -8,7 +8,8 @@ Each POST /v1/chat/completions takes the next scripted step (then the `default` 
 script is spent): a `Reply` (text, and optionally native `tool_calls` as `(name, arguments
 string)` pairs, sent verbatim so malformed arguments can be scripted), or a `Fault` (an HTTP
 status with optional Retry-After, a hang past the client's timeout, or malformed JSON).
-Every request body is kept in `requests`.
+Every request body is kept in `requests`. GET /v1/models lists `models` (a `Fault` there
+answers with that status; None, the default, answers 404 as a server without the route does).
 """
 
 from __future__ import annotations
@@ -44,8 +45,13 @@ Responder = Callable[[dict[str, Any]], Step]
 
 
 class ScriptedServer:
-    def __init__(self, default: Step | Responder | None = None) -> None:
+    def __init__(
+        self,
+        default: Step | Responder | None = None,
+        models: tuple[str, ...] | Fault | None = None,
+    ) -> None:
         self.requests: list[dict[str, Any]] = []
+        self.model_listings = 0  # GET /v1/models served
         self.faults_served = 0
         self._script: list[Step] = []
         self._default: Step | Responder = default or Reply("```sql\nSELECT 1\n```")
@@ -57,6 +63,17 @@ class ScriptedServer:
 
             def log_message(self, *args: object) -> None:
                 return None
+
+            def do_GET(self) -> None:
+                if self.path != "/v1/models" or models is None:
+                    self._send(404, b'{"error": {"message": "not found"}}')
+                    return
+                server.model_listings += 1
+                if isinstance(models, Fault):
+                    self._fault(models)
+                    return
+                listing = {"object": "list", "data": [{"id": m, "object": "model"} for m in models]}
+                self._send(200, json.dumps(listing).encode())
 
             def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length", "0"))

@@ -110,8 +110,28 @@ def test_refused_connection_is_a_model_error() -> None:
     with ScriptedServer() as s:
         url = s.url
     model = OpenAICompatibleModel("m", base_url=url, retry=RetryPolicy(1, 0.01, 0.01))
-    with pytest.raises(ModelError, match="connection"):
+    with pytest.raises(ModelError, match=r"connection failed at 127\.0\.0\.1:.*Connection refused"):
         _complete(model)
+
+
+@pytest.mark.parametrize(
+    ("step", "transient", "status"),
+    [
+        (Fault(503), True, 503),
+        (Fault(429), True, 429),
+        (Fault(hang=1.0), True, None),
+        (Fault(malformed=True), False, None),
+        (Fault(400), False, 400),
+    ],
+)
+def test_failures_say_whether_any_answer_came_back(
+    step: Fault, transient: bool, status: int | None
+) -> None:
+    """Transport failures (no answer) are `transient`: a resumed run asks again; a reply that
+    came back unusable is not."""
+    with ScriptedServer(default=step) as s, pytest.raises(ModelError) as caught:
+        _complete(_model(s, retry=RetryPolicy(1, 0.01, 0.01), timeout=0.3))
+    assert (caught.value.transient, caught.value.status) == (transient, status)
 
 
 def test_client_error_is_not_retried(server: ScriptedServer) -> None:

@@ -60,8 +60,12 @@ def test_report_over_two_runs_and_the_sample_submission(report_html: Path) -> No
     assert 'href="#i-0"' in page  # a flip links to its detail
     # the constant's SQL diffed against the gold
     assert "SELECT <del>count(*) FROM singer</del><ins>1</ins>" in page
-    assert "gold <code>bq003_a.csv</code>" in page  # the sample's result beside the gold's
-    assert "result diff not available" in page  # Spider 1.0 runs keep no result files
+    # the sample's result beside the gold alternative nearest it (b has its shape, a does not)
+    assert "gold <code>bq003_b.csv</code>" in page
+    # Spider 1.0 keeps no result files: both queries' first rows are read from the database
+    assert (
+        "gold <code>gold query</code>" in page and "predicted <code>predicted query</code>" in page
+    )
 
 
 def _browser_available() -> None:

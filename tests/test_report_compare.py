@@ -177,3 +177,73 @@ def test_cli_report_on_run_folders_and_a_results_file(tmp_path: Path) -> None:
 def test_cli_report_rejects_a_folder_without_results(tmp_path: Path) -> None:
     result = CliRunner().invoke(app, ["report", str(tmp_path)])
     assert result.exit_code == 2
+
+
+def test_runs_over_different_task_sets_are_flagged(tmp_path: Path) -> None:
+    a = write_run(tmp_path / "a", [InstanceResult("x", 1.0), InstanceResult("y", 0.0)])
+    b = write_run(tmp_path / "b", [InstanceResult("x", 1.0)])
+    overall = compare.overall_section([load_run(a), load_run(b)])
+    assert "different task sets (a 2, b 1 tasks, 1 in common)" in overall.note
+    same = compare.overall_section([load_run(a), load_run(a, name="again")])
+    assert "different task sets" not in same.note
+
+
+def test_no_errors_prints_no_empty_table(tmp_path: Path) -> None:
+    import io
+
+    from rich.console import Console
+
+    run = load_run(write_run(tmp_path / "a", [InstanceResult("x", 1.0)]))
+    buffer = io.StringIO()
+    render.print_sections(compare.sections([run]), Console(file=buffer, width=120))
+    text = buffer.getvalue()
+    assert "errors: none" in text and "┃ error" not in text
+    assert '<p class="note">none</p>' in render.html(compare.sections([run]), [run], "t")
+
+
+def test_flip_detail_does_not_repeat_the_error_class(tmp_path: Path) -> None:
+    a = write_run(tmp_path / "a", [InstanceResult("x", 1.0)])
+    lost = InstanceResult("x", 0.0, "exec_error", "no such table: singers")
+    b = write_run(tmp_path / "b", [lost])
+    (flip,) = compare.flips([load_run(a), load_run(b)])
+    assert flip.detail == "exec_error: no such table: singers"
+
+
+def test_report_on_an_unfinished_run_shows_it_labelled_partial(tmp_path: Path) -> None:
+    folder = tmp_path / "stopped"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps({"benchmark": "fixture-bench"}))
+    records = [
+        InstanceRecord("a", "ok", sql="SELECT 1"),
+        InstanceRecord("b", "error", "model_error", "connection failed", transient=True),
+    ]
+    text = "".join(json.dumps(r.to_json()) + "\n" for r in records)
+    (folder / "records.jsonl").write_text(text, encoding="utf-8")
+    result = CliRunner().invoke(app, ["report", str(folder), "--markdown"])
+    assert result.exit_code == 0, result.output
+    said = " ".join(result.output.split())
+    assert "partial: the run stopped before scoring; 2 instances recorded" in said
+    assert "| not_scored | 1 |" in said and "| model_error | 1 |" in said
+
+
+def test_report_on_a_run_that_never_started_says_so(tmp_path: Path) -> None:
+    folder = tmp_path / "never"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps({"benchmark": "spider1"}))
+    result = CliRunner().invoke(app, ["report", str(folder)])
+    assert result.exit_code == 2
+    said = " ".join(result.output.split())
+    assert "the run did not start: nothing was recorded" in said
+    assert "neither a run folder" not in said
+    missing = CliRunner().invoke(app, ["report", str(tmp_path / "typo")])
+    assert missing.exit_code == 2 and "no such run folder" in " ".join(missing.output.split())
+
+
+def test_overall_shows_the_runnable_score_labelled(tmp_path: Path) -> None:
+    results = [
+        InstanceResult("x", 1.0),
+        InstanceResult("y", 0.0, "engine_unavailable", "database not found: y"),
+    ]
+    overall = rows(compare.overall_section([load_run(write_run(tmp_path / "a", results))]))
+    assert overall["score % (all tasks)"] == ["50.0"]
+    assert overall["runnable here"] == ["1"] and overall["score % (runnable here)"] == ["100.0"]

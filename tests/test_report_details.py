@@ -39,3 +39,32 @@ def test_read_head_stops_after_the_first_rows(tmp_path: Path) -> None:
     found = read_head(big, rows=3)
     assert found == (["x"], [["0"], ["1"], ["2"]], True)
     assert read_head(tmp_path / "absent.csv") is None
+
+
+def test_result_diff_shows_the_gold_alternative_closest_to_the_prediction(tmp_path: Path) -> None:
+    from querybench.report.details import closest_gold
+
+    a = _csv(tmp_path / "x_a.csv", "n\n1\n2\n3\n")
+    b = _csv(tmp_path / "x_b.csv", "n,m\n7,8\n")
+    c = _csv(tmp_path / "x_c.csv", "n,m\n1,2\n")
+    pred = _csv(tmp_path / "p.csv", "n,m\n1,2\n")
+    assert closest_gold([a, b, c], pred) == c  # same shape and the same cells
+    assert closest_gold([a, b], pred) == b  # the same width wins over the first listed
+    assert closest_gold([a, b, c], None) == a  # nothing to compare: the first alternative
+    assert closest_gold([tmp_path / "absent.csv"], pred) is None
+
+
+def test_spider1_result_diff_reads_both_queries_from_the_database(tmp_path: Path) -> None:
+    import sqlite3
+
+    from querybench.report.details import query_head
+
+    db = tmp_path / "t.sqlite"
+    with sqlite3.connect(db) as con:
+        con.execute("CREATE TABLE t (x INTEGER, y TEXT)")
+        con.executemany("INSERT INTO t VALUES (?, ?)", [(i, None) for i in range(20)])
+    con.close()
+    head = query_head(db, "SELECT x, y FROM t ORDER BY x DESC;")
+    assert head == (["x", "y"], [[str(i), ""] for i in range(19, 11, -1)], True)
+    failed = query_head(db, "SELECT nope FROM t")
+    assert isinstance(failed, str) and "no such column" in failed

@@ -111,9 +111,12 @@ def test_run_scores_and_accounts(data: Path, server: ScriptedServer, tmp_path: P
     out = tmp_path / "run"
     server.script([Fault(429, retry_after=0.05), Fault(500), Fault(hang=0.8)])
     outcome = run(_config(data, out), model=_model(server, timeout=0.4))
-    assert outcome.complete and outcome.skipped == ["6"]
+    assert outcome.complete and list(outcome.unavailable) == ["6"]
     s = outcome.summary
-    assert (s["n"], s["correct"], s["score"]) == (6, 6, 1.0)
+    # every task counts: the one whose database is absent is engine_unavailable, with why
+    assert (s["n"], s["correct"], s["score"]) == (7, 6, 6 / 7)
+    assert (s["runnable"], s["score_runnable"], s["unavailable"]) == (6, 1.0, 1)
+    assert s["unavailable_reasons"] == {f"database not found: absent is not under {data}": 1}
     # 6 answers + 3 faults retried; usage and cost are the scripted ones
     assert len(server.requests) == 9 and s["requests"] == 9
     assert s["tokens"] == {"prompt": 1200, "completion": 120, "total": 1320}
@@ -124,10 +127,11 @@ def test_run_scores_and_accounts(data: Path, server: ScriptedServer, tmp_path: P
     assert record.replies[0].startswith("Here:\n```sql") and record.sql == QUESTIONS[1][1]
     assert len(record.prompt_hash or "") == 64
     pred = (out / "pred.txt").read_text(encoding="utf-8").splitlines()
-    assert pred == [q for _, q in QUESTIONS]
+    assert pred == [q for _, q in QUESTIONS] + [""]
     assert (out / "gold.sql").read_text(encoding="utf-8").splitlines()[0].endswith("\tshop")
     results = [json.loads(x) for x in (out / "results.jsonl").read_text().splitlines()]
-    assert [r["score"] for r in results] == [1.0] * 6
+    assert [r["score"] for r in results] == [1.0] * 6 + [0.0]
+    assert results[6]["error"] == "engine_unavailable" and "absent" in results[6]["message"]
     assert json.loads((out / "config.json").read_text())["model"] == "scripted"
 
 
@@ -159,26 +163,40 @@ def test_budget_stops_then_resume_finishes(
     out = tmp_path / "run"
     first = run(_config(data, out, workers=1), model=_model(server, budget=RequestBudget(2)))
     assert first.stopped and "budget" in first.stopped and not first.complete
-    assert first.summary["finished"] == 2 and first.summary["errors"] == {"missing_prediction": 4}
+    assert first.summary["finished"] == 2
+    assert first.summary["errors"] == {"missing_prediction": 4, "engine_unavailable": 1}
     second = run(_config(data, out, workers=1), model=_model(server, budget=RequestBudget(10)))
     assert second.complete and second.summary["correct"] == 6
     assert sorted(line["instance_id"] for line in _lines(out)) == [str(i) for i in range(6)]
     assert len(server.requests) == 6
 
 
-def test_endpoint_down_is_model_error_then_retry_failed(data: Path, tmp_path: Path) -> None:
+def test_endpoint_down_is_retried_on_resume_unusable_reply_needs_retry_failed(
+    data: Path, tmp_path: Path
+) -> None:
+    """A transport failure (here 503 after every retry) is no answer: the next run asks again.
+    A reply that came back unusable (HTTP 400) stays a failure unless --retry-failed."""
     out = tmp_path / "run"
     with ScriptedServer(default=Fault(503)) as down:
         outcome = run(_config(data, out, ids=("0", "1")), model=_model(down))
     assert outcome.complete
     assert {r.error for r in outcome.results} == {"model_error"}
     assert outcome.summary["errors"] == {"model_error": 2} and outcome.summary["score"] == 0.0
+    assert all(line["transient"] for line in _lines(out))
     with ScriptedServer(default=answering) as up:
         again = run(_config(data, out, ids=("0", "1")), model=_model(up))
-        assert len(up.requests) == 0  # not asked again without --retry-failed
-        fixed = run(_config(data, out, ids=("0", "1"), retry_failed=True), model=_model(up))
+        assert len(up.requests) == 2  # asked again without --retry-failed
+    assert again.summary["score"] == 1.0
+    out2 = tmp_path / "run2"
+    with ScriptedServer(default=Fault(400)) as refusing:
+        run(_config(data, out2, ids=("0", "1")), model=_model(refusing))
+    assert not any(line["transient"] for line in _lines(out2))
+    with ScriptedServer(default=answering) as up:
+        kept = run(_config(data, out2, ids=("0", "1")), model=_model(up))
+        assert len(up.requests) == 0  # an unusable reply is not retried by default
+        fixed = run(_config(data, out2, ids=("0", "1"), retry_failed=True), model=_model(up))
         assert len(up.requests) == 2
-    assert again.summary["score"] == 0.0 and fixed.summary["score"] == 1.0
+    assert kept.summary["score"] == 0.0 and fixed.summary["score"] == 1.0
 
 
 def test_majority_vote_and_pass_at_k(data: Path, tmp_path: Path) -> None:
@@ -240,8 +258,10 @@ def test_cli_run_constant(data: Path, tmp_path: Path, monkeypatch: pytest.Monkey
     result = CliRunner().invoke(app, [*args, "--constant-sql", sql, "--out", str(out)])
     assert result.exit_code == 0, result.output
     summary = json.loads((out / "summary.json").read_text())
-    assert summary["n"] == 6 and summary["correct"] == 1  # only q0's gold counts 3 rows
-    assert re.search(r"score 1/6", result.output)
+    assert summary["n"] == 7 and summary["correct"] == 1  # only q0's gold counts 3 rows
+    assert re.search(r"score 1/7", result.output)
+    assert "1 of 7 tasks could not run here" in result.output
+    assert "engine_unavailable 1: database not found: absent" in result.output
     again = CliRunner().invoke(app, [*args, "--constant-sql", sql, "--out", str(out)])
     assert again.exit_code == 0 and len(_lines(out)) == 6
 

@@ -33,7 +33,7 @@ def report(
     predictions: Annotated[
         Path | None,
         typer.Option(
-            help="Predictions folder a results file scored (<id>.sql / <id>.csv), for the "
+            help="Predictions folder a results file scored (`<id>.sql` / `<id>.csv`), for the "
             "per-instance SQL and result diffs."
         ),
     ] = None,

@@ -79,7 +79,21 @@ def run(
             "bird-train) or a JSON/JSONL file of {question, sql}."
         ),
     ] = None,
-    retry_failed: Annotated[bool, typer.Option(help="Rerun instances that failed.")] = False,
+    retry_failed: Annotated[
+        bool,
+        typer.Option(
+            help="Also rerun instances whose reply came back unusable (transport failures, "
+            "no reply at all, are retried anyway)."
+        ),
+    ] = False,
+    max_consecutive_failures: Annotated[
+        int,
+        typer.Option(
+            min=0,
+            help="Stop the run when this many tasks in a row get no reply from the endpoint "
+            "(0: never).",
+        ),
+    ] = 5,
     reference_plan: Annotated[
         bool,
         typer.Option(
@@ -111,7 +125,7 @@ def run(
         ),
     ] = False,
     out: Annotated[
-        Path | None, typer.Option(help="Run folder (default runs/<bench>-<method>-<model>).")
+        Path | None, typer.Option(help="Run folder (default `runs/<bench>-<method>-<model>`).")
     ] = None,
     executor: Annotated[
         str,
@@ -176,6 +190,7 @@ def run(
         task_file=path,
         examples=examples,
         retry_failed=retry_failed,
+        max_consecutive_failures=max_consecutive_failures,
         reference_plan=reference_plan,
         oracle_functions=oracle_functions,
         extra=extra,
@@ -211,20 +226,17 @@ def run(
         with progress:
             outcome = run_benchmark(config, on_start=on_start, on_record=on_record)
     except KeyboardInterrupt:
+        done, total = progress.tasks[0].completed, progress.tasks[0].total
+        kept = f"{int(done)} of {int(total)}" if total is not None else "the"
         console.print(
-            f"[yellow]interrupted[/yellow]: finished instances are kept in {config.out}; "
-            "run the same command again to resume"
+            f"[yellow]interrupted[/yellow]: {kept} finished instances are kept in "
+            f"{escape(str(config.out))}; run the same command again to resume"
         )
         raise typer.Exit(130) from None
     except QuerybenchError as exc:
         console.print(f"[red]error:[/red] {escape(str(exc))}")
         raise typer.Exit(2) from None
     summary = outcome.summary
-    if outcome.skipped:
-        console.print(
-            f"{len(outcome.skipped)} tasks skipped: their database is not available here; "
-            f"scored over the {len(outcome.tasks)} tasks run"
-        )
     if config.oracle_settings:
         console.print(
             f"[yellow]oracle setting[/yellow] ({', '.join(config.oracle_settings)}): "
@@ -233,8 +245,15 @@ def run(
     if outcome.stopped:
         console.print(f"[yellow]stopped early[/yellow]: {outcome.stopped}; re-run to resume")
     print_summary(summarise(outcome.results), Console(), f"{benchmark} {method} {model}")
+    runnable = ""
+    if summary.get("unavailable"):
+        runnable = (
+            f" ({100 * summary['score_runnable']:.2f}% over the {summary['runnable']} "
+            "runnable here)"
+        )
     console.print(
         f"score {summary.get('correct', 0)}/{summary.get('n', 0)}"
-        f" = {100 * summary.get('score', 0.0):.2f}%  tokens {summary['tokens']['total']}"
-        f"  cost ${summary['cost']:.4f}  {time.perf_counter() - started:.1f}s  -> {config.out}"
+        f" = {100 * summary.get('score', 0.0):.2f}%{runnable}  tokens {summary['tokens']['total']}"
+        f"  cost ${summary['cost']:.4f}  {time.perf_counter() - started:.1f}s  -> "
+        f"{escape(str(config.out))}"
     )

@@ -212,6 +212,11 @@ def _column_permutation_exists(
 # --- The official file formats --------------------------------------------------------------
 
 
+PAST_END = Verdict.fail(
+    MISSING_PREDICTION, "no prediction line: the prediction file ends before this gold line"
+)
+
+
 @dataclass(frozen=True)
 class Spider1Instance:
     instance_id: str
@@ -219,6 +224,7 @@ class Spider1Instance:
     db_id: str
     pred_sql: str | None  # None: no prediction line (or an empty one)
     difficulty: str | None = None
+    past_end: bool = False  # the prediction file ended before this gold line
 
 
 def read_spider1_instances(
@@ -245,7 +251,9 @@ def read_spider1_instances(
             raise DataError(f"{gold_file}:{i + 1}: expected 'SQL<TAB>db_id', got {line!r}")
         pred = pred_lines[i].strip().split("\t")[0] if i < len(pred_lines) else ""
         instances.append(
-            Spider1Instance(str(i), fields[0], fields[1], pred or None, hardness.get(i))
+            Spider1Instance(
+                str(i), fields[0], fields[1], pred or None, hardness.get(i), i >= len(pred_lines)
+            )
         )
     return instances
 
@@ -310,6 +318,9 @@ def evaluate_spider1(
     pred_jobs: Jobs = {}
     for inst in instances:
         folder = Path(db_dir) / inst.db_id
+        if inst.past_end:  # not submitted, whether or not its database is here
+            verdicts[inst.instance_id] = PAST_END
+            continue
         if not (folder / f"{inst.db_id}.sqlite").is_file():
             message = f"database not found: {folder / f'{inst.db_id}.sqlite'}"
             verdicts[inst.instance_id] = Verdict.fail(ENGINE_UNAVAILABLE, message)

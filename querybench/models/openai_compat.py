@@ -8,6 +8,7 @@ JSON shape that vLLM, Ollama, llama.cpp and gateways all speak.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import time
@@ -20,6 +21,7 @@ from querybench.models.base import (
     BudgetExhausted,
     ChatRequest,
     Completion,
+    EndpointUnavailable,
     ModelError,
     Truncation,
     Usage,
@@ -48,10 +50,22 @@ class RequestBudget:
 
 
 class _Retryable(Exception):
-    def __init__(self, reason: str, message: str, retry_after: float | None = None) -> None:
+    def __init__(
+        self,
+        reason: str,
+        message: str,
+        retry_after: float | None = None,
+        status: int | None = None,
+    ) -> None:
         super().__init__(message)
         self.reason = reason
         self.retry_after = retry_after
+        self.status = status
+
+    @property
+    def transient(self) -> bool:
+        """No answer came back (connection, timeout, 5xx, 429), as opposed to a malformed one."""
+        return self.reason != "malformed"
 
 
 class OpenAICompatibleModel:
@@ -75,8 +89,11 @@ class OpenAICompatibleModel:
     ) -> None:
         self.name = model
         self.base_url = base_url.rstrip("/")
+        self.timeout = timeout
         key = api_key if api_key is not None else os.environ.get(api_key_env, "")
         headers = {"Authorization": f"Bearer {key}"} if key else {}
+        # said with a refused key: no key at all is the usual reason
+        self._no_key = "" if key else f" (no API key was sent: ${api_key_env} is not set)"
         self._client = httpx.AsyncClient(
             headers=headers,
             timeout=httpx.Timeout(timeout),
@@ -127,7 +144,9 @@ class OpenAICompatibleModel:
                 if attempt == self.retry.max_retries:
                     raise ModelError(
                         f"{self.base_url} gave no usable reply after {attempt + 1} attempts "
-                        f"({', '.join(reasons)}); last: {exc}"
+                        f"({', '.join(reasons)}); last: {exc}",
+                        transient=exc.transient,
+                        status=exc.status,
                     ) from None
                 await asyncio.sleep(self.retry.delay(attempt, exc.retry_after))
         text, usage, finish, calls = _parse(data, request)
@@ -154,6 +173,51 @@ class OpenAICompatibleModel:
             )
         return completion
 
+    async def preflight(self) -> None:
+        """One cheap request before a run: GET /models. Unreachable, 401/403, or a model the
+        endpoint does not list (and refuses by name) raise `EndpointUnavailable` naming the
+        host, the HTTP status and the reply's message; a busy or list-less endpoint passes."""
+        url = f"{self.base_url}/models"
+        try:
+            response = await self._client.get(url, timeout=min(self.timeout, 30.0))
+        except httpx.HTTPError as exc:
+            raise EndpointUnavailable(
+                f"cannot reach the model endpoint {self.base_url}: {_transport_error(exc)}",
+                transient=True,
+            ) from None
+        status = response.status_code
+        if status in (401, 403):
+            raise EndpointUnavailable(
+                f"{self.base_url} refused the API key{self._no_key}: HTTP {status}: "
+                f"{_reply_message(response)}",
+                status=status,
+            )
+        if status != 200:
+            return  # no model list here (404/405) or busy (5xx, 429): the run's retries cope
+        try:
+            listed = [str(m["id"]) for m in response.json()["data"]]
+        except (ValueError, KeyError, TypeError):
+            return
+        if self.name in listed:
+            return
+        # not listed: some gateways list a subset, so ask for one token by name to be sure
+        probe = {"model": self.name, "messages": [{"role": "user", "content": "ping"}]}
+        try:
+            answer = await self._client.post(
+                f"{self.base_url}/chat/completions",
+                json=probe | {"max_tokens": 1},
+                timeout=min(self.timeout, 30.0),
+            )
+        except httpx.HTTPError:
+            return
+        if answer.status_code in (400, 401, 403, 404):
+            shown = ", ".join(listed[:10]) + (", ..." if len(listed) > 10 else "")
+            raise EndpointUnavailable(
+                f"{self.base_url} does not serve the model {self.name!r} (it lists "
+                f"{shown or 'no model'}): HTTP {answer.status_code}: {_reply_message(answer)}",
+                status=answer.status_code,
+            )
+
     async def _post(self, body: dict[str, Any]) -> dict[str, Any]:
         url = f"{self.base_url}/chat/completions"
         try:
@@ -161,14 +225,16 @@ class OpenAICompatibleModel:
         except httpx.TimeoutException as exc:
             raise _Retryable("timeout", f"no reply within the timeout ({exc!r})") from None
         except httpx.TransportError as exc:
-            raise _Retryable("connection", f"connection failed: {exc!r}") from None
+            raise _Retryable("connection", _transport_error(exc)) from None
         if response.status_code in RETRY_STATUS:
             retry_after = parse_retry_after(response.headers.get("retry-after"))
             message = f"HTTP {response.status_code}: {response.text[:200]}"
-            raise _Retryable(str(response.status_code), message, retry_after)
+            status = response.status_code
+            raise _Retryable(str(status), message, retry_after, status)
         if response.status_code >= 400:
             raise ModelError(
-                f"{url} refused the request: HTTP {response.status_code}: {response.text[:300]}"
+                f"{url} refused the request: HTTP {response.status_code}: {response.text[:300]}",
+                status=response.status_code,
             )
         try:
             data = response.json()
@@ -177,6 +243,41 @@ class OpenAICompatibleModel:
         if not isinstance(data, dict) or not data.get("choices"):
             raise _Retryable("malformed", f"reply has no choices: {str(data)[:120]}")
         return data
+
+
+def _transport_error(exc: httpx.HTTPError) -> str:
+    """`connection refused at 127.0.0.1:9`-style text for a request that got no reply."""
+    where = ""
+    with contextlib.suppress(RuntimeError):  # an error raised before any request was built
+        where = f" at {exc.request.url.netloc.decode('ascii', 'replace')}"
+    if isinstance(exc, httpx.TimeoutException):
+        return f"no reply within the timeout{where} ({type(exc).__name__})"
+    return f"connection failed{where}: {_root_cause(exc)}"
+
+
+def _root_cause(exc: BaseException) -> str:
+    """The operating system's words where there are some (`Connection refused`): httpx's own
+    message for a refused connection is only `All connection attempts failed`."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, OSError) and seen.errno:
+            return os.strerror(seen.errno)
+        seen = seen.__cause__ or seen.__context__
+    return str(exc) or type(exc).__name__
+
+
+def _reply_message(response: httpx.Response) -> str:
+    """The error message of an OpenAI-style reply (`{"error": {"message": ...}}`), else its
+    first characters."""
+    try:
+        data = response.json()
+        error = data.get("error") if isinstance(data, dict) else None
+        message = error.get("message") if isinstance(error, dict) else error
+        if isinstance(message, str) and message:
+            return message[:300]
+    except ValueError:
+        pass
+    return response.text[:300] or "(empty reply)"
 
 
 def _parse(

@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from querybench.evaluation.record import InstanceResult
-from querybench.evaluation.verdict import MISSING_PREDICTION
+from querybench.evaluation.verdict import ENGINE_UNAVAILABLE, MISSING_PREDICTION
 from querybench.report.linking import schema_linking
 from querybench.report.runs import RunData
 from querybench.report.summary import Group, group_order
@@ -78,12 +78,34 @@ def overall_section(runs: Sequence[RunData]) -> Section:
     subs = [_group("", s) for s in submitted]
     rows.append(["score % (all tasks)", *(_pct(g.score) for g in whole)])
     rows.append(["score % (submitted)", *(_pct(g.score) for g in subs)])
+    runnable = [[r for r in run.results if r.error != ENGINE_UNAVAILABLE] for run in runs]
+    if any(len(r) != len(run.results) for r, run in zip(runnable, runs, strict=True)):
+        rows.append(["runnable here", *(str(len(r)) for r in runnable)])
+        rows.append(["score % (runnable here)", *(_pct(_group("", r).score) for r in runnable)])
     if spider2:
         for pick in ("official", "strict"):
             rows.append([f"{pick} % (all tasks)", *(_pct(getattr(g, pick)) for g in whole)])
             rows.append([f"{pick} % (submitted)", *(_pct(getattr(g, pick)) for g in subs)])
     values: dict[str, list[float | None]] = {"score": [g.score for g in whole]}
-    return Section("overall", ["", *(run.label for run in runs)], rows, values=values)
+    notes = [f"{run.name}: {run.partial}" for run in runs if run.partial]
+    notes += [different_tasks_note(runs)] if different_tasks_note(runs) else []
+    return Section(
+        "overall", ["", *(run.label for run in runs)], rows, note="; ".join(notes), values=values
+    )
+
+
+def different_tasks_note(runs: Sequence[RunData]) -> str:
+    """A warning when the runs do not cover the same tasks: their scores are over different
+    denominators, and only the common instances compare one to one."""
+    sets = [{r.instance_id for r in run.results} for run in runs]
+    if len(sets) < 2 or all(s == sets[0] for s in sets):
+        return ""
+    common = set.intersection(*sets)
+    sizes = ", ".join(f"{run.name} {len(s)}" for run, s in zip(runs, sets, strict=True))
+    return (
+        f"warning: the runs cover different task sets ({sizes} tasks, {len(common)} in "
+        "common): each score is over its own run's tasks"
+    )
 
 
 def by_difficulty(runs: Sequence[RunData]) -> Section:
@@ -124,6 +146,18 @@ def error_label(run: RunData, result: InstanceResult) -> str:
     when it passed."""
     found = diagnose(result, run.records.get(result.instance_id))
     return "" if found is None else found.label
+
+
+def failure_text(run: RunData, result: InstanceResult) -> str:
+    """`exec_error: no such table: t`: the label, then the message without repeating the
+    engine's error class the label already ends with."""
+    found = diagnose(result, run.records.get(result.instance_id))
+    message = (result.message or "").strip()
+    if found is None:
+        return message
+    if found.detail and message.lower().startswith(found.detail):
+        return f"{found.category}: {message}"
+    return f"{found.label}: {message}" if message else found.label
 
 
 def linking_section(runs: Sequence[RunData]) -> Section | None:
@@ -237,8 +271,7 @@ def flips(runs: Sequence[RunData]) -> list[Flip]:
                 kind = "won" if r.score == 1.0 else "lost"
                 loser = before if kind == "won" else r
                 loser_run = run if kind == "lost" else runs[0]
-                label = error_label(loser_run, loser)
-                detail = f"{label}: {loser.message or ''}".strip(": ")
+                detail = failure_text(loser_run, loser)
                 out.append(Flip(r.instance_id, kind, f"{runs[0].name} -> {run.name}", detail))
     for run in runs:
         for r in run.results:

@@ -2,9 +2,12 @@
 verdict in the error taxonomy, its SQL diffed against the gold, the tables it reads against the
 gold's, the first rows of its result against the gold result, and its trajectory.
 
-Nothing is run here: results come from the CSV files already on disk (the gold result files
-of the benchmark's data, the prediction's `<instance_id>.csv` of a Spider 2.0 run folder or a
-scored predictions folder); without them the detail says "not available".
+Results come from the CSV files already on disk (the gold result files of the benchmark's
+data, the prediction's `<instance_id>.csv` of a Spider 2.0 run folder or a scored predictions
+folder); among gold alternatives the one closest to the prediction is shown. Where the
+benchmark keeps no result files (Spider 1.0, BIRD) the first rows of both queries are read
+again from the task's local SQLite database (read-only, a few rows, a short timeout). Without
+either the detail says "not available".
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from collections.abc import Sequence
 from html import escape
 from pathlib import Path
 
+from querybench.data import data_root
 from querybench.evaluation.record import InstanceResult
 from querybench.report.linking import schema_linking
 from querybench.report.runs import RunData
@@ -24,6 +28,8 @@ from querybench.tasks.model import Task
 
 MAX_ROWS = 8
 MAX_COLUMNS = 12
+QUERY_TIMEOUT = 5.0  # seconds for each query read again for a result diff
+Head = tuple[list[str], list[list[str]], bool]  # header, first rows, whether there are more
 _TOKEN = re.compile(r"\s+|\w+|[^\w\s]")
 
 CSS = """
@@ -50,7 +56,7 @@ def sql_diff(gold: str, predicted: str) -> str:
     return "".join(out)
 
 
-def read_head(path: Path, rows: int = MAX_ROWS) -> tuple[list[str], list[list[str]], bool] | None:
+def read_head(path: Path, rows: int = MAX_ROWS) -> Head | None:
     """Header, first `rows` rows and whether there are more; None when unreadable."""
     try:
         with path.open(encoding="utf-8", errors="replace", newline="") as f:
@@ -104,19 +110,80 @@ def result_diff(gold: Path | None, predicted: Path | None) -> str:
     gold_head, pred_head = read_head(gold), read_head(predicted)
     if gold_head is None or pred_head is None:
         return '<p class="na">result diff not available (unreadable result file)</p>'
+    return head_diff(gold_head, pred_head, gold.name, predicted.name)
+
+
+def head_diff(gold: Head, predicted: Head, gold_name: str, predicted_name: str) -> str:
     return (
-        '<div class="pair"><div><div>gold '
-        f"<code>{escape(gold.name)}</code></div>{_grid(*gold_head, pred_head[1])}</div>"
-        "<div><div>predicted "
-        f"<code>{escape(predicted.name)}</code></div>{_grid(*pred_head, gold_head[1])}</div></div>"
+        f'<div class="pair"><div><div>gold <code>{escape(gold_name)}</code></div>'
+        f"{_grid(*gold, predicted[1])}</div>"
+        f"<div><div>predicted <code>{escape(predicted_name)}</code></div>"
+        f"{_grid(*predicted, gold[1])}</div></div>"
     )
 
 
-def _gold_csv(task: Task | None) -> Path | None:
-    if task is None or not task.gold.result_files:
+def closest_gold(golds: Sequence[Path], predicted: Path | None) -> Path | None:
+    """The gold alternative nearest the prediction: the same width first, then the nearest
+    row count, then the most cells equal by position (the first alternative when there is no
+    prediction to compare)."""
+    readable = [(p, h) for p in golds if p.is_file() and (h := read_head(p)) is not None]
+    if not readable:
         return None
-    path = Path(task.gold.result_files[0])
-    return path if path.is_file() else None
+    pred = read_head(predicted) if predicted is not None else None
+    if pred is None:
+        return readable[0][0]
+
+    def closeness(head: Head) -> tuple[bool, int, int]:
+        header, rows, more = head
+        length_gap = abs(len(rows) + more - len(pred[1]) - pred[2])
+        cells = sum(
+            _same(a, b)
+            for row, other in zip(rows, pred[1], strict=False)
+            for a, b in zip(row, other, strict=False)
+        )
+        return len(header) == len(pred[0]), -length_gap, cells
+
+    return max(readable, key=lambda pair: closeness(pair[1]))[0]
+
+
+def query_head(database: Path, sql: str) -> Head | str:
+    """The first rows of `sql` on a local database, or why they cannot be shown."""
+    from querybench.engines.pool import run_one
+
+    body = sql.strip().rstrip(";").strip()
+    wrapped = f"SELECT * FROM ({body}) LIMIT {MAX_ROWS + 1}"
+    outcome = run_one(database, wrapped, timeout=QUERY_TIMEOUT, max_rows=MAX_ROWS + 1)
+    if outcome.result is None:
+        return f"{outcome.error.code if outcome.error else 'error'}: {outcome.error}"
+    rows = [["" if v is None else str(v) for v in row] for row in outcome.result.rows]
+    return list(outcome.result.columns), rows[:MAX_ROWS], len(rows) > MAX_ROWS
+
+
+def _computed_diff(run: RunData, task: Task, predicted_sql: str | None) -> str | None:
+    """Spider 1.0 / BIRD: both queries read again on the task's SQLite database."""
+    from querybench.tasks.databases import task_database
+
+    if task.engine != "sqlite" or not task.gold.sql or not predicted_sql:
+        return None
+    configured = run.config.get("data_dir")
+    database = task_database(task, Path(configured) if configured else data_root())
+    if database is None:
+        return None
+    gold, pred = query_head(database, task.gold.sql), query_head(database, predicted_sql)
+    if isinstance(gold, str) or isinstance(pred, str):
+        why = gold if isinstance(gold, str) else pred
+        return f'<p class="na">result diff not available ({escape(str(why)[:200])})</p>'
+    return head_diff(gold, pred, "gold query", "predicted query")
+
+
+def _results_block(run: RunData, r: InstanceResult, task: Task | None, sql: str | None) -> str:
+    predicted = run.predicted_csv(r.instance_id)
+    golds = [Path(f) for f in task.gold.result_files] if task is not None else []
+    if not golds and task is not None and predicted is None:
+        computed = _computed_diff(run, task, sql)
+        if computed is not None:
+            return computed
+    return result_diff(closest_gold(golds, predicted), predicted)
 
 
 def _run_block(run: RunData, r: InstanceResult, task: Task | None) -> str:
@@ -154,7 +221,7 @@ def _run_block(run: RunData, r: InstanceResult, task: Task | None) -> str:
             + (f"; extra {escape(', '.join(linking.extra))}" if linking.extra else "")
             + "</div>"
         )
-    results = result_diff(_gold_csv(task), run.predicted_csv(iid))
+    results = _results_block(run, r, task, predicted)
     return (
         f'<div class="run" data-run="{escape(run.name)}"><b>{escape(run.name)}</b> · '
         f'<span class="{"pass" if ok else "fail"}">{escape(scores)}</span> · '

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from html import escape
 
 from rich.console import Console
+from rich.markup import escape as escape_markup
 from rich.table import Table
 
 from querybench.report.compare import Section
@@ -22,6 +23,10 @@ from querybench.report.runs import RunData
 
 def print_sections(sections: Sequence[Section], console: Console) -> None:
     for section in sections:
+        if not section.rows:  # no table of headers alone: say there is nothing
+            note = f" ({section.note})" if section.note else ""
+            console.print(f"[italic]{escape_markup(section.title)}: none{escape_markup(note)}")
+            continue
         table = Table(title=section.title, caption=section.note or None)
         for i, column in enumerate(section.columns):
             table.add_column(column, justify="left" if i == 0 else "right")
@@ -75,6 +80,8 @@ def _legend(runs: Sequence[str]) -> str:
 
 
 def _table(section: Section, link_first: bool = False) -> str:
+    if not section.rows:
+        return '<p class="note">none</p>'
     head = "".join(f"<th>{escape(c)}</th>" for c in section.columns)
     body = []
     for row in section.rows:

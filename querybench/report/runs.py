@@ -5,6 +5,10 @@ timings), `results.jsonl` (the scores), `summary.json` and, for agent runs,
 `trajectories/<instance_id>.json`; Spider 2.0 runs keep `predictions/<instance_id>.sql` and, where
 the query ran, `.csv`. A bare results file has scores only (plus the predictions folder it scored,
 when given); the sections that need the rest are left empty for it.
+
+An unfinished run is shown as far as it went, labelled partial: a run stopped before it was
+scored has records but no results, and each record stands for its instance (a failure with its
+code, an answer as `not_scored`); a run that never recorded anything says so.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from querybench.runs.store import InstanceRecord, RecordStore
 from querybench.tasks.model import Task
 
 RESULTS = "results.jsonl"
+NOT_SCORED = "not_scored"  # an answer recorded by a run that stopped before scoring it
 
 
 @dataclass(frozen=True)
@@ -36,6 +41,8 @@ class RunData:
     tasks: dict[str, Task] = field(default_factory=dict)
     # folder of `<instance_id>.sql` / `.csv` predictions, when there is one
     predictions: Path | None = None
+    # why the run is unfinished ("" when it is not): the report labels it partial
+    partial: str = ""
 
     @property
     def benchmark(self) -> str | None:
@@ -142,16 +149,10 @@ def load_run(
         run = RunData(
             name or path.stem, path, read_results(path), config=config, predictions=predictions
         )
-    elif (path / RESULTS).is_file():
-        run = RunData(
-            name or path.name,
-            path,
-            read_results(path / RESULTS),
-            config=_json_file(path / "config.json"),
-            summary=_json_file(path / "summary.json"),
-            records=RecordStore(path).load(),
-            predictions=predictions or _folder(path / "predictions"),
-        )
+    elif (path / RESULTS).is_file() or (path / "config.json").is_file():
+        run = _run_folder(path, name or path.name, predictions)
+    elif not path.exists():
+        raise DataError(f"{path}: no such run folder or results file")
     else:
         raise DataError(f"{path} is neither a run folder with {RESULTS} nor a results file")
     if with_features and run.benchmark:
@@ -159,6 +160,53 @@ def load_run(
         features = {iid: t.features for iid, t in tasks.items()}
         return RunData(**{**vars(run), "features": features, "tasks": tasks})
     return run
+
+
+def _run_folder(path: Path, name: str, predictions: Path | None) -> RunData:
+    records = RecordStore(path).load()
+    summary = _json_file(path / "summary.json")
+    if (path / RESULTS).is_file():
+        results = read_results(path / RESULTS)
+        finished, runnable = summary.get("finished"), summary.get("runnable", summary.get("n"))
+        partial = ""
+        if isinstance(finished, int) and isinstance(runnable, int) and finished < runnable:
+            partial = (
+                f"partial: {finished} of {runnable} runnable tasks finished, the rest "
+                "missing_prediction; run the same command again to resume"
+            )
+        if isinstance(finished, int) and len(records) > finished:
+            partial = (
+                f"partial: {len(records) - finished} instances recorded after these results "
+                "were scored (the run was stopped); run the same command again to score them"
+            )
+    elif records:
+        results = [_unscored(record) for record in records.values()]
+        partial = (
+            f"partial: the run stopped before scoring; {len(records)} instances recorded, "
+            f"answers shown as {NOT_SCORED}; run the same command again to finish and score it"
+        )
+    else:
+        raise DataError(
+            f"{path}: the run did not start: nothing was recorded (config.json only; the "
+            "command's own output said why, e.g. an endpoint that could not be reached); "
+            "run it again"
+        )
+    return RunData(
+        name,
+        path,
+        results,
+        config=_json_file(path / "config.json"),
+        summary=summary,
+        records=records,
+        predictions=predictions or _folder(path / "predictions"),
+        partial=partial,
+    )
+
+
+def _unscored(record: InstanceRecord) -> InstanceResult:
+    if record.ok:
+        return InstanceResult(record.instance_id, 0.0, NOT_SCORED, "answered; not scored yet")
+    return InstanceResult(record.instance_id, 0.0, record.error, record.message)
 
 
 def _folder(path: Path) -> Path | None:

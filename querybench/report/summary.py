@@ -1,17 +1,24 @@
-"""Summaries of scored instances: overall, by difficulty, by engine, and the errors behind them."""
+"""Summaries of scored instances: overall, by difficulty, by engine, and the errors behind them.
+
+Every task counts in "all tasks"; the tasks that could not run here (`engine_unavailable`) are
+also left out of a separate, labelled "runnable here" row, and the errors are printed with
+their most common message, so a failure is said in words at the end of every run and eval.
+"""
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from querybench.evaluation.bird_metrics import BirdMetric, level_scores, official_table
 from querybench.evaluation.record import InstanceResult
-from querybench.evaluation.verdict import MISSING_PREDICTION
+from querybench.evaluation.verdict import ENGINE_UNAVAILABLE, MISSING_PREDICTION
 
 DIFFICULTY_ORDER = ["easy", "medium", "hard", "extra", "simple", "moderate", "challenging"]
 
@@ -58,27 +65,76 @@ def _grouped(
 
 
 @dataclass(frozen=True)
+class ErrorCount:
+    """One error code, how often, and its most common message (`message_count` times)."""
+
+    code: str
+    count: int
+    message: str
+    message_count: int
+
+    @property
+    def line(self) -> str:
+        """`model_error 5: connection failed at 127.0.0.1:9: ...`"""
+        text = f"{self.code} {self.count}"
+        if self.message:
+            text += f": {self.message}"
+            if self.message_count != self.count:
+                text += f" ({self.message_count} of {self.count})"
+        return text
+
+
+@dataclass(frozen=True)
 class Summary:
     overall: Group
     submitted: Group
+    runnable: Group  # the tasks that could run here (not engine_unavailable)
     by_difficulty: list[Group]
     by_engine: list[Group]
-    errors: list[tuple[str, int]]
+    errors: list[ErrorCount]
     metrics: dict[str, float]
+
+
+MESSAGE_CHARS = 160
 
 
 def summarise(results: Sequence[InstanceResult]) -> Summary:
     submitted = [r for r in results if r.error != MISSING_PREDICTION]
-    errors = Counter(r.error for r in results if r.error)
+    runnable = [r for r in results if r.error != ENGINE_UNAVAILABLE]
     metric_names = sorted({m for r in results for m in r.metrics})
     return Summary(
         overall=group_scores("all tasks", results),
         submitted=group_scores("submitted", submitted),
+        runnable=group_scores("runnable here", runnable),
         by_difficulty=_grouped(results, lambda r: r.difficulty),
         by_engine=_grouped(results, lambda r: r.engine),
-        errors=errors.most_common(),
+        errors=error_counts(results),
         metrics={m: _mean([r.metrics.get(m, 0.0) for r in results]) for m in metric_names},
     )
+
+
+def error_counts(results: Sequence[InstanceResult]) -> list[ErrorCount]:
+    """Error codes by frequency, each with its most common message (first line, cut)."""
+    codes = Counter(r.error for r in results if r.error)
+    messages: dict[str, Counter[str]] = {}
+    for r in results:
+        if r.error:
+            first = _generic((r.message or "").strip().split("\n", 1)[0], r.instance_id)
+            cut = first if len(first) <= MESSAGE_CHARS else first[: MESSAGE_CHARS - 1] + "…"
+            messages.setdefault(r.error, Counter())[cut] += 1
+    out = []
+    for code, count in codes.most_common():
+        message, times = messages[code].most_common(1)[0]
+        out.append(ErrorCount(code, count, message, times))
+    return out
+
+
+def _generic(message: str, instance_id: str) -> str:
+    """The instance's own id made generic, so one cause counts once (`no <id>.csv`); a
+    numeric id (Spider 1.0, BIRD) is left alone, as it cannot be told from other numbers."""
+    if not re.search(r"[A-Za-z]", instance_id):
+        return message
+    return re.sub(rf"(?<![\w.]){re.escape(instance_id)}(?!\w)", "<id>", message)
 
 
 def _pct(value: float | None) -> str:
@@ -94,8 +150,11 @@ def print_summary(summary: Summary, console: Console, title: str) -> None:
     if show_both:
         table.add_column("official %", justify="right")
         table.add_column("strict %", justify="right")
+    head = [summary.overall, summary.submitted]
+    if summary.runnable.n != summary.overall.n:
+        head.append(summary.runnable)
     sections = [
-        [summary.overall, summary.submitted],
+        head,
         summary.by_difficulty if len(summary.by_difficulty) > 1 else [],
         summary.by_engine if len(summary.by_engine) > 1 else [],
     ]
@@ -112,13 +171,17 @@ def print_summary(summary: Summary, console: Console, title: str) -> None:
         console.print(
             "metrics: " + ", ".join(f"{k} {100 * v:.2f}%" for k, v in summary.metrics.items())
         )
+    unavailable = summary.overall.n - summary.runnable.n
+    if unavailable:
+        console.print(
+            f"{unavailable} of {summary.overall.n} tasks could not run here "
+            f"(engine_unavailable, scored 0 in 'all tasks'); 'runnable here' scores the other "
+            f"{summary.runnable.n}"
+        )
     if summary.errors:
-        errors = Table(title="errors")
-        errors.add_column("error")
-        errors.add_column("count", justify="right")
-        for code, count in summary.errors:
-            errors.add_row(code, str(count))
-        console.print(errors)
+        console.print("errors (count: the most common message):")
+        for error in summary.errors:
+            console.print(f"  {escape(error.line)}", soft_wrap=True)
 
 
 def bird_tables(results: Sequence[InstanceResult], metrics: Sequence[BirdMetric]) -> str:

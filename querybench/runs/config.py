@@ -71,7 +71,8 @@ class RunConfig:
     examples: str | None = None  # few-shot pool of dail-sql: a benchmark name or a JSONL file
     eval_workers: int = 4
     eval_timeout: float = 30.0
-    retry_failed: bool = False
+    retry_failed: bool = False  # rerun failed instances, answers that were unusable included
+    max_consecutive_failures: int = 5  # transport failures in a row that stop the run
     reference_plan: bool = False  # oracle: the task's reference plan in the prompt
     oracle_functions: bool = False  # oracle: docs of the functions the gold SQL uses
     extra: dict[str, Any] = field(default_factory=dict)

@@ -1,9 +1,10 @@
 """Which tasks a run covers and where their databases are.
 
-The denominator of a run is every selected task (`--ids`, then `--limit`) whose database is
-available here; tasks whose database file is missing are listed as skipped, never scored.
-Spider 2.0 tasks are always kept (cloud tasks score 0 with `engine_unavailable` when no engine
-is reachable, as `querybench eval` scores them).
+The denominator of a run is every selected task (`--ids`, then `--limit`), as `querybench eval`
+counts it. A local task whose database file is missing here is not sent to the model; it is
+scored `engine_unavailable` with the reason, and the summary shows the score over the runnable
+tasks beside the score over all. Spider 2.0 cloud tasks score 0 with `engine_unavailable` when
+no engine is reachable, as `eval` scores them.
 """
 
 from __future__ import annotations
@@ -17,8 +18,8 @@ from querybench.tasks.databases import task_database
 from querybench.tasks.model import Task
 
 
-def select_tasks(config: RunConfig) -> tuple[list[Task], list[str]]:
-    """(tasks to run, ids skipped for a missing database), in benchmark order."""
+def select_tasks(config: RunConfig) -> tuple[list[Task], dict[str, str]]:
+    """(every selected task in benchmark order, {instance id: why it cannot run here})."""
     tasks = load_tasks(
         config.benchmark,
         data_dir=config.data_dir,
@@ -32,21 +33,18 @@ def select_tasks(config: RunConfig) -> tuple[list[Task], list[str]]:
             raise DataError(f"no such {config.benchmark} ids: {', '.join(sorted(unknown))}")
         tasks = [t for t in tasks if t.instance_id in wanted]
     root = config.data_dir or data_root()
-    kept: list[Task] = []
-    skipped: list[str] = []
+    if config.limit is not None:
+        tasks = tasks[: config.limit]
+    unavailable: dict[str, str] = {}
     for task in tasks:
         local = not task.benchmark.startswith("spider2") and task.engine == "sqlite"
         if local and task.benchmark != "custom" and task_database(task, root) is None:
-            skipped.append(task.instance_id)
-        else:
-            kept.append(task)
-    if config.limit is not None:
-        kept = kept[: config.limit]
-    kept = apply_paper_settings(
-        kept,
+            unavailable[task.instance_id] = f"database not found: {task.db} is not under {root}"
+    tasks = apply_paper_settings(
+        tasks,
         config.benchmark,
         root,
         reference_plan=config.reference_plan,
         oracle_functions=config.oracle_functions,
     )
-    return kept, skipped
+    return tasks, unavailable

@@ -8,7 +8,9 @@ run's results.jsonl and summary.json.
   official result `<instance_id>.csv` beside it wherever the query ran (local SQLite, offline
   BigQuery/Snowflake emulations), so `querybench eval` scores the folder in either mode.
 
-A task whose record is an error keeps that error code (e.g. `model_error`) in its result.
+A task whose record is an error keeps that error code (e.g. `model_error`) in its result; a
+task that cannot run here is `engine_unavailable` with the reason, and counts in the
+denominator like every other task (the summary adds the score over the runnable ones).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from typing import Any
 from querybench.data import data_root
 from querybench.evaluation.record import InstanceResult
 from querybench.evaluation.sampling import pass_at_k
+from querybench.evaluation.verdict import ENGINE_UNAVAILABLE
 from querybench.runs.config import RunConfig
 from querybench.runs.store import InstanceRecord
 from querybench.tasks.databases import task_database
@@ -73,9 +76,8 @@ def _score_spider1(
     if config.benchmark == "custom":
         db_dir = _linked_databases(config, tasks, root)
     else:
-        db_dir = root / "spider1"
-        if not any((db_dir / t.db).is_dir() for t in tasks[:1]):
-            db_dir = root / "spider1" / "database"
+        first = next((p for t in tasks if (p := task_database(t, root)) is not None), None)
+        db_dir = first.parent.parent if first is not None else root / "spider1"
     results = evaluate_spider1(
         gold, pred, db_dir, timeout=config.eval_timeout, workers=config.eval_workers
     )
@@ -120,7 +122,7 @@ def _score_bird(
         predictions[t.instance_id] = 0 if sql is None else f"{sql}{BIRD_SEPARATOR}{t.db}"
     pred = config.out / f"predict{tag}.json"
     pred.write_text(json.dumps(predictions, indent=1, ensure_ascii=False), encoding="utf-8")
-    first = task_database(tasks[0], root) if tasks else None
+    first = next((p for t in tasks if (p := task_database(t, root)) is not None), None)
     db_dir = first.parent.parent if first is not None else root / "bird" / "dev_databases"
     return evaluate_bird(
         questions, pred, db_dir, timeout=config.eval_timeout, workers=config.eval_workers
@@ -185,18 +187,26 @@ def _score_dbt(config: RunConfig, tasks: list[Task], root: Path) -> list[Instanc
 
 
 def with_record_errors(
-    results: list[InstanceResult], records: dict[str, InstanceRecord]
+    results: list[InstanceResult],
+    records: dict[str, InstanceRecord],
+    unavailable: dict[str, str] | None = None,
 ) -> list[InstanceResult]:
-    """An instance the model never answered keeps its own error code, not missing_prediction."""
+    """An instance the model never answered keeps its own error code, not missing_prediction;
+    one that cannot run here is `engine_unavailable` with the reason."""
     out = []
     for r in results:
         record = records.get(r.instance_id)
-        if record is not None and not record.ok:
+        failure: tuple[str | None, str | None] | None = None
+        if r.instance_id in (unavailable or {}):
+            failure = ENGINE_UNAVAILABLE, (unavailable or {})[r.instance_id]
+        elif record is not None and not record.ok:
+            failure = record.error, record.message
+        if failure is not None:
             r = replace(
                 r,
                 score=0.0,
-                error=record.error,
-                message=record.message,
+                error=failure[0],
+                message=failure[1],
                 official_score=0.0 if r.official_score is not None else None,
                 strict_score=0.0 if r.strict_score is not None else None,
             )
@@ -230,7 +240,7 @@ def _mean(values: list[float]) -> float:
 def summary_json(
     config: RunConfig,
     tasks: list[Task],
-    skipped: list[str],
+    unavailable: dict[str, str],
     records: dict[str, InstanceRecord],
     results: list[InstanceResult],
 ) -> dict[str, Any]:
@@ -239,6 +249,11 @@ def summary_json(
     for r in results:
         if r.error:
             errors[r.error] = errors.get(r.error, 0) + 1
+    runnable = [r for r in results if r.error != ENGINE_UNAVAILABLE]
+    reasons: dict[str, int] = {}
+    for r in results:
+        if r.error == ENGINE_UNAVAILABLE:
+            reasons[r.message or ""] = reasons.get(r.message or "", 0) + 1
     out: dict[str, Any] = {
         "benchmark": config.benchmark,
         "method": config.method,
@@ -248,7 +263,11 @@ def summary_json(
         "correct": sum(r.score == 1.0 for r in results),
         "finished": len(done),
         "failed": sum(not r.ok for r in done),
-        "skipped_no_database": len(skipped),
+        # tasks that could not run here (no database, no engine): counted in `n`, and why
+        "unavailable": sum(reasons.values()),
+        "unavailable_reasons": reasons,
+        "runnable": len(runnable),
+        "score_runnable": _mean([r.score for r in runnable]),
         "errors": errors,
         "tokens": {
             "prompt": sum(r.prompt_tokens for r in done),
@@ -293,16 +312,16 @@ def _wall(run_dir: Path) -> float:
 def finish_run(
     config: RunConfig,
     tasks: list[Task],
-    skipped: list[str],
+    unavailable: dict[str, str],
     records: dict[str, InstanceRecord],
 ) -> tuple[list[InstanceResult], dict[str, Any]]:
     """Predictions, scores, RUNDIR/results.jsonl and RUNDIR/summary.json."""
     results = write_predictions_and_score(config, tasks, records, chosen_sql)
-    results = with_record_errors(results, records)
+    results = with_record_errors(results, records, unavailable)
     with (config.out / "results.jsonl").open("w", encoding="utf-8") as f:
         for r in results:
             f.write(json.dumps(r.to_json(), ensure_ascii=False) + "\n")
-    summary = summary_json(config, tasks, skipped, records, results)
+    summary = summary_json(config, tasks, unavailable, records, results)
     if config.n > 1 and tasks:
         summary["pass_at_k"] = pass_at_k_scores(config, tasks, records)
         summary["majority_at_n"] = summary["score"]

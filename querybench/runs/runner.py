@@ -6,7 +6,13 @@
 Instances run on `workers` coroutines here, or on a Ray cluster with `executor="ray"`
 (`ray_executor.py`); either way each finished instance is one record appended to the store at
 once, so stopping at any moment (Ctrl-C, a crash, a spent request budget) loses only the
-instances in flight, and running the same command again does only what is left.
+instances in flight, and running the same command again does only what is left: the instances
+never recorded and those whose model call failed in transport (`InstanceRecord.transient`).
+
+The endpoint is checked with one cheap request before the first task, and
+`max_consecutive_failures` transport failures in a row stop the run: an endpoint that is down
+fails the run at once with its reason (`EndpointUnavailable`) instead of recording every task as
+a failure. One run at a time writes a run folder (`RunLock`).
 """
 
 from __future__ import annotations
@@ -26,11 +32,12 @@ from querybench.evaluation.sampling import majority_vote, result_key
 from querybench.evaluation.verdict import ENGINE_UNAVAILABLE
 from querybench.methods import Method, MethodOutput, MethodSettings, get_method
 from querybench.models import ChatModel, PriceTable, RetryPolicy, Sampling, make_model
-from querybench.models.base import BudgetExhausted, ModelError
+from querybench.models.base import BudgetExhausted, EndpointUnavailable, ModelError
+from querybench.models.openai_compat import OpenAICompatibleModel
 from querybench.runs.config import RunConfig, check_resume
 from querybench.runs.layout import select_tasks
 from querybench.runs.ray_executor import check_executor
-from querybench.runs.store import InstanceRecord, RecordStore
+from querybench.runs.store import InstanceRecord, RecordStore, RunLock
 from querybench.tasks.databases import task_database
 from querybench.tasks.model import Task
 
@@ -40,7 +47,7 @@ OnRecord = Callable[[InstanceRecord], None]
 @dataclass
 class RunOutcome:
     tasks: list[Task]  # the tasks of this run (the denominator)
-    skipped: list[str]  # selected tasks left out: their database is not available here
+    unavailable: dict[str, str]  # instance id -> why it cannot run here (no database)
     records: dict[str, InstanceRecord]
     complete: bool  # every task has a record
     stopped: str | None = None  # why the run stopped early (request budget)
@@ -89,46 +96,72 @@ async def run_async(
     on_record: OnRecord | None = None,
     evaluate: bool = True,
 ) -> RunOutcome:
-    started = time.perf_counter()
     check_executor(config.executor)
     if config.executor == "ray" and model is not None:
         raise QuerybenchError("the ray executor builds the model from the config on each worker")
     method = get_method(config.method)
-    tasks, skipped = select_tasks(config)
+    tasks, unavailable = select_tasks(config)
+    if tasks and len(unavailable) == len(tasks):
+        raise QuerybenchError(
+            f"none of the {len(tasks)} {config.benchmark} tasks can run here: "
+            f"{next(iter(unavailable.values()))} (nor any other task's database)"
+        )
+    with RunLock(config.out):
+        return await _locked_run(
+            config, method, tasks, unavailable, model, on_start, on_record, evaluate
+        )
+
+
+async def _locked_run(
+    config: RunConfig,
+    method: Method,
+    tasks: list[Task],
+    unavailable: dict[str, str],
+    model: ChatModel | None,
+    on_start: Callable[[int, int], None] | None,
+    on_record: OnRecord | None,
+    evaluate: bool,
+) -> RunOutcome:
+    started = time.perf_counter()
     check_resume(config)
     store = RecordStore(config.out)
     records = store.load()
-    todo = [t for t in tasks if _needs_run(records.get(t.instance_id), config.retry_failed)]
+    runnable = [t for t in tasks if t.instance_id not in unavailable]
+    todo = [t for t in runnable if _needs_run(records.get(t.instance_id), config.retry_failed)]
     if on_start is not None:
-        on_start(len(tasks), len(tasks) - len(todo))
-    outcome = RunOutcome(tasks, skipped, records, complete=False)
+        on_start(len(runnable), len(runnable) - len(todo))
+    outcome = RunOutcome(tasks, unavailable, records, complete=False)
+    failures = _FailureStreak(config.max_consecutive_failures)
 
     def finished(record: InstanceRecord) -> None:
         store.append(record)
         records[record.instance_id] = record
         if on_record is not None:
             on_record(record)
+        failures.add(record)
 
+    if todo and config.executor == "local":
+        model = model or build_model(config)
     try:
+        if todo:
+            await _preflight(config, model)
         if config.executor == "ray":
             from querybench.runs.ray_executor import solve_on_ray
 
             # the driver only waits on the cluster here: no other coroutine shares this loop
             outcome.stopped = solve_on_ray(_for_workers(config), todo, finished)
-        else:
-            model = model or build_model(config)
-            try:
-                outcome.stopped = await _run_all(config, method, model, todo, finished)
-            finally:
-                await model.aclose()
+        elif model is not None:
+            outcome.stopped = await _run_all(config, method, model, todo, finished)
     finally:
+        if model is not None:
+            await model.aclose()
         _log_session(config, time.perf_counter() - started, len(todo))
-    outcome.complete = all(t.instance_id in records for t in tasks)
+    outcome.complete = all(t.instance_id in records for t in runnable)
     if evaluate:
         from querybench.runs.outputs import finish_run, write_summary
 
         eval_start = time.perf_counter()
-        outcome.results, outcome.summary = finish_run(config, tasks, skipped, records)
+        outcome.results, outcome.summary = finish_run(config, tasks, unavailable, records)
         eval_s = time.perf_counter() - eval_start
         _log_session(config, eval_s, 0)
         outcome.summary["wall_s"] = round(outcome.summary["wall_s"] + eval_s, 3)
@@ -136,8 +169,42 @@ async def run_async(
     return outcome
 
 
+async def _preflight(config: RunConfig, model: ChatModel | None) -> None:
+    """One cheap request to the endpoint before the first task (labelled models need none)."""
+    probe = model if model is not None else build_model(config)
+    if not isinstance(probe, OpenAICompatibleModel):
+        return
+    try:
+        await probe.preflight()
+    except EndpointUnavailable as exc:
+        raise EndpointUnavailable(f"{exc}; nothing was run", status=exc.status) from None
+    finally:
+        if probe is not model:
+            await probe.aclose()
+
+
+class _FailureStreak:
+    """Counts transport failures in a row; at `limit` the endpoint is taken to be down."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.count = 0
+
+    def add(self, record: InstanceRecord) -> None:
+        self.count = self.count + 1 if record.transient else 0
+        if self.limit > 0 and self.count >= self.limit:
+            raise EndpointUnavailable(
+                f"stopped after {self.count} tasks in a row got no reply from the endpoint; "
+                f"last: {record.message}. Finished instances are kept: run the same command "
+                "again to resume (the failed ones are retried)",
+                transient=True,
+            )
+
+
 def _needs_run(record: InstanceRecord | None, retry_failed: bool) -> bool:
-    return record is None or (retry_failed and not record.ok)
+    """Never recorded, failed in transport (no answer came back), or failed at all when
+    `retry_failed`."""
+    return record is None or (not record.ok and (record.transient or retry_failed))
 
 
 def _for_workers(config: RunConfig) -> RunConfig:
@@ -203,7 +270,7 @@ async def solve_instance(
     except BudgetExhausted:
         raise
     except ModelError as exc:
-        return _failed(task, exc.code, str(exc), start)
+        return _failed(task, exc.code, str(exc), start, transient=exc.transient)
     except EngineUnavailable as exc:  # e.g. an agent task whose database is not here
         return _failed(task, ENGINE_UNAVAILABLE, str(exc), start)
     except QuerybenchError as exc:
@@ -214,9 +281,13 @@ async def solve_instance(
     return _record(task, output, chosen, votes, start)
 
 
-def _failed(task: Task, code: str, message: str, start: float) -> InstanceRecord:
+def _failed(
+    task: Task, code: str, message: str, start: float, transient: bool = False
+) -> InstanceRecord:
     elapsed = time.perf_counter() - start
-    return InstanceRecord(task.instance_id, "error", code, message, total_s=elapsed)
+    return InstanceRecord(
+        task.instance_id, "error", code, message, total_s=elapsed, transient=transient
+    )
 
 
 async def _choose(

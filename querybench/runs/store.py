@@ -2,18 +2,69 @@
 
 Each record is written with a single `write` on an O_APPEND descriptor and flushed to disk, so a
 crash or Ctrl-C leaves whole lines only, at worst one torn last line, which reading skips. A
-later record for the same instance (a `--retry-failed` rerun) supersedes the earlier one.
+later record for the same instance (a rerun of a failed instance) supersedes the earlier one.
+
+One writer per run folder: `RunLock` holds an exclusive `flock` on RUNDIR/run.lock for the whole
+run, so a second run on the same folder fails at once; the kernel drops the lock when its holder
+dies, even by SIGKILL, so a stale lock never blocks a resume.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from querybench.errors import DataError, QuerybenchError
+
 RECORDS = "records.jsonl"
+LOCK = "run.lock"
+
+
+class RunFolderBusy(QuerybenchError):
+    """Another process is writing this run folder."""
+
+
+class RunLock:
+    """`with RunLock(run_dir):` the exclusive right to write `run_dir`; the holder's pid is
+    written in the lock file so the refusal can name it."""
+
+    def __init__(self, run_dir: Path) -> None:
+        self.path = run_dir / LOCK
+        self._fd: int | None = None
+
+    def __enter__(self) -> RunLock:
+        folder = self.path.parent
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as exc:
+            kind = "a file, not a folder" if folder.exists() and not folder.is_dir() else exc
+            raise DataError(f"cannot use {folder} as a run folder: {kind}") from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.read(fd, 64).decode("ascii", "replace").strip() or "unknown"
+            os.close(fd)
+            raise RunFolderBusy(
+                f"{self.path.parent} is in use by another querybench run (pid {holder}); "
+                "wait for it to end or use another --out folder"
+            ) from None
+        os.ftruncate(fd, 0)
+        os.write(fd, f"{os.getpid()}\n".encode("ascii"))
+        self._fd = fd
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._fd is not None:
+            with contextlib.suppress(OSError):
+                os.ftruncate(self._fd, 0)
+            os.close(self._fd)  # closing the descriptor releases the flock
+            self._fd = None
 
 
 @dataclass(frozen=True)
@@ -37,6 +88,10 @@ class InstanceRecord:
     retried_for: tuple[str, ...] = ()
     truncation: dict[str, int] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    # An error that is no answer at all (connection, timeout, 5xx, 429 after every retry): a
+    # re-run asks again by default, while an answer that came back unusable needs
+    # `--retry-failed`.
+    transient: bool = False
 
     @property
     def ok(self) -> bool:

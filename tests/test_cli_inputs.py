@@ -1,0 +1,159 @@
+"""Wrong inputs that used to score 0 in silence: each is named with what was expected and what
+was found (a warning), or refused with exit 2 when it can only be a mistake."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from querybench.cli import app
+from tests.test_cli import _gold, _toy_db
+
+runner = CliRunner()
+
+
+def _said(output: str) -> str:
+    return " ".join(output.split())
+
+
+def test_sql_files_without_mode_sql_are_named(tmp_path: Path) -> None:
+    gold = _gold(tmp_path)
+    pred = tmp_path / "pred"
+    pred.mkdir()
+    for iid in ("bq001", "sf002", "local003"):
+        (pred / f"{iid}.sql").write_text("SELECT 1\n")
+    args = ["eval", "spider2-lite", "--predictions", str(pred), "--gold-dir", str(gold)]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    said = _said(result.output)
+    assert "warning:" in said and "3 .sql files and no .csv" in said
+    assert "did you mean --mode sql?" in said
+    assert "missing_prediction 3: no <id>.csv" in said  # one cause, counted once
+
+
+def test_db_dir_without_any_database_exits_two(tmp_path: Path) -> None:
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    gold = tmp_path / "gold.sql"
+    gold.write_text("SELECT 1\ttoy\n")
+    pred = tmp_path / "pred.txt"
+    pred.write_text("SELECT 1\n")
+    base = ["eval", "spider1", "--gold", str(gold), "--predictions", str(pred)]
+    result = runner.invoke(app, [*base, "--db-dir", str(empty)])
+    assert result.exit_code == 2
+    assert "holds no database: expected <db_id>/<db_id>.sqlite" in _said(result.output)
+    other = tmp_path / "other"
+    (other / "x").mkdir(parents=True)
+    sqlite3.connect(other / "x" / "x.sqlite").close()
+    result = runner.invoke(app, [*base, "--db-dir", str(other)])
+    assert result.exit_code == 2 and "holds none of the 1 databases" in _said(result.output)
+    questions = tmp_path / "dev.json"
+    questions.write_text(json.dumps([{"question_id": 0, "db_id": "toy", "SQL": "SELECT 1"}]))
+    bird = ["eval", "bird", "--questions", str(questions), "--predictions", str(pred)]
+    result = runner.invoke(app, [*bird, "--db-dir", str(empty)])
+    assert result.exit_code == 2 and "holds no database" in _said(result.output)
+    gold2 = _gold(tmp_path / "s2")
+    sql = ["eval", "spider2-lite", "--predictions", str(tmp_path), "--gold-dir", str(gold2)]
+    result = runner.invoke(app, [*sql, "--mode", "sql", "--db-dir", str(empty)])
+    assert result.exit_code == 2 and "holds no database" in _said(result.output)
+
+
+def test_short_spider1_prediction_file_warns_and_is_not_submitted(tmp_path: Path) -> None:
+    db_dir = _toy_db(tmp_path)
+    gold = tmp_path / "gold.sql"
+    # the last two gold lines name a database that is not here
+    gold.write_text("SELECT x FROM t\ttoy\nSELECT y FROM t\ttoy\nSELECT 1\tgone\nSELECT 2\tgone\n")
+    pred = tmp_path / "pred.txt"
+    pred.write_text("SELECT x FROM t\n")
+    out = tmp_path / "s.jsonl"
+    args = ["eval", "spider1", "--gold", str(gold), "--predictions", str(pred)]
+    result = runner.invoke(app, [*args, "--db-dir", str(db_dir), "--output", str(out)])
+    assert result.exit_code == 0, result.output
+    said = _said(result.output)
+    assert "has 1 prediction lines for 4 gold queries" in said
+    lines = [json.loads(x) for x in out.read_text().splitlines()]
+    assert [d["error"] for d in lines] == [None] + ["missing_prediction"] * 3
+    assert "│ submitted │ 1 │" in said  # the lines past the end are not submitted
+    longer = tmp_path / "long.txt"
+    longer.write_text("SELECT 1\n" * 5)
+    result = runner.invoke(app, [*args[:-1], str(longer), "--db-dir", str(db_dir)])
+    assert result.exit_code == 2 and "has 5 prediction lines for 4 gold" in _said(result.output)
+
+
+def test_tasks_that_cannot_run_are_counted_and_the_runnable_score_labelled(
+    tmp_path: Path,
+) -> None:
+    db_dir = _toy_db(tmp_path)
+    gold = tmp_path / "gold.sql"
+    gold.write_text("SELECT x FROM t\ttoy\nSELECT 1\tgone\n")
+    pred = tmp_path / "pred.txt"
+    pred.write_text("SELECT x FROM t\nSELECT 1\n")
+    args = ["eval", "spider1", "--gold", str(gold), "--predictions", str(pred)]
+    result = runner.invoke(app, [*args, "--db-dir", str(db_dir)])
+    assert result.exit_code == 0, result.output
+    said = _said(result.output)
+    assert "│ all tasks │ 2 │ 50.00 │" in said
+    assert "│ runnable here │ 1 │ 100.00 │" in said
+    assert "1 of 2 tasks could not run here" in said
+    assert "engine_unavailable 1: database not found:" in said
+
+
+def test_help_keeps_angle_bracket_placeholders_of_every_option() -> None:
+    """`<bench>-<method>-<model>` and the like must not be eaten as markup in any --help."""
+    import re
+    from typing import Any
+
+    import typer.main
+
+    root = typer.main.get_command(app)
+
+    def walk(command: Any, path: list[str]) -> list[tuple[list[str], Any]]:
+        found = [(path, command)]
+        for name, sub in getattr(command, "commands", {}).items():  # a group's subcommands
+            found += walk(sub, [*path, name])
+        return found
+
+    checked = 0
+    for path, command in walk(root, []):
+        wanted = [
+            token
+            for param in command.params
+            for token in re.findall(r"<[\w-]+>", getattr(param, "help", None) or "")
+        ]
+        if not wanted:
+            continue
+        result = runner.invoke(app, [*path, "--help"], env={"COLUMNS": "400"})
+        assert result.exit_code == 0, result.output
+        for token in wanted:
+            assert token in result.output, f"{' '.join(path)} --help lost {token}"
+            checked += 1
+    assert checked >= 5
+
+
+def test_error_messages_group_by_cause_without_touching_numbers() -> None:
+    from querybench.evaluation.record import InstanceResult
+    from querybench.report.summary import error_counts
+
+    down = "http://127.0.0.1:9/v1 refused the request: HTTP 400"
+    results = [InstanceResult(str(i), 0.0, "model_error", down) for i in range(12)]
+    results += [
+        InstanceResult(f"bq00{i}", 0.0, "missing_prediction", f"no bq00{i}.csv") for i in (1, 2)
+    ]
+    lines = [e.line for e in error_counts(results)]
+    assert lines == [f"model_error 12: {down}", "missing_prediction 2: no <id>.csv"]
+
+
+def test_files_named_after_no_task_are_named(tmp_path: Path) -> None:
+    gold = _gold(tmp_path)
+    pred = tmp_path / "pred"
+    pred.mkdir()
+    (pred / "sf_bq999.csv").write_text("a\n1\n")
+    args = ["eval", "spider2-lite", "--predictions", str(pred), "--gold-dir", str(gold)]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    said = _said(result.output)
+    assert "1 .csv files but none is named after a spider2-lite instance id" in said
+    assert "found e.g. sf_bq999.csv, expected e.g. bq001.csv" in said
