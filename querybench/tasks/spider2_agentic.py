@@ -242,3 +242,14 @@ def _dbt_tasks(spider2_dir: Path, with_gold: bool) -> dict[str, Task]:
         t.instance_id: replace(t, benchmark=BENCHMARK)
         for t in load_spider2_dbt(folder, with_gold=with_gold)
     }
+
+
+def with_eval_config(tasks: list[Task], config: Path) -> list[Task]:
+    """The tasks with the checks of another `spider2_eval.jsonl` (e.g. of a `--gold-dir`)."""
+    evaluations = read_eval_config(config)
+    out = []
+    for task in tasks:
+        raw = evaluations.get(task.instance_id)
+        params = {"evaluation": checks(raw), "official_evaluation": raw} if raw is not None else {}
+        out.append(replace(task, gold=replace(task.gold, eval_params=params)))
+    return out
