@@ -372,9 +372,7 @@ def eval_spider2_dbt(
 def eval_spider2(
     predictions: Annotated[
         Path,
-        typer.Option(
-            help="Submission folder: results_metadata.jsonl and one folder per instance."
-        ),
+        typer.Option(help="Submission folder: results_metadata.jsonl and one folder per instance."),
     ],
     gold_dir: Annotated[
         Path | None,

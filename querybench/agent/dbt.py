@@ -78,7 +78,9 @@ def _under_system_dirs(path: Path) -> bool:
 
 def is_dbt_task(task: Task) -> bool:
     return (
-        task.benchmark == "spider2-dbt" or "project_dir" in task.extra or task.extra.get("type") == "DBT"
+        task.benchmark == "spider2-dbt"
+        or "project_dir" in task.extra
+        or task.extra.get("type") == "DBT"
     )
 
 

@@ -166,13 +166,16 @@ def _official_files(instance: _Instance) -> Verdict:
     params = raw.get("parameters")
     if not isinstance(params, Mapping) or "gold" not in params:
         return _stopped("crashes", "the gold evaluation has no parameters.gold")
-    golds = params["gold"]
-    names = instance.fields.get("answer_or_path")
+    golds, names = params["gold"], instance.fields.get("answer_or_path")
+    if not isinstance(golds, str | list) or not isinstance(names, str | list):
+        return _stopped("crashes", "gold or answer_or_path is not a list of file names")
     if not _iterable_of_str(golds) or not _iterable_of_str(names):
         return _stopped("crashes", "gold or answer_or_path is not a list of file names")
     gold_paths = [instance.gold / g for g in golds]  # a string is taken per character
     pred_paths = [instance.path(n) for n in names]
-    verdict = score_agentic("tables_match", pred_paths, {**params, "gold": gold_paths}, strict=False)
+    verdict = score_agentic(
+        "tables_match", pred_paths, {**params, "gold": gold_paths}, strict=False
+    )
     if verdict.error in (GOLD_ERROR, SCORER_ERROR):
         return _stopped("crashes", f"tables_match: {verdict.message}")
     return verdict
@@ -274,9 +277,14 @@ def engine_runner(data_dir: Path, timeout: float = 120.0) -> RunSql:
     def run(task: Task, sql: str) -> Result:
         target = task_target(task, data_dir)
         if target is None:
-            raise EngineUnavailable(f"no {task.engine} database {task.db} here for {task.instance_id}")
-        with connect(target) as engine:
+            raise EngineUnavailable(
+                f"no {task.engine} database {task.db} here for {task.instance_id}"
+            )
+        engine = connect(target)
+        try:
             return engine.execute(sql, timeout=timeout)
+        finally:
+            engine.close()
 
     return run
 
@@ -424,7 +432,10 @@ def denominators(results: Sequence[InstanceResult]) -> list[Denominator]:
         ("every task", list(results)),
         ("DBT tasks", [r for r in results if r.metrics.get("dbt")]),
         ("gold here", [r for r in results if r.metrics.get("has_gold")]),
-        ("official evaluate.py's own count", [r for r in results if r.metrics.get("official_counted")]),
+        (
+            "official evaluate.py's own count",
+            [r for r in results if r.metrics.get("official_counted")],
+        ),
     ]
     out = []
     for name, kept in parts:

@@ -46,7 +46,11 @@ TEXT_FUNCS = frozenset({"string_match", "number_match"})
 FILE_FUNCS = frozenset({"table_match", "duckdb_match"})
 FILES_FUNCS = frozenset({"tables_match"})
 
-ANSWER_FEATURES = {"string": "string_answer", "table": "table_answer", "database": "database_answer"}
+ANSWER_FEATURES = {
+    "string": "string_answer",
+    "table": "table_answer",
+    "database": "database_answer",
+}
 
 
 def agentic_root(spider2_dir: Path) -> Path:
@@ -231,7 +235,9 @@ def _lite_tasks(spider2_dir: Path, with_gold: bool) -> dict[str, Task]:
         return {}
     from querybench.tasks.spider2 import load_spider2
 
-    return {t.instance_id: t for t in load_spider2("spider2-lite", spider2_dir, with_gold=with_gold)}
+    return {
+        t.instance_id: t for t in load_spider2("spider2-lite", spider2_dir, with_gold=with_gold)
+    }
 
 
 def _dbt_tasks(spider2_dir: Path, with_gold: bool) -> dict[str, Task]:
