@@ -7,7 +7,6 @@ The quirk cases build their own gold and submission folders; the real-data tests
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import sqlite3
 from collections import Counter
@@ -17,6 +16,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
+from querybench.data import data_root
 from querybench.engines import connect
 from querybench.engines.base import Result
 from querybench.evaluation.record import InstanceResult
@@ -24,13 +24,14 @@ from querybench.evaluation.spider2_agentic import denominators, evaluate_spider2
 from querybench.tasks import load_tasks
 from querybench.tasks.model import GoldRef, Task
 from querybench.tasks.spider2_agentic import checks
+from tests.conftest import require_data
 
-DATA = Path(os.environ.get("QUERYBENCH_DATA", "/nonexistent"))
+DATA = data_root()
 AGENTIC = DATA / "spider2" / "spider2"
-needs_data = pytest.mark.skipif(
-    not (AGENTIC / "examples" / "spider2.jsonl").is_file() and os.environ.get("CI") != "true",
-    reason=f"agentic Spider 2.0 data not at {AGENTIC}",
-)
+
+
+def needs_data() -> None:
+    require_data("spider2", "spider2", "examples", "spider2.jsonl")
 
 
 def make_task(instance_id: str, evaluation: Any, kind: str = "Local") -> Task:
@@ -270,8 +271,8 @@ def test_sql_answers_run_on_the_task_engine(tmp_path: Path) -> None:
     assert not (case.sub / "local1" / "pred_result.csv").exists()  # the submission is untouched
 
 
-@needs_data
 def test_loader_lists_632_tasks() -> None:
+    needs_data()
     tasks = load_tasks("spider2", data_dir=DATA)
     assert len(tasks) == 632
     assert Counter(t.extra["type"] for t in tasks) == {
@@ -301,8 +302,9 @@ GOLD_DEFECTS = {
 }
 
 
-@needs_data
+@pytest.mark.slow
 def test_gold_as_prediction_scores_one(tmp_path: Path) -> None:
+    needs_data()
     gold = AGENTIC / "evaluation_suite" / "gold"
     tasks = load_tasks("spider2", data_dir=DATA)
     lines = []
