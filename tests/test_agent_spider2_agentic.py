@@ -102,3 +102,19 @@ def test_oracle_actions_reproduce_every_local_task_with_a_database(tmp_path: Pat
     # local229's folder holds a result.csv template: the oracle edits it, as a model must.
     assert [s["action"]["name"] for s in trajectory["steps"]] == ["EditFile", "Terminate"]
     assert outcome.summary["n"] == 30 and outcome.summary["correct"] == 29
+
+
+def test_same_action_three_times_stops_whatever_the_thoughts(workspace: Workspace) -> None:
+    import asyncio
+
+    from querybench.agent.loop import AgentConfig, run_agent
+    from querybench.models import Sampling
+
+    with ScriptedServer() as server:
+        server.script(
+            [Reply(f"Thought: attempt {i}.\nAction: GetTables()") for i in range(5)]
+            + [Reply('Thought: done.\nAction: Terminate(output="42")')]
+        )
+        result = asyncio.run(run_agent(workspace, model(server), AgentConfig(), Sampling()))
+    assert result.status == "repeated"
+    assert len(result.steps) == 3
