@@ -19,6 +19,8 @@ from querybench.agent.submission import submission_line
 from querybench.agent.workspace import Workspace, WorkspaceOptions
 from querybench.engines import connect
 from querybench.models.labelled import OracleModel
+from querybench.report import paper_tables
+from querybench.report.runs import load_run
 from querybench.runs.config import RunConfig
 from querybench.runs.runner import run
 from querybench.tasks import load_tasks
@@ -102,6 +104,8 @@ def test_oracle_actions_reproduce_every_local_task_with_a_database(tmp_path: Pat
     # local229's folder holds a result.csv template: the oracle edits it, as a model must.
     assert [s["action"]["name"] for s in trajectory["steps"]] == ["EditFile", "Terminate"]
     assert outcome.summary["n"] == 30 and outcome.summary["correct"] == 29
+    table3 = paper_tables.table3([load_run(out)])
+    assert table3.rows[0][-1] == "96.67 (n=30)"  # 29 of the 30 tasks, the Postgres one 0
 
 
 def test_same_action_three_times_stops_whatever_the_thoughts(workspace: Workspace) -> None:
