@@ -404,6 +404,8 @@ def eval_spider2(
 
     if scoring not in ("official", "strict"):
         _fail(f"--scoring must be official or strict, not {scoring!r}")
+    if not predictions.is_dir():
+        _fail(f"--predictions {predictions} is not a folder (the official submission layout)")
     root = data_dir or data_root()
     config = (gold_dir / "spider2_eval.jsonl") if gold_dir is not None else None
     try:

@@ -380,3 +380,16 @@ def test_data_fetch_spider2_unpacks_only_the_agentic_folder(tmp_path: Path) -> N
     unpack(archive, tmp_path / source.unpack_to, strip=source.strip, only_stripped=True)
     files = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*") if p.is_file())
     assert files == [Path("repo.zip"), Path("spider2/spider2/examples/spider2.jsonl")]
+
+
+def test_a_folder_without_metadata_or_with_a_foreign_line(tmp_path: Path) -> None:
+    case = Case(tmp_path)
+    case.task("local1", NUMBER)
+    evaluation = evaluate_spider2_agentic(case.tasks, case.sub, case.gold)
+    assert evaluation.results[0].error == "missing_prediction"
+    assert any("no results_metadata.jsonl" in w for w in evaluation.warnings)
+    case.submit("local1", "answer", "5")
+    case.lines.append("[1, 2]")  # JSON, but no object: the official run crashes on it
+    result = case.score()["local1"]
+    assert scores(result) == (0.0, 1.0)
+    assert result.error == "scorer_error" and "scores nothing" in (result.message or "")

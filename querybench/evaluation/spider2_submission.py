@@ -51,7 +51,8 @@ def read_submission(folder: Path) -> Submission:
     fatal: str | None = None
     metadata = folder / METADATA
     if not folder.is_dir():
-        return Submission(folder, fatal=f"no submission folder {folder}", warnings=())
+        problem = f"no submission folder {folder}"
+        return Submission(folder, fatal=problem, warnings=(problem,))
     others = sorted(p.name for p in folder.iterdir() if p.name.endswith(".jsonl"))
     if others != [METADATA]:
         fatal = (
@@ -59,12 +60,14 @@ def read_submission(folder: Path) -> Submission:
             f"found {others or 'none'}"
         )
     if not metadata.is_file():
+        warnings.append(f"no {METADATA} in {folder}: nothing is scored")
         return Submission(folder, fatal=fatal or f"no {METADATA}", warnings=tuple(warnings))
     try:
         with metadata.open(encoding="utf-8") as f:  # universal newlines, as `open(path, 'r')`
             lines = list(f)
     except (OSError, UnicodeDecodeError) as exc:
-        return Submission(folder, fatal=f"cannot read {metadata}: {exc}", warnings=())
+        problem = f"cannot read {metadata}: {exc}"
+        return Submission(folder, fatal=problem, warnings=(f"{problem}; nothing is scored",))
     official: dict[str, SubmissionEntry] = {}
     strict: dict[str, SubmissionEntry] = {}
     stopped: int | None = None
