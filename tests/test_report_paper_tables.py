@@ -116,3 +116,15 @@ def test_actions_steps_and_cost(tmp_path: Path) -> None:
     assert steps is not None and steps.rows[0][1:5] == ["2", "2.50", "2.5", "3"]
     cost = paper_tables.cost_per_instance([run])
     assert cost is not None and cost.rows[0][1:] == ["10", "0.0200", "1000", "100", "0.2000"]
+
+
+def test_lite_runs_get_both_feature_rows_but_no_agentic_tables(tmp_path: Path) -> None:
+    run = scripted_run(tmp_path)
+    lite = RunData(**{**vars(run), "config": {"benchmark": "spider2-lite"}})
+    found = {s.title: s for s in paper_tables.sections([lite])}
+    assert not any(t.startswith(("Table 3", "Table 8")) for t in found)
+    nested = found["Table 7: nested columns: success rate (%) with / without"]
+    assert nested.rows == [
+        ["with nested columns", "50.00 (n=2)"],
+        ["without nested columns", "37.50 (n=8)"],
+    ]
