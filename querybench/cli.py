@@ -394,11 +394,8 @@ def eval_spider2(
     Example: `querybench eval spider2 --predictions
     $QUERYBENCH_DATA/spider2/spider2/evaluation_suite/example_submission_folder`
     """
-    from querybench.evaluation.spider2_agentic import (
-        denominators,
-        engine_runner,
-        evaluate_spider2_agentic,
-    )
+    from querybench.evaluation.spider2_agentic import engine_runner
+    from querybench.evaluation.spider2_agentic_eval import denominators, evaluate_spider2_agentic
     from querybench.tasks import load_tasks
     from querybench.tasks.spider2_agentic import gold_dir as default_gold
 

@@ -20,7 +20,11 @@ from querybench.data import data_root
 from querybench.engines import connect
 from querybench.engines.base import Result
 from querybench.evaluation.record import InstanceResult
-from querybench.evaluation.spider2_agentic import denominators, evaluate_spider2_agentic, has_gold
+from querybench.evaluation.spider2_agentic_eval import (
+    denominators,
+    evaluate_spider2_agentic,
+    has_gold,
+)
 from querybench.tasks import load_tasks
 from querybench.tasks.model import GoldRef, Task
 from querybench.tasks.spider2_agentic import checks

@@ -193,7 +193,8 @@ def _score_agentic(
 ) -> list[InstanceResult]:
     """Agentic Spider 2.0: `RUNDIR/submission/` in the official layout (the lines the agent
     runs left, in task order), scored by `eval spider2` over the run's tasks."""
-    from querybench.evaluation.spider2_agentic import engine_runner, evaluate_spider2_agentic
+    from querybench.evaluation.spider2_agentic import engine_runner
+    from querybench.evaluation.spider2_agentic_eval import evaluate_spider2_agentic
     from querybench.tasks import load_tasks
     from querybench.tasks.spider2_agentic import gold_dir
 
