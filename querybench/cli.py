@@ -32,7 +32,8 @@ eval_app = typer.Typer(
         "--db-dir database/\n\n"
         "    querybench eval bird --questions dev.json --predictions predict_dev.json "
         "--db-dir dev_databases/\n\n"
-        "    querybench eval spider2-dbt --predictions RUNDIR/predictions"
+        "    querybench eval spider2-dbt --predictions RUNDIR/predictions\n\n"
+        "    querybench eval spider2 --predictions RUNDIR/submission"
     ),
     no_args_is_help=True,
     rich_markup_mode="markdown",
@@ -582,6 +583,77 @@ def eval_spider2_dbt(
         f"(official {kept['official_score']:.4f}, strict {kept['strict_score']:.4f}); "
         f"every task: {sum(r.score == 1.0 for r in results)}/{len(results)}"
     )
+
+
+@eval_app.command("spider2")
+def eval_spider2(
+    predictions: Annotated[
+        Path,
+        typer.Option(help="Submission folder: results_metadata.jsonl and one folder per instance."),
+    ],
+    gold_dir: Annotated[
+        Path | None,
+        typer.Option(help="Gold folder `<instance_id>/<file>` (with spider2_eval.jsonl)."),
+    ] = None,
+    scoring: Annotated[
+        str, typer.Option(help="Which score is `score`: official or strict (both reported).")
+    ] = "official",
+    data_dir: Annotated[
+        Path | None, typer.Option(help="Data root holding spider2/spider2 (tasks, gold).")
+    ] = None,
+    workers: Workers = 2,
+    timeout: Annotated[float, typer.Option(help="Seconds per query of a .sql answer.")] = 120.0,
+    output: Output = None,
+) -> None:
+    """Score an agentic Spider 2.0 submission (the official layout), official and strict, over
+    all 632 tasks, the DBT part and the tasks whose gold is here.
+
+    Example: `querybench eval spider2 --predictions
+    $QUERYBENCH_DATA/spider2/spider2/evaluation_suite/example_submission_folder`
+    """
+    from querybench.evaluation.spider2_agentic import engine_runner
+    from querybench.evaluation.spider2_agentic_eval import denominators, evaluate_spider2_agentic
+    from querybench.tasks import load_tasks
+    from querybench.tasks.spider2_agentic import gold_dir as default_gold
+
+    if scoring not in ("official", "strict"):
+        _fail(f"--scoring must be official or strict, not {scoring!r}")
+    if not predictions.is_dir():
+        _fail(f"--predictions {predictions} is not a folder (the official submission layout)")
+    root = data_dir or data_root()
+    config = (gold_dir / "spider2_eval.jsonl") if gold_dir is not None else None
+    try:
+        tasks = load_tasks("spider2", data_dir=root)
+        if config is not None and config.is_file():
+            from querybench.tasks.spider2_agentic import with_eval_config
+
+            tasks = with_eval_config(tasks, config)
+    except QuerybenchError as exc:
+        _fail(str(exc))
+    gold = gold_dir or default_gold(root / "spider2")
+    evaluation = _run(
+        "scoring spider2",
+        len(tasks),
+        lambda advance: [
+            evaluate_spider2_agentic(
+                tasks,
+                predictions,
+                gold,
+                scoring=scoring,
+                run_sql=engine_runner(root, timeout),
+                workers=workers,
+                on_result=advance,
+            )
+        ],
+    )[0]
+    for warning in evaluation.warnings:
+        console.print(f"[yellow]warning:[/yellow] {escape(warning)}")
+    _finish(evaluation.results, output, f"spider2 (agentic, score = {scoring})")
+    for part in denominators(evaluation.results):
+        out_console.print(
+            f"{part.name}: {part.correct}/{part.n} (official {part.official:.4f}, "
+            f"strict {part.strict:.4f})"
+        )
 
 
 def main() -> None:

@@ -40,7 +40,10 @@ class Source:
     sha256: str | None
     unpack_to: str  # folder under the data dir
     strip: str = ""  # leading archive folder dropped while unpacking ("Spider2-main")
+    only_stripped: bool = False  # unpack only the members under `strip` (one folder of a repo)
 
+
+AGENTIC_COMMIT = "db1d8e1b4c054b8f36d72e118ec2ef62e2f2b9ac"
 
 _SPIDER2_REPO = Source(
     "Spider2-main.zip",
@@ -63,6 +66,18 @@ SOURCES: dict[str, tuple[Source, ...]] = {
         ),
     ),
     "spider2-snow": (_SPIDER2_REPO,),
+    # The agentic setting's folder, removed upstream on 2025-05-22: the repository at the last
+    # commit that has it, only that folder unpacked.
+    "spider2": (
+        Source(
+            "Spider2-db1d8e1b.zip",
+            f"https://github.com/xlang-ai/Spider2/archive/{AGENTIC_COMMIT}.zip",
+            None,
+            "spider2/spider2",
+            strip=f"Spider2-{AGENTIC_COMMIT}/spider2",
+            only_stripped=True,
+        ),
+    ),
     "spider2-dbt": (
         _SPIDER2_REPO,
         # spider2-dbt/README.md: DBT_start_db.zip and dbt_gold.zip (Google Drive)
@@ -135,7 +150,7 @@ def fetch(
                 retries=retries,
             )
             folder = to / source.unpack_to
-            unpack(archive, folder, strip=source.strip)
+            unpack(archive, folder, strip=source.strip, only_stripped=source.only_stripped)
             folders.append(folder)
     return folders
 
@@ -223,8 +238,9 @@ def file_sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def unpack(archive: Path, folder: Path, *, strip: str = "") -> None:
-    """Unpack a zip or tar archive into `folder`, dropping the leading `strip` folder.
+def unpack(archive: Path, folder: Path, *, strip: str = "", only_stripped: bool = False) -> None:
+    """Unpack a zip or tar archive into `folder`, dropping the leading `strip` folder (and,
+    with `only_stripped`, every member outside it).
 
     Members that would land outside `folder` (absolute paths, `..`) are refused.
     """
@@ -232,7 +248,7 @@ def unpack(archive: Path, folder: Path, *, strip: str = "") -> None:
     if zipfile.is_zipfile(archive):
         with zipfile.ZipFile(archive) as zf:
             for info in zf.infolist():
-                target = _member_target(folder, info.filename, strip, archive)
+                target = _member_target(folder, info.filename, strip, archive, only_stripped)
                 if target is None:
                     continue
                 if info.is_dir():
@@ -245,7 +261,7 @@ def unpack(archive: Path, folder: Path, *, strip: str = "") -> None:
     if tarfile.is_tarfile(archive):
         with tarfile.open(archive) as tf:
             for member in tf.getmembers():
-                target = _member_target(folder, member.name, strip, archive)
+                target = _member_target(folder, member.name, strip, archive, only_stripped)
                 if target is None or not (member.isfile() or member.isdir()):
                     continue
                 if member.isdir():
@@ -260,11 +276,15 @@ def unpack(archive: Path, folder: Path, *, strip: str = "") -> None:
     raise FetchError(f"{archive} is neither a zip nor a tar archive (an HTML error page?)")
 
 
-def _member_target(folder: Path, name: str, strip: str, archive: Path) -> Path | None:
+def _member_target(
+    folder: Path, name: str, strip: str, archive: Path, only_stripped: bool = False
+) -> Path | None:
     parts = PurePosixPath(name).parts
     prefix = PurePosixPath(strip).parts if strip else ()
     if prefix and parts[: len(prefix)] == prefix:
         parts = parts[len(prefix) :]
+    elif only_stripped:
+        return None
     if not parts:
         return None
     if PurePosixPath(name).is_absolute() or ".." in parts:

@@ -49,6 +49,10 @@ CASES: list[tuple[dict[str, list[Any]], dict[str, list[Any]], list[int], bool, i
     ({"l": [[1, 2], [3, 4]]}, {"l": [[1, 2], [3, 4]]}, [], False, 0, 1),
     ({"l": [[1, 2], [3, 4]]}, {"l": [[1, 2], [3, 5]]}, [], False, 0, 0),
     ({"s": [{"a": 1}]}, {"s": [{"a": 1.001}]}, [], False, 0, 1),
+    # an array cell (a DuckDB LIST) met before the matching column raises officially (`!=` gives
+    # an array): the whole table fails; met after it, it is never compared
+    ({"a": [1, 2]}, {"l": [np.array([1, 2]), np.array([3])], "a": [1, 2]}, [], False, 0, 1),
+    ({"a": [1, 2]}, {"a": [1, 2], "l": [np.array([1, 2]), np.array([3])]}, [], False, 1, 1),
     # empty tables
     ({"a": []}, {"a": []}, [], True, 1, 1),
 ]

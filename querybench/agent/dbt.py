@@ -77,7 +77,11 @@ def _under_system_dirs(path: Path) -> bool:
 
 
 def is_dbt_task(task: Task) -> bool:
-    return task.benchmark == "spider2-dbt" or "project_dir" in task.extra
+    return (
+        task.benchmark == "spider2-dbt"
+        or "project_dir" in task.extra
+        or task.extra.get("type") == "DBT"
+    )
 
 
 def source_database(task: Task, data_dir: Path) -> Path | None:

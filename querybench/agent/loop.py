@@ -2,7 +2,8 @@
 Thought/Action parsed from the reply) or native tool calls (`agent/tool_calls.py`).
 
 * at most `max_steps` model replies (30);
-* the same reply three times in a row ends the run (the agent is stuck);
+* the same action three times in a row ends the run (the agent is stuck; replies that differ
+  only in their thought count as the same);
 * each action is limited to `action_timeout` seconds (120), enforced by the engine for SQL and
   by the sandbox for shell commands;
 * observations longer than `max_observation_chars` are cut (the cut text is what the model saw
@@ -221,11 +222,13 @@ async def run_agent(
             dropped_steps=dropped,
         )
         result.steps.append(step)
-        replies.append(reply.strip())
+        read = driver.read(completion)
+        # The paper's rule: the same action three times in a row (an unreadable reply by its text).
+        acted = to_json(read.action) if read.action is not None else None
+        replies.append(repr(acted) if acted is not None else reply.strip())
         if len(replies) >= config.repeat_limit and len(set(replies[-config.repeat_limit :])) == 1:
             result.status = "repeated"
             break
-        read = driver.read(completion)
         step.thought = read.thought
         observation = read.error
         if read.action is not None:

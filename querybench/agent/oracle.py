@@ -1,19 +1,25 @@
 """The oracles for the agent: drive the text protocol (`AgentOracle`) or native tool calls
-(`ToolCallOracle`) with the task's gold SQL.
+(`ToolCallOracle`) with the task's gold, through the actions a model would use.
 
-The first reply runs the gold query and saves the result; every later reply terminates with that
-file. A run with it scores 100% exactly when the agent's parsing, workspace, final-SQL choice and
+* A task with gold SQL: the first reply runs it and saves the result (`ExecuteSQL`), the next
+  terminates with that file.
+* An agentic Spider 2.0 (`spider2`) task without gold SQL: the gold table(s) are written with
+  `CreateFile` (a `files` task writes each of them), then `Terminate` names them; a task whose
+  gold is text only terminates with the first gold string or number.
+
+A run with it scores 100% exactly when the agent's parsing, workspace, answer recording and
 the scoring pipeline are right.
 """
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from querybench.agent.protocol import format_action
 from querybench.context.tokens import count_tokens
-from querybench.models.base import ChatRequest, Completion, Usage
+from querybench.models.base import ChatRequest, Completion, ModelError, Usage
 from querybench.models.labelled import OracleModel
 from querybench.models.tools import ToolCall
 
@@ -21,21 +27,58 @@ if TYPE_CHECKING:
     from querybench.tasks.model import Task
 
 RESULT = "result.csv"
+Step = tuple[str, dict[str, Any]]
+
+
+def oracle_plan(task: Task | None, oracle: OracleModel) -> list[Step]:
+    """The actions, in order, that reproduce the task's gold."""
+    if task is not None and task.benchmark == "spider2" and not task.gold.sql:
+        return _agentic_plan(task)
+    return [
+        ("ExecuteSQL", {"sql_query": oracle.answer(task), "is_save": True, "save_path": RESULT}),
+        ("Terminate", {"output": RESULT}),
+    ]
+
+
+def _agentic_plan(task: Task) -> list[Step]:
+    checks = task.gold.eval_params.get("evaluation", [])
+    folder = {Path(p).name: Path(p) for p in task.gold.result_files}
+    for check in checks:
+        func, gold = check["func"], check["parameters"].get("gold")
+        names = [gold] if isinstance(gold, str) else gold if isinstance(gold, list) else []
+        if func == "table_match" and names and names[0] in folder:
+            text = folder[names[0]].read_text(encoding="utf-8")
+            return [_write(task, RESULT, text), ("Terminate", {"output": RESULT})]
+        if func == "tables_match" and names and all(n in folder for n in names):
+            writes = [_write(task, n, folder[n].read_text(encoding="utf-8")) for n in names]
+            return [*writes, ("Terminate", {"output": ", ".join(names)})]
+    for check in checks:
+        gold = check["parameters"].get("gold")
+        if check["func"] in ("string_match", "number_match") and gold not in (None, []):
+            first = gold[0] if isinstance(gold, list) else gold
+            return [("Terminate", {"output": str(first)})]
+    raise ModelError(f"oracle: no gold here for {task.instance_id}")
+
+
+def _write(task: Task, name: str, text: str) -> Step:
+    """`EditFile` over an answer template the task folder already holds, else `CreateFile`."""
+    example = task.extra.get("example_dir")
+    exists = bool(example) and (Path(str(example)) / name).is_file()
+    return ("EditFile" if exists else "CreateFile", {"filepath": name, "code": text})
+
+
+def _step(request: ChatRequest, task: Task | None, oracle: OracleModel) -> Step:
+    plan = oracle_plan(task, oracle)
+    done = sum(m.role == "assistant" for m in request.messages)
+    return plan[min(done, len(plan) - 1)]
 
 
 class AgentOracle(OracleModel):
     name = "oracle"
 
     async def complete(self, request: ChatRequest, task: Task | None = None) -> Completion:
-        acted = any(m.role == "assistant" for m in request.messages)
-        if acted:
-            action = format_action("Terminate", output=RESULT)
-            text = f"Thought: The result is saved.\nAction: {action}"
-        else:
-            action = format_action(
-                "ExecuteSQL", sql_query=self.answer(task), is_save=True, save_path=RESULT
-            )
-            text = f"Thought: I know the query.\nAction: {action}"
+        name, arguments = _step(request, task, self)
+        text = f"Thought: I know the answer.\nAction: {format_action(name, **arguments)}"
         usage = Usage(sum(count_tokens(m.text) for m in request.messages), count_tokens(text))
         return Completion(text=text, usage=usage, cost=0.0, finish_reason="stop")
 
@@ -44,13 +87,7 @@ class ToolCallOracle(OracleModel):
     name = "oracle"
 
     async def complete(self, request: ChatRequest, task: Task | None = None) -> Completion:
-        acted = any(m.role == "assistant" for m in request.messages)
-        arguments: dict[str, Any]
-        if acted:
-            name, arguments = "Terminate", {"output": RESULT}
-        else:
-            name = "ExecuteSQL"
-            arguments = {"sql_query": self.answer(task), "is_save": True, "save_path": RESULT}
+        name, arguments = _step(request, task, self)
         raw = json.dumps(arguments, ensure_ascii=False)
         call = ToolCall(f"call_{len(request.messages)}", name, raw, arguments)
         usage = Usage(sum(count_tokens(m.text) for m in request.messages), count_tokens(raw))

@@ -39,7 +39,7 @@ def fetch_command(
     benchmark: Annotated[
         str,
         typer.Argument(
-            help="spider2-lite, spider2-snow, spider2-dbt, bird, bird-mini-dev, spider1."
+            help="spider2-lite, spider2-snow, spider2-dbt, spider2, bird, bird-mini-dev, spider1."
         ),
     ],
     to: Annotated[

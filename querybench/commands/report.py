@@ -40,13 +40,16 @@ def report(
 ) -> None:
     """Compare runs: overall (all tasks and submitted only; official / strict for Spider 2.0),
     by difficulty, engine and task feature, errors, pass@k, tokens, cost and time, and the
-    instances that flip between runs or between the two scorings. With `--html`: plots
+    instances that flip between runs or between the two scorings; for Spider 2.0 runs the
+    paper's tables (Table 3 by difficulty, Table 8 by database type, by answer type, Tables 5-7
+    with / without DBT, documentation and nested columns, actions per turn, steps per task and
+    Table 19 cost per instance). With `--html`: plots
     (matplotlib), and per instance the question, SQL and result diffs against the gold and the
     error category; agent runs also get a trajectory viewer, `<run>.trajectories.html`.
 
     Example: `querybench report runs/oracle runs/zero-shot --html report.html`
     """
-    from querybench.report import compare, render
+    from querybench.report import compare, paper_tables, render
     from querybench.report.runs import load_run, unique_names
     from querybench.report.trajectories import trajectory_page
 
@@ -62,7 +65,7 @@ def report(
         err.print(f"[red]error:[/red] {exc}")
         raise typer.Exit(2) from exc
     loaded = unique_names(loaded)
-    sections = compare.sections(loaded)
+    sections = compare.sections(loaded) + paper_tables.sections(loaded)
     title = "querybench report: " + ", ".join(run.label for run in loaded)
     if markdown:
         typer.echo(render.markdown(sections, title))

@@ -68,14 +68,19 @@ def list_tasks(
             typer.echo(json.dumps(task_to_json(task), ensure_ascii=False))
         return
     table = Table(title=f"{benchmark}: {len(tasks)} tasks")
-    for column in ("id", "db", "engine", "difficulty", "features", "question"):
+    # The agentic setting also names each task's type and answer type (see tasks/spider2_agentic).
+    typed = any("answer_type" in t.extra for t in tasks)
+    columns = ("id", "db", "engine", *(("type", "answer") if typed else ()), "difficulty")
+    for column in (*columns, "features", "question"):
         table.add_column(column, overflow="fold" if column == "question" else "ellipsis")
     for task in tasks:
         question = task.question if len(task.question) <= 80 else task.question[:77] + "..."
+        kinds = (str(task.extra.get("type", "")), str(task.extra.get("answer_type", "")))
         table.add_row(
             task.instance_id,
             task.db,
             task.engine,
+            *(kinds if typed else ()),
             task.difficulty or "",
             ",".join(task.features),
             question,
@@ -84,6 +89,10 @@ def list_tasks(
     console.print(table)
     by_difficulty = Counter(t.difficulty or "unknown" for t in tasks)
     console.print(", ".join(f"{k}: {v}" for k, v in sorted(by_difficulty.items())))
+    if typed:
+        for field in ("type", "answer_type"):
+            counts = Counter(str(t.extra.get(field, "unknown")) for t in tasks)
+            console.print(f"{field}: " + ", ".join(f"{k}: {v}" for k, v in counts.most_common()))
 
 
 @tasks_app.command("show")

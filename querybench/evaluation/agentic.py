@@ -91,8 +91,9 @@ MATCHERS: Mapping[str, _Matcher] = {
 }
 
 
-def parse_evaluation(evaluation: object) -> tuple[AgenticCheck, ...]:
-    """The `evaluation` field of one config line (an entry or a list of entries), checked."""
+def parse_evaluation(evaluation: object, *, check: bool = True) -> tuple[AgenticCheck, ...]:
+    """The `evaluation` field of one config line (an entry or a list of entries), checked
+    (with `check=False` only its shape: a func name and a parameters object)."""
     entries = evaluation if isinstance(evaluation, list) else [evaluation]
     if not entries:
         raise DataError("empty evaluation list")
@@ -103,7 +104,8 @@ def parse_evaluation(evaluation: object) -> tuple[AgenticCheck, ...]:
         parameters = entry.get("parameters", {})
         if not isinstance(parameters, Mapping):
             raise DataError(f"parameters of {entry['func']} is not an object: {parameters!r}")
-        check_parameters(entry["func"], parameters)
+        if check:
+            check_parameters(entry["func"], parameters)
         checks.append(AgenticCheck(entry["func"], dict(parameters)))
     return tuple(checks)
 

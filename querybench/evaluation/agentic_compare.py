@@ -1,8 +1,9 @@
 """How one predicted table is compared with one gold table by the Spider 2.0 agentic / DBT scorer.
 
 `official_compare` reproduces the official `compare_pandas_table` of the DBT `eval_utils`
-(tolerance 1e-2, a failing cell comparison counts as "no match"); the older agentic copy in
-`spider2/evaluation_suite` differs only in using 1e-3, which callers pass as `tolerance`.
+(tolerance 1e-2; a raising comparison fails as a whole, as the driver scores it 0); the agentic
+copy in `spider2/evaluation_suite` is the same at db1d8e1b (an older revision used 1e-3, which
+callers can pass as `tolerance`).
 `strict_compare` fixes its flaws (see its docstring). Both return `None` on a match, else a short
 reason. The official semantics are defined on pandas objects (`.transpose().values.tolist()`,
 `pd.isna`), so pandas is used here on purpose.
@@ -55,33 +56,35 @@ def _official_sort_key(cell: Any) -> tuple[bool, str, bool]:
 
 def _official_cells_match(gold: Any, pred: Any, tolerance: float) -> bool:
     # Deliberately the official operations on whatever the vectors hold (pandas NA, arrays,
-    # a bare cell when `iloc` returned a Series): any exception means "no match".
-    try:
-        if len(gold) != len(pred):
-            return False
-        for a, b in zip(gold, pred, strict=False):
-            if pd.isna(a) and pd.isna(b):
-                continue
-            if isinstance(a, int | float) and isinstance(b, int | float):
-                if not math.isclose(float(a), float(b), abs_tol=tolerance):
-                    return False
-            elif a != b:
-                return False
-        return True
-    except Exception:
+    # a bare cell when `iloc` returned a Series); an exception propagates, as officially.
+    if len(gold) != len(pred):
         return False
+    for a, b in zip(gold, pred, strict=False):
+        if pd.isna(a) and pd.isna(b):
+            continue
+        if isinstance(a, int | float) and isinstance(b, int | float):
+            if not math.isclose(float(a), float(b), abs_tol=tolerance):
+                return False
+        elif a != b:
+            return False
+    return True
 
 
-_UNSORTABLE = object()
+class _Sorted:
+    """Each vector sorted on first use, as the official sorts it inside every comparison (a
+    vector that cannot be sorted raises only when it is reached)."""
 
+    def __init__(self, vectors: list[Any], ignore_order: bool) -> None:
+        self.vectors = vectors
+        self.ignore_order = ignore_order
+        self._done: dict[int, Any] = {}
 
-def _official_prepare(vector: Any, ignore_order: bool) -> Any:
-    if not ignore_order:
-        return vector
-    try:
-        return sorted(vector, key=_official_sort_key)
-    except Exception:
-        return _UNSORTABLE
+    def __getitem__(self, index: int) -> Any:
+        if not self.ignore_order:
+            return self.vectors[index]
+        if index not in self._done:
+            self._done[index] = sorted(self.vectors[index], key=_official_sort_key)
+        return self._done[index]
 
 
 def _label(frame: pd.DataFrame | pd.Series[Any], index: int) -> str:
@@ -107,7 +110,9 @@ def official_compare(
       columns share one dtype first (ints turn into floats next to a float column).
     * With `ignore_order` each vector is sorted on its own by `(is None, str(x), is number)`.
     * Cells match when both are missing (`pd.isna`), when both are int/float (bools included)
-      within `math.isclose(abs_tol=tolerance)`, or when `==`; an exception is a mismatch.
+      within `math.isclose(abs_tol=tolerance)` (its default `rel_tol` kept), or when `==`; an
+      exception anywhere (a LIST cell met before the matching column, say) fails the whole
+      comparison, as the official driver scores the raising call 0.
     * Extra predicted columns are ignored and one predicted column may serve several gold ones.
 
     Raises whatever `iloc` raises for a bad `condition_cols`: that is a gold problem.
@@ -115,14 +120,22 @@ def official_compare(
     selector = list(condition_cols) if isinstance(condition_cols, tuple) else condition_cols
     selected: pd.DataFrame | pd.Series[Any] = gold if selector == [] else gold.iloc[:, selector]
     order = bool(ignore_order)
-    gold_vectors = [_official_prepare(v, order) for v in selected.transpose().values.tolist()]
-    pred_vectors = [_official_prepare(v, order) for v in pred.transpose().values.tolist()]
-    for index, gold_vector in enumerate(gold_vectors):
-        if gold_vector is _UNSORTABLE or not any(
-            p is not _UNSORTABLE and _official_cells_match(gold_vector, p, tolerance)
-            for p in pred_vectors
-        ):
-            return f"gold column {_label(selected, index)} matches no predicted column"
+    golds = _Sorted(selected.transpose().values.tolist(), order)
+    preds = _Sorted(pred.transpose().values.tolist(), order)
+    first_miss = None
+    try:
+        # Every gold column is looked at (officially the loop goes on after a miss, and a later
+        # column can still raise); the pred columns in order, up to the first match.
+        for index in range(len(golds.vectors)):
+            if not any(
+                _official_cells_match(golds[index], preds[j], tolerance)
+                for j in range(len(preds.vectors))
+            ):
+                first_miss = first_miss if first_miss is not None else index
+    except Exception as exc:  # the official driver scores a raising comparison 0
+        return f"the official comparison raises {type(exc).__name__}: {exc}"
+    if first_miss is not None:
+        return f"gold column {_label(selected, first_miss)} matches no predicted column"
     return None
 
 

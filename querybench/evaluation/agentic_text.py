@@ -68,7 +68,6 @@ def string_match(pred: str, gold: object, conj: str = "or", exclude: Sequence[st
     """
     try:
         golds = _official_strings(gold)
-        conj = _check_conj(conj)
         # A bare string is iterated character by character, as the official loop does.
         excludes = _official_strings(list(exclude))
     except _GoldError as exc:
@@ -77,6 +76,10 @@ def string_match(pred: str, gold: object, conj: str = "or", exclude: Sequence[st
     for item in excludes:
         if item.lower() in text:
             return Verdict.fail(WRONG_RESULT, f"excluded text {item!r} found")
+    try:
+        conj = _check_conj(conj)  # officially checked only once no excluded text was found
+    except _GoldError as exc:
+        return _gold_error(exc)
     found = [item.lower() in text for item in golds]
     if conj == "or" and not any(found):
         return Verdict.fail(WRONG_RESULT, f"none of {len(golds)} gold string(s) found")
@@ -185,23 +188,31 @@ def number_match(
     within `10 ** -precision` of it; with `percentage` each gold value `x` is replaced by the
     pair `x, 100 * x`. `conj` combines the gold values (`or`: any, `and`: all).
     """
+    # The official order of failures: the one-number rule returns 0 before the gold, the
+    # precision (only used when there is a number to compare) or `conj` is looked at.
+    tokens = official_numbers(pred)
+    single = isinstance(gold, str | float) or (isinstance(gold, list | tuple) and len(gold) == 1)
+    if single and len(tokens) != 1:
+        return Verdict.fail(WRONG_RESULT, f"expected exactly one number, found {len(tokens)}")
     try:
-        conj = _check_conj(conj)
-        tolerance = _check_precision(precision)
-        tokens = official_numbers(pred)
-        single = isinstance(gold, str | float) or (
-            isinstance(gold, list | tuple) and len(gold) == 1
-        )
-        if single and len(tokens) != 1:
-            return Verdict.fail(WRONG_RESULT, f"expected exactly one number, found {len(tokens)}")
         values = [_official_float(token) for token in tokens]
         golds = _gold_floats(_gold_list(gold))
+        if percentage:
+            golds = [form for value in golds for form in (value, value * 100)]
+        tolerance = _official_precision(precision) if values and golds else 0.0
+        conj = _check_conj(conj)
     except _GoldError as exc:
         return _gold_error(exc)
-    if percentage:
-        golds = [form for value in golds for form in (value, value * 100)]
     hits = [any(abs(value - target) <= tolerance for value in values) for target in golds]
     return _combine(hits, golds, conj)
+
+
+def _official_precision(precision: object) -> float:
+    """`10 ** -precision` as the official computes it (a bool is an int there)."""
+    try:
+        return 10 ** (-precision)  # type: ignore[operator,no-any-return]
+    except TypeError:
+        raise _GoldError(f"precision must be a number, not {precision!r}") from None
 
 
 def _combine(hits: list[bool], golds: Sequence[float], conj: str) -> Verdict:

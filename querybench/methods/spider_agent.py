@@ -22,6 +22,7 @@ from querybench.agent.dbt import is_dbt_task, open_dbt_workspace, save_database
 from querybench.agent.loop import TEXT, AgentConfig, AgentResult, Driver, run_agent
 from querybench.agent.materials import copy_materials
 from querybench.agent.oracle import AgentOracle
+from querybench.agent.submission import copy_example, dbt_line, save_submission
 from querybench.agent.workspace import Workspace, WorkspaceOptions
 from querybench.data import data_root
 from querybench.engines import connect
@@ -66,14 +67,32 @@ class SpiderAgent:
             context_s = time.perf_counter() - start
             result = await run_agent(workspace, model, config, settings.sampling, self.driver)
             system = self.driver.system_prompt(workspace, config)
-            if is_dbt_task(task) and settings.run_dir is not None:
+            line = None
+            if task.benchmark == "spider2" and settings.run_dir is not None:
+                line = await asyncio.to_thread(_save_spider2, task, result, workspace, settings)
+            elif is_dbt_task(task) and settings.run_dir is not None:
                 folder = settings.run_dir / "predictions"
                 await asyncio.to_thread(save_database, workspace, folder)
         finally:
             await asyncio.to_thread(workspace.close)
         if settings.run_dir is not None:
             write_trajectory(settings.run_dir, task, result)
-        return _output(system, result, context_s)
+        output = _output(system, result, context_s)
+        if line is not None:
+            output.extra["submission"] = line
+        return output
+
+
+def _save_spider2(
+    task: Task, result: AgentResult, workspace: Workspace, settings: MethodSettings
+) -> dict[str, Any]:
+    """The official submission line of an agentic Spider 2.0 task; its files are copied to
+    `RUNDIR/submission/<instance_id>/` (a DBT task's answer is the database it built)."""
+    assert settings.run_dir is not None
+    folder = settings.run_dir / "submission"
+    if is_dbt_task(task):
+        return dbt_line(task, save_database(workspace, folder))
+    return save_submission(task, result.answer, workspace, folder)
 
 
 def open_workspace(task: Task, settings: MethodSettings, options: WorkspaceOptions) -> Workspace:
@@ -87,7 +106,9 @@ def open_workspace(task: Task, settings: MethodSettings, options: WorkspaceOptio
             "or for Spider 2.0 BigQuery/Snowflake tasks a built emulation)"
         )
     workspace = Workspace(task, connect(target), options)
-    if task.benchmark.startswith("spider2"):
+    if task.benchmark == "spider2":
+        copy_example(task, workspace.path)  # the agentic setting's own task folder
+    elif task.benchmark.startswith("spider2"):
         copy_materials(task, root, workspace.path)
     return workspace
 

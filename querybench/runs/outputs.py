@@ -4,6 +4,8 @@ run's results.jsonl and summary.json.
 * Spider 1.0: `pred.txt`, one SQL per line in the order of `gold.sql` (the run's tasks);
 * BIRD: `predict.json` (`{question_id: "SQL\\t----- bird -----\\tdb_id"}`) with `questions.json`;
 * Spider 2.0-DBT: `predictions/<instance_id>/<db>.duckdb`, the database each agent left;
+* agentic Spider 2.0 (`spider2`): `submission/`, the official `results_metadata.jsonl` and one
+  folder per instance (see `agent/submission.py`), scored by `eval spider2`;
 * Spider 2.0: `predictions/<instance_id>.sql`, scored in sql mode (both scorings), with the
   official result `<instance_id>.csv` beside it wherever the query ran (local SQLite, offline
   BigQuery/Snowflake emulations), so `querybench eval` scores the folder in either mode.
@@ -65,6 +67,8 @@ def write_predictions_and_score(
         return _score_bird(config, tasks, records, predict, tag, root)
     if config.benchmark == "spider2-dbt":
         return _score_dbt(config, tasks, root)
+    if config.benchmark == "spider2":
+        return _score_agentic(config, tasks, records, root)
     return _score_spider2(config, tasks, records, predict, tag, root)
 
 
@@ -184,6 +188,41 @@ def _score_dbt(config: RunConfig, tasks: list[Task], root: Path) -> list[Instanc
         dbt_gold_dir(root),
         workers=config.eval_workers,
     )
+
+
+def _score_agentic(
+    config: RunConfig, tasks: list[Task], records: dict[str, InstanceRecord], root: Path
+) -> list[InstanceResult]:
+    """Agentic Spider 2.0: `RUNDIR/submission/` in the official layout (the lines the agent
+    runs left, in task order), scored by `eval spider2` over the run's tasks."""
+    from querybench.evaluation.spider2_agentic import engine_runner
+    from querybench.evaluation.spider2_agentic_eval import evaluate_spider2_agentic
+    from querybench.tasks import load_tasks
+    from querybench.tasks.spider2_agentic import gold_dir
+
+    folder = config.out / "submission"
+    folder.mkdir(parents=True, exist_ok=True)
+    lines = [
+        record.extra["submission"]
+        for t in tasks
+        if (record := records.get(t.instance_id)) is not None
+        and record.ok
+        and isinstance(record.extra.get("submission"), dict)
+    ]
+    text = "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines)
+    (folder / "results_metadata.jsonl").write_text(text, encoding="utf-8")
+    graded = {
+        t.instance_id: t
+        for t in load_tasks("spider2", data_dir=root, path=config.task_file, with_gold=True)
+    }
+    evaluation = evaluate_spider2_agentic(
+        [graded.get(t.instance_id, t) for t in tasks],
+        folder,
+        gold_dir(root / "spider2"),
+        run_sql=engine_runner(root, config.eval_timeout),
+        workers=config.eval_workers,
+    )
+    return evaluation.results
 
 
 def with_record_errors(

@@ -21,6 +21,7 @@ BENCHMARKS = {
     "spider2-lite": "spider2",
     "spider2-snow": "spider2",
     "spider2-dbt": "spider2",
+    "spider2": "spider2",
     "bird": "bird",
     "bird-mini-dev": "bird",
     "bird-train": "bird",
@@ -62,6 +63,10 @@ def load_tasks(
         from querybench.tasks.spider2_dbt import load_spider2_dbt
 
         return load_spider2_dbt(root / "spider2-dbt", path=file, with_gold=with_gold)
+    if benchmark == "spider2":
+        from querybench.tasks.spider2_agentic import load_spider2_agentic
+
+        return load_spider2_agentic(root, path=file, with_gold=with_gold)
     if benchmark.startswith("bird"):
         from querybench.tasks.bird import load_bird
 

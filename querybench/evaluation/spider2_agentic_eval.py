@@ -1,0 +1,209 @@
+"""Spider 2.0 agentic (`spider2`): a whole submission folder scored, official and strict.
+
+Denominators: every task (a task without a line is `missing_prediction`), the DBT part (metric
+`dbt`), and the tasks whose gold is all here (metric `has_gold`). Metric `official_counted` marks
+the instances the official script itself counts (its denominator is the submitted ids only).
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+from querybench.evaluation.record import InstanceResult
+from querybench.evaluation.spider2_agentic import (
+    Answer,
+    RunSql,
+    official_verdict,
+    stopped,
+    strict_verdict,
+)
+from querybench.evaluation.spider2_submission import Submission, SubmissionEntry, read_submission
+from querybench.evaluation.verdict import (
+    BAD_PREDICTION_FILE,
+    GOLD_ERROR,
+    MISSING_PREDICTION,
+    Verdict,
+)
+from querybench.tasks.model import Task
+from querybench.tasks.spider2_agentic import TEXT_FUNCS
+
+
+def has_gold(task: Task, gold_dir: Path) -> bool:
+    """Whether every gold file the task's checks name is here (text checks need none)."""
+    checks = task.gold.eval_params.get("evaluation", [])
+    names: list[str] = []
+    for check in checks:
+        if check["func"] in TEXT_FUNCS:
+            continue
+        gold = check["parameters"].get("gold")
+        names += [gold] if isinstance(gold, str) else [g for g in gold or [] if isinstance(g, str)]
+    return bool(checks) and all((gold_dir / task.instance_id / n).is_file() for n in names)
+
+
+REFUSED_SPEC = (
+    "the submission line carries its own evaluation spec (officially it replaces the gold's, "
+    "so a submission could pass itself); refused"
+)
+
+
+def score_instance(
+    task: Task, submission: Submission, gold_dir: Path, run_sql: RunSql | None, scoring: str
+) -> InstanceResult:
+    metrics = {
+        "has_gold": float(has_gold(task, gold_dir)),
+        "dbt": float(task.extra.get("type") == "DBT"),
+        "official_counted": float(task.instance_id in submission.official and not submission.fatal),
+    }
+    official = strict = None
+    if not task.gold.eval_params.get("evaluation"):
+        official = strict = Verdict.fail(GOLD_ERROR, "no eval-config entry")
+    strict_entry = submission.strict.get(task.instance_id)
+    if strict is None and strict_entry is None:
+        official = strict = Verdict.fail(MISSING_PREDICTION, "no results_metadata.jsonl line")
+    if strict is None and strict_entry is not None and "evaluation" in strict_entry.fields:
+        official = strict = Verdict.fail(BAD_PREDICTION_FILE, REFUSED_SPEC)
+    if strict is None and strict_entry is not None:
+        with tempfile.TemporaryDirectory(prefix="qb-spider2-") as scratch:
+            official, strict = _both(
+                task, submission, strict_entry, gold_dir, run_sql, Path(scratch)
+            )
+    assert official is not None and strict is not None
+    chosen = strict if scoring == "strict" else official
+    return InstanceResult(
+        task.instance_id,
+        chosen.score,
+        chosen.error,
+        chosen.message,
+        official.score,
+        strict.score,
+        task.difficulty,
+        task.engine,
+        metrics,
+    )
+
+
+def _both(
+    task: Task,
+    submission: Submission,
+    strict_entry: SubmissionEntry,
+    gold_dir: Path,
+    run_sql: RunSql | None,
+    scratch: Path,
+) -> tuple[Verdict, Verdict]:
+    gold = gold_dir / task.instance_id
+    strict = strict_verdict(Answer(task, strict_entry, submission.folder, gold, run_sql, scratch))
+    entry = submission.official.get(task.instance_id)
+    if submission.fatal is not None:
+        official = stopped("scores nothing", submission.fatal)
+    elif entry is None:
+        official = Verdict.fail(
+            MISSING_PREDICTION,
+            f"line {strict_entry.line} is dropped by the official reader (after a bad line)",
+        )
+    else:
+        official = official_verdict(Answer(task, entry, submission.folder, gold, run_sql, scratch))
+    return official, strict
+
+
+@dataclass(frozen=True)
+class AgenticEvaluation:
+    results: list[InstanceResult]
+    warnings: tuple[str, ...]
+
+
+def evaluate_spider2_agentic(
+    tasks: Sequence[Task],
+    predictions: Path,
+    gold_dir: Path,
+    *,
+    scoring: str = "official",
+    run_sql: RunSql | None = None,
+    workers: int = 2,
+    on_result: Callable[[InstanceResult], None] | None = None,
+) -> AgenticEvaluation:
+    """Every task scored from the submission in `predictions` (one result per task, in order)."""
+    submission = read_submission(predictions)
+    warnings = list(submission.warnings)
+    known = {t.instance_id for t in tasks}
+    unknown = sorted(set(submission.strict) - known)
+    if unknown:
+        warnings.append(
+            f"{len(unknown)} submitted id(s) are no task and are ignored (officially "
+            f"silently): {', '.join(unknown[:5])}{' ...' if len(unknown) > 5 else ''}"
+        )
+    warnings += _line_warnings(submission, known)
+
+    def one(task: Task) -> InstanceResult:
+        result = score_instance(task, submission, gold_dir, run_sql, scoring)
+        if on_result is not None:
+            on_result(result)
+        return result
+
+    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+        results = list(pool.map(one, tasks))
+    return AgenticEvaluation(results, tuple(dict.fromkeys(warnings)))
+
+
+def _line_warnings(submission: Submission, known: set[str]) -> list[str]:
+    out = []
+    for entry in submission.strict.values():
+        if entry.instance_id not in known:
+            continue
+        where = f"results_metadata.jsonl:{entry.line} ({entry.instance_id})"
+        kind, pred = entry.fields.get("answer_type"), entry.fields.get("answer_or_path")
+        if "evaluation" in entry.fields:
+            out.append(f"{where}: carries its own evaluation spec; refused in both scorings")
+        if kind not in ("answer", "file", "files"):
+            out.append(f"{where}: answer_type {kind!r} is officially a silent 0")
+        elif kind == "files" and isinstance(pred, str):
+            out.append(f"{where}: files given as one string; officially read per character")
+        elif kind == "file" and isinstance(pred, str) and pred.endswith(".sql"):
+            out.append(
+                f"{where}: a .sql answer is run on the task's engine here; the official "
+                "evaluate.py runs every .sql answer on BigQuery"
+            )
+        elif kind == "answer" and not isinstance(pred, str):
+            out.append(f"{where}: a non-string answer stops the official code in pdb")
+    return out
+
+
+@dataclass(frozen=True)
+class Denominator:
+    name: str
+    n: int
+    correct: int
+    official: float
+    strict: float
+
+
+def denominators(results: Sequence[InstanceResult]) -> list[Denominator]:
+    """The honest reading: every task, the DBT part, the tasks with gold here, and the official
+    script's own denominator (the submitted ids it reads)."""
+    parts = [
+        ("every task", list(results)),
+        ("DBT tasks", [r for r in results if r.metrics.get("dbt")]),
+        ("gold here", [r for r in results if r.metrics.get("has_gold")]),
+        (
+            "official evaluate.py's own count",
+            [r for r in results if r.metrics.get("official_counted")],
+        ),
+    ]
+    out = []
+    for name, kept in parts:
+        n = len(kept)
+        official = sum(r.official_score or 0.0 for r in kept)
+        strict = sum(r.strict_score or 0.0 for r in kept)
+        out.append(
+            Denominator(
+                name,
+                n,
+                sum(r.score == 1.0 for r in kept),
+                official / n if n else 0.0,
+                strict / n if n else 0.0,
+            )
+        )
+    return out

@@ -1,0 +1,399 @@
+"""`spider2` (agentic Spider 2.0): loader, submission reading and both scorings of `eval spider2`.
+
+The quirk cases build their own gold and submission folders; the real-data tests need
+`$QUERYBENCH_DATA/spider2/spider2` (skipped with the reason when absent, failing under CI).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sqlite3
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from querybench.data import data_root
+from querybench.engines import connect
+from querybench.engines.base import Result
+from querybench.evaluation.record import InstanceResult
+from querybench.evaluation.spider2_agentic_eval import (
+    denominators,
+    evaluate_spider2_agentic,
+    has_gold,
+)
+from querybench.tasks import load_tasks
+from querybench.tasks.model import GoldRef, Task
+from querybench.tasks.spider2_agentic import checks
+from tests.conftest import require_data
+
+DATA = data_root()
+AGENTIC = DATA / "spider2" / "spider2"
+
+
+def needs_data() -> None:
+    require_data("spider2", "spider2", "examples", "spider2.jsonl")
+
+
+def make_task(instance_id: str, evaluation: Any, kind: str = "Local") -> Task:
+    return Task(
+        instance_id=instance_id,
+        benchmark="spider2",
+        question="q",
+        db="db",
+        engine="sqlite",
+        gold=GoldRef(
+            eval_params={"evaluation": checks(evaluation), "official_evaluation": evaluation}
+        ),
+        difficulty="unrated",
+        extra={"type": kind},
+    )
+
+
+class Case:
+    """A gold folder and a submission folder built in `tmp_path`."""
+
+    def __init__(self, tmp_path: Path) -> None:
+        self.gold = tmp_path / "gold"
+        self.sub = tmp_path / "sub"
+        self.gold.mkdir()
+        self.sub.mkdir()
+        self.tasks: list[Task] = []
+        self.lines: list[str] = []
+
+    def task(self, instance_id: str, evaluation: Any, **gold_files: str) -> None:
+        self.tasks.append(make_task(instance_id, evaluation))
+        folder = self.gold / instance_id
+        folder.mkdir()
+        for name, text in gold_files.items():
+            (folder / name.replace("_csv", ".csv")).write_text(text)
+
+    def submit(self, instance_id: str, kind: str, answer: Any, **files: str) -> None:
+        self.lines.append(
+            json.dumps({"instance_id": instance_id, "answer_type": kind, "answer_or_path": answer})
+        )
+        folder = self.sub / instance_id
+        folder.mkdir(exist_ok=True)
+        for name, text in files.items():
+            (folder / name.replace("_csv", ".csv").replace("_sql", ".sql")).write_text(text)
+
+    def score(self, **kwargs: Any) -> dict[str, InstanceResult]:
+        (self.sub / "results_metadata.jsonl").write_text("".join(f"{x}\n" for x in self.lines))
+        self.evaluation = evaluate_spider2_agentic(self.tasks, self.sub, self.gold, **kwargs)
+        return {r.instance_id: r for r in self.evaluation.results}
+
+
+def scores(result: InstanceResult) -> tuple[float | None, float | None]:
+    return result.official_score, result.strict_score
+
+
+NUMBER = [{"func": "number_match", "parameters": {"gold": "5"}}]
+
+
+@pytest.mark.parametrize(
+    ("params", "answer", "official", "strict"),
+    [
+        ({"gold": "5"}, "-5", 1.0, 0.0),  # the minus sign is not read
+        ({"gold": "0.25"}, "25%", 1.0, 1.0),  # X% reads X/100
+        ({"gold": 10.79, "percentage": True}, "10.79%", 0.0, 1.0),  # gold x 100, never / 100
+        ({"gold": 0.1079, "percentage": True}, "10.79", 1.0, 1.0),
+        ({"gold": 1106}, "1106 of 2000 rows in 3 tables", 1.0, 0.0),  # int gold: many numbers ok
+        ({"gold": "1106"}, "1106 of 2000 rows", 0.0, 0.0),  # string gold: exactly one number
+        ({"gold": [1106]}, "1106 of 2000 rows", 0.0, 0.0),  # one-item list: exactly one
+        ({"gold": "5", "precision": True}, "5.09", 1.0, 0.0),  # a bool precision is 10 ** -1
+    ],
+)
+def test_number_answers(
+    tmp_path: Path, params: dict[str, Any], answer: str, official: float, strict: float
+) -> None:
+    case = Case(tmp_path)
+    case.task("local1", [{"func": "number_match", "parameters": params}])
+    case.submit("local1", "answer", answer)
+    assert scores(case.score()["local1"]) == (official, strict)
+
+
+@pytest.mark.parametrize(
+    ("params", "answer", "official", "strict"),
+    [
+        ({"gold": ["MO"]}, "more or less", 1.0, 0.0),  # substring, case-insensitive
+        ({"gold": ["Paris"], "exclude": ["Lyon"]}, "Paris, not Lyon", 0.0, 0.0),  # exclude first
+        ({"gold": ["a"], "exclude": ["x"], "conj": "xor"}, "x", 0.0, 0.0),  # 0 before conj check
+    ],
+)
+def test_string_answers(
+    tmp_path: Path, params: dict[str, Any], answer: str, official: float, strict: float
+) -> None:
+    case = Case(tmp_path)
+    case.task("local1", [{"func": "string_match", "parameters": params}])
+    case.submit("local1", "answer", answer)
+    result = case.score()["local1"]
+    assert scores(result) == (official, strict)
+    assert result.error != "scorer_error"
+
+
+def test_best_of_text_checks_and_pdb_stops(tmp_path: Path) -> None:
+    case = Case(tmp_path)
+    both = [
+        {"func": "string_match", "parameters": {"gold": ["Ronaldo"]}},
+        {"func": "number_match", "parameters": {"gold": "7"}},
+    ]
+    case.task("local1", both)
+    case.submit("local1", "answer", "Cristiano Ronaldo")
+    case.task("local2", NUMBER)
+    case.submit("local2", "answer", 5)  # a JSON number: `regex.findall` of a non-string
+    case.task("local3", [{"func": "number_match", "parameters": {"gold": "5", "exclude": []}}])
+    case.submit("local3", "answer", "5")  # a parameter the matcher does not take
+    case.task("local4", [{"func": "string_match", "parameters": {"gold": ["a"], "conj": "xor"}}])
+    case.submit("local4", "answer", "a")  # invalid conj raises once no exclude hit
+    results = case.score()
+    assert scores(results["local1"]) == (1.0, 1.0)
+    for instance_id in ("local2", "local3", "local4"):
+        result = results[instance_id]
+        assert result.official_score == 0.0
+        assert result.error == "scorer_error"
+        assert "pdb" in (result.message or "")
+    assert results["local3"].strict_score == 0.0
+
+
+GOLD_AB = "name,value\na,1\nb,2\n"
+
+
+def test_tables_and_their_quirks(tmp_path: Path) -> None:
+    case = Case(tmp_path)
+    one = {"func": "table_match", "parameters": {"gold": "result.csv", "ignore_order": True}}
+    case.task("local1", [one], result_csv="x,y\n0,1\n")
+    case.submit("local1", "file", "result.csv", result_csv="x,y\n,1\n")  # NULL is not 0 here
+    case.task("local2", [one], result_csv="x\n1000000000000\n")
+    case.submit("local2", "file", "result.csv", result_csv="x\n1000000000500\n")  # rel_tol 1e-9
+    # Two table_match checks: the last one stands officially, either passes strictly.
+    second = {"func": "table_match", "parameters": {"gold": "other.csv"}}
+    case.task("local3", [one, second], result_csv=GOLD_AB, other_csv="name\nz\n")
+    case.submit("local3", "file", "result.csv", result_csv=GOLD_AB)
+    # Several gold tables: a list ignore_order is used for its truthiness ([false, false]).
+    multi = {
+        "func": "table_match",
+        "parameters": {"gold": ["a.csv", "b.csv"], "ignore_order": [False, False]},
+    }
+    case.task("local4", [multi], a_csv=GOLD_AB, b_csv="name\nq\n")
+    case.submit("local4", "file", "result.csv", result_csv="name,value\nb,2\na,1\n")
+    # A text answer for a table-only gold scores 0, no error.
+    case.task("local5", [one], result_csv=GOLD_AB)
+    case.submit("local5", "answer", "a 1 b 2")
+    results = case.score()
+    assert scores(results["local1"]) == (0.0, 0.0)
+    assert scores(results["local2"]) == (1.0, 1.0)
+    assert scores(results["local3"]) == (0.0, 1.0)
+    assert scores(results["local4"]) == (1.0, 0.0)
+    assert scores(results["local5"]) == (0.0, 0.0)
+    assert results["local5"].error == "wrong_result"
+
+
+def test_files_answers(tmp_path: Path) -> None:
+    spec = {
+        "func": "tables_match",
+        "parameters": {"gold": ["a.csv", "b.csv"], "condition_cols": [[], []]},
+    }
+    case = Case(tmp_path)
+    case.task("pg1", spec, a_csv=GOLD_AB, b_csv="k\n1\n")
+    case.submit("pg1", "files", ["a.csv", "b.csv"], a_csv=GOLD_AB, b_csv="k\n1\n")
+    case.task("pg2", spec, a_csv=GOLD_AB, b_csv="k\n1\n")
+    case.submit("pg2", "files", "ab", a_csv=GOLD_AB, b_csv="k\n1\n")  # read per character
+    case.task("pg3", [spec], a_csv=GOLD_AB, b_csv="k\n1\n")  # a list-valued spec crashes
+    case.submit("pg3", "files", ["a.csv", "b.csv"], a_csv=GOLD_AB, b_csv="k\n1\n")
+    results = case.score()
+    assert scores(results["pg1"]) == (1.0, 1.0)
+    assert results["pg2"].official_score == 0.0
+    assert results["pg3"].official_score == 0.0
+    assert results["pg3"].error == "scorer_error"
+    assert results["pg3"].strict_score == 1.0
+    assert any("per character" in w for w in case.evaluation.warnings)
+
+
+def test_reader_stops_at_a_bad_line_and_refuses_own_specs(tmp_path: Path) -> None:
+    case = Case(tmp_path)
+    for instance_id in ("local1", "local2", "local3", "local4"):
+        case.task(instance_id, NUMBER)
+    case.submit("local1", "answer", "5")
+    case.lines.append("{not json")
+    case.submit("local2", "answer", "5")  # dropped by the official reader
+    always = {"func": "string_match", "parameters": {"gold": [""]}}
+    case.lines.append(
+        json.dumps(
+            {"instance_id": "local3", "answer_type": "answer", "answer_or_path": "x"}
+            | {"evaluation": always}
+        )
+    )
+    case.submit("local4", "answer", "4")
+    case.submit("local4", "answer", "5")  # the last line of an id counts
+    results = case.score()
+    assert scores(results["local1"]) == (1.0, 1.0)
+    assert scores(results["local2"]) == (0.0, 1.0)
+    assert results["local2"].error == "missing_prediction"
+    assert scores(results["local3"]) == (0.0, 0.0)
+    assert "own evaluation spec" in (results["local3"].message or "")
+    assert results["local4"].strict_score == 1.0
+    warnings = " ".join(case.evaluation.warnings)
+    assert "silently drops" in warnings and "given again" in warnings
+    counted = {d.name: d for d in denominators(case.evaluation.results)}
+    assert counted["every task"].n == 4
+    assert counted["official evaluate.py's own count"].n == 1  # only local1 is read
+
+
+def test_paths_outside_the_submission_are_refused(tmp_path: Path) -> None:
+    case = Case(tmp_path)
+    spec = [{"func": "table_match", "parameters": {"gold": "result.csv"}}]
+    case.task("local1", spec, result_csv=GOLD_AB)
+    case.submit("local1", "file", str(case.gold / "local1" / "result.csv"))
+    result = case.score()["local1"]
+    assert scores(result) == (0.0, 0.0)
+    assert "leaves the submission folder" in (result.message or "")
+
+
+def test_sql_answers_run_on_the_task_engine(tmp_path: Path) -> None:
+    database = tmp_path / "db.sqlite"
+    with sqlite3.connect(database) as con:
+        con.execute("CREATE TABLE t (name TEXT, value INT)")
+        con.executemany("INSERT INTO t VALUES (?, ?)", [("a", 1), ("b", 2)])
+
+    def run(task: Task, sql: str) -> Result:
+        with connect(database) as engine:
+            return engine.execute(sql)
+
+    case = Case(tmp_path)
+    spec = [{"func": "table_match", "parameters": {"gold": "result.csv"}}]
+    case.task("local1", spec, result_csv=GOLD_AB)
+    case.submit("local1", "file", "q.sql", q_sql="SELECT name, value FROM t ORDER BY name")
+    case.task("local2", spec, result_csv="name,value\n")
+    case.submit("local2", "file", "q.sql", q_sql="SELECT name, value FROM t WHERE value > 5")
+    results = case.score(run_sql=run)
+    assert scores(results["local1"]) == (1.0, 1.0)
+    # An empty result: officially no pred_result.csv is written (0); strictly an empty table.
+    assert scores(results["local2"]) == (0.0, 1.0)
+    assert not (case.sub / "local1" / "pred_result.csv").exists()  # the submission is untouched
+
+
+def test_loader_lists_632_tasks() -> None:
+    needs_data()
+    tasks = load_tasks("spider2", data_dir=DATA)
+    assert len(tasks) == 632
+    assert Counter(t.extra["type"] for t in tasks) == {
+        "Bigquery": 214,
+        "Snowflake": 198,
+        "Local": 135,
+        "DBT": 68,
+        "Postgres": 10,
+        "Clickhouse": 7,
+    }
+    rated = [t for t in tasks if t.difficulty != "unrated"]
+    assert len(rated) == 538
+    assert {t.difficulty for t in rated} == {"easy", "medium", "hard"}
+    assert Counter(t.extra["answer_type"] for t in tasks) == {
+        "table": 281,
+        "string": 271,
+        "database": 80,
+    }
+    dbt = {t.instance_id for t in load_tasks("spider2-dbt", data_dir=DATA)}
+    assert {t.instance_id for t in tasks if t.extra["type"] == "DBT"} == dbt
+
+
+# Two gold entries the official code cannot score with their own gold table.
+GOLD_DEFECTS = {
+    "sf_bq166": "out-of-bounds",  # condition_cols index 8 in a table of fewer columns
+    "sf_bq036": "exclude",  # table_match given an `exclude` parameter
+}
+
+
+@pytest.mark.slow
+def test_gold_as_prediction_scores_one(tmp_path: Path) -> None:
+    needs_data()
+    gold = AGENTIC / "evaluation_suite" / "gold"
+    tasks = load_tasks("spider2", data_dir=DATA)
+    lines = []
+    for task in tasks:
+        if not has_gold(task, gold):
+            continue
+        folder = tmp_path / task.instance_id
+        folder.mkdir()
+        check = next(
+            c
+            for c in task.gold.eval_params["evaluation"]
+            if c["func"] in ("table_match", "tables_match")
+        )
+        names = check["parameters"]["gold"]
+        names = [names] if isinstance(names, str) else names
+        for name in names:
+            shutil.copyfile(gold / task.instance_id / name, folder / name)
+        kind = "files" if check["func"] == "tables_match" else "file"
+        answer = names if kind == "files" else names[0]
+        lines.append(
+            {"instance_id": task.instance_id, "answer_type": kind, "answer_or_path": answer}
+        )
+    (tmp_path / "results_metadata.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    evaluation = evaluate_spider2_agentic(tasks, tmp_path, gold)
+    with_gold = [r for r in evaluation.results if r.metrics["has_gold"]]
+    assert len(with_gold) == len(lines) == 559  # 632 - 68 DBT - 5 with a gold file missing
+    failed = {r.instance_id: r for r in with_gold if scores(r) != (1.0, 1.0)}
+    assert set(failed) == set(GOLD_DEFECTS)
+    for instance_id, reason in GOLD_DEFECTS.items():
+        assert failed[instance_id].error == "gold_error"
+        assert reason in (failed[instance_id].message or "")
+
+
+def test_cli_writes_both_scores(tmp_path: Path) -> None:
+    from querybench.cli import app
+
+    sub = tmp_path / "sub"
+    (sub / "local1").mkdir(parents=True)
+    (sub / "results_metadata.jsonl").write_text(
+        json.dumps({"instance_id": "local1", "answer_type": "answer", "answer_or_path": "-5"})
+        + "\n{bad\n"
+    )
+    out = tmp_path / "out.jsonl"
+    runner = CliRunner()
+    result = runner.invoke(
+        app,
+        ["eval", "spider2", "--predictions", str(sub), "--output", str(out)],
+        env={"QUERYBENCH_DATA": str(DATA)} if DATA.is_dir() else {},
+    )
+    if not (AGENTIC / "examples" / "spider2.jsonl").is_file():
+        assert result.exit_code == 2  # no tasks: a clean error
+        return
+    assert result.exit_code == 0, result.output
+    lines = [json.loads(x) for x in out.read_text().splitlines()]
+    assert len(lines) == 632
+    assert all("official_score" in x and "strict_score" in x for x in lines)
+    assert "every task: 0/632" in result.output
+
+
+def test_data_fetch_spider2_unpacks_only_the_agentic_folder(tmp_path: Path) -> None:
+    import zipfile
+
+    from querybench.fetch import AGENTIC_COMMIT, SOURCES, unpack
+
+    (source,) = SOURCES["spider2"]
+    assert AGENTIC_COMMIT in source.url and source.unpack_to == "spider2/spider2"
+    archive = tmp_path / "repo.zip"
+    top = f"Spider2-{AGENTIC_COMMIT}"
+    with zipfile.ZipFile(archive, "w") as zf:
+        zf.writestr(f"{top}/spider2/examples/spider2.jsonl", "{}\n")
+        zf.writestr(f"{top}/spider2-lite/spider2-lite.jsonl", "old\n")
+        zf.writestr(f"{top}/README.md", "readme\n")
+    unpack(archive, tmp_path / source.unpack_to, strip=source.strip, only_stripped=True)
+    files = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*") if p.is_file())
+    assert files == [Path("repo.zip"), Path("spider2/spider2/examples/spider2.jsonl")]
+
+
+def test_a_folder_without_metadata_or_with_a_foreign_line(tmp_path: Path) -> None:
+    case = Case(tmp_path)
+    case.task("local1", NUMBER)
+    evaluation = evaluate_spider2_agentic(case.tasks, case.sub, case.gold)
+    assert evaluation.results[0].error == "missing_prediction"
+    assert any("no results_metadata.jsonl" in w for w in evaluation.warnings)
+    case.submit("local1", "answer", "5")
+    case.lines.append("[1, 2]")  # JSON, but no object: the official run crashes on it
+    result = case.score()["local1"]
+    assert scores(result) == (0.0, 1.0)
+    assert result.error == "scorer_error" and "scores nothing" in (result.message or "")
