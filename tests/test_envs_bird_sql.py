@@ -19,6 +19,7 @@ from querybench.envs.reward import cgroup_cpu_quota, sql_workers, usable_cores  
 from querybench.envs.vf_run import eval_arguments  # noqa: E402
 from querybench.errors import DataError  # noqa: E402
 from tests import bird_layout  # noqa: E402
+from tests.conftest import require_data  # noqa: E402
 from tests.methods_fixture import check_golden  # noqa: E402
 from tests.openai_server import ScriptedServer  # noqa: E402
 
@@ -171,3 +172,36 @@ def test_vf_run_adds_no_push_unless_push() -> None:
     assert eval_arguments(["bird-sql", "-m", "x"]) == ["bird-sql", "-m", "x", "--no-push"]
     assert eval_arguments(["bird-sql", "--push"]) == ["bird-sql", "--push"]
     assert eval_arguments(["bird-sql", "--no-push"]) == ["bird-sql", "--no-push"]
+
+
+def test_vf_run_states_a_data_error_in_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pytest.importorskip("bird_sql")
+    from querybench.envs import vf_run
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("BIRD_TEST_KEY", "x")
+    with pytest.raises(SystemExit) as exit_info:
+        vf_run.main(
+            ["bird-sql", "-m", "m", "--client.base-url", "http://127.0.0.1:9/v1",
+             "--client.api-key-var", "BIRD_TEST_KEY", "--env.agent.harness.id", "null",
+             "--env.agent.runtime.type", "subprocess",
+             "--env.taskset.data-dir", str(tmp_path / "nowhere")]
+        )  # fmt: skip
+    assert exit_info.value.code == 2
+    assert f"vf-run: error: no BIRD dev question file: looked for {tmp_path}/nowhere/dev.json" in (
+        capsys.readouterr().err
+    )
+
+
+@pytest.mark.data
+def test_the_shared_bird_dev_questions_without_databases_say_where_they_looked() -> None:
+    folder = require_data("bird")
+    data = bird_data.load_questions("dev", bird_data.question_file("dev", folder))
+    assert len(data) == 1534 and data[0].instance_id == "0"
+    expected = folder / "dev_databases" / "dev_databases" / data[0].db / f"{data[0].db}.sqlite"
+    if (folder / data[0].db / f"{data[0].db}.sqlite").is_file():
+        pytest.skip("the shared BIRD data now has its databases")
+    with pytest.raises(DataError, match=re.escape(str(expected))):
+        bird_sql_task_data("dev", folder, num_tasks=3)

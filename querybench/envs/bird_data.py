@@ -80,8 +80,8 @@ def load_questions(split: Split, questions: Path) -> list[Task]:
 
 
 def database_path(split: Split, questions: Path, db_id: str) -> Path:
-    """`<db_id>.sqlite` in either official layout beside `questions`; a `DataError` names
-    both paths when it is in neither."""
+    """`<db_id>.sqlite` in either official layout beside `questions` (or `<db_id>/` there, as
+    querybench's data folder keeps it); a `DataError` names every path when it is in none."""
     return _database_path(split, questions.parent, db_id)
 
 
@@ -91,13 +91,13 @@ def _database_path(split: Split, folder: Path, db_id: str) -> Path:
     candidates = [
         databases / f"{split}_databases" / db_id / f"{db_id}.sqlite",
         databases / db_id / f"{db_id}.sqlite",
+        folder / db_id / f"{db_id}.sqlite",  # querybench's own data folder
     ]
     for candidate in candidates:
         if candidate.is_file():
             return candidate
-    raise DataError(
-        f"BIRD {split} database {db_id!r} not found: looked for {candidates[0]} and {candidates[1]}"
-    )
+    looked = ", ".join(str(c) for c in candidates)
+    raise DataError(f"BIRD {split} database {db_id!r} not found: looked for {looked}")
 
 
 def prompt(database: Path, question: str, evidence: str | None) -> str:

@@ -10,6 +10,8 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 
+from querybench.errors import QuerybenchError
+
 
 def eval_arguments(argv: Sequence[str]) -> list[str]:
     """`argv` as `vf-eval` gets it: `--no-push` added unless `--push` or `--no-push` is there."""
@@ -20,10 +22,16 @@ def eval_arguments(argv: Sequence[str]) -> list[str]:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
+    """Run `vf-eval`; a querybench data error (no question file, a missing database) ends it
+    with that one line and exit status 2 instead of a traceback."""
     from verifiers.v1.cli.eval.main import main as vf_eval
 
     arguments = eval_arguments(sys.argv[1:] if argv is None else argv)
-    if not arguments or arguments == ["--no-push"] or any(a in ("-h", "--help") for a in arguments):
+    if arguments == ["--no-push"] or any(a in ("-h", "--help") for a in arguments):
         arguments = [a for a in arguments if a != "--no-push"]
         print("vf-run: verifiers' vf-eval, with --no-push unless --push is given.")
-    vf_eval(arguments)
+    try:
+        vf_eval(arguments)
+    except QuerybenchError as exc:
+        print(f"vf-run: error: {exc}", file=sys.stderr)
+        raise SystemExit(2) from None
