@@ -7,7 +7,6 @@ non-streaming path is `test_envs_bird_sql.py`'s rollout.
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import subprocess
@@ -19,14 +18,26 @@ import pytest
 
 from tests import bird_layout
 from tests.openai_server import ScriptedServer
-from tests.vf_eval_run import reward
+from tests.vf_eval_run import reward, traces_by_name
 
 BIN = Path(sys.executable).parent
-# The README's run line, with the scripted server's URL and key variable filled in.
-RUN_LINE = (
-    "vf-run bird-sql -m scripted --client.base-url {url} --client.api-key-var BIRD_TEST_KEY "
-    "--sampling.temperature 0 --env.agent.harness.id null --env.agent.runtime.type subprocess"
-)
+README = Path(__file__).parent.parent / "environments" / "bird_sql" / "README.md"
+
+
+def readme_run_line() -> str:
+    """The README's run line, its placeholders filled: the scripted model, the server's URL
+    (`{url}`) and the variable holding its key."""
+    [line] = [text for text in README.read_text().splitlines() if text.startswith("vf-run ")]
+    filled = (
+        line.replace("<model>", "scripted")
+        .replace("<OpenAI-compatible URL>", "{url}")
+        .replace("<ENV_VAR_WITH_KEY>", "BIRD_TEST_KEY")
+    )
+    assert "<" not in filled, filled
+    return filled
+
+
+RUN_LINE = readme_run_line()
 
 
 def installed(command: str) -> Path:
@@ -52,13 +63,7 @@ def run(line: str, workdir: Path, **env: str) -> dict[str, dict[str, Any]]:
         streamed = [body.get("stream") for body in server.requests]
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert streamed and all(streamed)  # the chat program streams: the SSE path was served
-    [traces] = list(workdir.glob("outputs/*/traces.jsonl"))
-    by_name: dict[str, dict[str, Any]] = {}
-    for text in traces.read_text().splitlines():
-        record = json.loads(text)
-        [trace] = record["traces"]
-        by_name[record["task"]["data"]["name"]] = trace
-    return by_name
+    return traces_by_name(workdir)
 
 
 def assert_scored(traces: dict[str, dict[str, Any]], names: list[str]) -> None:
