@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -165,7 +166,7 @@ def test_cores_follow_the_cgroup_quota(tmp_path: Path) -> None:
     (v1 / "cpu,cpuacct" / "cpu.cfs_quota_us").write_text("-1\n")
     assert cgroup_cpu_quota(v1, cgroup) is None
     assert cgroup_cpu_quota(tmp_path / "none", tmp_path / "missing") is None
-    assert 1 <= usable_cores() <= len(__import__("os").sched_getaffinity(0))
+    assert 1 <= usable_cores() <= len(os.sched_getaffinity(0))
 
 
 def test_vf_run_adds_no_push_unless_push() -> None:
@@ -205,3 +206,18 @@ def test_the_shared_bird_dev_questions_without_databases_say_where_they_looked()
         pytest.skip("the shared BIRD data now has its databases")
     with pytest.raises(DataError, match=re.escape(str(expected))):
         bird_sql_task_data("dev", folder, num_tasks=3)
+
+
+def test_the_skip_list_goes_to_the_cache_dir_when_the_data_folder_refuses_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder = bird_layout.bird_train(tmp_path / "data")
+    train_json = folder / "train" / "train.json"
+    beside, cached = skiplist.skip_list_paths(train_json)
+    assert cached.is_relative_to(tmp_path / "cache" / "bird_sql")
+    # a directory where the list's temporary file would go: writing beside the data fails
+    (beside.parent / f".{beside.name}.{os.getpid()}").mkdir()
+    assert names(bird_sql_task_data("train", folder)) == ["0", "2"]
+    assert not beside.exists() and skiplist.read_skip_list(cached) == {"1"}
+    assert str(cached) in capsys.readouterr().err
+    assert names(bird_sql_task_data("train", folder)) == ["0", "2"]  # read back from the cache
