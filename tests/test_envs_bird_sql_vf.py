@@ -1,8 +1,14 @@
 """The bird-sql README's run line, verbatim, against the scripted loopback server.
 
-`vf-run` and the `bird_sql` module come from `pip install -e environments/bird_sql` (the README's
-install line; `.ci/run` runs it). The null harness's chat program streams its requests; the
-non-streaming path is `test_envs_bird_sql.py`'s rollout.
+`vf-run` and the `bird_sql` module come from installing `environments/bird_sql` (`.ci/run` does it
+with `--no-deps`, keeping the editable querybench it installed first). The README's install line
+itself, in a fresh venv, needs the package index, so no test runs it; it was checked by hand:
+
+    python3 -m venv /tmp/birdenv-venv && /tmp/birdenv-venv/bin/pip install -e environments/bird_sql
+
+(1 min 31 s, ~110 packages; querybench built from this checkout through the path dependency),
+then these tests run with that venv's python. The null harness's chat program streams its
+requests; the non-streaming path is `test_envs_bird_sql.py`'s rollout.
 """
 
 from __future__ import annotations
