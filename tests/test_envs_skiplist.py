@@ -45,3 +45,17 @@ def test_the_querybench_sql_train_split_builds_and_skips_the_failing_golds(
     text = beside.read_text()
     assert skiplist.read_skip_list(beside) == {"1", "2"} and "missing_table" in text
     assert "python -m bird_sql.skiplist --data" in text
+
+
+@pytest.mark.data
+def test_the_querybench_sql_train_split_reads_bird_train_dir_and_the_nested_layout(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests import bird_layout
+
+    monkeypatch.setenv("QUERYBENCH_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("QUERYBENCH_SQL_WORKERS", "1")
+    monkeypatch.delenv("BIRD_DIR", raising=False)
+    monkeypatch.setenv("BIRD_TRAIN_DIR", str(bird_layout.bird_train(tmp_path) / "train"))
+    tasks = load_sql_tasks("bird", split="train", budget=500)
+    assert [t.task.instance_id for t in tasks] == ["0", "2"]  # positions; 1's gold fails

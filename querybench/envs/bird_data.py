@@ -80,24 +80,25 @@ def load_questions(split: Split, questions: Path) -> list[Task]:
 
 
 def database_path(split: Split, questions: Path, db_id: str) -> Path:
-    """`<db_id>.sqlite` in either official layout beside `questions` (or `<db_id>/` there, as
-    querybench's data folder keeps it); a `DataError` names every path when it is in none."""
-    return _database_path(split, questions.parent, db_id)
-
-
-@functools.lru_cache(maxsize=4096)
-def _database_path(split: Split, folder: Path, db_id: str) -> Path:
-    databases = folder / f"{split}_databases"
-    candidates = [
-        databases / f"{split}_databases" / db_id / f"{db_id}.sqlite",
-        databases / db_id / f"{db_id}.sqlite",
-        folder / db_id / f"{db_id}.sqlite",  # querybench's own data folder
-    ]
+    """`<db_id>.sqlite` beside `questions` (`database_candidates`); a `DataError` names every
+    path when it is in none."""
+    candidates = database_candidates(split, questions.parent, db_id)
     for candidate in candidates:
         if candidate.is_file():
             return candidate
     looked = ", ".join(str(c) for c in candidates)
     raise DataError(f"BIRD {split} database {db_id!r} not found: looked for {looked}")
+
+
+def database_candidates(split: str, folder: Path, db_id: str) -> list[Path]:
+    """Where a split's database may be under `folder`: either official layout, or `<db_id>/`
+    as querybench's data folder keeps BIRD."""
+    databases = folder / f"{split}_databases"
+    return [
+        databases / f"{split}_databases" / db_id / f"{db_id}.sqlite",
+        databases / db_id / f"{db_id}.sqlite",
+        folder / db_id / f"{db_id}.sqlite",
+    ]
 
 
 def prompt(database: Path, question: str, evidence: str | None) -> str:

@@ -15,6 +15,7 @@ from pathlib import Path
 from querybench.context import build_context
 from querybench.data import data_root
 from querybench.engines.pool import QueryJob
+from querybench.envs.bird_data import FOLDER_ENV, database_candidates
 from querybench.envs.skiplist import train_skip_ids
 from querybench.errors import DataError
 from querybench.methods.zero_shot import QUESTION, SYSTEM, dialect_name, dialect_notes
@@ -62,7 +63,8 @@ def load_sql_tasks(
     """The tasks of `taskset` whose database file is present and whose gold SQL is known.
 
     `data_dir` is the folder holding the taskset's data (BIRD: `dev.json` and
-    `dev_databases/<db>/<db>.sqlite` or `<db>/<db>.sqlite`); default `$BIRD_DIR` for BIRD,
+    `dev_databases/[dev_databases/]<db>/<db>.sqlite` or `<db>/<db>.sqlite`); default
+    `$BIRD_DIR` for BIRD (`$BIRD_TRAIN_DIR` for its train split),
     else `$QUERYBENCH_DATA/<bird|spider1>`. `path` is the task file for `custom`. BIRD train
     leaves out the questions whose gold fails on the installed SQLite (`skiplist`: the list
     is built on the first train load).
@@ -70,7 +72,7 @@ def load_sql_tasks(
     located = list(located_tasks(taskset, split=split, data_dir=data_dir, path=path))
     skip: frozenset[str] = frozenset()
     if (taskset, split) == ("bird", "train"):
-        train_json = _task_file("bird-train", _data_folder(taskset, data_dir), path)
+        train_json = _task_file("bird-train", _data_folder(taskset, data_dir, split), path)
         jobs = [QueryJob(t.instance_id, db, t.gold.sql or "") for t, db in located]
         skip = train_skip_ids(train_json, jobs)
     tasks: list[SQLTask] = []
@@ -97,18 +99,19 @@ def located_tasks(
     if benchmark is None:
         splits = ", ".join(_SPLITS[taskset])
         raise DataError(f"taskset {taskset!r} has no split {split!r}; choose one of {splits}")
-    folder = _data_folder(taskset, data_dir)
+    folder = _data_folder(taskset, data_dir, split)
     for task in _load(benchmark, folder, path):
         database = _database(task, folder, split)
         if database is not None and task.gold.sql:
             yield task, database
 
 
-def _data_folder(taskset: str, data_dir: str | Path | None) -> Path | None:
+def _data_folder(taskset: str, data_dir: str | Path | None, split: str) -> Path | None:
     if data_dir is not None:
         return Path(data_dir).expanduser()
-    if taskset.startswith("bird") and os.environ.get("BIRD_DIR"):
-        return Path(os.environ["BIRD_DIR"]).expanduser()
+    variable = FOLDER_ENV["train" if split == "train" else "dev"]  # $BIRD_TRAIN_DIR, $BIRD_DIR
+    if taskset.startswith("bird") and os.environ.get(variable):
+        return Path(os.environ[variable]).expanduser()
     return None
 
 
@@ -151,14 +154,11 @@ def _database(task: Task, folder: Path | None, split: str) -> Path | None:
         name = "spider1" if task.benchmark == "spider1" else "bird"
         folder = find_data_dir(name) / name
     db = task.db
-    for candidate in (
-        folder / f"{split}_databases" / db / f"{db}.sqlite",
-        folder / "database" / db / f"{db}.sqlite",
-        folder / db / f"{db}.sqlite",
-    ):
-        if candidate.is_file():
-            return candidate
-    return None
+    if task.benchmark.startswith("bird"):
+        candidates = database_candidates(split, folder, db)
+    else:
+        candidates = [folder / "database" / db / f"{db}.sqlite", folder / db / f"{db}.sqlite"]
+    return next((candidate for candidate in candidates if candidate.is_file()), None)
 
 
 def _sql_task(task: Task, database: Path, budget: int | None) -> SQLTask:
