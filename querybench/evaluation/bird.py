@@ -16,7 +16,7 @@ Each instance also carries three 0/1 metrics:
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -119,13 +119,13 @@ def bird_stream_match(gold_rows: Sequence[Row], batches: Iterable[Sequence[Row]]
     return StreamedMatch(len(seen) == len(gold), is_trivial_result(seen), read)
 
 
-def _trivial_rest(seen: set[Row], batch: Sequence[Row], rest: Iterator[Sequence[Row]]) -> bool:
+def _trivial_rest(seen: set[Row], batch: Sequence[Row], rest: Iterable[Sequence[Row]]) -> bool:
     """`is_trivial_result` of a mismatched prediction: `seen` (its distinct rows so far), the
     rest of the current batch and the batches after it, read only while it can still hold."""
     if len(seen) > 1 or not is_trivial_result([*seen, batch[0]]):
         return False
 
-    def remaining() -> Iterator[Row]:
+    def remaining() -> Iterable[Row]:
         yield from batch
         try:
             for more in rest:
