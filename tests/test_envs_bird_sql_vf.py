@@ -6,7 +6,8 @@ itself, in a fresh venv, needs the package index, so no test runs it; it was che
 
     python3 -m venv /tmp/birdenv-venv && /tmp/birdenv-venv/bin/pip install -e environments/bird_sql
 
-(1 min 31 s, ~110 packages; querybench built from this checkout through the path dependency),
+(1 min 31 s on a quiet machine, 11 min at load 13; ~110 packages; querybench built from this
+checkout through the path dependency),
 then these tests run with that venv's python. The null harness's chat program streams its
 requests; the non-streaming path is `test_envs_bird_sql.py`'s rollout.
 """
