@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import sqlite3
 import threading
 import time
-from collections.abc import Generator
+from collections.abc import Generator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -14,15 +15,16 @@ import pytest
 
 from querybench.engines.base import FETCH_CHUNK, Result
 from querybench.engines.sqlite import SQLiteEngine
-from querybench.envs import SQLReward, answer_sql, execution_match, sql_workers
+from querybench.envs import RewardItem, SQLReward, answer_sql, execution_match, sql_workers
 from querybench.envs.match import run_answer
-from querybench.errors import EngineError
+from querybench.errors import EngineError, QueryTimeout
 from querybench.evaluation.bird import (
     StreamedMatch,
     bird_result_match,
     bird_stream_match,
     is_trivial_result,
 )
+from tests.conftest import require_data
 
 GOLD = "SELECT name FROM t WHERE x > 1"
 
@@ -73,6 +75,41 @@ def test_answer_sql_takes_the_first_fenced_block_only() -> None:
     assert answer_sql("SELECT 1") is None  # no fence: prose is never run as SQL
     assert answer_sql("x\n```sql\nSELECT 2\n```\n```sql\nSELECT 3\n```") == "SELECT 2"
     assert answer_sql("```python\nprint()\n```") is None
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        "```\nSELECT 1\n```",  # a bare block is not a ```sql block
+        "```sqlite\nSELECT 1\n```",
+        "```\nSELECT 1\n```\n```python\nx = 1\n```",
+    ],
+)
+def test_only_a_sql_block_is_an_answer(reply: str) -> None:
+    assert answer_sql(reply) is None
+
+
+def test_the_first_sql_block_wins_over_an_earlier_bare_one() -> None:
+    assert answer_sql("```\nSELECT 1\n```\n```SQL\nSELECT 2\n```\n```sql\nSELECT 3\n```") == (
+        "SELECT 2"
+    )
+
+
+def test_a_question_blind_answer_is_trivial_whatever_its_row_count(
+    reward: SQLReward, db: Path
+) -> None:
+    # Many rows of one 0 collapse, as a set, into the gold's single 0: it scores 1 (BIRD's
+    # rule, unchanged) and is flagged trivial, on the streamed path too.
+    blind = reward.score(db, "SELECT count(*) FROM t WHERE x > 5", sql("SELECT 0 FROM big"))
+    assert blind.reward == 1.0 and blind.metrics["trivial"] == 1.0
+    missed = reward.score(db, GOLD, sql("SELECT NULL FROM big"))
+    assert missed.reward == 0.0 and missed.metrics["trivial"] == 1.0
+    assert (
+        reward.score(db, GOLD, sql("SELECT 0 FROM big UNION ALL SELECT 1")).metrics["trivial"]
+        == 0.0
+    )
+    real = reward.score(db, "SELECT x FROM t", sql("SELECT x FROM t"))
+    assert real.reward == 1.0 and real.metrics["trivial"] == 0.0
 
 
 def test_gold_scores_one_wrong_zero_and_metrics(reward: SQLReward, db: Path) -> None:
@@ -293,8 +330,36 @@ def test_streamed_match_is_the_bird_set_rule(
     )
 
 
-def test_streamed_trivial_looks_past_a_lone_first_row() -> None:
-    # the first row is foreign, so the comparison stops; one more batch tells trivial apart
+def test_streamed_trivial_reads_on_only_while_the_rows_repeat_one_value() -> None:
+    # the first row is foreign, so the comparison stops; trivial needs the rest of the rows
     assert not bird_stream_match([(5,)], [[(1,)], [(2,)]]).trivial
     assert bird_stream_match([(5,)], [[(1,)]]).trivial
+    assert bird_stream_match([(5,)], [[(0,), (0,)], [(0.0,)]]).trivial
+    assert not bird_stream_match([(5,)], [[(0,)], [(0,), (1,)]]).trivial
     assert not bird_stream_match([(5,)], [[(7,)]]).trivial
+    assert not bird_stream_match([(0,)], [[(0,), (1,)]]).trivial
+
+    def endless() -> Iterator[list[tuple[Any, ...]]]:
+        yield [(0,)]
+        raise QueryTimeout("cut short")
+
+    assert bird_stream_match([(5,)], endless()).trivial
+    stream = iter([[(0,)], [(2,)], [(3,)]])
+    assert not bird_stream_match([(5,)], stream).trivial
+    assert next(stream) == [(3,)]  # a second value ends the reading: the rest is never asked
+
+
+@pytest.mark.data
+@pytest.mark.slow
+def test_question_blind_wins_on_spider1_dev_are_all_flagged(tmp_path: Path) -> None:
+    root = require_data("spider1")
+    entries = json.loads((root / "dev_subset_available_dbs.json").read_text(encoding="utf-8"))
+    blind = sql("SELECT 0 FROM sqlite_master")  # many rows of 0, whatever the question
+    items = [
+        RewardItem(root / e["db_id"] / f"{e['db_id']}.sqlite", e["query"], blind) for e in entries
+    ]
+    with SQLReward(workers=2, cache_dir=tmp_path, processes=False) as reward:
+        outcomes = reward.score_many(items)
+    wins = [o for o in outcomes if o.reward == 1.0]
+    assert len(wins) == 24  # the golds whose rows are, as a set, a single 0 (or none: never)
+    assert all(o.metrics["trivial"] == 1.0 for o in wins)

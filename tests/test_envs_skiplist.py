@@ -1,4 +1,5 @@
-"""The BIRD train skip list: the command that finds failing golds, and the loader using it."""
+"""The BIRD train skip list as the `querybench-sql` taskset's train split uses it (bird-sql's
+own use is in test_envs_bird_sql.py)."""
 
 from __future__ import annotations
 
@@ -27,34 +28,34 @@ def bird_train(root: Path) -> Path:
         {"question_id": i, "db_id": "shop", "question": f"q{i}?", "evidence": "", "SQL": sql}
         for i, sql in enumerate(golds)
     ]
-    questions.append({"question_id": 9, "db_id": "absent", "question": "?", "SQL": "SELECT 1"})
     (root / "train.json").write_text(json.dumps(questions))
     return root
 
 
-def test_the_command_lists_failing_golds_and_the_loader_skips_them(
+def test_the_querybench_sql_train_split_builds_and_skips_the_failing_golds(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    monkeypatch.setenv("QUERYBENCH_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("QUERYBENCH_SQL_WORKERS", "2")
     data = bird_train(tmp_path / "train")
-    out = tmp_path / "skip.txt"
-    assert skiplist.main(["--data", str(data), "--output", str(out), "--workers", "2"]) == 0
-    assert "2 of 3 gold queries failed" in capsys.readouterr().out
-    text = out.read_text()
-    assert text.startswith("# BIRD train") and "python -m querybench.envs.skiplist" in text
-    assert skiplist.read_skip_list(out) == {"1", "2"} and "missing_table" in text
-    assert len(load_sql_tasks("bird", split="train", data_dir=data, budget=500)) == 3
-    monkeypatch.setattr(skiplist, "SKIP_FILE", out)
     [task] = load_sql_tasks("bird", split="train", data_dir=data, budget=500)
     assert task.task.instance_id == "0"
+    assert "2 of 3 BIRD train gold queries fail" in capsys.readouterr().err
+    beside, _ = skiplist.skip_list_paths(data / "train.json")
+    text = beside.read_text()
+    assert skiplist.read_skip_list(beside) == {"1", "2"} and "missing_table" in text
+    assert "python -m bird_sql.skiplist --data" in text
 
 
-def test_the_shipped_list_is_empty_with_instructions() -> None:
-    text = skiplist.SKIP_FILE.read_text()
-    assert "python -m querybench.envs.skiplist --data" in text
-    assert skiplist.read_skip_list() == frozenset()
+@pytest.mark.data
+def test_the_querybench_sql_train_split_reads_bird_train_dir_and_the_nested_layout(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests import bird_layout
 
-
-def test_no_train_data_is_an_error(tmp_path: Path) -> None:
-    (tmp_path / "train.json").write_text("[]")
-    with pytest.raises(SystemExit):
-        skiplist.main(["--data", str(tmp_path), "--output", str(tmp_path / "s.txt")])
+    monkeypatch.setenv("QUERYBENCH_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("QUERYBENCH_SQL_WORKERS", "1")
+    monkeypatch.delenv("BIRD_DIR", raising=False)
+    monkeypatch.setenv("BIRD_TRAIN_DIR", str(bird_layout.bird_train(tmp_path) / "train"))
+    tasks = load_sql_tasks("bird", split="train", budget=500)
+    assert [t.task.instance_id for t in tasks] == ["0", "2"]  # positions; 1's gold fails

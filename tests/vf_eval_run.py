@@ -33,6 +33,11 @@ def run_vf_eval(taskset: str, server: ScriptedServer, workdir: Path) -> dict[str
         cwd=workdir, env=env, capture_output=True, text=True, timeout=300, check=False,
     )  # fmt: skip
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    return traces_by_name(workdir)
+
+
+def traces_by_name(workdir: Path) -> dict[str, dict[str, Any]]:
+    """The one trace of each task of the run under `workdir/outputs/`, by task name."""
     [traces] = list(workdir.glob("outputs/*/traces.jsonl"))
     by_name: dict[str, dict[str, Any]] = {}
     for line in traces.read_text().splitlines():

@@ -14,7 +14,7 @@ from querybench.engines.base import Result
 from querybench.engines.sqlite import SQLiteEngine
 from querybench.errors import EngineError
 from querybench.evaluation.bird import StreamedMatch, bird_metrics, bird_stream_match, bird_verdict
-from querybench.evaluation.sql_extract import extract_sql
+from querybench.evaluation.sql_extract import sql_block
 from querybench.evaluation.verdict import Verdict
 
 Outcome = Result | EngineError
@@ -32,14 +32,12 @@ class RewardOutcome:
 
 
 def answer_sql(completion: str) -> str | None:
-    """The SQL of the answer's first fenced block (```sql preferred), None without a fence.
+    """The SQL of the answer's first ```sql block, None when it has none.
 
-    Unlike `extract_sql` alone, text with no fence at all is not taken as raw SQL: the
-    environment asks for a ```sql block, and prose must not be run as a query.
+    The environments ask for a ```sql block, and only that is taken: unfenced prose, a bare
+    ``` block and a block in another language are never run as a query (`sql_block`).
     """
-    if "```" not in completion:
-        return None
-    return extract_sql(completion)
+    return sql_block(completion)
 
 
 def run_answer(

@@ -9,8 +9,8 @@ a second copy). `SQLReward` runs the queries it needs:
   instead (no process start-up, but every reward shares this interpreter's GIL);
 * on threads, answers on a `QueryPool` with a 30 s timeout and gold queries on another with
   120 s; either way sized by `QUERYBENCH_SQL_WORKERS` (default: the CPU cores this process
-  may use); a query's timeout starts when a worker picks it up, so a busy machine queues
-  instead of timing out;
+  may use, by its cgroup quota and affinity mask); a query's timeout starts when a worker
+  picks it up, so a busy machine queues instead of timing out;
 * every worker keeps its read-only connection per database open between rewards;
 * gold results are computed once per (database, SQL): in memory per process (each worker
   process keeps its own), and on disk through `ResultCache` across processes;
@@ -24,6 +24,7 @@ a second copy). `SQLReward` runs the queries it needs:
 from __future__ import annotations
 
 import asyncio
+import math
 import multiprocessing
 import os
 import threading
@@ -72,24 +73,83 @@ __all__ = [
     "answer_sql",
     "execution_match",
     "sql_workers",
+    "usable_cores",
 ]
 
 
-def sql_workers() -> int:
-    """`$QUERYBENCH_SQL_WORKERS`, else the number of CPU cores this process may run on."""
-    value = os.environ.get(WORKERS_ENV, "").strip()
-    if value:
+def sql_workers(*variables: str) -> int:
+    """How many SQL queries run at once: the first of `variables` that is set (default
+    `$QUERYBENCH_SQL_WORKERS`; `bird-sql` reads `$BIRD_SQL_WORKERS` first), else
+    `usable_cores()`."""
+    for variable in variables or (WORKERS_ENV,):
+        value = os.environ.get(variable, "").strip()
+        if not value:
+            continue
         try:
             workers = int(value)
         except ValueError:
-            raise ValueError(f"{WORKERS_ENV} must be a whole number, got {value!r}") from None
+            raise ValueError(f"{variable} must be a whole number, got {value!r}") from None
         if workers < 1:
-            raise ValueError(f"{WORKERS_ENV} must be at least 1, got {workers}")
+            raise ValueError(f"{variable} must be at least 1, got {workers}")
         return workers
+    return usable_cores()
+
+
+def usable_cores(cgroup_root: Path = Path("/sys/fs/cgroup")) -> int:
+    """The CPU cores this process may use: its affinity mask, capped by its cgroup's CPU quota
+    (a container given 2 CPUs of a 64-core host gets 2, where `os.cpu_count()` says 64)."""
     try:
-        return len(os.sched_getaffinity(0))
+        cores = len(os.sched_getaffinity(0))
     except AttributeError:  # not on Linux
-        return os.cpu_count() or 1
+        cores = os.cpu_count() or 1
+    quota = cgroup_cpu_quota(cgroup_root)
+    return max(1, min(cores, math.ceil(quota))) if quota is not None else max(1, cores)
+
+
+def cgroup_cpu_quota(root: Path, proc_cgroup: Path = Path("/proc/self/cgroup")) -> float | None:
+    """The CPUs the cgroup quota allows (quota / period), None when unlimited or unknown.
+
+    cgroup v2 keeps `cpu.max` ("max 100000" or "200000 100000") in the process's group and
+    each ancestor, the tightest winning; v1 keeps `cpu.cfs_quota_us` (-1: none) and
+    `cpu.cfs_period_us` under `cpu/`. Inside a container the group is usually `/`.
+    """
+    try:
+        lines = proc_cgroup.read_text().splitlines()
+    except OSError:
+        lines = []
+    limits: list[float] = []
+    for line in lines:
+        _, controllers, group = line.split(":", 2)
+        relative = Path(group.lstrip("/"))
+        if controllers == "":  # v2
+            base = root / "unified" if (root / "unified").is_dir() else root
+            for folder in [base / relative, *(base / relative).parents]:
+                limits += _quota(folder / "cpu.max", None)
+                if folder == base:
+                    break
+        elif "cpu" in controllers.split(","):  # v1
+            folder = root / controllers
+            if not folder.is_dir():
+                folder = root / "cpu"
+            for candidate in (folder / relative, folder):
+                limits += _quota(candidate / "cpu.cfs_quota_us", candidate / "cpu.cfs_period_us")
+    return min(limits) if limits else None
+
+
+def _quota(quota_file: Path, period_file: Path | None) -> list[float]:
+    try:
+        words = quota_file.read_text().split()
+        if period_file is not None:
+            words += period_file.read_text().split()
+        quota, period = words[0], float(words[1])
+    except (OSError, IndexError, ValueError):
+        return []
+    if quota in ("max", "-1") or period <= 0:
+        return []
+    try:
+        return [float(quota) / period]
+    except ValueError:
+        return []
 
 
 @dataclass(frozen=True)

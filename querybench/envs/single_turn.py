@@ -18,20 +18,21 @@ from typing import Any, Literal
 
 import verifiers.v1 as vf
 
-from querybench.envs.reward import RewardOutcome, SQLReward, answer_sql
+from querybench.envs.reward import RewardOutcome, SQLReward, answer_sql, sql_workers
 from querybench.envs.tasks import load_sql_tasks
 
-_reward: SQLReward | None = None
+_rewards: dict[int, SQLReward] = {}
 _reward_lock = threading.Lock()
 
 
-def shared_reward() -> SQLReward:
-    """The process's one `SQLReward` (its pools and gold cache serve every rollout)."""
-    global _reward
+def shared_reward(workers: int | None = None) -> SQLReward:
+    """The process's `SQLReward` of `workers` workers (default `sql_workers()`): its pools and
+    gold cache serve every rollout."""
+    size = sql_workers() if workers is None else workers
     with _reward_lock:
-        if _reward is None:
-            _reward = SQLReward()
-        return _reward
+        if size not in _rewards:
+            _rewards[size] = SQLReward(workers=size)
+        return _rewards[size]
 
 
 class SQLTasksetConfig(vf.TasksetConfig):  # type: ignore[misc]
@@ -72,6 +73,10 @@ class ExecutionMatchScoring:
     async def execution_match(self, trace: Any) -> float:
         return (await self._outcome(trace)).reward
 
+    def reward_service(self) -> SQLReward:
+        """The `SQLReward` that runs this task's queries."""
+        return shared_reward()
+
     def submitted_sql(self, trace: Any) -> str | None:
         """What is scored: the final reply's first ```sql block (None: it has none)."""
         return answer_sql(str(trace.last_reply or ""))
@@ -83,7 +88,7 @@ class ExecutionMatchScoring:
         outcome = memo.pop(key, None)
         if outcome is None:
             data = self.data
-            outcome = await shared_reward().ascore_sql(
+            outcome = await self.reward_service().ascore_sql(
                 data.database, data.gold_sql, self.submitted_sql(trace)
             )
             memo[key] = outcome

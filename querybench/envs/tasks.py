@@ -14,11 +14,15 @@ from pathlib import Path
 
 from querybench.context import build_context
 from querybench.data import data_root
-from querybench.envs.skiplist import read_skip_list
+from querybench.engines.pool import QueryJob
+from querybench.envs.bird_data import FOLDER_ENV, database_candidates
+from querybench.envs.skiplist import train_skip_ids
 from querybench.errors import DataError
 from querybench.methods.zero_shot import QUESTION, SYSTEM, dialect_name, dialect_notes
 from querybench.tasks import load_tasks
+from querybench.tasks.bird import bird_file
 from querybench.tasks.databases import task_database
+from querybench.tasks.input_files import find_data_dir
 from querybench.tasks.model import Task
 
 TASKSETS = ("bird", "bird-mini-dev", "spider1", "spider2-lite", "custom")
@@ -59,14 +63,20 @@ def load_sql_tasks(
     """The tasks of `taskset` whose database file is present and whose gold SQL is known.
 
     `data_dir` is the folder holding the taskset's data (BIRD: `dev.json` and
-    `dev_databases/<db>/<db>.sqlite` or `<db>/<db>.sqlite`); default `$BIRD_DIR` for BIRD,
+    `dev_databases/[dev_databases/]<db>/<db>.sqlite` or `<db>/<db>.sqlite`); default
+    `$BIRD_DIR` for BIRD (`$BIRD_TRAIN_DIR` for its train split),
     else `$QUERYBENCH_DATA/<bird|spider1>`. `path` is the task file for `custom`. BIRD train
-    leaves out the questions of the shipped skip list (`bird_train_skip.txt`), whose gold
-    fails on the installed SQLite.
+    leaves out the questions whose gold fails on the installed SQLite (`skiplist`: the list
+    is built on the first train load).
     """
-    skip = read_skip_list() if (taskset, split) == ("bird", "train") else frozenset()
+    located = list(located_tasks(taskset, split=split, data_dir=data_dir, path=path))
+    skip: frozenset[str] = frozenset()
+    if (taskset, split) == ("bird", "train"):
+        train_json = _task_file("bird-train", _data_folder(taskset, data_dir, split), path)
+        jobs = [QueryJob(t.instance_id, db, t.gold.sql or "") for t, db in located]
+        skip = train_skip_ids(train_json, jobs)
     tasks: list[SQLTask] = []
-    for task, database in located_tasks(taskset, split=split, data_dir=data_dir, path=path):
+    for task, database in located:
         if num_tasks is not None and len(tasks) >= num_tasks:
             break
         if task.instance_id not in skip:
@@ -82,25 +92,26 @@ def located_tasks(
     path: str | Path | None = None,
 ) -> Iterator[tuple[Task, Path]]:
     """Each task of `taskset` whose database file is present and whose gold SQL is known,
-    with that file (no prompt built and no skip list applied: `skiplist` runs these)."""
+    with that file (no prompt built and no skip list applied)."""
     if taskset not in _SPLITS:
         raise DataError(f"unknown taskset {taskset!r}; choose one of {', '.join(TASKSETS)}")
     benchmark = _SPLITS[taskset].get(split)
     if benchmark is None:
         splits = ", ".join(_SPLITS[taskset])
         raise DataError(f"taskset {taskset!r} has no split {split!r}; choose one of {splits}")
-    folder = _data_folder(taskset, data_dir)
+    folder = _data_folder(taskset, data_dir, split)
     for task in _load(benchmark, folder, path):
         database = _database(task, folder, split)
         if database is not None and task.gold.sql:
             yield task, database
 
 
-def _data_folder(taskset: str, data_dir: str | Path | None) -> Path | None:
+def _data_folder(taskset: str, data_dir: str | Path | None, split: str) -> Path | None:
     if data_dir is not None:
         return Path(data_dir).expanduser()
-    if taskset.startswith("bird") and os.environ.get("BIRD_DIR"):
-        return Path(os.environ["BIRD_DIR"]).expanduser()
+    variable = FOLDER_ENV["train" if split == "train" else "dev"]  # $BIRD_TRAIN_DIR, $BIRD_DIR
+    if taskset.startswith("bird") and os.environ.get(variable):
+        return Path(os.environ[variable]).expanduser()
     return None
 
 
@@ -110,12 +121,19 @@ def _load(benchmark: str, folder: Path | None, path: str | Path | None) -> list[
     if folder is None:
         return load_tasks(benchmark, path=path)
     # load_tasks takes the data root and adds the benchmark's folder itself.
-    if path is None:
-        names = {"bird": "dev.json", "bird-train": "train.json"}
-        name = names.get(benchmark, "mini_dev_sqlite.json" if "mini" in benchmark else "dev.json")
-        candidates = [folder / name, folder / benchmark.removeprefix("bird-") / name]
-        path = next((p for p in candidates if p.is_file()), candidates[0])
-    return load_tasks(benchmark, data_dir=folder.parent, path=path)
+    return load_tasks(benchmark, data_dir=folder.parent, path=_task_file(benchmark, folder, path))
+
+
+def _task_file(benchmark: str, folder: Path | None, path: str | Path | None) -> Path:
+    """The BIRD task file `_load` reads."""
+    if path is not None:
+        return Path(path).expanduser()
+    if folder is None:
+        return bird_file(benchmark, find_data_dir("bird") / "bird")
+    names = {"bird": "dev.json", "bird-train": "train.json"}
+    name = names.get(benchmark, "mini_dev_sqlite.json" if "mini" in benchmark else "dev.json")
+    candidates = [folder / name, folder / benchmark.removeprefix("bird-") / name]
+    return next((p for p in candidates if p.is_file()), candidates[0])
 
 
 def _database(task: Task, folder: Path | None, split: str) -> Path | None:
@@ -133,19 +151,14 @@ def _database(task: Task, folder: Path | None, split: str) -> Path | None:
             return None  # cloud tasks have no local database
         return task_database(task, folder if folder is not None else data_root())
     if folder is None:
-        from querybench.tasks.input_files import find_data_dir
-
         name = "spider1" if task.benchmark == "spider1" else "bird"
         folder = find_data_dir(name) / name
     db = task.db
-    for candidate in (
-        folder / f"{split}_databases" / db / f"{db}.sqlite",
-        folder / "database" / db / f"{db}.sqlite",
-        folder / db / f"{db}.sqlite",
-    ):
-        if candidate.is_file():
-            return candidate
-    return None
+    if task.benchmark.startswith("bird"):
+        candidates = database_candidates(split, folder, db)
+    else:
+        candidates = [folder / "database" / db / f"{db}.sqlite", folder / db / f"{db}.sqlite"]
+    return next((candidate for candidate in candidates if candidate.is_file()), None)
 
 
 def _sql_task(task: Task, database: Path, budget: int | None) -> SQLTask:

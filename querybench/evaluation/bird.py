@@ -7,8 +7,9 @@ A prediction that errors or times out scores 0.
 Each instance also carries three 0/1 metrics:
 
 * `error`: no SQL could be taken from the prediction, or it failed, or it timed out;
-* `trivial`: the gold result is empty or a single cell holding 0, 1 or NULL, an answer a wrong
-  query can hit by accident, so a match on it says little;
+* `trivial`: the prediction's rows, as a set, are empty or a single 0, 1 or NULL (whatever the
+  row count), an answer a wrong or question-blind query can hit by accident, so a match on it
+  says little;
 * `gold_error`: the gold query itself failed; the instance then scores 0.
 
 With `metrics`, mini-dev's `soft_f1` and `r_ves` join them (`bird_metrics`), and the
@@ -75,13 +76,24 @@ def bird_result_match(gold_rows: Sequence[Row], pred_rows: Sequence[Row]) -> boo
     return set(pred_rows) == set(gold_rows)
 
 
-def is_trivial_result(rows: Sequence[Row]) -> bool:
-    """No rows, or exactly one row of one cell that is 0, 1 or NULL."""
-    if not rows:
-        return True
-    if len(rows) != 1 or len(rows[0]) != 1:
+def is_trivial_result(rows: Iterable[Row]) -> bool:
+    """The rows, as the set BIRD compares, are empty or one single cell 0, 1 or NULL.
+
+    Row count does not matter: `SELECT 0 FROM t` gives many rows of 0, which set equality
+    collapses into one, so it matches a gold of a single 0 without reading the question.
+    """
+    seen: Row | None = None
+    for row in rows:
+        if (seen is not None and row != seen) or not _trivial_row(row):
+            return False
+        seen = row
+    return True
+
+
+def _trivial_row(row: Row) -> bool:
+    if len(row) != 1:
         return False
-    cell = rows[0][0]
+    cell = row[0]
     return cell is None or (isinstance(cell, int | float) and cell in _TRIVIAL_CELLS)
 
 
@@ -89,7 +101,7 @@ def is_trivial_result(rows: Sequence[Row]) -> bool:
 class StreamedMatch:
     """What comparing a prediction's rows batch by batch against the gold set found.
 
-    `rows_read` counts the rows looked at: the comparison stops at the first row that is not a
+    `rows_read` counts the rows compared: the comparison stops at the first row that is not a
     gold row, so a huge wrong result is never read to its end.
     """
 
@@ -102,25 +114,38 @@ def bird_stream_match(gold_rows: Sequence[Row], batches: Iterable[Sequence[Row]]
     """`bird_result_match` on a prediction read in batches, holding one batch at a time.
 
     The same set rule: every row must be a gold row (else stop, no match) and every gold row
-    must have been seen by the end. `trivial` is `is_trivial_result` of the prediction, decided
-    from its first two rows (one more batch is asked for when a mismatch stops before then).
+    must have been seen by the end. `trivial` is `is_trivial_result` of the prediction: after a
+    mismatch, reading goes on only while every row is the same single 0, 1 or NULL (stopping
+    at the first other row); if the timeout or row cap cuts that short, the rows read decide.
     """
     gold = set(gold_rows)
     seen: set[Row] = set()
-    first: list[Row] = []  # the first two rows, enough to tell a trivial result
     read = 0
     iterator = iter(batches)
     for batch in iterator:
-        if len(first) < 2:
-            first.extend(batch[: 2 - len(first)])
-        for row in batch:
+        for index, row in enumerate(batch):
             read += 1
             if row not in gold:
-                if len(first) < 2:
-                    first.extend(next(iterator, [])[:1])
-                return StreamedMatch(False, is_trivial_result(first), read)
+                return StreamedMatch(False, _trivial_rest(seen, batch[index:], iterator), read)
             seen.add(row)
-    return StreamedMatch(len(seen) == len(gold), is_trivial_result(first), read)
+    return StreamedMatch(len(seen) == len(gold), is_trivial_result(seen), read)
+
+
+def _trivial_rest(seen: set[Row], batch: Sequence[Row], rest: Iterable[Sequence[Row]]) -> bool:
+    """`is_trivial_result` of a mismatched prediction: `seen` (its distinct rows so far), the
+    rest of the current batch and the batches after it, read only while it can still hold."""
+    if len(seen) > 1 or not is_trivial_result([*seen, batch[0]]):
+        return False
+
+    def remaining() -> Iterable[Row]:
+        yield from batch
+        try:
+            for more in rest:
+                yield from more
+        except EngineError:  # timed out or capped: the rows read so far decide
+            return
+
+    return is_trivial_result(remaining())
 
 
 def bird_verdict(
@@ -155,8 +180,9 @@ def bird_metrics(
 ) -> dict[str, float]:
     """The `error`, `trivial` and `gold_error` metrics; None stands for "did not run".
 
-    `trivial` describes the answer, as the bird-sql environment does: it ran and returned no
-    rows or a single 0, 1 or NULL (an answer that may match by luck).
+    `trivial` describes the answer, as the bird-sql environment does: it ran and its rows, as
+    a set, are none or a single 0, 1 or NULL (`is_trivial_result`: an answer that may match
+    by luck).
     """
     ran = isinstance(pred, Result | StreamedMatch)
     if isinstance(pred, StreamedMatch):

@@ -36,6 +36,15 @@ def extract_sql(text: str) -> str | None:
     return None
 
 
+def sql_block(text: str) -> str | None:
+    """The body of the first ```sql block (the info string's first word `sql`, any case), or
+    None: a bare ``` block, a ```sqlite or ```python block and unfenced text are not one."""
+    for match in _FENCE.finditer(text):
+        if _language(match.group("info")) == "sql":
+            return _non_empty(match.group("body"))
+    return None
+
+
 def _language(info: str) -> str:
     words = info.strip().lower().split()
     return words[0] if words else ""

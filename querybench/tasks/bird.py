@@ -1,8 +1,10 @@
 """BIRD: dev (1,534 questions), mini-dev (500) and train when present; SQLite databases.
 
 Entries are `{question_id, db_id, question, evidence, SQL, difficulty}`; the instance id is the
-`question_id` (as the official prediction JSON keys it), the difficulty BIRD's own label
-(simple / moderate / challenging) and the evidence the task's external knowledge.
+`question_id` (as the official prediction JSON keys it), or the entry's position in the file
+when it has none (the official train.json has only db_id, question, evidence and SQL), the
+difficulty BIRD's own label (simple / moderate / challenging) and the evidence the task's
+external knowledge.
 """
 
 from __future__ import annotations
@@ -47,8 +49,12 @@ def mini_dev_dir(bird_dir: Path) -> Path:
 def load_bird(benchmark: str, bird_dir: Path, *, path: Path | None = None) -> list[Task]:
     questions = path or bird_file(benchmark, bird_dir)
     tasks = []
-    for where, item in read_json_array(questions, "question file"):
-        instance_id = required_str(item, "question_id", where, int_ok=True)
+    for position, (where, item) in enumerate(read_json_array(questions, "question file")):
+        # The official train.json has no question_id: a question is its position in the file.
+        if "question_id" in item:
+            instance_id = required_str(item, "question_id", where, int_ok=True)
+        else:
+            instance_id = str(position)
         difficulty = optional_str(item, "difficulty", where)
         if difficulty is not None and difficulty not in DIFFICULTIES:
             allowed = ", ".join(DIFFICULTIES)
