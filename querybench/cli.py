@@ -12,9 +12,9 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from querybench.data import data_root
 from querybench.errors import QuerybenchError
 from querybench.evaluation.record import InstanceResult
+from querybench.layout import benchmark_root
 from querybench.report.summary import print_summary, summarise
 
 app = typer.Typer(
@@ -138,6 +138,7 @@ def _spider2(
     from querybench.evaluation.spider2_eval import evaluate_spider2
     from querybench.evaluation.spider2_gold import default_gold_dir
     from querybench.runs.ray_eval import evaluate_spider2_ray
+    from querybench.tasks.databases import spider2_database_dirs
 
     if mode not in ("exec_result", "sql"):
         _fail(f"--mode must be exec_result or sql, not {mode!r}")
@@ -147,9 +148,7 @@ def _spider2(
     if tasks_file is None:
         candidate = gold.parent.parent / f"{benchmark}.jsonl"
         tasks_file = candidate if candidate.is_file() else None
-    if mode == "sql" and db_dir is None:
-        local = data_root() / "spider2-lite-local"
-        db_dir = local if local.is_dir() else None
+    db_dirs = [db_dir] if db_dir is not None else spider2_database_dirs()  # data.py's roots
     score = _scorer(executor, address, evaluate_spider2, evaluate_spider2_ray)
     results = _run(
         f"scoring {benchmark}",
@@ -161,7 +160,7 @@ def _spider2(
             gold,
             mode=mode,
             scoring=scoring,
-            db_dir=db_dir,
+            db_dir=db_dirs or None,
             tasks_file=tasks_file,
             workers=workers,
             timeout=timeout,
@@ -184,7 +183,10 @@ def _spider2_command(benchmark: str) -> Callable[..., None]:
             typer.Option(help="Gold folder (exec_result/, sql/, eval jsonl); default: the data."),
         ] = None,
         db_dir: Annotated[
-            Path | None, typer.Option(help="sql mode: folder of `<db>.sqlite` for local tasks.")
+            Path | None, typer.Option(
+                help="sql mode: folder of `<db>.sqlite` for local tasks (default: the Spider "
+                "2.0 database folders of the data roots; see `querybench data status`)."
+            )
         ] = None,
         scoring: Annotated[
             str, typer.Option(help="Which score is `score`: official or strict (both reported).")
@@ -345,7 +347,7 @@ def eval_spider2_dbt(
     )
     from querybench.tasks import load_tasks
 
-    root = data_dir or data_root()
+    root = benchmark_root("spider2-dbt", data_dir)
     gold = gold_dir or dbt_gold_dir(root)
     try:
         tasks = load_tasks("spider2-dbt", data_dir=root)

@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from querybench.context import build_context
-from querybench.data import data_root
 from querybench.envs.skiplist import read_skip_list
 from querybench.errors import DataError
 from querybench.methods.zero_shot import QUESTION, SYSTEM, dialect_name, dialect_notes
@@ -131,12 +130,9 @@ def _database(task: Task, folder: Path | None, split: str) -> Path | None:
     if task.benchmark.startswith("spider2"):
         if task.engine != "sqlite":
             return None  # cloud tasks have no local database
-        return task_database(task, folder if folder is not None else data_root())
+        return task_database(task, folder)
     if folder is None:
-        from querybench.tasks.input_files import find_data_dir
-
-        name = "spider1" if task.benchmark == "spider1" else "bird"
-        folder = find_data_dir(name) / name
+        return task_database(task)  # the data roots, as every reader searches them
     db = task.db
     for candidate in (
         folder / f"{split}_databases" / db / f"{db}.sqlite",

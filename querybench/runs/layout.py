@@ -8,8 +8,8 @@ is reachable, as `querybench eval` scores them).
 
 from __future__ import annotations
 
-from querybench.data import data_root
 from querybench.errors import DataError
+from querybench.layout import benchmark_root
 from querybench.methods.paper_settings import apply_paper_settings
 from querybench.runs.config import RunConfig
 from querybench.tasks import load_tasks
@@ -31,12 +31,11 @@ def select_tasks(config: RunConfig) -> tuple[list[Task], list[str]]:
         if unknown:
             raise DataError(f"no such {config.benchmark} ids: {', '.join(sorted(unknown))}")
         tasks = [t for t in tasks if t.instance_id in wanted]
-    root = config.data_dir or data_root()
     kept: list[Task] = []
     skipped: list[str] = []
     for task in tasks:
         local = not task.benchmark.startswith("spider2") and task.engine == "sqlite"
-        if local and task.benchmark != "custom" and task_database(task, root) is None:
+        if local and task.benchmark != "custom" and task_database(task, config.data_dir) is None:
             skipped.append(task.instance_id)
         else:
             kept.append(task)
@@ -45,7 +44,7 @@ def select_tasks(config: RunConfig) -> tuple[list[Task], list[str]]:
     kept = apply_paper_settings(
         kept,
         config.benchmark,
-        root,
+        benchmark_root(config.benchmark, config.data_dir),
         reference_plan=config.reference_plan,
         oracle_functions=config.oracle_functions,
     )
