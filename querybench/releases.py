@@ -338,7 +338,7 @@ class PartOutcome:
     part: Part
     folder: Path
     fetched: bool  # False: already in place, left as it was
-    verified: bool  # checksum / commit checked (False with --no-verify or none known)
+    check: str  # what was verified: "sha256 verified", "commit verified", or why nothing was
 
 
 def fetch_benchmark(
@@ -360,13 +360,13 @@ def fetch_benchmark(
         for part in PARTS[benchmark]:
             marker = to / ".downloads" / f"{part.archive.file_name}.unpacking"
             if not force and not marker.exists() and part.present(to):
-                outcomes.append(PartOutcome(part, to / part.folder, False, False))
+                outcomes.append(PartOutcome(part, to / part.folder, False, "left as it was"))
                 continue
             progress = on_start(part.archive) if on_start else None
             archive = _obtain(
                 part.archive, benchmark, to, from_dir, verify, http, progress, retries
             )
-            checked = verify and (part.archive.sha256 or part.archive.commit) is not None
+            checked = _check(part.archive, verify)
             marker.parent.mkdir(parents=True, exist_ok=True)
             marker.touch()
             if part.before is not None:
@@ -384,6 +384,14 @@ def fetch_benchmark(
             marker.unlink()
             outcomes.append(PartOutcome(part, to / part.folder, True, checked))
     return outcomes
+
+
+def _check(archive: Archive, verify: bool) -> str:
+    if not verify:
+        return "not verified: --no-verify"
+    if archive.sha256:
+        return "sha256 verified"
+    return "commit verified" if archive.commit else "no pinned checksum"
 
 
 def _obtain(

@@ -116,8 +116,7 @@ def fetch_command(
         if not outcome.fetched:
             typer.echo(f"in place: {outcome.part.name} ({outcome.folder}; --force redoes it)")
             continue
-        how = "verified" if outcome.verified else "not verified"
-        typer.echo(f"unpacked: {outcome.part.name} into {outcome.folder} ({how})")
+        typer.echo(f"unpacked: {outcome.part.name} into {outcome.folder} ({outcome.check})")
     if not verify:
         typer.echo("checksums and the Spider2 commit were NOT verified (--no-verify)")
     roots = {p.resolve() for p in data_roots()}
