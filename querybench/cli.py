@@ -183,10 +183,11 @@ def _spider2_command(benchmark: str) -> Callable[..., None]:
             typer.Option(help="Gold folder (exec_result/, sql/, eval jsonl); default: the data."),
         ] = None,
         db_dir: Annotated[
-            Path | None, typer.Option(
+            Path | None,
+            typer.Option(
                 help="sql mode: folder of `<db>.sqlite` for local tasks (default: the Spider "
                 "2.0 database folders of the data roots; see `querybench data status`)."
-            )
+            ),
         ] = None,
         scoring: Annotated[
             str, typer.Option(help="Which score is `score`: official or strict (both reported).")

@@ -108,3 +108,16 @@ def test_status_command_prints_a_table_and_the_line(shared: Path) -> None:
     assert "spider1: 972 of 1034 tasks can run here" in result.output
     bad = CliRunner().invoke(app, ["data", "status", "spider9"])
     assert bad.exit_code == 2 and "no status for 'spider9'" in bad.output
+
+
+def test_run_says_up_front_why_tasks_cannot_run(shared: Path, tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    args = ["run", "spider1", "--model", "oracle", "--limit", "1", "--out", str(out)]
+    result = CliRunner().invoke(app, args, env={"COLUMNS": "300"})
+    assert result.exit_code == 0, result.output
+    line = (
+        "data: spider1: 972 of 1034 tasks can run here; 62 of 1034 local tasks lack their "
+        "database (fix: querybench data fetch spider1)"
+    )
+    assert line in result.output
+    assert result.output.index(line) < result.output.index("score ")
