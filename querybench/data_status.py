@@ -134,6 +134,11 @@ def _blocked(
     if task.engine in _CLOUD:
         if task.instance_id in emulated or credentials[task.engine].ok:
             return None
+        if not task.extra.get("metadata_dir"):  # nothing to build an emulation from
+            return (
+                "BigQuery / Snowflake tasks need credentials (no metadata here to emulate)",
+                f"credentials (docs/data.md), or querybench data fetch {benchmark}",
+            )
         return (
             "BigQuery / Snowflake tasks need credentials or a built emulation",
             f"querybench data emulate {benchmark}, or credentials (docs/data.md)",
