@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import shutil
 from dataclasses import replace
 from pathlib import Path
@@ -20,6 +19,7 @@ from querybench.cli import app
 from querybench.releases import fetch_benchmark
 from querybench.tasks import load_tasks
 from tests import data_replicas as replicas
+from tests.conftest import as_new_user
 from tests.file_server import FileHandler, server
 
 __all__ = ["server"]
@@ -29,14 +29,7 @@ __all__ = ["server"]
 def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A new user's machine: QUERYBENCH_DATA is an empty folder; no user data, no credentials."""
     data = tmp_path / "data"
-    monkeypatch.setenv("QUERYBENCH_DATA", str(data))
-    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg-data"))
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg-config"))
-    monkeypatch.setenv("QUERYBENCH_CACHE", str(tmp_path / "cache"))
-    for name in list(os.environ):
-        if name.startswith("SNOWFLAKE_") or name == "GOOGLE_APPLICATION_CREDENTIALS":
-            monkeypatch.delenv(name)
-    monkeypatch.chdir(tmp_path)
+    as_new_user(monkeypatch, tmp_path, data)
     return data
 
 

@@ -4,7 +4,6 @@ files (task files, database files), not through querybench's loaders."""
 from __future__ import annotations
 
 import json
-import os
 import re
 from collections import Counter
 from pathlib import Path
@@ -14,20 +13,14 @@ from typer.testing import CliRunner
 
 from querybench.cli import app
 from querybench.data_status import benchmark_status
-from tests.conftest import require_data
+from tests.conftest import as_new_user, require_data
 
 
 @pytest.fixture
 def shared(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """The shared data as the only data with content; no user data, no credentials."""
     root = require_data("spider2", "spider2-lite", "spider2-lite.jsonl").parents[2]
-    monkeypatch.setenv("QUERYBENCH_DATA", str(root))
-    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg-data"))
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg-config"))
-    for name in list(os.environ):
-        if name.startswith("SNOWFLAKE_") or name == "GOOGLE_APPLICATION_CREDENTIALS":
-            monkeypatch.delenv(name)
-    monkeypatch.chdir(tmp_path)
+    as_new_user(monkeypatch, tmp_path, root)
     return root
 
 

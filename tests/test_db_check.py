@@ -6,7 +6,6 @@ the services answer with; nothing reaches a network."""
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -18,6 +17,7 @@ from querybench.cli import app
 from querybench.credentials import find_bigquery, find_snowflake
 from querybench.engines.check import explain
 from querybench.engines.snowflake import SnowflakeCredentials
+from tests.conftest import as_new_user
 
 sf_errors = pytest.importorskip("snowflake.connector.errors")
 google_auth = pytest.importorskip("google.auth.exceptions")
@@ -26,13 +26,7 @@ google_api = pytest.importorskip("google.api_core.exceptions")
 
 @pytest.fixture
 def clean(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("QUERYBENCH_DATA", str(tmp_path / "data"))
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
-    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg-data"))
-    for name in list(os.environ):
-        if name.startswith("SNOWFLAKE_") or name == "GOOGLE_APPLICATION_CREDENTIALS":
-            monkeypatch.delenv(name)
-    monkeypatch.chdir(tmp_path)
+    as_new_user(monkeypatch, tmp_path, tmp_path / "data")
     return tmp_path
 
 
@@ -67,10 +61,10 @@ def test_templates_never_count_as_credentials(clean: Path) -> None:
     assert found.problem == f"only the unfilled template {beside / 'snowflake_credential.json'}"
     key = {"type": "service_account", "project_id": "p", "private_key": "k", "client_email": "e"}
     assert not find_bigquery().ok
-    (clean / "config" / "querybench").mkdir(parents=True)
-    (clean / "config" / "querybench" / "bigquery_credential.json").write_text(json.dumps(key))
+    (clean / "xdg-config" / "querybench").mkdir(parents=True)
+    (clean / "xdg-config" / "querybench" / "bigquery_credential.json").write_text(json.dumps(key))
     assert find_bigquery().source == str(
-        clean / "config" / "querybench" / "bigquery_credential.json"
+        clean / "xdg-config" / "querybench" / "bigquery_credential.json"
     )
 
 
