@@ -11,6 +11,7 @@ puts them. A part whose files a reader would already find in the target is not f
 
 from __future__ import annotations
 
+import os
 import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -37,6 +38,9 @@ from querybench.tasks.model import Task
 # credential update), and the last commit holding the agentic `spider2/` folder (2025-05-22).
 SPIDER2_COMMIT = "e12c5f1e6550a5df88995520c3bf00bbe7bad2d2"
 SPIDER2_AGENTIC_COMMIT = "db1d8e1b4c054b8f36d72e118ec2ef62e2f2b9ac"
+
+# a server holding every archive under its official name (a local mirror, an air-gapped copy)
+MIRROR_ENV = "QUERYBENCH_DATA_MIRROR"
 
 _DRIVE = "https://drive.usercontent.google.com/download?export=download&confirm=t&id="
 _BIRD = "https://bird-bench.oss-cn-beijing.aliyuncs.com/"
@@ -104,14 +108,18 @@ SPIDER1 = _drive(  # the spider_data.zip linked from https://yale-lily.github.io
 
 def _prefixes(*mapping: tuple[str, str], drop_top: bool = False) -> Route:
     """Members under an archive prefix go under its folder (the longest prefix wins); the
-    rest is left out. `drop_top` first drops the archive's own top folder (`Spider2-<sha>/`)."""
+    rest is left out. `drop_top` first drops the archive's own top folder (`Spider2-<sha>/`,
+    `Spider2-main/`), unless the member already starts with a known prefix."""
     table = sorted(
         ((PurePosixPath(a).parts, PurePosixPath(b)) for a, b in mapping),
         key=lambda item: -len(item[0]),
     )
+    firsts = {prefix[0] for prefix, _folder in table}
 
     def route(member: PurePosixPath) -> PurePosixPath | None:
-        parts = member.parts[1:] if drop_top else member.parts
+        parts = member.parts
+        if drop_top and parts and parts[0] not in firsts:
+            parts = parts[1:]
         for prefix, folder in table:
             if parts[: len(prefix)] == prefix and len(parts) > len(prefix):
                 return folder.joinpath(*parts[len(prefix) :])
@@ -282,7 +290,7 @@ DBT_GOLD_DATABASES = Part(
 BIRD_DEV_PART = Part(
     "BIRD dev (2024-06-27) questions and databases",
     BIRD_DEV,
-    _prefixes(("dev_20240627", "bird")),
+    _prefixes(("dev_20240627", "bird"), ("dev", "bird")),  # dev/: the 2023 release's folder
     _both(_files("bird/dev.json"), _databases("bird")),
     "bird",
 )
@@ -310,7 +318,7 @@ BIRD_MINIDEV_PART = Part(
 SPIDER1_PART = Part(
     "Spider 1.0 questions and databases",
     SPIDER1,
-    _prefixes(("spider_data", "spider1")),
+    _prefixes(("spider_data", "spider1"), ("spider", "spider1")),
     _both(_files("spider1/dev.json"), _databases("spider1")),
     "spider1",
 )
@@ -406,6 +414,8 @@ def _obtain(
 ) -> Path:
     """The archive file: from `from_dir` by its official name, else downloaded (resumable)."""
     sha = archive.sha256 if verify else None
+    mirror = os.environ.get(MIRROR_ENV)
+    url = f"{mirror.rstrip('/')}/{archive.file_name}" if mirror else archive.url
     if from_dir is not None:
         names = (archive.file_name, *archive.aliases)
         found = next((from_dir / n for n in names if (from_dir / n).is_file()), None)
@@ -425,7 +435,7 @@ def _obtain(
     else:
         try:
             path = download(
-                archive.url,
+                url,
                 to / ".downloads" / archive.file_name,
                 sha256=sha,
                 client=http,

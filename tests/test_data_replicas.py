@@ -16,6 +16,7 @@ from typer.testing import CliRunner
 
 from querybench import releases
 from querybench.cli import app
+from querybench.envs.tasks import located_tasks
 from querybench.releases import fetch_benchmark
 from querybench.tasks import load_tasks
 from tests import data_replicas as replicas
@@ -105,6 +106,11 @@ def test_bird_dev_survives_a_mini_dev_fetch(
     # the gold reads a table only mini-dev's own copy of `shop` has
     assert _oracle_run("bird-mini-dev", tmp_path / "mini") == (1, 1)
     assert _oracle_run("bird", tmp_path / "dev2") == (3, 3)
+    # the RL environments find the same files
+    assert {d for _t, d in located_tasks("bird-mini-dev")} == {
+        mini / "dev_databases/shop/shop.sqlite"
+    }
+    assert len({d for _t, d in located_tasks("bird")}) == 2
     assert [t.instance_id for t in load_tasks("bird-mini-dev")] == ["1471"]
 
 
@@ -296,3 +302,16 @@ def test_a_cut_download_resumes_on_the_next_fetch(env: Path, official: dict[str,
     assert outcome.fetched and outcome.check == "sha256 verified"
     assert FileHandler.ranges[-1] == f"bytes={half}-"
     assert len(load_tasks("bird")) == 3
+
+
+def test_a_mirror_serves_the_official_names(
+    env: Path, server: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The shipped table as it is, every file taken from a mirror by its official name."""
+    for name, content in replicas.every_archive().items():
+        FileHandler.files[f"/{name}"] = content
+    monkeypatch.setenv(releases.MIRROR_ENV, f"{server}/")
+    output = _cli("data", "fetch", "spider2-dbt")
+    assert "(commit verified)" in output and output.count("(no pinned checksum)") == 2
+    assert FileHandler.ranges == [None, None, None]  # three archives, no other request
+    assert len(load_tasks("spider2-dbt")) == 2
