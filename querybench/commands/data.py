@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import (
     BarColumn,
     DownloadColumn,
@@ -59,7 +60,8 @@ def fetch_command(
             "--from",
             help="Take the archives from this folder, by their official names (dev.zip, "
             "train.zip, minidev.zip, spider_data.zip, local_sqlite.zip, DBT_start_db.zip, "
-            "dbt_gold.zip, Spider2-<commit>.zip), instead of downloading them.",
+            "dbt_gold.zip, Spider2-COMMIT.zip: the repository at its pinned commit), instead of "
+            "downloading them.",
         ),
     ] = None,
     verify: Annotated[
@@ -110,7 +112,7 @@ def fetch_command(
             )
         except QuerybenchError as exc:
             progress.stop()
-            console.print(f"[red]error:[/red] {exc}", highlight=False, soft_wrap=True, markup=True)
+            console.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False, soft_wrap=True)
             raise typer.Exit(2) from None
     for outcome in outcomes:
         if not outcome.fetched:
