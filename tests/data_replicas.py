@@ -220,6 +220,31 @@ def spider2_repo() -> dict[str, bytes]:
         )
     for db, script in LITE_DATABASES.items():  # the schema metadata the repository ships
         members.update(_metadata(f"{lite}/resource/databases/sqlite/{db}", script))
+    # one BigQuery task, runnable offline once `data emulate` built its database
+    bq_sql = "SELECT count(*) AS n FROM `bigquery-public-data.shopcloud.items`"
+    tasks.append(
+        {"instance_id": "bq001", "db": "shopcloud", "question": "q", "external_knowledge": None}
+    )
+    specs.append({"instance_id": "bq001", "condition_cols": [], "ignore_order": True, "toks": 30})
+    members[f"{lite}/evaluation_suite/gold/sql/bq001.sql"] = bq_sql
+    members[f"{lite}/evaluation_suite/gold/exec_result/bq001.csv"] = "n\n2\n"
+    dataset = f"{lite}/resource/databases/bigquery/shopcloud/bigquery-public-data.shopcloud"
+    members[f"{dataset}/items.json"] = json.dumps(
+        {
+            "table_name": "items",
+            "table_fullname": "bigquery-public-data.shopcloud.items",
+            "column_names": ["name", "price"],
+            "column_types": ["STRING", "FLOAT64"],
+            "nested_column_names": ["name", "price"],
+            "nested_column_types": ["STRING", "FLOAT64"],
+            "description": ["", ""],
+            "sample_rows": [{"name": "pen", "price": 1.5}, {"name": "ink", "price": 3.0}],
+        }
+    )
+    members[f"{dataset}/DDL.csv"] = (
+        'table_name,ddl\nitems,"CREATE TABLE `bigquery-public-data.shopcloud.items` '
+        '(name STRING, price FLOAT64)"\n'
+    )
     members[f"{lite}/spider2-lite.jsonl"] = _jsonl(tasks)
     members[f"{lite}/evaluation_suite/gold/spider2lite_eval.jsonl"] = _jsonl(specs)
     members[f"{snow}/spider2-snow.jsonl"] = _jsonl(

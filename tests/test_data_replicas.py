@@ -152,7 +152,12 @@ def test_spider2_lite_local_databases_found_by_every_reader(
     assert sorted(p.name for p in localdb.iterdir()) == ["shop.sqlite", "toys.sqlite"]
     assert not (env / "spider2" / "methods").exists()  # only the benchmark folders
     _no_junk(env)
-    assert _oracle_run("spider2-lite", tmp_path / "run") == (3, 3)
+    status = _cli("data", "status", "spider2-lite")
+    assert "spider2-lite: 3 of 4 tasks can run here; 1 BigQuery / Snowflake tasks need " in status
+    assert "built 1 emulation files" in _cli("data", "emulate", "spider2-lite")
+    assert (env / "spider2-lite-local" / "shopcloud.duckdb").is_file()
+    assert "spider2-lite: 4 of 4 tasks can run here" in _cli("data", "status", "spider2-lite")
+    assert _oracle_run("spider2-lite", tmp_path / "run") == (4, 4)
     predictions = tmp_path / "sqls"
     shutil.copytree(
         env / "spider2" / "spider2-lite" / "evaluation_suite" / "gold" / "sql", predictions
@@ -170,6 +175,7 @@ def test_spider2_lite_local_databases_found_by_every_reader(
     )
     scores = [json.loads(line) for line in results.read_text().splitlines()]
     assert [(r["instance_id"], r["score"]) for r in scores] == [
+        ("bq001", 1.0),
         ("local001", 1.0),
         ("local002", 1.0),
         ("local003", 1.0),
@@ -178,9 +184,7 @@ def test_spider2_lite_local_databases_found_by_every_reader(
         app, ["audit", "spider2-lite", "--output", str(tmp_path / "a.jsonl")]
     )
     assert audit.exit_code == 0, audit.output
-    assert "3 instances have it, 3 ran, 3 reproduced" in audit.output
-    status = _cli("data", "status", "spider2-lite")
-    assert "spider2-lite: 3 of 3 tasks can run here" in status
+    assert "3 ran, 3 reproduced the gold" in audit.output  # the local instances' gold SQL
 
 
 def test_spider2_dbt_flattened_start_and_gold_apart(
@@ -226,6 +230,7 @@ def test_agentic_spider2_beside_the_others(env: Path, official: dict[str, bytes]
         "local001",
         "local002",
         "local003",
+        "bq001",
     ]
     assert len(load_tasks("spider2-dbt")) == 2
     localdb = env / "spider2" / "spider2-lite" / "resource" / "databases" / "spider2-localdb"
