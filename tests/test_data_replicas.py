@@ -58,8 +58,8 @@ def _cli(*args: str) -> str:
     return result.output
 
 
-def _oracle_run(benchmark: str, out: Path) -> tuple[int, int]:
-    _cli("run", benchmark, "--method", "zero-shot", "--model", "oracle", "--out", str(out))
+def _oracle_run(benchmark: str, out: Path, method: str = "zero-shot") -> tuple[int, int]:
+    _cli("run", benchmark, "--method", method, "--model", "oracle", "--out", str(out))
     summary = json.loads((out / "summary.json").read_text())
     return summary["n"], summary["correct"]
 
@@ -158,6 +158,7 @@ def test_spider2_lite_local_databases_found_by_every_reader(
     assert (env / "spider2-lite-local" / "shopcloud.duckdb").is_file()
     assert "spider2-lite: 4 of 4 tasks can run here" in _cli("data", "status", "spider2-lite")
     assert _oracle_run("spider2-lite", tmp_path / "run") == (4, 4)
+    assert _oracle_run("spider2-lite", tmp_path / "agent", "spider-agent") == (4, 4)
     predictions = tmp_path / "sqls"
     shutil.copytree(
         env / "spider2" / "spider2-lite" / "evaluation_suite" / "gold" / "sql", predictions
