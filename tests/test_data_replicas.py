@@ -16,8 +16,9 @@ from typer.testing import CliRunner
 
 from querybench import releases
 from querybench.cli import app
+from querybench.data_fetch import MIRROR_ENV, fetch_benchmark
 from querybench.envs.tasks import located_tasks
-from querybench.releases import fetch_benchmark
+from querybench.fetch import FetchError
 from querybench.tasks import load_tasks
 from tests import data_replicas as replicas
 from tests.conftest import as_new_user
@@ -301,7 +302,7 @@ def test_the_repository_must_be_the_pinned_commit(
 def test_a_cut_download_resumes_on_the_next_fetch(env: Path, official: dict[str, bytes]) -> None:
     half = len(official["dev.zip"]) // 2
     FileHandler.cut_after["/dev.zip"] = half
-    with pytest.raises(releases.FetchError, match=f"cut after {half} bytes.*run again to resume"):
+    with pytest.raises(FetchError, match=f"cut after {half} bytes.*run again to resume"):
         fetch_benchmark("bird", env, retries=0)
     assert not (env / "bird").exists()
     (outcome,) = fetch_benchmark("bird", env, retries=0)
@@ -316,7 +317,7 @@ def test_a_mirror_serves_the_official_names(
     """The shipped table as it is, every file taken from a mirror by its official name."""
     for name, content in replicas.every_archive().items():
         FileHandler.files[f"/{name}"] = content
-    monkeypatch.setenv(releases.MIRROR_ENV, f"{server}/")
+    monkeypatch.setenv(MIRROR_ENV, f"{server}/")
     output = _cli("data", "fetch", "spider2-dbt")
     assert "(commit verified)" in output and output.count("(no pinned checksum)") == 2
     assert FileHandler.ranges == [None, None, None]  # three archives, no other request

@@ -80,7 +80,7 @@ def fetch_command(
     Example: `querybench data fetch spider2-dbt --from ~/Downloads`
     """
     from querybench.data import data_roots, fetch_target
-    from querybench.releases import fetch_benchmark
+    from querybench.data_fetch import fetch_benchmark
 
     target = (to or fetch_target()).expanduser()
     console = Console(stderr=True)
