@@ -80,6 +80,10 @@ def test_spider1_fetch_writes_where_readers_look(
     assert (env / "spider1" / "database" / "toys" / "toys.sqlite").is_file()
     _no_junk(env / "spider1")
     assert _oracle_run("spider1", tmp_path / "run") == (3, 3)
+    # into the user data dir, behind $QUERYBENCH_DATA's own copy: said, not silently shadowed
+    user_dir = tmp_path / "xdg-data" / "querybench"
+    output = _cli("data", "fetch", "spider1", "--to", str(user_dir))
+    assert f"note: {env / 'spider1' / 'dev.json'} comes first" in output
 
 
 def test_bird_dev_survives_a_mini_dev_fetch(
@@ -140,6 +144,7 @@ def test_bird_train_from_a_folder_into_the_user_data_dir(
     assert f"into {user_dir / 'bird' / 'train'} (no pinned checksum)" in output
     assert FileHandler.ranges == []  # nothing was downloaded
     assert (user_dir / "bird" / "train" / "train_databases" / "toys" / "toys.sqlite").is_file()
+    assert "note:" not in output  # no earlier root holds bird-train
     tasks = load_tasks("bird-train")  # found in the user data dir, the last root
     assert [t.instance_id for t in tasks] == ["0", "1"]  # train.json has no question_id
     assert _oracle_run("bird-train", tmp_path / "run") == (2, 2)

@@ -79,8 +79,9 @@ def fetch_command(
 
     Example: `querybench data fetch spider2-dbt --from ~/Downloads`
     """
-    from querybench.data import data_roots, fetch_target
+    from querybench.data import data_roots, fetch_target, find_data
     from querybench.data_fetch import fetch_benchmark
+    from querybench.layout import TASK_FILES
 
     target = (to or fetch_target()).expanduser()
     console = Console(stderr=True)
@@ -121,11 +122,15 @@ def fetch_command(
         typer.echo(f"unpacked: {outcome.part.name} into {outcome.folder} ({outcome.check})")
     if not verify:
         typer.echo("checksums and the Spider2 commit were NOT verified (--no-verify)")
-    roots = {p.resolve() for p in data_roots()}
-    if target.resolve() in roots:
-        typer.echo(f"data root {target}: read from there (querybench data status {benchmark})")
-    else:
+    roots = [p.resolve() for p in data_roots()]
+    if target.resolve() not in roots:
         typer.echo(f"data root {target} is not searched: set QUERYBENCH_DATA={target} to read it")
+        return
+    typer.echo(f"data root {target}: read from there (querybench data status {benchmark})")
+    earlier = roots[: roots.index(target.resolve())]
+    shadow = find_data(*TASK_FILES.get(benchmark, ()), roots=earlier)
+    if shadow is not None:
+        typer.echo(f"note: {shadow} comes first (an earlier data root) and is read instead")
 
 
 @data_app.command("status")
