@@ -12,9 +12,9 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from querybench.data import data_root
 from querybench.errors import QuerybenchError
 from querybench.evaluation.record import InstanceResult
+from querybench.layout import benchmark_root
 from querybench.report.summary import print_summary, summarise
 
 app = typer.Typer(
@@ -184,6 +184,7 @@ def _spider2(
     from querybench.evaluation.spider2_eval import evaluate_spider2
     from querybench.evaluation.spider2_gold import default_gold_dir
     from querybench.runs.ray_eval import evaluate_spider2_ray
+    from querybench.tasks.databases import spider2_database_dirs
 
     if mode not in ("exec_result", "sql"):
         _fail(f"--mode must be exec_result or sql, not {mode!r}")
@@ -196,9 +197,7 @@ def _spider2(
     _check_predictions_kind(predictions, mode)
     if mode == "sql":
         _check_db_dir(db_dir, "*.sqlite", "<db>.sqlite files for the local tasks")
-    if mode == "sql" and db_dir is None:
-        local = data_root() / "spider2-lite-local"
-        db_dir = local if local.is_dir() else None
+    db_dirs = [db_dir] if db_dir is not None else spider2_database_dirs()  # data.py's roots
     score = _scorer(executor, address, evaluate_spider2, evaluate_spider2_ray)
     results = _run(
         f"scoring {benchmark}",
@@ -210,7 +209,7 @@ def _spider2(
             gold,
             mode=mode,
             scoring=scoring,
-            db_dir=db_dir,
+            db_dir=db_dirs or None,
             tasks_file=tasks_file,
             workers=workers,
             timeout=timeout,
@@ -234,7 +233,11 @@ def _spider2_command(benchmark: str) -> Callable[..., None]:
             typer.Option(help="Gold folder (exec_result/, sql/, eval jsonl); default: the data."),
         ] = None,
         db_dir: Annotated[
-            Path | None, typer.Option(help="sql mode: folder of `<db>.sqlite` for local tasks.")
+            Path | None,
+            typer.Option(
+                help="sql mode: folder of `<db>.sqlite` for local tasks (default: the Spider "
+                "2.0 database folders of the data roots; see `querybench data status`)."
+            ),
         ] = None,
         scoring: Annotated[
             str, typer.Option(help="Which score is `score`: official or strict (both reported).")
@@ -503,12 +506,11 @@ def eval_bird_mini_dev(
             _fail(f"--db-url {scheme}:// does not match --dialect {dialect}")
     if dialect == "sqlite":
         _check_db_dir(db_dir, "*/*.sqlite", "<db_id>/<db_id>.sqlite")
-    bird_dir = data_root() / "bird"
     _bird(
         f"BIRD mini-dev ({dialect}) execution match",
-        questions or mini_dev_file(dialect, bird_dir),
+        questions or mini_dev_file(dialect),
         predictions,
-        db_dir or mini_dev_dir(bird_dir),
+        db_dir or mini_dev_dir(),
         metrics,
         db_url=db_url,
         ves_repeats=ves_repeats,
@@ -563,7 +565,7 @@ def eval_spider2_dbt(
     )
     from querybench.tasks import load_tasks
 
-    root = data_dir or data_root()
+    root = benchmark_root("spider2-dbt", data_dir)
     gold = gold_dir or dbt_gold_dir(root)
     try:
         tasks = load_tasks("spider2-dbt", data_dir=root)
@@ -620,10 +622,10 @@ def eval_spider2(
         _fail(f"--scoring must be official or strict, not {scoring!r}")
     if not predictions.is_dir():
         _fail(f"--predictions {predictions} is not a folder (the official submission layout)")
-    root = data_dir or data_root()
+    root = benchmark_root("spider2", data_dir)  # the data root holding spider2/spider2
     config = (gold_dir / "spider2_eval.jsonl") if gold_dir is not None else None
     try:
-        tasks = load_tasks("spider2", data_dir=root)
+        tasks = load_tasks("spider2", data_dir=data_dir)
         if config is not None and config.is_file():
             from querybench.tasks.spider2_agentic import with_eval_config
 
@@ -640,7 +642,7 @@ def eval_spider2(
                 predictions,
                 gold,
                 scoring=scoring,
-                run_sql=engine_runner(root, timeout),
+                run_sql=engine_runner(data_dir, timeout),
                 workers=workers,
                 on_result=advance,
             )

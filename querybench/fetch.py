@@ -1,21 +1,28 @@
-"""Download the official public benchmark releases: resumable, verified, unpacked in place.
+"""Downloading and unpacking archives: resumable, verified, never keeping an HTML page.
 
 `download` fetches one URL into a file with HTTP Range resume (a `.part` file survives a cut
-and the next call continues it), verifies its sha256 when one is known, and names the host
-in every error: unreachable (offline, DNS), refused (HTTP 4xx/5xx), cut mid-way.
-`fetch` downloads every archive a benchmark needs (the `SOURCES` table) and unpacks it into
-the data layout the loaders read (`<dir>/spider2/...`, `<dir>/bird/...`, `<dir>/spider1/...`).
+and the next call continues it), verifies its sha256 when one is known, and names the host in
+every error: unreachable (offline, DNS), refused (HTTP 4xx/5xx), cut mid-way. A reply that is an
+HTML page (Google Drive's quota or virus-scan page instead of the file) is recognised by its
+content and deleted: `HtmlPageError`, never a cached archive.
+`unpack_routed` unpacks a zip or tar archive member by member through a `Route` (the member's
+destination, or None to leave it out): `__MACOSX/` and `._*` AppleDouble stubs are never
+extracted, nested `.zip` members are unpacked where they land, and no member may leave the
+destination folder. Which archive goes where is `releases.py`'s table.
 """
 
 from __future__ import annotations
 
 import hashlib
+import re
 import shutil
 import tarfile
 import zipfile
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from functools import partial
 from pathlib import Path, PurePosixPath
+from typing import IO
 from urllib.parse import urlsplit
 
 import httpx
@@ -23,136 +30,19 @@ import httpx
 from querybench.errors import QuerybenchError
 
 Progress = Callable[[int, int | None], None]  # (bytes so far, total bytes or None)
-
-_GDRIVE = "https://drive.usercontent.google.com/download?export=download&confirm=t&id="
+Route = Callable[[PurePosixPath], PurePosixPath | None]  # member -> destination, None: skip
 
 
 class FetchError(QuerybenchError):
-    """A download could not be completed or verified."""
+    """A download could not be completed or verified, or an archive not unpacked."""
 
 
-@dataclass(frozen=True)
-class Source:
-    """One official archive: where it is, its checksum when known, where it unpacks."""
+class HtmlPageError(FetchError):
+    """An HTML page arrived (or sits) where an archive was expected."""
 
-    file_name: str
-    url: str
-    sha256: str | None
-    unpack_to: str  # folder under the data dir
-    strip: str = ""  # leading archive folder dropped while unpacking ("Spider2-main")
-    only_stripped: bool = False  # unpack only the members under `strip` (one folder of a repo)
-
-
-AGENTIC_COMMIT = "db1d8e1b4c054b8f36d72e118ec2ef62e2f2b9ac"
-
-_SPIDER2_REPO = Source(
-    "Spider2-main.zip",
-    "https://github.com/xlang-ai/Spider2/archive/refs/heads/main.zip",
-    None,  # a moving branch: no fixed checksum
-    "spider2",
-    strip="Spider2-main",
-)
-
-# The official public releases (URLs as the benchmarks' READMEs give them).
-SOURCES: dict[str, tuple[Source, ...]] = {
-    "spider2-lite": (
-        _SPIDER2_REPO,
-        # spider2-lite/README.md: the local SQLite databases (Google Drive)
-        Source(
-            "local_sqlite.zip",
-            _GDRIVE + "1coEVsCZq-Xvj9p2TnhBFoFTsY-UoYGmG",
-            None,
-            "spider2/spider2-lite/resource/databases/spider2-localdb",
-        ),
-    ),
-    "spider2-snow": (_SPIDER2_REPO,),
-    # The agentic setting's folder, removed upstream on 2025-05-22: the repository at the last
-    # commit that has it, only that folder unpacked.
-    "spider2": (
-        Source(
-            "Spider2-db1d8e1b.zip",
-            f"https://github.com/xlang-ai/Spider2/archive/{AGENTIC_COMMIT}.zip",
-            None,
-            "spider2/spider2",
-            strip=f"Spider2-{AGENTIC_COMMIT}/spider2",
-            only_stripped=True,
-        ),
-    ),
-    "spider2-dbt": (
-        _SPIDER2_REPO,
-        # spider2-dbt/README.md: DBT_start_db.zip and dbt_gold.zip (Google Drive)
-        Source(
-            "DBT_start_db.zip",
-            _GDRIVE + "1N3f7BSWC4foj-V-1C9n8M2XmgV7FOcqL",
-            None,
-            "spider2/spider2-dbt",
-        ),
-        Source(
-            "dbt_gold.zip",
-            _GDRIVE + "1s0USV_iQLo4oe05QqAMnhGGp5jeejCzp",
-            None,
-            "spider2/spider2-dbt",
-        ),
-    ),
-    "bird": (
-        Source(
-            "bird_dev.zip",
-            "https://bird-bench.oss-cn-beijing.aliyuncs.com/dev.zip",
-            "cdd6d19faeb45a23970b98d3ef6c40a87987c95459c2cf12076897a60cf5a630",
-            "bird",
-            strip="dev_20240627",
-        ),
-    ),
-    "bird-mini-dev": (
-        Source(
-            "bird_minidev.zip",
-            "https://bird-bench.oss-cn-beijing.aliyuncs.com/minidev.zip",
-            None,
-            "bird",
-            strip="minidev/MINIDEV",
-        ),
-    ),
-    "spider1": (
-        # the spider_data.zip linked from https://yale-lily.github.io/spider (Google Drive)
-        Source(
-            "spider_data.zip",
-            _GDRIVE + "1403EGqzIDoHMdQF4c9Bkyl7dZLZ5Wt6J",
-            None,
-            "spider1",
-            strip="spider_data",
-        ),
-    ),
-}
-
-
-def fetch(
-    benchmark: str,
-    to: Path,
-    *,
-    client: httpx.Client | None = None,
-    on_start: Callable[[Source], Progress] | None = None,
-    retries: int = 3,
-) -> list[Path]:
-    """Download and unpack every archive of `benchmark` under `to`; the unpacked folders."""
-    if benchmark not in SOURCES:
-        raise FetchError(f"nothing to fetch for {benchmark!r}; choose one of {', '.join(SOURCES)}")
-    downloads = to / ".downloads"
-    folders = []
-    with client or httpx.Client(follow_redirects=True, timeout=60.0) as http:
-        for source in SOURCES[benchmark]:
-            progress = on_start(source) if on_start else None
-            archive = download(
-                source.url,
-                downloads / source.file_name,
-                sha256=source.sha256,
-                client=http,
-                on_progress=progress,
-                retries=retries,
-            )
-            folder = to / source.unpack_to
-            unpack(archive, folder, strip=source.strip, only_stripped=source.only_stripped)
-            folders.append(folder)
-    return folders
+    def __init__(self, source: str, title: str) -> None:
+        self.source, self.title = source, title
+        super().__init__(f"{source} is an HTML page ({title!r}), not the archive")
 
 
 def download(
@@ -164,9 +54,15 @@ def download(
     on_progress: Progress | None = None,
     retries: int = 3,
 ) -> Path:
-    """`url` into `dest`, resuming `dest.part` with a Range request; verified when `sha256`."""
-    if dest.is_file() and (sha256 is None or file_sha256(dest) == sha256):
-        return dest
+    """`url` into `dest`, resuming `dest.part` with a Range request; verified when `sha256`.
+
+    A `dest` already there is reused when it verifies (or no checksum is known) and is not an
+    HTML page; an HTML page downloaded or found is deleted and raises `HtmlPageError`."""
+    if dest.is_file():
+        if html_title(dest) is not None:
+            dest.unlink()  # a page an earlier version kept as the archive
+        elif sha256 is None or file_sha256(dest) == sha256.lower():
+            return dest
     dest.parent.mkdir(parents=True, exist_ok=True)
     part = dest.with_name(dest.name + ".part")
     http = client or httpx.Client(follow_redirects=True, timeout=60.0)
@@ -181,13 +77,18 @@ def download(
     finally:
         if client is None:
             http.close()
+    title = html_title(part)
+    if title is not None:
+        part.unlink()
+        raise HtmlPageError(f"the reply of {_host(url)}", title)
     if sha256 is not None:
         actual = file_sha256(part)
         if actual != sha256.lower():
             part.unlink()
             raise FetchError(
                 f"checksum mismatch for {url}: expected sha256 {sha256}, got {actual} "
-                "(the partial file was removed; run again to download it afresh)"
+                "(the partial file was removed; run again to download it afresh, or pass "
+                "--no-verify for a newer release)"
             )
     part.replace(dest)
     return dest
@@ -195,6 +96,9 @@ def download(
 
 def _transfer(http: httpx.Client, url: str, part: Path, on_progress: Progress | None) -> None:
     offset = part.stat().st_size if part.exists() else 0
+    if offset and html_title(part) is not None:  # never resume onto a page
+        part.unlink()
+        offset = 0
     headers = {"Range": f"bytes={offset}-"} if offset else {}
     with http.stream("GET", url, headers=headers) as response:
         if response.status_code == 416 and offset:  # nothing left: the part is complete
@@ -238,55 +142,117 @@ def file_sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def unpack(archive: Path, folder: Path, *, strip: str = "", only_stripped: bool = False) -> None:
-    """Unpack a zip or tar archive into `folder`, dropping the leading `strip` folder (and,
-    with `only_stripped`, every member outside it).
+_TITLE = re.compile(rb"<title[^>]*>(.*?)</title>", re.IGNORECASE | re.DOTALL)
 
-    Members that would land outside `folder` (absolute paths, `..`) are refused.
-    """
-    folder.mkdir(parents=True, exist_ok=True)
+
+def html_title(path: Path) -> str | None:
+    """The page's title (or "untitled") when `path` starts as an HTML document; else None.
+
+    Archives (zip, tar, gzip) and JSON never start with `<`; a page does, after whitespace."""
+    try:
+        with path.open("rb") as f:
+            head = f.read(4096)
+    except OSError:
+        return None
+    text = head.lstrip(b"\xef\xbb\xbf \t\r\n").lower()
+    if not (text.startswith((b"<!doctype html", b"<html", b"<head", b"<meta")) or b"<html" in text):
+        return None
+    if head.startswith((b"PK\x03\x04", b"PK\x05\x06", b"\x1f\x8b")):
+        return None
+    match = _TITLE.search(head)
+    title = match[1].decode("utf-8", "replace").strip() if match else ""
+    return " ".join(title.split()) or "untitled"
+
+
+def zip_commit(archive: Path) -> str | None:
+    """The commit a GitHub (git archive) zip was made from: git writes it as the zip comment."""
+    try:
+        with zipfile.ZipFile(archive) as zf:
+            comment = zf.comment.decode("ascii", "replace").strip()
+    except (OSError, zipfile.BadZipFile):
+        return None
+    return comment if re.fullmatch(r"[0-9a-f]{40}", comment) else None
+
+
+def is_junk(member: PurePosixPath) -> bool:
+    """macOS archive litter: `__MACOSX/` resource forks, `._*` AppleDouble stubs, .DS_Store."""
+    return any(p == "__MACOSX" or p.startswith("._") or p == ".DS_Store" for p in member.parts)
+
+
+def unpack_routed(archive: Path, root: Path, route: Route, *, nested: bool = True) -> list[Path]:
+    """Unpack `archive`'s members to `root / route(member)`; the files written.
+
+    Junk (`is_junk`) is never written; a member that would land outside `root` (absolute,
+    `..`) is refused; with `nested`, a `.zip` member is unpacked into its own folder (junk left
+    out the same way) and then removed, as unzipping it by hand would."""
+    written: list[Path] = []
+    with _members(archive) as members:
+        for name, is_dir, open_member in members:
+            member = PurePosixPath(name)
+            if member.is_absolute() or ".." in member.parts:
+                raise FetchError(f"{archive}: member {name!r} would unpack outside {root}")
+            if is_dir or is_junk(member):
+                continue
+            destination = route(member)
+            if destination is None:
+                continue
+            if destination.is_absolute() or ".." in destination.parts:
+                raise FetchError(f"{archive}: member {name!r} would unpack outside {root}")
+            target = root.joinpath(*destination.parts)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            partial = target.with_name(target.name + ".unpacking")
+            with open_member() as src, partial.open("wb") as dst:
+                shutil.copyfileobj(src, dst, 1 << 20)
+            partial.replace(target)
+            if nested and target.suffix == ".zip" and zipfile.is_zipfile(target):
+                inner = unpack_routed(target, target.parent, lambda m: m, nested=True)
+                target.unlink()
+                written += inner
+            else:
+                written.append(target)
+    return written
+
+
+Member = tuple[str, bool, Callable[[], IO[bytes]]]
+
+
+@contextmanager
+def _members(archive: Path) -> Iterator[Iterator[Member]]:
     if zipfile.is_zipfile(archive):
         with zipfile.ZipFile(archive) as zf:
-            for info in zf.infolist():
-                target = _member_target(folder, info.filename, strip, archive, only_stripped)
-                if target is None:
-                    continue
-                if info.is_dir():
-                    target.mkdir(parents=True, exist_ok=True)
-                    continue
-                target.parent.mkdir(parents=True, exist_ok=True)
-                with zf.open(info) as src, target.open("wb") as dst:
-                    shutil.copyfileobj(src, dst)
+            yield ((i.filename, i.is_dir(), partial(zf.open, i)) for i in zf.infolist())
         return
     if tarfile.is_tarfile(archive):
         with tarfile.open(archive) as tf:
-            for member in tf.getmembers():
-                target = _member_target(folder, member.name, strip, archive, only_stripped)
-                if target is None or not (member.isfile() or member.isdir()):
-                    continue
-                if member.isdir():
-                    target.mkdir(parents=True, exist_ok=True)
-                    continue
-                target.parent.mkdir(parents=True, exist_ok=True)
-                content = tf.extractfile(member)
-                assert content is not None  # a regular file always has content
-                with content, target.open("wb") as dst:
-                    shutil.copyfileobj(content, dst)
+            members = [m for m in tf.getmembers() if m.isfile() or m.isdir()]
+            yield ((m.name, m.isdir(), partial(_tar_member, tf, m)) for m in members)
         return
-    raise FetchError(f"{archive} is neither a zip nor a tar archive (an HTML error page?)")
+    title = html_title(archive)
+    if title is not None:
+        raise HtmlPageError(str(archive), title)
+    raise FetchError(f"{archive} is neither a zip nor a tar archive (truncated or not the file?)")
 
 
-def _member_target(
-    folder: Path, name: str, strip: str, archive: Path, only_stripped: bool = False
-) -> Path | None:
-    parts = PurePosixPath(name).parts
+def _tar_member(tf: tarfile.TarFile, member: tarfile.TarInfo) -> IO[bytes]:
+    content = tf.extractfile(member)
+    assert content is not None  # a regular file always has content
+    return content
+
+
+def strip_route(strip: str = "") -> Route:
+    """Every member as it is, less the leading `strip` folder."""
     prefix = PurePosixPath(strip).parts if strip else ()
-    if prefix and parts[: len(prefix)] == prefix:
-        parts = parts[len(prefix) :]
-    elif only_stripped:
-        return None
-    if not parts:
-        return None
-    if PurePosixPath(name).is_absolute() or ".." in parts:
-        raise FetchError(f"{archive}: member {name!r} would unpack outside {folder}")
-    return folder.joinpath(*parts)
+
+    def route(member: PurePosixPath) -> PurePosixPath | None:
+        parts = member.parts
+        if prefix and parts[: len(prefix)] == prefix:
+            parts = parts[len(prefix) :]
+        return PurePosixPath(*parts) if parts else None
+
+    return route
+
+
+def unpack(archive: Path, folder: Path, *, strip: str = "") -> None:
+    """Unpack a zip or tar archive into `folder`, dropping the leading `strip` folder."""
+    folder.mkdir(parents=True, exist_ok=True)
+    unpack_routed(archive, folder, strip_route(strip), nested=False)

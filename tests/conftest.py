@@ -19,3 +19,19 @@ def require_data(*parts: str) -> Path:
             pytest.fail(reason)
         pytest.skip(reason)
     return path
+
+
+def as_new_user(monkeypatch: pytest.MonkeyPatch, home: Path, data: Path | None) -> None:
+    """A new user's machine: `QUERYBENCH_DATA=data` (unset for None), empty user data and config
+    dirs under `home`, no cloud credentials in the environment, `home` the working folder."""
+    if data is None:
+        monkeypatch.delenv("QUERYBENCH_DATA", raising=False)
+    else:
+        monkeypatch.setenv("QUERYBENCH_DATA", str(data))
+    monkeypatch.setenv("XDG_DATA_HOME", str(home / "xdg-data"))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / "xdg-config"))
+    monkeypatch.setenv("QUERYBENCH_CACHE", str(home / "cache"))
+    for name in list(os.environ):
+        if name.startswith("SNOWFLAKE_") or name == "GOOGLE_APPLICATION_CREDENTIALS":
+            monkeypatch.delenv(name)
+    monkeypatch.chdir(home)

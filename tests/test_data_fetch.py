@@ -6,74 +6,19 @@ import hashlib
 import io
 import json
 import socket
-import threading
 import zipfile
-from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import ClassVar
 
 import pytest
 from typer.testing import CliRunner
 
-from querybench import fetch as fetch_module
+from querybench import releases
 from querybench.cli import app
-from querybench.fetch import FetchError, Source, download, fetch, unpack
+from querybench.fetch import FetchError, HtmlPageError, download, html_title, unpack
+from tests.file_server import FileHandler as _Handler
+from tests.file_server import server
 
-
-class _Handler(BaseHTTPRequestHandler):
-    """Serves `files`; honours Range; `cut_after[path]` bytes, then drops the connection once."""
-
-    files: ClassVar[dict[str, bytes]] = {}
-    cut_after: ClassVar[dict[str, int]] = {}
-    status: ClassVar[dict[str, int]] = {}
-    ranges: ClassVar[list[str | None]] = []
-
-    def do_GET(self) -> None:
-        self.ranges.append(self.headers.get("Range"))
-        if self.path in self.status:
-            self.send_error(self.status[self.path])
-            return
-        body = self.files.get(self.path)
-        if body is None:
-            self.send_error(404)
-            return
-        start = 0
-        requested = self.headers.get("Range")
-        if requested and requested.startswith("bytes="):
-            start = int(requested.removeprefix("bytes=").split("-")[0])
-            if start >= len(body):
-                self.send_response(416)
-                self.send_header("Content-Range", f"bytes */{len(body)}")
-                self.end_headers()
-                return
-            self.send_response(206)
-            self.send_header("Content-Range", f"bytes {start}-{len(body) - 1}/{len(body)}")
-        else:
-            self.send_response(200)
-        self.send_header("Content-Length", str(len(body) - start))
-        self.end_headers()
-        cut = self.cut_after.pop(self.path, None)
-        if cut is not None:
-            self.wfile.write(body[start : start + cut])
-            self.wfile.flush()
-            self.connection.shutdown(socket.SHUT_RDWR)  # promised more, sent less
-            return
-        self.wfile.write(body[start:])
-
-    def log_message(self, format: str, *args: object) -> None:
-        pass
-
-
-@pytest.fixture
-def server() -> Iterator[str]:
-    _Handler.files, _Handler.cut_after, _Handler.status, _Handler.ranges = {}, {}, {}, []
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
-    thread = threading.Thread(target=httpd.serve_forever, args=(0.05,), daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    httpd.shutdown()
-    httpd.server_close()
+__all__ = ["server"]  # the fixture, imported for pytest
 
 
 def _archive() -> bytes:
@@ -155,70 +100,93 @@ def test_unpack_refuses_escaping_members(tmp_path: Path) -> None:
         zf.writestr("../outside.txt", "x")
     with pytest.raises(FetchError, match="would unpack outside"):
         unpack(archive, tmp_path / "out")
-    (tmp_path / "page.zip").write_text("<html>quota exceeded</html>")
-    with pytest.raises(FetchError, match="neither a zip nor a tar"):
+    (tmp_path / "page.zip").write_text("<html><title>Quota exceeded</title></html>")
+    with pytest.raises(HtmlPageError, match="is an HTML page \\('Quota exceeded'\\)"):
         unpack(tmp_path / "page.zip", tmp_path / "out")
+    (tmp_path / "cut.zip").write_bytes(b"PK\x03\x04 truncated")
+    with pytest.raises(FetchError, match="neither a zip nor a tar"):
+        unpack(tmp_path / "cut.zip", tmp_path / "out")
 
 
-def _serve_spider1(server: str, monkeypatch: pytest.MonkeyPatch) -> bytes:
+DRIVE_PAGE = (
+    b"<!DOCTYPE html><html><head><title>Google Drive - Virus scan warning</title></head>"
+    b"<body>Google Drive can't scan this file for viruses.<form action='/download'>"
+    b"<input type='hidden' name='confirm' value='t'></form></body></html>"
+)
+
+
+def test_an_html_page_is_recognised_and_never_kept(server: str, tmp_path: Path) -> None:
+    _Handler.files["/a.zip"] = b"\n  " + DRIVE_PAGE  # served with 200, as Drive does
+    with pytest.raises(HtmlPageError) as caught:
+        download(f"{server}/a.zip", tmp_path / "a.zip")
+    assert caught.value.title == "Google Drive - Virus scan warning"
+    assert list(tmp_path.iterdir()) == []  # neither the archive nor a .part
+    # a page an older version kept as the archive is deleted and downloaded again
+    (tmp_path / "a.zip").write_bytes(DRIVE_PAGE)
     data = _archive()
-    _Handler.files["/spider_data.zip"] = data
-    source = Source(
-        "spider_data.zip", f"{server}/spider_data.zip", _sha(data), "spider1", "spider_data"
+    _Handler.files["/a.zip"] = data
+    assert download(f"{server}/a.zip", tmp_path / "a.zip").read_bytes() == data
+    # a .part holding a page is not resumed onto
+    (tmp_path / "b.zip.part").write_bytes(DRIVE_PAGE)
+    _Handler.files["/b.zip"] = data
+    assert download(f"{server}/b.zip", tmp_path / "b.zip").read_bytes() == data
+    assert _Handler.ranges[-1] is None
+
+
+def test_html_detection_reads_content_not_names(tmp_path: Path) -> None:
+    cases = {
+        "page.zip": (DRIVE_PAGE, "Google Drive - Virus scan warning"),
+        "bare.zip": (b"<html><body>Too many users</body></html>", "untitled"),
+        "data.json": (b'[{"question_id": 0}]', None),
+        "real.zip": (_archive(), None),
+    }
+    for name, (content, title) in cases.items():
+        (tmp_path / name).write_bytes(content)
+        assert html_title(tmp_path / name) == title, name
+
+
+def test_official_sources_are_pinned() -> None:
+    archives = {p.archive for parts in releases.PARTS.values() for p in parts}
+    assert all(a.url.startswith("https://") for a in archives)
+    by_name = {a.file_name: a for a in archives}
+    assert by_name["dev.zip"].sha256 == (
+        "cdd6d19faeb45a23970b98d3ef6c40a87987c95459c2cf12076897a60cf5a630"
     )
-    monkeypatch.setitem(fetch_module.SOURCES, "spider1", (source,))
-    return data
-
-
-def test_fetch_unpacks_where_the_loader_reads(
-    server: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    from querybench.tasks import load_tasks
-
-    _serve_spider1(server, monkeypatch)
-    (folder,) = fetch("spider1", tmp_path)
-    assert folder == tmp_path / "spider1"
-    assert (folder / "database" / "d" / "notes.txt").stat().st_size == 512_000
-    (task,) = load_tasks("spider1", data_dir=tmp_path)
-    assert task.question == "How many?"
-
-
-def test_cli_fetch_and_errors(server: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    _serve_spider1(server, monkeypatch)
-    runner = CliRunner()
-    result = runner.invoke(app, ["data", "fetch", "spider1", "--to", str(tmp_path)])
-    assert result.exit_code == 0, result.output
-    assert f"unpacked into {tmp_path / 'spider1'}" in result.output
-    assert (tmp_path / "spider1" / "dev.json").is_file()
-
-    _Handler.status["/spider_data.zip"] = 503
-    (tmp_path / ".downloads" / "spider_data.zip").unlink()
-    result = runner.invoke(app, ["data", "fetch", "spider1", "--to", str(tmp_path)])
-    assert result.exit_code == 2
-    assert "HTTP 503" in result.output
-
-    result = runner.invoke(app, ["data", "fetch", "spider9", "--to", str(tmp_path)])
-    assert result.exit_code == 2 and "nothing to fetch for 'spider9'" in result.output
-
-
-def test_official_sources_table() -> None:
-    for benchmark in (
+    assert by_name["minidev.zip"].sha256 == (
+        "cc48ba16838204e4e214512030cb572eeb5f7bcdd999bae4b9b6ff12ec13b92f"
+    )
+    assert by_name["local_sqlite.zip"].sha256 == (
+        "d56acf7c9d89be4bdf1f4f1281f4a03d91735f1858f6d6d0cfe0f9d562e3a94f"
+    )
+    assert by_name["spider_data.zip"].sha256 == (
+        "00636695dabed6b5f4b8328a16b13e069a2f16591d5efcce57660669c85b121b"
+    )
+    repos = [a for a in archives if "xlang-ai/Spider2" in a.url]
+    assert {a.commit for a in repos} == {
+        releases.SPIDER2_COMMIT,
+        "db1d8e1b4c054b8f36d72e118ec2ef62e2f2b9ac",
+    }
+    assert all(a.url.endswith(f"/archive/{a.commit}.zip") for a in repos)  # never a branch
+    assert set(releases.PARTS) == {
         "spider2-lite",
         "spider2-snow",
         "spider2-dbt",
+        "spider2",
         "bird",
+        "bird-dev-20251106",
+        "bird-train",
         "bird-mini-dev",
         "spider1",
-    ):
-        sources = fetch_module.SOURCES[benchmark]
-        assert sources and all(s.url.startswith("https://") for s in sources)
-    assert any("xlang-ai/Spider2" in s.url for s in fetch_module.SOURCES["spider2-lite"])
+    }
 
 
 def test_cli_data_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("QUERYBENCH_DATA", str(tmp_path))
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
     result = CliRunner().invoke(app, ["data", "path"])
     assert result.exit_code == 0
-    first, second = result.output.splitlines()
-    assert first == f"* {tmp_path}  [$QUERYBENCH_DATA]"
-    assert second.endswith("[user data dir]")
+    lines = result.output.splitlines()
+    assert lines[0] == f"* {tmp_path}  [$QUERYBENCH_DATA]"
+    assert lines[1].endswith("[../shared/data]")
+    assert lines[2] == f"  {tmp_path / 'xdg' / 'querybench'}  [user data dir]"
+    assert lines[3] == f"data fetch writes to {tmp_path}"

@@ -368,24 +368,6 @@ def test_cli_writes_both_scores(tmp_path: Path) -> None:
     assert "every task: 0/632" in result.output
 
 
-def test_data_fetch_spider2_unpacks_only_the_agentic_folder(tmp_path: Path) -> None:
-    import zipfile
-
-    from querybench.fetch import AGENTIC_COMMIT, SOURCES, unpack
-
-    (source,) = SOURCES["spider2"]
-    assert AGENTIC_COMMIT in source.url and source.unpack_to == "spider2/spider2"
-    archive = tmp_path / "repo.zip"
-    top = f"Spider2-{AGENTIC_COMMIT}"
-    with zipfile.ZipFile(archive, "w") as zf:
-        zf.writestr(f"{top}/spider2/examples/spider2.jsonl", "{}\n")
-        zf.writestr(f"{top}/spider2-lite/spider2-lite.jsonl", "old\n")
-        zf.writestr(f"{top}/README.md", "readme\n")
-    unpack(archive, tmp_path / source.unpack_to, strip=source.strip, only_stripped=True)
-    files = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*") if p.is_file())
-    assert files == [Path("repo.zip"), Path("spider2/spider2/examples/spider2.jsonl")]
-
-
 def test_a_folder_without_metadata_or_with_a_foreign_line(tmp_path: Path) -> None:
     case = Case(tmp_path)
     case.task("local1", NUMBER)

@@ -123,11 +123,12 @@ def test_dbt_eval_config_without_evaluation(tmp_path: Path) -> None:
 
 
 def test_bird_train_when_present(tmp_path: Path) -> None:
-    assert "bird/train.json: question file not found" in _error("bird-train", tmp_path)
+    assert "bird/train/train.json: question file not found" in _error("bird-train", tmp_path)
     entry = {"db_id": "a", "question": "q", "evidence": "", "SQL": "SELECT strftime('%Y', d)"}
     (tmp_path / "bird" / "train").mkdir(parents=True)
-    (tmp_path / "bird" / "train" / "train.json").write_text(json.dumps([entry]), encoding="utf-8")
-    assert "train.json:1: field 'question_id' is missing" in _error("bird-train", tmp_path)
+    (tmp_path / "bird" / "train" / "train.json").write_text(json.dumps([entry] * 2), "utf-8")
+    # the official train.json has no question_id: the ids are positions in the file
+    assert [t.instance_id for t in load_tasks("bird-train", data_dir=tmp_path)] == ["0", "1"]
     entry["question_id"] = 0
     (tmp_path / "bird" / "train" / "train.json").write_text(json.dumps([entry]), encoding="utf-8")
     (task,) = load_tasks("bird-train", data_dir=tmp_path)

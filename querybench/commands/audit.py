@@ -34,7 +34,10 @@ def audit(
     ] = True,
     db_dir: Annotated[
         Path | None,
-        typer.Option(help="Local databases as DB.sqlite (default: spider2-lite-local)."),
+        typer.Option(
+            help="Local databases as DB.sqlite (default: the Spider 2.0 database folders of "
+            "the data roots, as `eval --mode sql` finds them)."
+        ),
     ] = None,
     tasks_file: Annotated[
         Path | None,
@@ -58,10 +61,10 @@ def audit(
     gold SQL and keeping only one kind: `querybench audit spider2-snow --no-run-gold-sql |
     grep never_passes_official`
     """
-    from querybench.data import data_root
     from querybench.evaluation.spider2_gold import Benchmark, default_gold_dir
     from querybench.report.audit import audit_gold
     from querybench.report.audit_scoring import GoldSqlRun
+    from querybench.tasks.databases import spider2_database_dirs
 
     err = Console(stderr=True)
     if benchmark not in ("spider2-lite", "spider2-snow"):
@@ -69,11 +72,12 @@ def audit(
         raise typer.Exit(2)
     name: Benchmark = "spider2-lite" if benchmark == "spider2-lite" else "spider2-snow"
     folder = gold_dir or default_gold_dir(name)
-    databases = db_dir or data_root() / "spider2-lite-local"
+    databases = [db_dir] if db_dir is not None else spider2_database_dirs()
     tasks = tasks_file or folder.parent.parent / f"{name}.jsonl"
     run = None
-    if run_gold_sql and databases.is_dir():
-        run = GoldSqlRun(databases, tasks if tasks.is_file() else None, workers, timeout)
+    if run_gold_sql and databases and all(d.is_dir() for d in databases):
+        folders = databases[0] if len(databases) == 1 else tuple(databases)
+        run = GoldSqlRun(folders, tasks if tasks.is_file() else None, workers, timeout)
     try:
         report = audit_gold(folder, name, run)
     except QuerybenchError as exc:
@@ -90,7 +94,7 @@ def audit(
         _print_tables(console, report, folder)
         console.print(f"wrote {output}")
     if run is None:
-        why = "--no-run-gold-sql" if not run_gold_sql else f"no database folder {databases}"
+        why = "--no-run-gold-sql" if not run_gold_sql else "no database folder (data status)"
         err.print(f"gold SQL not run ({why})")
 
 

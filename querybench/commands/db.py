@@ -19,7 +19,8 @@ app = typer.Typer(
         "    querybench db load postgresql://postgres@127.0.0.1/world --from world_1.sqlite\n\n"
         "    querybench db query chdb:///data/world 'SELECT count(*) FROM city'\n\n"
         "    querybench db query mysql://root@127.0.0.1/world --file q.sql --dialect sqlite\n\n"
-        "    echo 'SELECT IFNULL(a, 0)' | querybench db transpile --from sqlite --to postgres"
+        "    echo 'SELECT IFNULL(a, 0)' | querybench db transpile --from sqlite --to postgres\n\n"
+        "    querybench db check snowflake://RSRSBDK-YDB67606"
     ),
     no_args_is_help=True,
     rich_markup_mode="markdown",
@@ -122,6 +123,32 @@ def query_command(
         _print_rows(outcome["columns"], outcome["rows"], output_format)
     finally:
         engine.close()
+
+
+@app.command("check")
+def check_command(
+    target: Annotated[
+        str,
+        typer.Argument(
+            help="Any engine URL: snowflake://ACCOUNT (credentials from snowflake_credential.json "
+            "or SNOWFLAKE_*), bigquery://PROJECT (GOOGLE_APPLICATION_CREDENTIALS or "
+            "bigquery_credential.json), postgresql://…, a file, …"
+        ),
+    ],
+) -> None:
+    """Connect, run `SELECT 1`, and say what failed in words (exit 1 on failure).
+
+    Example: `querybench db check snowflake://RSRSBDK-YDB67606` says whether the account is
+    suspended (000666), asks for MFA, rejects the token, or does not exist.
+    """
+    from querybench.engines.check import check_connection
+
+    outcome = check_connection(target)
+    if outcome.ok:
+        typer.echo(f"ok: {target}: {outcome.message} ({outcome.seconds:.2f} s)")
+        return
+    typer.echo(f"failed: {target}: {outcome.message}", err=True)
+    raise typer.Exit(1)
 
 
 @app.command("transpile")

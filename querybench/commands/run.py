@@ -221,6 +221,8 @@ def run(
             cost=fields["cost"] + record.cost,
         )
 
+    if path is None:
+        _print_data_gaps(benchmark, config.data_dir)
     started = time.perf_counter()
     try:
         with progress:
@@ -257,3 +259,13 @@ def run(
         f"  cost ${summary['cost']:.4f}  {time.perf_counter() - started:.1f}s  -> "
         f"{escape(str(config.out))}"
     )
+
+
+def _print_data_gaps(benchmark: str, data_dir: Path | None) -> None:
+    """When some tasks cannot run here, say so up front: `data status`'s line, with the fixes."""
+    from querybench.data_status import benchmark_status, status_benchmarks
+
+    if benchmark in status_benchmarks():
+        status = benchmark_status(benchmark, data_dir)
+        if status.runnable < status.total:
+            console.print(f"[yellow]data[/yellow]: {escape(status.line())}")

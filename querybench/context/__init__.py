@@ -28,7 +28,7 @@ from querybench.context.schema import (
 )
 from querybench.context.spider2_meta import Spider2Metadata
 from querybench.context.tokens import count_tokens
-from querybench.data import data_root
+from querybench.layout import benchmark_root
 from querybench.tasks.model import Task
 
 __all__ = [
@@ -60,8 +60,8 @@ def build_context(
     tokens (o200k_base); no budget means everything, in full."""
     from querybench.context.resolve import schema_source, task_document, task_functions
 
-    root = data if data is not None else data_root()
-    schema = (source or schema_source(task, root)).load()
+    root = benchmark_root(task.benchmark, data)
+    schema = (source or schema_source(task, data)).load()
     return assemble(
         schema,
         task.question,

@@ -14,6 +14,7 @@ from querybench.context.live import LiveSchema
 from querybench.context.schema import SchemaSource
 from querybench.context.spider2_meta import ENGINES, Spider2Metadata, find_database_dir
 from querybench.errors import DataError
+from querybench.layout import benchmark_root
 from querybench.tasks.databases import task_database
 from querybench.tasks.model import Task
 
@@ -22,9 +23,12 @@ def _spider2_resource(data: Path, benchmark: str) -> Path:
     return data / "spider2" / benchmark / "resource"
 
 
-def schema_source(task: Task, data: Path) -> SchemaSource:
-    """Spider 2.0 tasks read metadata files; other tasks introspect their database file."""
+def schema_source(task: Task, data: Path | None) -> SchemaSource:
+    """Spider 2.0 tasks read metadata files; other tasks introspect their database file.
+    `data` None: the data roots, as every reader searches them."""
     if task.benchmark in ("spider2-lite", "spider2-snow"):
+        if data is None:
+            data = benchmark_root(task.benchmark)
         engine = "snowflake" if task.benchmark == "spider2-snow" else task.engine
         if engine not in ENGINES:
             raise DataError(f"{task.instance_id}: no Spider 2.0 metadata for engine {engine!r}")
@@ -36,7 +40,8 @@ def schema_source(task: Task, data: Path) -> SchemaSource:
         return Spider2Metadata(db_dir, engine)
     path = task_database(task, data)
     if path is None:
-        raise DataError(f"{task.instance_id}: database {task.db!r} not found under {data}")
+        where = data if data is not None else "the data roots (querybench data status)"
+        raise DataError(f"{task.instance_id}: database {task.db!r} not found under {where}")
     from querybench.engines import connect
 
     return LiveSchema(connect(path), task.db)

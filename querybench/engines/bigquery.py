@@ -15,6 +15,7 @@ and the statement type (anything but SELECT is refused); a query whose estimate 
 from __future__ import annotations
 
 import contextlib
+import os
 import threading
 import time
 from pathlib import Path
@@ -300,9 +301,15 @@ def from_url(url: str, **kw: Any) -> BigQueryLocalEngine | BigQueryEngine:
         raise EngineError(f"bigquery:// needs a project: bigquery://PROJECT, not {url!r}")
     if "maximum_bytes_billed" in options:
         kw.setdefault("maximum_bytes_billed", int(options["maximum_bytes_billed"]))
+    credentials = options.get("credentials")
+    if credentials is None and not os.environ.get("GOOGLE_APPLICATION_CREDENTIALS"):
+        from querybench.credentials import find_bigquery
+
+        found = find_bigquery()  # a bigquery_credential.json, as the official guide has it
+        credentials = found.source if found.ok else None
     return BigQueryEngine(
         parts.netloc,
-        credentials_file=options.get("credentials"),
+        credentials_file=credentials,
         location=options.get("location"),
         **kw,
     )

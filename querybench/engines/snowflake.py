@@ -195,13 +195,23 @@ class SnowflakeCredentials:
 
     @classmethod
     def load(cls, credentials_file: str | Path | None = None) -> SnowflakeCredentials:
-        """From a JSON file (Spider 2.0's `snowflake_credential.json` shape) or `SNOWFLAKE_*`."""
+        """From a JSON file (Spider 2.0's `snowflake_credential.json`: `user` or `username`),
+        `SNOWFLAKE_*`, or the first credential file `credentials.find_snowflake` finds."""
+        from querybench.credentials import find_snowflake, snowflake_values
+
         values: dict[str, Any] = {}
+        if credentials_file is None:
+            found = find_snowflake()
+            if found.ok and found.source and found.source.endswith(".json"):
+                credentials_file = found.source
         if credentials_file is not None:
             try:
                 values = json.loads(Path(credentials_file).read_text(encoding="utf-8"))
             except (OSError, ValueError) as exc:
                 raise EngineUnavailable(f"cannot read Snowflake credentials: {exc}") from exc
+            if not isinstance(values, dict):
+                raise EngineUnavailable(f"{credentials_file}: not a JSON object")
+            values = snowflake_values(values)
         for key in (
             "account",
             "user",

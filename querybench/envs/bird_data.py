@@ -19,9 +19,9 @@ import sqlite3
 from pathlib import Path
 from typing import Literal
 
+from querybench.data import find_root
 from querybench.errors import DataError
 from querybench.tasks.bird import load_bird
-from querybench.tasks.input_files import find_data_dir
 from querybench.tasks.model import Task
 
 Split = Literal["dev", "train"]
@@ -54,7 +54,7 @@ def split_folder(split: Split, data_dir: str | Path | None = None) -> Path:
     variable = os.environ.get(FOLDER_ENV[split], "").strip()
     if variable:
         return Path(variable).expanduser()
-    return find_data_dir("bird") / "bird"
+    return find_root("bird") / "bird"
 
 
 def question_file(split: Split, folder: Path) -> Path:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from querybench.context import build_context
-from querybench.data import data_root
+from querybench.data import find_root
 from querybench.engines.pool import QueryJob
 from querybench.envs.bird_data import FOLDER_ENV, database_candidates
 from querybench.envs.skiplist import train_skip_ids
@@ -22,7 +22,6 @@ from querybench.methods.zero_shot import QUESTION, SYSTEM, dialect_name, dialect
 from querybench.tasks import load_tasks
 from querybench.tasks.bird import bird_file
 from querybench.tasks.databases import task_database
-from querybench.tasks.input_files import find_data_dir
 from querybench.tasks.model import Task
 
 TASKSETS = ("bird", "bird-mini-dev", "spider1", "spider2-lite", "custom")
@@ -129,7 +128,7 @@ def _task_file(benchmark: str, folder: Path | None, path: str | Path | None) -> 
     if path is not None:
         return Path(path).expanduser()
     if folder is None:
-        return bird_file(benchmark, find_data_dir("bird") / "bird")
+        return bird_file(benchmark, find_root("bird") / "bird")
     names = {"bird": "dev.json", "bird-train": "train.json"}
     name = names.get(benchmark, "mini_dev_sqlite.json" if "mini" in benchmark else "dev.json")
     candidates = [folder / name, folder / benchmark.removeprefix("bird-") / name]
@@ -149,10 +148,9 @@ def _database(task: Task, folder: Path | None, split: str) -> Path | None:
     if task.benchmark.startswith("spider2"):
         if task.engine != "sqlite":
             return None  # cloud tasks have no local database
-        return task_database(task, folder if folder is not None else data_root())
+        return task_database(task, folder)
     if folder is None:
-        name = "spider1" if task.benchmark == "spider1" else "bird"
-        folder = find_data_dir(name) / name
+        return task_database(task)  # the data roots, as every reader searches them
     db = task.db
     if task.benchmark.startswith("bird"):
         candidates = database_candidates(split, folder, db)

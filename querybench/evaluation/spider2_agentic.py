@@ -262,8 +262,9 @@ def _left_over(instance: Answer, why: str) -> Path | Verdict:
     return Verdict.fail(WRONG_RESULT, f"{why}; officially no {SQL_RESULT} is written")
 
 
-def engine_runner(data_dir: Path, timeout: float = 120.0) -> RunSql:
-    """Run a SQL answer on its task's database here (SQLite file, or the offline emulation)."""
+def engine_runner(data_dir: Path | None, timeout: float = 120.0) -> RunSql:
+    """Run a SQL answer on its task's database here (SQLite file, or the offline emulation),
+    looked up in `data_dir`, or in the data roots when None."""
     from querybench.engines import connect
     from querybench.errors import EngineUnavailable
     from querybench.tasks.databases import task_target

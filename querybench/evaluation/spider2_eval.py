@@ -9,7 +9,7 @@ from __future__ import annotations
 import io
 import multiprocessing
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 from typing import Literal
@@ -56,7 +56,7 @@ def evaluate_spider2(
     *,
     mode: Mode = "exec_result",
     scoring: Scoring = "official",
-    db_dir: str | Path | None = None,
+    db_dir: str | Path | Sequence[Path] | None = None,
     tasks_file: str | Path | None = None,
     workers: int = 2,
     timeout: float = 60.0,
@@ -196,7 +196,7 @@ def _sql_mode(
     gold: Spider2Gold,
     pred_dir: Path,
     scoring: Scoring,
-    db_dir: str | Path | None,
+    db_dir: str | Path | Sequence[Path] | None,
     databases: dict[str, str],
     workers: int,
     timeout: float,
@@ -220,11 +220,13 @@ def _sql_mode(
             )
             continue
         database = databases.get(instance_id)
-        if db_dir is None or database is None:
-            reason = "no --db-dir given" if db_dir is None else "task has no database name"
+        dirs = [Path(db_dir)] if isinstance(db_dir, str | Path) else [Path(d) for d in db_dir or ()]
+        if not dirs or database is None:
+            reason = "task has no database name" if dirs else "no --db-dir given"
             yield failed(instance_id, Verdict.fail(ENGINE_UNAVAILABLE, reason), gold)
             continue
-        db_path = Path(db_dir) / f"{database}{'.sqlite' if family == 'local' else '.duckdb'}"
+        name = f"{database}{'.sqlite' if family == 'local' else '.duckdb'}"  # first folder wins
+        db_path = next((d / name for d in dirs if (d / name).is_file()), dirs[0] / name)
         if not db_path.is_file():
             yield failed(
                 instance_id,

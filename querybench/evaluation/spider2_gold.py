@@ -10,9 +10,9 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal, overload
 
-from querybench.data import data_root
 from querybench.errors import DataError
 from querybench.evaluation.large_result import ResultTable, read_result
+from querybench.layout import GOLD_DIRS, benchmark_root
 
 Benchmark = Literal["spider2-lite", "spider2-snow"]
 
@@ -45,8 +45,9 @@ def difficulty_from_tokens(toks: int | None) -> str | None:
     return "easy" if toks < EASY_BELOW else "medium" if toks < HARD_FROM else "hard"
 
 
-def default_gold_dir(benchmark: Benchmark) -> Path:
-    return data_root() / "spider2" / benchmark / "evaluation_suite" / "gold"
+def default_gold_dir(benchmark: Benchmark, data_dir: Path | None = None) -> Path:
+    """The gold folder beside the benchmark's task file (data.py's roots, or `data_dir`)."""
+    return benchmark_root(benchmark, data_dir) / GOLD_DIRS[benchmark]
 
 
 def eval_file_name(benchmark: Benchmark) -> str:

@@ -173,13 +173,11 @@ class Chess:
         return (Message("system", system), Message("user", question, generation[-1].context))
 
     async def solve(self, task: Task, model: ChatModel, settings: MethodSettings) -> MethodOutput:
-        from querybench.data import data_root
-
         start = time.perf_counter()
         filtering, shown, schema, extras = await asyncio.to_thread(
             self.filter_messages, task, settings.context_budget, settings.data_dir
         )
-        database = task_database(task, settings.data_dir or data_root())
+        database = task_database(task, settings.data_dir)
         context_s = time.perf_counter() - start
         log = StageLog(model, task, settings.sampling)
         tables = kept_tables(await log.ask("schema_filtering", filtering), shown, schema)

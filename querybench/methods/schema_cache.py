@@ -21,12 +21,11 @@ class ContextCache:
     def source(self, task: Task, data_dir: Path | None) -> SchemaSource:
         from querybench.context.live import LiveSchema
         from querybench.context.resolve import schema_source
-        from querybench.data import data_root
 
         key = (str(data_dir), task.benchmark, task.db, str(task.extra.get("db_path", "")))
         with self._lock:
             if key not in self._sources:
-                source = schema_source(task, data_dir or data_root())
+                source = schema_source(task, data_dir)
                 source.load()
                 if isinstance(source, LiveSchema):
                     source.engine.close()

@@ -24,9 +24,9 @@ from querybench.agent.materials import copy_materials
 from querybench.agent.oracle import AgentOracle
 from querybench.agent.submission import copy_example, dbt_line, save_submission
 from querybench.agent.workspace import Workspace, WorkspaceOptions
-from querybench.data import data_root
 from querybench.engines import connect
 from querybench.errors import EngineUnavailable
+from querybench.layout import benchmark_root
 from querybench.methods import Candidate, MethodOutput, MethodSettings
 from querybench.models.base import ChatRequest, Completion, Message, Usage
 from querybench.tasks.databases import task_target
@@ -96,10 +96,10 @@ def _save_spider2(
 
 
 def open_workspace(task: Task, settings: MethodSettings, options: WorkspaceOptions) -> Workspace:
-    root = settings.data_dir or data_root()
+    root = benchmark_root(task.benchmark, settings.data_dir)
     if is_dbt_task(task):
         return open_dbt_workspace(task, root, options)
-    target = task_target(task, root)
+    target = task_target(task, settings.data_dir)
     if target is None:
         raise EngineUnavailable(
             f"{task.instance_id}: no {task.engine} database {task.db} here (a local file, "

@@ -115,7 +115,7 @@ def _alone(
 class GoldSqlRun:
     """Where gold SQL runs: the rebuilt local databases and the tasks file naming each one."""
 
-    db_dir: Path
+    db_dir: Path | tuple[Path, ...]  # several: searched in order (data.py's roots)
     tasks_file: Path | None
     workers: int = 2
     timeout: float = 60.0
@@ -205,7 +205,8 @@ def _run_sql(
         if result.error == ENGINE_UNAVAILABLE:
             reason = (result.message or "").split(":")[0]
             if reason == "database not found":
-                reason = f"local database not in {run.db_dir}"
+                dirs = run.db_dir if isinstance(run.db_dir, tuple) else (run.db_dir,)
+                reason = f"local database not in {', '.join(map(str, dirs))}"
             yield result.instance_id, reason
             continue
         csv = tmp / f"{result.instance_id}.csv"

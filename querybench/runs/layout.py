@@ -9,8 +9,8 @@ no engine is reachable, as `eval` scores them.
 
 from __future__ import annotations
 
-from querybench.data import data_root
 from querybench.errors import DataError
+from querybench.layout import benchmark_root
 from querybench.methods.paper_settings import apply_paper_settings
 from querybench.runs.config import RunConfig
 from querybench.tasks import load_tasks
@@ -32,18 +32,18 @@ def select_tasks(config: RunConfig) -> tuple[list[Task], dict[str, str]]:
         if unknown:
             raise DataError(f"no such {config.benchmark} ids: {', '.join(sorted(unknown))}")
         tasks = [t for t in tasks if t.instance_id in wanted]
-    root = config.data_dir or data_root()
     if config.limit is not None:
         tasks = tasks[: config.limit]
     unavailable: dict[str, str] = {}
     for task in tasks:
         local = not task.benchmark.startswith("spider2") and task.engine == "sqlite"
-        if local and task.benchmark != "custom" and task_database(task, root) is None:
-            unavailable[task.instance_id] = f"database not found: {task.db} is not under {root}"
+        if local and task.benchmark != "custom" and task_database(task, config.data_dir) is None:
+            where = config.data_dir or "the data folders (querybench data status)"
+            unavailable[task.instance_id] = f"database not found: {task.db} is not under {where}"
     tasks = apply_paper_settings(
         tasks,
         config.benchmark,
-        root,
+        benchmark_root(config.benchmark, config.data_dir),
         reference_plan=config.reference_plan,
         oracle_functions=config.oracle_functions,
     )

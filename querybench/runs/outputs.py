@@ -23,13 +23,13 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from querybench.data import data_root
 from querybench.evaluation.record import InstanceResult
 from querybench.evaluation.sampling import pass_at_k
 from querybench.evaluation.verdict import ENGINE_UNAVAILABLE
+from querybench.layout import benchmark_root
 from querybench.runs.config import RunConfig
 from querybench.runs.store import InstanceRecord
-from querybench.tasks.databases import task_database
+from querybench.tasks.databases import spider2_database_dirs, task_database
 from querybench.tasks.model import Task
 
 Predict = Callable[[InstanceRecord | None], str | None]
@@ -53,7 +53,7 @@ def write_predictions_and_score(
 ) -> list[InstanceResult]:
     """Write the official layout for `predict(record)` under RUNDIR and score it."""
     out = config.out
-    root = config.data_dir or data_root()
+    root = benchmark_root(config.benchmark, config.data_dir)
     if config.benchmark == "spider1" or config.benchmark == "custom":
         gold = out / "gold.sql"
         gold.write_text(
@@ -79,9 +79,9 @@ def _score_spider1(
 
     if config.benchmark == "custom":
         db_dir = _linked_databases(config, tasks, root)
-    else:
-        first = next((p for t in tasks if (p := task_database(t, root)) is not None), None)
-        db_dir = first.parent.parent if first is not None else root / "spider1"
+    else:  # the folder of `<db>/<db>.sqlite` the first database found is in
+        first = next(filter(None, (task_database(t, config.data_dir) for t in tasks)), None)
+        db_dir = first.parent.parent if first is not None else root / "spider1" / "database"
     results = evaluate_spider1(
         gold, pred, db_dir, timeout=config.eval_timeout, workers=config.eval_workers
     )
@@ -95,7 +95,7 @@ def _linked_databases(config: RunConfig, tasks: list[Task], root: Path) -> Path:
     """Custom SQLite tasks: `<db>/<db>.sqlite` links so the Spider 1.0 evaluator finds them."""
     folder = config.out / "databases"
     for task in tasks:
-        source = task_database(task, root)
+        source = task_database(task, config.data_dir)
         link = folder / task.db / f"{task.db}.sqlite"
         if source is not None and not link.exists():
             link.parent.mkdir(parents=True, exist_ok=True)
@@ -126,7 +126,7 @@ def _score_bird(
         predictions[t.instance_id] = 0 if sql is None else f"{sql}{BIRD_SEPARATOR}{t.db}"
     pred = config.out / f"predict{tag}.json"
     pred.write_text(json.dumps(predictions, indent=1, ensure_ascii=False), encoding="utf-8")
-    first = next((p for t in tasks if (p := task_database(t, root)) is not None), None)
+    first = next(filter(None, (task_database(t, config.data_dir) for t in tasks)), None)
     db_dir = first.parent.parent if first is not None else root / "bird" / "dev_databases"
     return evaluate_bird(
         questions, pred, db_dir, timeout=config.eval_timeout, workers=config.eval_workers
@@ -155,14 +155,14 @@ def _score_spider2(
         elif path.exists():
             path.unlink()
     benchmark = config.benchmark
-    gold = default_gold_dir(benchmark)  # type: ignore[arg-type]
+    gold = default_gold_dir(benchmark, config.data_dir)  # type: ignore[arg-type]
     tasks_file = gold.parent.parent / f"{benchmark}.jsonl"
     results = evaluate_spider2(
         benchmark,  # type: ignore[arg-type]
         folder,
         gold,
         mode="sql",
-        db_dir=root / "spider2-lite-local",
+        db_dir=spider2_database_dirs(config.data_dir),
         tasks_file=tasks_file if tasks_file.is_file() else None,
         workers=config.eval_workers,
         timeout=config.eval_timeout,
@@ -219,7 +219,7 @@ def _score_agentic(
         [graded.get(t.instance_id, t) for t in tasks],
         folder,
         gold_dir(root / "spider2"),
-        run_sql=engine_runner(root, config.eval_timeout),
+        run_sql=engine_runner(config.data_dir, config.eval_timeout),
         workers=config.eval_workers,
     )
     return evaluation.results

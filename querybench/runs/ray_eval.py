@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -172,7 +172,7 @@ def evaluate_spider2_ray(
     *,
     mode: str,
     scoring: str,
-    db_dir: Path | None,
+    db_dir: Path | Sequence[Path] | None,
     tasks_file: Path | None,
     workers: int,
     timeout: float,
@@ -190,7 +190,9 @@ def evaluate_spider2_ray(
     paths = {
         "predictions": predictions.resolve(),
         "gold_dir": gold_dir.resolve(),
-        "db_dir": db_dir.resolve() if db_dir else None,
+        "db_dir": [d.resolve() for d in ([db_dir] if isinstance(db_dir, Path) else db_dir)]
+        if db_dir
+        else None,
         "tasks_file": tasks_file.resolve() if tasks_file else None,
     }
     options = {"mode": mode, "scoring": scoring, "timeout": timeout}
@@ -204,7 +206,7 @@ def evaluate_spider2_ray(
 
 
 def _spider2_shard(
-    benchmark: str, ids: list[str], paths: dict[str, Path | None], options: dict[str, Any]
+    benchmark: str, ids: list[str], paths: dict[str, Any], options: dict[str, Any]
 ) -> list[InstanceResult]:
     from querybench.evaluation.spider2_eval import evaluate_spider2
 

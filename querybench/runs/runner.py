@@ -24,7 +24,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from querybench.data import data_root
 from querybench.engines.pool import run_one
 from querybench.errors import EngineUnavailable, QuerybenchError
 from querybench.evaluation.record import InstanceResult
@@ -210,7 +209,7 @@ def _needs_run(record: InstanceRecord | None, retry_failed: bool) -> bool:
 def _for_workers(config: RunConfig) -> RunConfig:
     """The config a worker gets: folders made absolute here, where the tasks were read (a
     worker's own working directory is Ray's, not ours)."""
-    data_dir = (config.data_dir or data_root()).resolve()
+    data_dir = config.data_dir.resolve() if config.data_dir else None  # None: the data roots
     return replace(config, out=config.out.resolve(), data_dir=data_dir)
 
 
@@ -298,7 +297,7 @@ async def _choose(
     sqls = [c.sql for c in output.candidates]
     if len(sqls) < 2:
         return 0, None
-    database = task_database(task, config.data_dir or data_root())
+    database = task_database(task, config.data_dir)
     if database is None:
         return 0, None
 

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from querybench.errors import DataError
-from querybench.tasks.input_files import find_data_dir
+from querybench.layout import benchmark_root
 from querybench.tasks.model import FEATURES, GoldRef, Task
 
 __all__ = ["BENCHMARKS", "FEATURES", "GoldRef", "Task", "find_task", "load_tasks", "task_to_json"]
@@ -24,6 +24,7 @@ BENCHMARKS = {
     "spider2": "spider2",
     "bird": "bird",
     "bird-mini-dev": "bird",
+    "bird-dev-20251106": "bird",
     "bird-train": "bird",
     "spider1": "spider1",
     "custom": "",
@@ -39,9 +40,10 @@ def load_tasks(
 ) -> list[Task]:
     """Every task of `benchmark`, in file order.
 
-    `data_dir` is the data root (default: `$QUERYBENCH_DATA`, the checkout's `../shared/data`,
-    then the user data dir); `path` a task file to read instead of the benchmark's own (required
-    for `custom`). `with_gold=False` leaves Spider 2.0 gold folders unread.
+    `data_dir` is the data root (default: the first of `$QUERYBENCH_DATA`, the checkout's
+    `../shared/data` and the user data dir that holds the task file); `path` a task file to read
+    instead of the benchmark's own (required for `custom`). `with_gold=False` leaves Spider 2.0
+    gold folders unread.
     Raises `DataError` (one line naming file, line and field) on anything malformed.
     """
     if benchmark not in BENCHMARKS:
@@ -54,7 +56,7 @@ def load_tasks(
 
         return load_custom(file)
     folder = BENCHMARKS[benchmark]
-    root = (Path(data_dir).expanduser() if data_dir is not None else find_data_dir(folder)) / folder
+    root = benchmark_root(benchmark, data_dir) / folder
     if benchmark in ("spider2-lite", "spider2-snow"):
         from querybench.tasks.spider2 import load_spider2
 

@@ -1,4 +1,4 @@
-"""BIRD: dev (1,534 questions), mini-dev (500) and train when present; SQLite databases.
+"""BIRD: dev (1,534 questions), its 2025-11-06 revision, mini-dev (500) and train; SQLite.
 
 Entries are `{question_id, db_id, question, evidence, SQL, difficulty}`; the instance id is the
 `question_id` (as the official prediction JSON keys it), or the entry's position in the file
@@ -9,52 +9,60 @@ external knowledge.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
+from querybench.data import data_root, find_data
 from querybench.errors import DataError
-from querybench.tasks.input_files import optional_str, read_json_array, required_str, unique_ids
+from querybench.layout import task_file_candidates
+from querybench.tasks.input_files import (
+    optional_str,
+    read_json_array,
+    read_jsonl,
+    required_str,
+    unique_ids,
+)
 from querybench.tasks.model import GoldRef, Task
 from querybench.tasks.sql_functions import uses_dialect_functions
 
 DIFFICULTIES = ("simple", "moderate", "challenging")
 
-# benchmark name -> candidate files under the bird/ folder, the official names first
-SPLIT_FILES = {
-    "bird": ("dev.json", "dev/dev.json"),
-    "bird-mini-dev": ("mini_dev_sqlite.json", "mini_dev/mini_dev_sqlite.json"),
-    "bird-train": ("train.json", "train/train.json"),
-}
-
 
 def bird_file(benchmark: str, bird_dir: Path) -> Path:
-    candidates = [bird_dir / name for name in SPLIT_FILES[benchmark]]
+    """The split's question file under `bird_dir` (candidates from `layout.TASK_FILES`)."""
+    names = [c.removeprefix("bird/") for c in task_file_candidates(benchmark)]
+    candidates = [bird_dir / name for name in names]
     return next((p for p in candidates if p.is_file()), candidates[0])
 
 
-def mini_dev_file(dialect: str, bird_dir: Path) -> Path:
-    """The mini-dev questions for `dialect` (sqlite, mysql, postgresql), official names first:
-    `mini_dev_<dialect>.json` as the official MINIDEV folder and the Hugging Face copy hold it."""
-    name = f"mini_dev_{dialect}.json"
-    candidates = [bird_dir / name, bird_dir / "mini_dev" / name, bird_dir / "MINIDEV" / name]
-    return next((p for p in candidates if p.is_file()), candidates[0])
+def mini_dev_file(dialect: str) -> Path:
+    """The mini-dev questions for `dialect` (sqlite, mysql, postgresql) in the data roots:
+    `mini_dev_<dialect>.json` in mini-dev's own folder (where `data fetch` puts it), the
+    official MINIDEV folder, or flat beside BIRD dev."""
+    names = [f"bird/{d}/mini_dev_{dialect}.json" for d in ("mini_dev", "MINIDEV")]
+    names.append(f"bird/mini_dev_{dialect}.json")
+    return find_data(*names) or data_root() / names[0]
 
 
-def mini_dev_dir(bird_dir: Path) -> Path:
-    """The folder of `<db_id>/<db_id>.sqlite`: `dev_databases/` as the releases unpack, else
-    the BIRD folder itself."""
-    candidates = [bird_dir / "dev_databases", bird_dir / "MINIDEV" / "dev_databases"]
-    return next((p for p in candidates if p.is_dir()), bird_dir)
+def mini_dev_dir() -> Path:
+    """The folder of mini-dev's `<db_id>/<db_id>.sqlite` in the data roots: its own
+    `dev_databases/` (never BIRD dev's, five of whose databases differ), else the flat BIRD
+    folder."""
+    found = find_data("bird/mini_dev/dev_databases", "bird/MINIDEV/dev_databases")
+    return found or find_data("bird") or data_root() / "bird"
 
 
 def load_bird(benchmark: str, bird_dir: Path, *, path: Path | None = None) -> list[Task]:
     questions = path or bird_file(benchmark, bird_dir)
     tasks = []
-    for position, (where, item) in enumerate(read_json_array(questions, "question file")):
-        # The official train.json has no question_id: a question is its position in the file.
-        if "question_id" in item:
-            instance_id = required_str(item, "question_id", where, int_ok=True)
-        else:
-            instance_id = str(position)
+    for index, (where, item) in enumerate(_entries(questions)):
+        # train.json has no question_id: its ids are positions in the file
+        instance_id = (
+            required_str(item, "question_id", where, int_ok=True)
+            if "question_id" in item
+            else str(index)
+        )
         difficulty = optional_str(item, "difficulty", where)
         if difficulty is not None and difficulty not in DIFFICULTIES:
             allowed = ", ".join(DIFFICULTIES)
@@ -79,3 +87,18 @@ def load_bird(benchmark: str, bird_dir: Path, *, path: Path | None = None) -> li
         )
     unique_ids([t.instance_id for t in tasks], questions)
     return tasks
+
+
+def _entries(questions: Path) -> Iterator[tuple[str, dict[str, Any]]]:
+    """A JSON array (the official files) or JSON lines (the dataset hub's export)."""
+    if questions.suffix == ".jsonl" or _first_char(questions) == "{":
+        return read_jsonl(questions, "question file")
+    return read_json_array(questions, "question file")
+
+
+def _first_char(path: Path) -> str:
+    try:
+        with path.open(encoding="utf-8", errors="replace") as f:
+            return f.read(64).lstrip("\ufeff \t\r\n")[:1]
+    except OSError:
+        return ""  # read_json_array says what is wrong

@@ -1,40 +1,64 @@
-"""Where a task's database file is, for the benchmarks whose databases are local files."""
+"""Where a task's database is, for the benchmarks whose databases are local files.
+
+Every lookup follows `data.py`'s rule: the candidate places of `layout.py`, in every data root
+in order (or only in the folder given).
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from querybench.data import Roots, data_roots, find_data
+from querybench.layout import SPIDER2_LOCAL_DIRS, emulation_candidates, sqlite_candidates
 from querybench.tasks.model import Task
 
+Where = Path | Roots | None  # one data folder, several, or None for every data root
 
-def task_database(task: Task, root: Path) -> Path | None:
+
+def roots_of(where: Where) -> list[Path]:
+    if where is None:
+        return data_roots()
+    if isinstance(where, Path):
+        return [where]
+    return list(where)
+
+
+def task_database(task: Task, where: Where = None) -> Path | None:
     """The SQLite file of `task`, when there is one here."""
     for key in ("db_path", "database", "db_file"):
         value = task.extra.get(key)
         if value and Path(str(value)).is_file():
             return Path(str(value))
-    if task.benchmark.startswith("spider2"):
-        candidates = [root / "spider2-lite-local" / f"{task.db}.sqlite"]
-    else:
-        folder = "bird" if task.benchmark.startswith("bird") else task.benchmark
-        candidates = [
-            root / folder / "database" / task.db / f"{task.db}.sqlite",
-            root / folder / task.db / f"{task.db}.sqlite",
-            root / folder / "dev_databases" / task.db / f"{task.db}.sqlite",
-        ]
-    return next((p for p in candidates if p.is_file()), None)
+    found = find_data(*sqlite_candidates(task.benchmark, task.db), roots=roots_of(where))
+    return found if found is not None and found.is_file() else None
+
+
+def spider2_database_dirs(where: Where = None) -> list[Path]:
+    """Every existing folder of Spider 2.0 `<db>.sqlite` / `<db>.duckdb` files, in lookup order
+    (what sql mode searches when no `--db-dir` is given)."""
+    return [
+        root / folder
+        for root in roots_of(where)
+        for folder in SPIDER2_LOCAL_DIRS
+        if (root / folder).is_dir()
+    ]
 
 
 # BigQuery and Snowflake tasks run on DuckDB-backed emulation files `<db>.duckdb` (built by
-# engines.spider2_metadata_load.build_emulation) beside the rebuilt SQLite databases.
+# `querybench data emulate`, engines.spider2_metadata_load.build_emulation).
 EMULATION_URLS = {"bigquery": "bigquery+local://", "snowflake": "snowflake+local://"}
 
 
-def task_target(task: Task, root: Path) -> str | None:
+def emulation_file(task: Task, where: Where = None) -> Path | None:
+    found = find_data(*emulation_candidates(task.db), roots=roots_of(where))
+    return found if found is not None and found.is_file() else None
+
+
+def task_target(task: Task, where: Where = None) -> str | None:
     """What `engines.connect` opens for `task` here: its SQLite file or, for a Spider 2.0
     BigQuery/Snowflake task, its emulation file when one was built; None when neither is."""
     if task.benchmark.startswith("spider2") and task.engine in EMULATION_URLS:
-        path = root / "spider2-lite-local" / f"{task.db}.duckdb"
-        return f"{EMULATION_URLS[task.engine]}{path.resolve()}" if path.is_file() else None
-    database = task_database(task, root)
+        path = emulation_file(task, where)
+        return f"{EMULATION_URLS[task.engine]}{path.resolve()}" if path is not None else None
+    database = task_database(task, where)
     return None if database is None else str(database)

@@ -11,39 +11,16 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-import platformdirs
-
-from querybench.data import data_root
 from querybench.errors import DataError
 
 _WHITESPACE = " \t\n\r"
-
-
-def user_data_dir() -> Path:
-    """The per-user folder `querybench data fetch` fills by default."""
-    return Path(platformdirs.user_data_dir("querybench", appauthor=False))
-
-
-def data_search_path() -> list[Path]:
-    """Where benchmark data is looked up, in order: `$QUERYBENCH_DATA` (or the checkout's
-    `../shared/data` when unset), then the user data dir."""
-    return [data_root(), user_data_dir()]
-
-
-def find_data_dir(*parts: str) -> Path:
-    """The first folder of the search path that holds `parts`; the first folder otherwise."""
-    roots = data_search_path()
-    for root in roots:
-        if root.joinpath(*parts).exists():
-            return root
-    return roots[0]
 
 
 def read_text(path: Path, what: str) -> str:
     try:
         return path.read_text(encoding="utf-8")
     except FileNotFoundError:
-        raise DataError(f"{path}: {what} not found (run `querybench data path`)") from None
+        raise DataError(f"{path}: {what} not found (run `querybench data status`)") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise DataError(f"{path}: cannot read {what}: {exc}") from exc
 

@@ -1,0 +1,163 @@
+"""`data fetch`: every part of a benchmark (`releases.PARTS`) into a data root.
+
+A part already in place (as a reader would find it in the target) is kept unless `force`; an
+archive comes from `from_dir` by its official name, from `$QUERYBENCH_DATA_MIRROR`, or from its
+official URL (resumable); its pinned sha256 and, for the Spider2 repository, its commit are
+checked unless `verify=False`; an HTML page where the archive was expected is deleted and the
+error says how to download the file by hand and use `--from`.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+import httpx
+
+from querybench import releases
+from querybench.fetch import (
+    FetchError,
+    HtmlPageError,
+    Progress,
+    download,
+    file_sha256,
+    html_title,
+    unpack_routed,
+    zip_commit,
+)
+from querybench.releases import Archive, Part
+
+# a server holding every archive under its official name (a local mirror, an air-gapped copy)
+MIRROR_ENV = "QUERYBENCH_DATA_MIRROR"
+
+
+@dataclass(frozen=True)
+class PartOutcome:
+    part: Part
+    folder: Path
+    fetched: bool  # False: already in place, left as it was
+    check: str  # what was verified: "sha256 verified", "commit verified", or why nothing was
+
+
+def fetch_benchmark(
+    benchmark: str,
+    to: Path,
+    *,
+    from_dir: Path | None = None,
+    verify: bool = True,
+    force: bool = False,
+    client: httpx.Client | None = None,
+    on_start: Callable[[Archive], Progress] | None = None,
+    retries: int = 3,
+) -> list[PartOutcome]:
+    """Fetch and unpack every part of `benchmark` into the data root `to`."""
+    parts = releases.PARTS
+    if benchmark not in parts:
+        raise FetchError(f"nothing to fetch for {benchmark!r}; choose one of {', '.join(parts)}")
+    outcomes = []
+    with client or httpx.Client(follow_redirects=True, timeout=60.0) as http:
+        for part in parts[benchmark]:
+            marker = to / ".downloads" / f"{part.archive.file_name}.unpacking"
+            if not force and not marker.exists() and part.present(to):
+                outcomes.append(PartOutcome(part, to / part.folder, False, "left as it was"))
+                continue
+            progress = on_start(part.archive) if on_start else None
+            archive = _obtain(
+                part.archive, benchmark, to, from_dir, verify, http, progress, retries
+            )
+            checked = _check(part.archive, verify)
+            marker.parent.mkdir(parents=True, exist_ok=True)
+            marker.touch()
+            if part.before is not None:
+                part.before(to)
+            if part.archive.file_name.endswith(".json"):  # a plain file, not an archive
+                destination = part.route(PurePosixPath(part.archive.file_name))
+                assert destination is not None
+                (to / destination).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(archive, to / destination)
+            else:
+                try:
+                    unpack_routed(archive, to, part.route, nested=part.nested)
+                except HtmlPageError as exc:
+                    raise _html_error(part.archive, benchmark, exc.title) from None
+            marker.unlink()
+            outcomes.append(PartOutcome(part, to / part.folder, True, checked))
+    return outcomes
+
+
+def _check(archive: Archive, verify: bool) -> str:
+    if not verify:
+        return "not verified: --no-verify"
+    if archive.sha256:
+        return "sha256 verified"
+    return "commit verified" if archive.commit else "no pinned checksum"
+
+
+def _obtain(
+    archive: Archive,
+    benchmark: str,
+    to: Path,
+    from_dir: Path | None,
+    verify: bool,
+    http: httpx.Client,
+    progress: Progress | None,
+    retries: int,
+) -> Path:
+    """The archive file: from `from_dir` by its official name, else downloaded (resumable)."""
+    sha = archive.sha256 if verify else None
+    mirror = os.environ.get(MIRROR_ENV)
+    url = f"{mirror.rstrip('/')}/{archive.file_name}" if mirror else archive.url
+    if from_dir is not None:
+        names = (archive.file_name, *archive.aliases)
+        found = next((from_dir / n for n in names if (from_dir / n).is_file()), None)
+        if found is None:
+            raise FetchError(
+                f"--from {from_dir}: no {' or '.join(names)} there (the official file name; "
+                f"download it from {archive.page or archive.url})"
+            )
+        if html_title(found) is not None:
+            raise _html_error(archive, benchmark, html_title(found) or "", kept=found)
+        if sha is not None and file_sha256(found) != sha:
+            raise FetchError(
+                f"{found}: checksum mismatch (expected sha256 {sha}, got {file_sha256(found)}); "
+                "pass --no-verify for a newer release or a hand-made archive"
+            )
+        path = found
+    else:
+        try:
+            path = download(
+                url,
+                to / ".downloads" / archive.file_name,
+                sha256=sha,
+                client=http,
+                on_progress=progress,
+                retries=retries,
+            )
+        except HtmlPageError as exc:
+            raise _html_error(archive, benchmark, exc.title) from None
+    if verify and archive.commit is not None:
+        commit = zip_commit(path)
+        if commit != archive.commit:
+            raise FetchError(
+                f"{path} is {'commit ' + commit if commit else 'not a GitHub archive'}, "
+                f"expected xlang-ai/Spider2 at commit {archive.commit} ({archive.url}); "
+                "pass --no-verify to use it anyway"
+            )
+    return path
+
+
+def _html_error(
+    archive: Archive, benchmark: str, title: str, kept: Path | None = None
+) -> FetchError:
+    where = archive.page or archive.url
+    what = f"{kept} is" if kept else f"the download of {archive.file_name} was"
+    done = "" if kept else " (the page was deleted, nothing was kept)"
+    return FetchError(
+        f"{what} an HTML page ({title!r}), not the archive{done}: Google Drive answers so when "
+        f"the file's download quota is used up or it asks to confirm a virus scan. Download it "
+        f"by hand: open {where} in a browser, save the file as {archive.file_name} in a "
+        f"folder, then run `querybench data fetch {benchmark} --from FOLDER`."
+    )

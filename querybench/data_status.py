@@ -1,0 +1,175 @@
+"""`data status`: what of a benchmark is here, how many tasks can run, and what fixes the rest.
+
+Everything is looked up as the readers look it up (`data.py`'s roots, `layout.py`'s places), so
+the counts are the ones `run` and `eval` meet: a local task can run when its database file is
+found; a BigQuery / Snowflake task when its emulation file was built or credentials for that
+cloud are found; a DBT task when its project has its start database.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+from querybench.credentials import Found, find_bigquery, find_snowflake
+from querybench.data import data_roots, find_data
+from querybench.errors import QuerybenchError
+from querybench.layout import GOLD_DIRS, TASK_FILES
+from querybench.tasks.databases import emulation_file, task_database
+from querybench.tasks.model import Task
+
+_CLOUD = {"bigquery": "BigQuery", "snowflake": "Snowflake"}
+
+
+@dataclass(frozen=True)
+class Item:
+    """One row of the table: what, its state, and the command that fixes a gap (or None)."""
+
+    what: str
+    state: str
+    fix: str | None = None
+
+
+@dataclass(frozen=True)
+class Gap:
+    """Tasks that cannot run here for one reason, and what fixes it."""
+
+    count: int
+    reason: str
+    fix: str
+
+
+@dataclass(frozen=True)
+class BenchmarkStatus:
+    benchmark: str
+    items: tuple[Item, ...]
+    total: int
+    runnable: int
+    gaps: tuple[Gap, ...]
+
+    def line(self) -> str:
+        """One line: how many tasks can run here and why the rest cannot."""
+        if not self.total:
+            return (
+                f"{self.benchmark}: no task file here (fix: querybench data fetch {self.benchmark})"
+            )
+        head = f"{self.benchmark}: {self.runnable} of {self.total} tasks can run here"
+        if not self.gaps:
+            return head
+        return head + "; " + "; ".join(f"{g.count} {g.reason} (fix: {g.fix})" for g in self.gaps)
+
+
+def benchmark_status(benchmark: str, data_dir: Path | None = None) -> BenchmarkStatus:
+    """The status of `benchmark` over the data roots (or `data_dir` alone)."""
+    from querybench.tasks import load_tasks
+
+    roots = data_roots(data_dir)
+    fetch = f"querybench data fetch {benchmark}"
+    task_file = find_data(*TASK_FILES[benchmark], roots=roots)
+    if task_file is None:
+        item = Item("task file", f"missing ({TASK_FILES[benchmark][0]})", fetch)
+        return BenchmarkStatus(benchmark, (item,), 0, 0, ())
+    try:
+        tasks = load_tasks(benchmark, data_dir=data_dir)
+    except QuerybenchError as exc:
+        item = Item("task file", f"{task_file}: unreadable ({exc})", fetch)
+        return BenchmarkStatus(benchmark, (item,), 0, 0, ())
+    items = [Item("task file", f"{task_file} ({len(tasks)} tasks)")]
+    items.append(_gold_item(benchmark, tasks, roots, fetch))
+    local = [t for t in tasks if t.engine == "sqlite"]
+    found = {t.instance_id: task_database(t, roots) for t in local}
+    if local:
+        dbs = {t.db for t in local}
+        present = {t.db for t in local if found[t.instance_id] is not None}
+        gap = None if present == dbs else fetch
+        items.append(Item("databases", f"{len(present)} of {len(dbs)} (SQLite)", gap))
+    cloud = [t for t in tasks if t.engine in _CLOUD]
+    emulated = {t.instance_id for t in cloud if emulation_file(t, roots) is not None}
+    credentials: dict[str, Found] = {}
+    if cloud:
+        dbs = {t.db for t in cloud}
+        built = {t.db for t in cloud if t.instance_id in emulated}
+        gap = None if built == dbs else f"querybench data emulate {benchmark}"
+        items.append(Item("emulation files", f"{len(built)} of {len(dbs)} databases", gap))
+        for engine in sorted({t.engine for t in cloud}):
+            credentials[engine] = find_bigquery() if engine == "bigquery" else find_snowflake()
+            state = credentials[engine]
+            text = f"found: {state.source}" if state.ok else f"not found: {state.problem}"
+            items.append(Item(f"{_CLOUD[engine]} credentials", text, state.hint))
+    dbt = [t for t in tasks if t.engine == "duckdb"]
+    if dbt:
+        started = sum(_has_start_database(t) for t in dbt)
+        gap = None if started == len(dbt) else fetch
+        items.append(Item("DBT start databases", f"{started} of {len(dbt)} projects", gap))
+    blocked: Counter[tuple[str, str]] = Counter()
+    runnable = 0
+    for task in tasks:
+        why = _blocked(task, found, emulated, credentials, benchmark)
+        if why is None:
+            runnable += 1
+        else:
+            blocked[why] += 1
+    gaps = tuple(
+        Gap(n, f"of {len(local)} {reason}" if reason == _NO_DATABASE else reason, fix)
+        for (reason, fix), n in blocked.items()
+    )
+    return BenchmarkStatus(benchmark, tuple(items), len(tasks), runnable, gaps)
+
+
+_NO_DATABASE = "local tasks lack their database"
+
+
+def _blocked(
+    task: Task,
+    found: dict[str, Path | None],
+    emulated: set[str],
+    credentials: dict[str, Found],
+    benchmark: str,
+) -> tuple[str, str] | None:
+    if task.engine == "sqlite":
+        if found.get(task.instance_id) is None:
+            return _NO_DATABASE, f"querybench data fetch {benchmark}"
+        return None
+    if task.engine in _CLOUD:
+        if task.instance_id in emulated or credentials[task.engine].ok:
+            return None
+        if not task.extra.get("metadata_dir"):  # nothing to build an emulation from
+            return (
+                "BigQuery / Snowflake tasks need credentials (no metadata here to emulate)",
+                f"credentials (docs/data.md), or querybench data fetch {benchmark}",
+            )
+        return (
+            "BigQuery / Snowflake tasks need credentials or a built emulation",
+            f"querybench data emulate {benchmark}, or credentials (docs/data.md)",
+        )
+    if task.engine == "duckdb":
+        if _has_start_database(task):
+            return None
+        return "DBT tasks lack their start database", "querybench data fetch spider2-dbt"
+    return (
+        f"{task.engine} tasks need their data on a local {task.engine} server",
+        "docs/data.md",
+    )
+
+
+def _has_start_database(task: Task) -> bool:
+    project = task.extra.get("project_dir")
+    return bool(project) and any(Path(str(project)).glob("*.duckdb"))
+
+
+def _gold_item(benchmark: str, tasks: list[Task], roots: list[Path], fetch: str) -> Item:
+    with_gold = sum(bool(t.gold.sql or t.gold.result_files) for t in tasks)
+    if benchmark in GOLD_DIRS:
+        folder = find_data(GOLD_DIRS[benchmark], roots=roots)
+        where = f" in {folder}" if folder else ""
+        gap = None if with_gold == len(tasks) else fetch
+        return Item("gold", f"{with_gold} of {len(tasks)} tasks{where}", gap)
+    return Item("gold", f"{with_gold} of {len(tasks)} tasks (gold SQL in the task file)")
+
+
+def status_benchmarks() -> list[str]:
+    """The benchmarks `data status` reports on: those with a task file layout and a loader."""
+    from querybench.tasks import BENCHMARKS
+
+    return [b for b in TASK_FILES if b in BENCHMARKS]
