@@ -6,12 +6,11 @@ import itertools
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-import querybench.engines.pool as pool_module
-from querybench.engines import Engine, connect
+from querybench.engines import Engine
+from querybench.engines.isolated import IsolatedEngine, QueryProcess
 from querybench.engines.pool import QueryJob, QueryOutcome, QueryPool, run_one
 from querybench.errors import EngineError
 from tests.test_engines_conformance import ENDLESS, KINDS, build_database
@@ -24,15 +23,16 @@ def databases(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 @pytest.fixture
 def opened(monkeypatch: pytest.MonkeyPatch) -> list[Engine]:
-    """Every engine the pool opens, in order."""
+    """Every engine the pool opens (in its workers' query processes), in order."""
     engines: list[Engine] = []
+    open_engine = QueryProcess.engine
 
-    def recording_connect(target: str | Path, **kw: Any) -> Engine:
-        engine = connect(target, **kw)
+    def recording_engine(process: QueryProcess, database: str | Path) -> IsolatedEngine:
+        engine = open_engine(process, database)
         engines.append(engine)
         return engine
 
-    monkeypatch.setattr(pool_module, "connect", recording_connect)
+    monkeypatch.setattr(QueryProcess, "engine", recording_engine)
     return engines
 
 
