@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import contextlib
+import itertools
+import os
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -10,7 +12,7 @@ from typing import Any, Protocol, Self
 
 import pyarrow as pa
 
-from querybench.errors import ResultTooLarge
+from querybench.errors import ResultTooLarge, ResultTooManyBytes
 
 
 @dataclass(frozen=True)
@@ -140,19 +142,62 @@ def quote_identifier(name: str) -> str:
 
 
 FETCH_CHUNK = 10_000
+MAX_RESULT_BYTES_ENV = "QUERYBENCH_MAX_RESULT_BYTES"
+DEFAULT_MAX_RESULT_BYTES = 256 * 1024**2
+# What a cell other than text or bytes counts for (a number, a date, NULL).
+_SCALAR_BYTES = 8
+_SIZED = frozenset({str, bytes, bytearray, memoryview})
+
+
+def max_result_bytes() -> int:
+    """The byte cap on one result: `$QUERYBENCH_MAX_RESULT_BYTES`, else 256 MiB."""
+    value = os.environ.get(MAX_RESULT_BYTES_ENV, "").strip()
+    if not value:
+        return DEFAULT_MAX_RESULT_BYTES
+    try:
+        cap = int(value)
+    except ValueError:
+        raise ValueError(f"{MAX_RESULT_BYTES_ENV} must be a whole number, got {value!r}") from None
+    if cap < 1:
+        raise ValueError(f"{MAX_RESULT_BYTES_ENV} must be at least 1, got {cap}")
+    return cap
+
+
+def result_bytes(rows: Iterable[Sequence[Any]]) -> int:
+    """The size `rows` count for against the byte cap: the length of every text and bytes
+    cell, and 8 for any other cell."""
+    return sum(
+        len(value) if type(value) in _SIZED else _SCALAR_BYTES
+        for value in itertools.chain.from_iterable(rows)
+    )
 
 
 def fetch_capped(
-    fetchmany: Callable[[int], Sequence[tuple[Any, ...]]], max_rows: int | None
+    fetchmany: Callable[[int], Sequence[tuple[Any, ...]]],
+    max_rows: int | None,
+    max_bytes: int | None = None,
 ) -> list[tuple[Any, ...]]:
-    """All rows, fetched in chunks; past `max_rows` it stops reading and raises
-    `ResultTooLarge`, so an exploding result costs at most one row over the cap."""
+    """All rows, fetched in chunks; past `max_rows` rows, or `max_bytes` bytes (default
+    `max_result_bytes()`, counted by `result_bytes`), it stops reading and raises
+    `ResultTooLarge`, so an exploding result costs at most one chunk over the cap."""
+    cap = max_result_bytes() if max_bytes is None else max_bytes
     rows: list[tuple[Any, ...]] = []
+    size = 0
     while True:
-        size = FETCH_CHUNK if max_rows is None else min(FETCH_CHUNK, max_rows + 1 - len(rows))
-        chunk = fetchmany(size)
+        want = FETCH_CHUNK if max_rows is None else min(FETCH_CHUNK, max_rows + 1 - len(rows))
+        chunk = fetchmany(want)
         if not chunk:
             return rows
         rows.extend(chunk)
         if max_rows is not None and len(rows) > max_rows:
             raise ResultTooLarge(f"the result has more than {max_rows} rows")
+        size += result_bytes(chunk)
+        if size > cap:
+            raise too_many_bytes(cap)
+
+
+def too_many_bytes(cap: int) -> ResultTooManyBytes:
+    """The error of a result past the byte cap `cap`."""
+    return ResultTooManyBytes(
+        f"the result holds more than {cap} bytes (the cap; set {MAX_RESULT_BYTES_ENV} to change it)"
+    )

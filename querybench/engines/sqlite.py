@@ -24,7 +24,10 @@ from querybench.engines.base import (
     Result,
     Table,
     fetch_capped,
+    max_result_bytes,
     quote_identifier,
+    result_bytes,
+    too_many_bytes,
 )
 from querybench.errors import EngineError, QueryRefused, QueryTimeout, ResultTooLarge
 
@@ -214,6 +217,7 @@ class SQLiteEngine(Closing):
         """Batches of at most `batch` rows after the first `skip`; the rows up to `max_rows`
         are handed out before `ResultTooLarge`, and no more than one row past it is read."""
         cursor = self._conn.execute(statement)
+        cap, size = max_result_bytes(), 0
         try:
             read = 0
             while True:
@@ -224,6 +228,9 @@ class SQLiteEngine(Closing):
                 start, read = read, read + len(rows)
                 if max_rows is not None and read > max_rows:
                     rows = rows[: max_rows - start]
+                size += result_bytes(rows)
+                if size > cap:
+                    raise too_many_bytes(cap)
                 if start + len(rows) > skip:
                     yield rows[max(0, skip - start) :]
                 if max_rows is not None and read > max_rows:
