@@ -159,3 +159,24 @@ def test_run_one(databases: dict[str, Path], tmp_path: Path) -> None:
 def test_an_outcome_holds_exactly_one_of_result_and_error() -> None:
     with pytest.raises(ValueError):
         QueryOutcome("k", None, None)
+
+
+def test_a_single_call_bomb_costs_its_timeout_on_the_pool_and_in_run_one(
+    databases: dict[str, Path],
+) -> None:
+    # One printf call loops 2^31 times without reaching SQLite's progress handler (~15 s here);
+    # DuckDB's repeat() builds 2 GB in one call. Whatever stops them, the verdict is a timeout.
+    bombs = {
+        "printf": (databases["sqlite"], "SELECT printf('%.*c', 2147483647, 'x')"),
+        "repeat": (databases["duckdb"], "SELECT length(repeat('x', 2000000000))"),
+    }
+    start = time.monotonic()
+    with QueryPool(workers=2, timeout=1.0) as pool:
+        outcomes = by_key(pool.run(QueryJob(k, db, sql) for k, (db, sql) in bombs.items()))
+    assert {k: o.error and o.error.code for k, o in outcomes.items()} == {
+        "printf": "timeout",
+        "repeat": "timeout",
+    }
+    alone = run_one(*bombs["printf"], timeout=1.0)
+    assert alone.error is not None and alone.error.code == "timeout"
+    assert time.monotonic() - start < 2 * (1.0 + 10)

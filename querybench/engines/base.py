@@ -163,26 +163,48 @@ def max_result_bytes() -> int:
     return cap
 
 
-def result_bytes(rows: Iterable[Sequence[Any]]) -> int:
-    """The size `rows` count for against the byte cap: the length of every text and bytes
+def row_bytes(row: Iterable[Any]) -> int:
+    """What one row counts for against the byte cap: the length of every text and bytes
     cell, and 8 for any other cell."""
-    return sum(
-        len(value) if type(value) in _SIZED else _SCALAR_BYTES
-        for value in itertools.chain.from_iterable(rows)
-    )
+    return sum(len(value) if type(value) in _SIZED else _SCALAR_BYTES for value in row)
+
+
+def result_bytes(rows: Iterable[Sequence[Any]]) -> int:
+    """`row_bytes` of all `rows`."""
+    return row_bytes(itertools.chain.from_iterable(rows))
+
+
+class ByteBudget:
+    """The bytes of one result so far, against the cap (default `max_result_bytes()`);
+    `add` raises `ResultTooManyBytes` once past it. As a `sqlite3` row factory it counts
+    every row as it is made, so a result stops one row past the cap."""
+
+    def __init__(self, cap: int | None = None) -> None:
+        self.cap = max_result_bytes() if cap is None else cap
+        self.used = 0
+
+    def add(self, size: int) -> None:
+        self.used += size
+        if self.used > self.cap:
+            raise too_many_bytes(self.cap)
+
+    def row_factory(self, _cursor: object, row: tuple[Any, ...]) -> tuple[Any, ...]:
+        self.add(row_bytes(row))
+        return row
 
 
 def fetch_capped(
     fetchmany: Callable[[int], Sequence[tuple[Any, ...]]],
     max_rows: int | None,
-    max_bytes: int | None = None,
+    *,
+    count_bytes: bool = True,
 ) -> list[tuple[Any, ...]]:
-    """All rows, fetched in chunks; past `max_rows` rows, or `max_bytes` bytes (default
-    `max_result_bytes()`, counted by `result_bytes`), it stops reading and raises
-    `ResultTooLarge`, so an exploding result costs at most one chunk over the cap."""
-    cap = max_result_bytes() if max_bytes is None else max_bytes
+    """All rows, fetched in chunks; past `max_rows` rows, or past the byte cap (a
+    `ByteBudget`; `count_bytes=False` where the engine counts rows as they are made), it
+    stops reading and raises `ResultTooLarge`, so an exploding result costs at most one chunk
+    over the cap."""
+    budget = ByteBudget() if count_bytes else None
     rows: list[tuple[Any, ...]] = []
-    size = 0
     while True:
         want = FETCH_CHUNK if max_rows is None else min(FETCH_CHUNK, max_rows + 1 - len(rows))
         chunk = fetchmany(want)
@@ -191,9 +213,8 @@ def fetch_capped(
         rows.extend(chunk)
         if max_rows is not None and len(rows) > max_rows:
             raise ResultTooLarge(f"the result has more than {max_rows} rows")
-        size += result_bytes(chunk)
-        if size > cap:
-            raise too_many_bytes(cap)
+        if budget is not None:
+            budget.add(result_bytes(chunk))
 
 
 def too_many_bytes(cap: int) -> ResultTooManyBytes:

@@ -34,7 +34,14 @@ from querybench.errors import EngineError, QueryTimeout
 GRACE_S = 0.5
 # Opening a database has no timeout of its own; a child that takes longer is killed.
 OPEN_TIMEOUT_S = 120.0
-_PRELOAD = ["querybench.engines", "querybench.engines.sqlite", "querybench.engines.duckdb"]
+# `__main__` first, as multiprocessing's own default: imported once in the server, not in
+# every child.
+_PRELOAD = [
+    "__main__",
+    "querybench.engines",
+    "querybench.engines.sqlite",
+    "querybench.engines.duckdb",
+]
 
 
 class QueryProcess:

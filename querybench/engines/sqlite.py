@@ -19,15 +19,13 @@ from typing import Any
 
 from querybench.engines.base import (
     FETCH_CHUNK,
+    ByteBudget,
     Closing,
     Column,
     Result,
     Table,
     fetch_capped,
-    max_result_bytes,
     quote_identifier,
-    result_bytes,
-    too_many_bytes,
 )
 from querybench.errors import EngineError, QueryRefused, QueryTimeout, ResultTooLarge
 
@@ -217,7 +215,7 @@ class SQLiteEngine(Closing):
         """Batches of at most `batch` rows after the first `skip`; the rows up to `max_rows`
         are handed out before `ResultTooLarge`, and no more than one row past it is read."""
         cursor = self._conn.execute(statement)
-        cap, size = max_result_bytes(), 0
+        cursor.row_factory = ByteBudget().row_factory  # the byte cap, row by row
         try:
             read = 0
             while True:
@@ -228,9 +226,6 @@ class SQLiteEngine(Closing):
                 start, read = read, read + len(rows)
                 if max_rows is not None and read > max_rows:
                     rows = rows[: max_rows - start]
-                size += result_bytes(rows)
-                if size > cap:
-                    raise too_many_bytes(cap)
                 if start + len(rows) > skip:
                     yield rows[max(0, skip - start) :]
                 if max_rows is not None and read > max_rows:
@@ -254,9 +249,10 @@ class SQLiteEngine(Closing):
         self, statement: str, max_rows: int | None
     ) -> tuple[tuple[str, ...], list[tuple[Any, ...]]]:
         cursor = self._conn.execute(statement)
+        cursor.row_factory = ByteBudget().row_factory  # the byte cap, row by row
         try:
             columns = tuple(d[0] for d in cursor.description or ())
-            return columns, fetch_capped(cursor.fetchmany, max_rows)
+            return columns, fetch_capped(cursor.fetchmany, max_rows, count_bytes=False)
         finally:
             cursor.close()
 
