@@ -182,10 +182,13 @@ class QueryProcess:
 class IsolatedEngine(Closing):
     """An `Engine` view of one database served by a `QueryProcess`."""
 
-    def __init__(self, process: QueryProcess, database: str, dialect: str) -> None:
+    def __init__(
+        self, process: QueryProcess, database: str, dialect: str, *, owns_process: bool = False
+    ) -> None:
         self._process = process
         self.database = database
         self.dialect = dialect
+        self._owns_process = owns_process
         self._closed = False
 
     def tables(self) -> list[Table]:
@@ -218,12 +221,27 @@ class IsolatedEngine(Closing):
     def close(self) -> None:
         if not self._closed:
             self._closed = True
-            self._process.forget(self.database)
+            if self._owns_process:
+                self._process.close()
+            else:
+                self._process.forget(self.database)
 
     def _served(self) -> QueryProcess:
         if self._closed:
             raise EngineError(f"the engine for {self.database} is closed")
         return self._process
+
+
+def connect_isolated(target: str | Path) -> IsolatedEngine:
+    """`connect(target)` in a `QueryProcess` of its own, stopped when the engine is closed:
+    for a caller that runs a model's SQL on one database (an agent, a tool environment)."""
+    process = QueryProcess(open_databases=1)
+    try:
+        dialect = process.engine(target).dialect
+    except BaseException:
+        process.close()
+        raise
+    return IsolatedEngine(process, str(target), dialect, owns_process=True)
 
 
 def _deadline(timeout: float | None) -> float | None:
