@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import contextlib
+import os
+import signal
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -91,6 +93,25 @@ def test_batches_stream_and_stop_early(databases: dict[str, Path], process: Quer
     with pytest.raises(QueryTimeout), contextlib.closing(bomb):
         list(bomb)
     assert time.monotonic() - start < DID_NOT_HANG
+
+
+def test_a_child_killed_from_outside_is_replaced(
+    databases: dict[str, Path], process: QueryProcess
+) -> None:
+    engine = process.engine(databases["sqlite"])
+    batches = engine.execute_batches("SELECT n FROM nums", timeout=TIMEOUT, batch=10)
+    assert len(next(batches)) == 10
+    pid = _child_pid(process)
+    assert pid is not None
+    os.kill(pid, signal.SIGKILL)  # e.g. the kernel's out-of-memory killer
+    with pytest.raises(EngineError, match="process ended"):
+        next(batches)  # a stream cut short is an error, never a shorter result
+    assert engine.execute("SELECT count(*) FROM nums", timeout=TIMEOUT).rows == [(1000,)]
+    pid = _child_pid(process)
+    assert pid is not None
+    os.kill(pid, signal.SIGKILL)  # now between queries
+    time.sleep(0.2)
+    assert engine.execute("SELECT count(*) FROM nums", timeout=TIMEOUT).rows == [(1000,)]
 
 
 def test_a_closed_engine_or_process_refuses_to_run(

@@ -131,7 +131,15 @@ class QueryProcess:
     ) -> Any:
         """Send `message` and wait for the reply until `deadline` (+ grace); lock held."""
         pipe = self._start()
-        pipe.send(message)
+        try:
+            pipe.send(message)
+        except OSError as exc:  # the child ended since its last reply (killed from outside)
+            process = self._process
+            self._stop(kill=True)
+            if message[0] in ("next", "stop"):  # its stream is gone with it
+                raise EngineError(f"the query's process ended ({_exit_reason(process)})") from exc
+            pipe = self._start()
+            pipe.send(message)
         wait = None if deadline is None else max(0.0, deadline + GRACE_S - time.monotonic())
         if not pipe.poll(wait):
             self._stop(kill=True)
