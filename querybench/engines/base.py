@@ -149,18 +149,24 @@ _SCALAR_BYTES = 8
 _SIZED = frozenset({str, bytes, bytearray, memoryview})
 
 
+def positive_int_env(name: str) -> int | None:
+    """`$name` as a whole number of at least 1; None when unset or empty."""
+    value = os.environ.get(name, "").strip()
+    if not value:
+        return None
+    try:
+        number = int(value)
+    except ValueError:
+        raise ValueError(f"{name} must be a whole number, got {value!r}") from None
+    if number < 1:
+        raise ValueError(f"{name} must be at least 1, got {number}")
+    return number
+
+
 def max_result_bytes() -> int:
     """The byte cap on one result: `$QUERYBENCH_MAX_RESULT_BYTES`, else 256 MiB."""
-    value = os.environ.get(MAX_RESULT_BYTES_ENV, "").strip()
-    if not value:
-        return DEFAULT_MAX_RESULT_BYTES
-    try:
-        cap = int(value)
-    except ValueError:
-        raise ValueError(f"{MAX_RESULT_BYTES_ENV} must be a whole number, got {value!r}") from None
-    if cap < 1:
-        raise ValueError(f"{MAX_RESULT_BYTES_ENV} must be at least 1, got {cap}")
-    return cap
+    cap = positive_int_env(MAX_RESULT_BYTES_ENV)
+    return DEFAULT_MAX_RESULT_BYTES if cap is None else cap
 
 
 def row_bytes(row: Iterable[Any]) -> int:

@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from querybench.engines import Engine
+from querybench.engines.base import positive_int_env
 from querybench.engines.cache import ResultCache
 from querybench.engines.pool import QueryJob, QueryOutcome, QueryPool
 from querybench.envs.coalesce import Coalescer
@@ -77,14 +78,8 @@ __all__ = [
 
 def sql_workers() -> int:
     """`$QUERYBENCH_SQL_WORKERS`, else the number of CPU cores this process may run on."""
-    value = os.environ.get(WORKERS_ENV, "").strip()
-    if value:
-        try:
-            workers = int(value)
-        except ValueError:
-            raise ValueError(f"{WORKERS_ENV} must be a whole number, got {value!r}") from None
-        if workers < 1:
-            raise ValueError(f"{WORKERS_ENV} must be at least 1, got {workers}")
+    workers = positive_int_env(WORKERS_ENV)
+    if workers is not None:
         return workers
     try:
         return len(os.sched_getaffinity(0))
