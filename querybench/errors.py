@@ -35,6 +35,12 @@ class ResultTooLarge(EngineError):
     code = "too_many_rows"
 
 
+class ResultTooManyBytes(ResultTooLarge):
+    """The statement returned more bytes than the result byte cap allows."""
+
+    code = "too_large"
+
+
 class EngineUnavailable(EngineError):
     """No engine of this kind can be reached here (driver missing, no credentials)."""
 

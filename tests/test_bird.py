@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import time
 from pathlib import Path
 from typing import Any
 
@@ -287,6 +288,23 @@ def test_evaluate_bird_timeout(tmp_path: Path) -> None:
     p = _write(tmp_path / "p.json", {"0": _official(slow)})
     (result,) = evaluate_bird(q, p, db_dir, timeout=0.5, workers=1)
     assert (result.score, result.error, result.metrics["error"]) == (0.0, "timeout", 1.0)
+
+
+def test_evaluate_bird_single_call_bombs_cost_their_timeout(tmp_path: Path) -> None:
+    # One printf call never reaches SQLite's progress handler: it used to run ~15 s each and
+    # score wrong_result. Whatever stops it, the verdict is a timeout, at about the timeout.
+    db_dir = tmp_path / "dbs"
+    _make_db(db_dir / "shop" / "shop.sqlite")
+    bomb = "SELECT printf('%.*c', 2147483647, 'x')"
+    q = _write(
+        tmp_path / "q.json",
+        [{"question_id": i, "db_id": "shop", "SQL": "SELECT 1"} for i in range(3)],
+    )
+    p = _write(tmp_path / "p.json", {str(i): _official(bomb) for i in range(3)})
+    start = time.monotonic()
+    results = evaluate_bird(q, p, db_dir, timeout=1.0, workers=3, cache_dir=tmp_path / "cache")
+    assert [(r.score, r.error) for r in results] == [(0.0, "timeout")] * 3
+    assert time.monotonic() - start < 1.0 + 10
 
 
 def test_unreadable_inputs(tmp_path: Path) -> None:

@@ -16,6 +16,7 @@ import pytest
 
 from querybench.engines import connect
 from querybench.engines.bigquery import BigQueryLocalEngine, CostGuardExceeded
+from querybench.engines.pool import run_one
 from querybench.engines.spider2_metadata_load import build_emulation, parse_python_repr
 from querybench.errors import EngineError, QueryRefused, QueryTimeout
 from tests.test_engines_conformance import ENDLESS, HOSTILE
@@ -195,6 +196,19 @@ def test_timeout_stops_the_query(engine: BigQueryLocalEngine) -> None:
         engine.execute(ENDLESS, timeout=0.5)
     assert time.monotonic() - start < 3.0
     assert engine.execute("SELECT 1").rows == [(1,)]
+
+
+def test_the_timeout_covers_the_translation(emulation: Path, engine: BigQueryLocalEngine) -> None:
+    # sqlglot takes seconds over a long statement before DuckDB's own timeout even starts.
+    long_sum = "SELECT " + " + ".join(["1"] * 25_000)
+    with pytest.raises(QueryTimeout):
+        engine.execute(long_sum, timeout=0.2)
+    # On the shared path a translation that would run far past the timeout is killed at it.
+    longer_sum = "SELECT " + " + ".join(["1"] * 100_000)  # ~12 s of translation here
+    start = time.monotonic()
+    outcome = run_one(f"bigquery+local://{emulation}", longer_sum, timeout=1.0)
+    assert outcome.error is not None and outcome.error.code == "timeout"
+    assert time.monotonic() - start < 1.0 + 10
 
 
 def test_errors_are_engine_errors(engine: BigQueryLocalEngine) -> None:

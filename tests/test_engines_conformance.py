@@ -231,6 +231,25 @@ def test_row_cap(engine: Engine) -> None:
     assert info.value.code == "too_many_rows"
 
 
+# Five rows of 400,000 characters each: 2 MB in all, whatever the engine.
+WIDE_ROWS = {
+    "sqlite": "SELECT printf('%.*c', 400000, 'x') FROM nums LIMIT 5",
+    "duckdb": "SELECT repeat('x', 400000) FROM nums LIMIT 5",
+}
+
+
+def test_byte_cap(kind: str, engine: Engine, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("QUERYBENCH_MAX_RESULT_BYTES", "2100000")
+    assert len(engine.execute(WIDE_ROWS[kind]).rows) == 5
+    monkeypatch.setenv("QUERYBENCH_MAX_RESULT_BYTES", "1000000")
+    with pytest.raises(ResultTooLarge) as info:
+        engine.execute(WIDE_ROWS[kind])
+    assert info.value.code == "too_large" and "bytes" in str(info.value)
+    assert (
+        len(engine.execute("SELECT n FROM nums").rows) == 1000
+    )  # small rows are not counted as wide
+
+
 def test_timeout_really_stops_and_the_engine_stays_usable(engine: Engine) -> None:
     start = time.monotonic()
     with pytest.raises(QueryTimeout) as info:

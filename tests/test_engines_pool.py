@@ -6,12 +6,11 @@ import itertools
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-import querybench.engines.pool as pool_module
-from querybench.engines import Engine, connect
+from querybench.engines import Engine
+from querybench.engines.isolated import IsolatedEngine, QueryProcess
 from querybench.engines.pool import QueryJob, QueryOutcome, QueryPool, run_one
 from querybench.errors import EngineError
 from tests.test_engines_conformance import ENDLESS, KINDS, build_database
@@ -24,15 +23,16 @@ def databases(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 @pytest.fixture
 def opened(monkeypatch: pytest.MonkeyPatch) -> list[Engine]:
-    """Every engine the pool opens, in order."""
+    """Every engine the pool opens (in its workers' query processes), in order."""
     engines: list[Engine] = []
+    open_engine = QueryProcess.engine
 
-    def recording_connect(target: str | Path, **kw: Any) -> Engine:
-        engine = connect(target, **kw)
+    def recording_engine(process: QueryProcess, database: str | Path) -> IsolatedEngine:
+        engine = open_engine(process, database)
         engines.append(engine)
         return engine
 
-    monkeypatch.setattr(pool_module, "connect", recording_connect)
+    monkeypatch.setattr(QueryProcess, "engine", recording_engine)
     return engines
 
 
@@ -159,3 +159,24 @@ def test_run_one(databases: dict[str, Path], tmp_path: Path) -> None:
 def test_an_outcome_holds_exactly_one_of_result_and_error() -> None:
     with pytest.raises(ValueError):
         QueryOutcome("k", None, None)
+
+
+def test_a_single_call_bomb_costs_its_timeout_on_the_pool_and_in_run_one(
+    databases: dict[str, Path],
+) -> None:
+    # One printf call loops 2^31 times without reaching SQLite's progress handler (~15 s here);
+    # DuckDB's repeat() builds 2 GB in one call. Whatever stops them, the verdict is a timeout.
+    bombs = {
+        "printf": (databases["sqlite"], "SELECT printf('%.*c', 2147483647, 'x')"),
+        "repeat": (databases["duckdb"], "SELECT length(repeat('x', 2000000000))"),
+    }
+    start = time.monotonic()
+    with QueryPool(workers=2, timeout=1.0) as pool:
+        outcomes = by_key(pool.run(QueryJob(k, db, sql) for k, (db, sql) in bombs.items()))
+    assert {k: o.error and o.error.code for k, o in outcomes.items()} == {
+        "printf": "timeout",
+        "repeat": "timeout",
+    }
+    alone = run_one(*bombs["printf"], timeout=1.0)
+    assert alone.error is not None and alone.error.code == "timeout"
+    assert time.monotonic() - start < 2 * (1.0 + 10)

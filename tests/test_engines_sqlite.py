@@ -181,6 +181,23 @@ def test_execute_batches_keeps_the_guarantees_of_execute(engine: SQLiteEngine) -
     assert handed == [10, 10, 5]
 
 
+def test_the_byte_cap_counts_row_by_row(
+    engine: SQLiteEngine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Rows of ~10 MB each: a chunk of them is never fetched whole, the cap stops the next row.
+    monkeypatch.setenv("QUERYBENCH_MAX_RESULT_BYTES", "15000000")
+    blobs = (
+        "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n) "
+        "SELECT zeroblob(9900000) FROM n"
+    )
+    with pytest.raises(ResultTooLarge) as info:
+        engine.execute(blobs, timeout=30)
+    assert info.value.code == "too_large"
+    with pytest.raises(ResultTooLarge) as info:
+        list(engine.execute_batches(blobs, timeout=30, batch=1000))
+    assert info.value.code == "too_large"
+
+
 def test_execute_batches_stopped_early_frees_the_connection(engine: SQLiteEngine) -> None:
     endless = "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n) SELECT i FROM n"
     batches = engine.execute_batches(endless, batch=3)

@@ -7,6 +7,7 @@ import asyncio
 import hashlib
 import json
 import sqlite3
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -82,6 +83,20 @@ def test_tools_observe_the_database_capped_and_truncated(db: Path) -> None:
         assert "truncated at 200" in box.execute_sql("SELECT group_concat(i) FROM n")
         assert box.call(ToolCall.parse("1", "execute_sql", "{oops")).startswith("error:")
         assert "unknown tool" in box.call(ToolCall.parse("1", "drop_all", "{}"))
+
+
+def test_a_single_call_bomb_costs_the_tool_its_timeout(db: Path) -> None:
+    # One printf call runs ~15 s without reaching SQLite's progress handler.
+    with SQLToolbox(db, timeout=1.0) as box:
+        start = time.monotonic()
+        told = box.call(
+            ToolCall.parse(
+                "1", "execute_sql", json.dumps({"sql": "SELECT printf('%.*c', 2147483647, 'x')"})
+            )
+        )
+        assert time.monotonic() - start < 1.0 + 10
+        assert told.startswith("error:") and "timeout" in told
+        assert box.execute_sql("SELECT count(*) FROM item").splitlines()[1:] == ["3"]
 
 
 @pytest.mark.parametrize(

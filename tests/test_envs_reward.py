@@ -183,6 +183,23 @@ def test_an_endless_answer_times_out_while_others_flow(reward: SQLReward, db: Pa
     assert 0.9 < time.monotonic() - start < 5
 
 
+@pytest.mark.parametrize("processes", [True, False])
+def test_a_single_call_bomb_costs_its_timeout_on_both_paths(
+    db: Path, tmp_path: Path, processes: bool
+) -> None:
+    # One printf call runs ~15 s without reaching SQLite's progress handler: it used to take
+    # that long at a 1 s timeout and score wrong_result.
+    bomb = sql("SELECT printf('%.*c', 2147483647, 'x')")
+    with SQLReward(workers=1, answer_timeout=1.0, cache_dir=tmp_path, processes=processes) as r:
+        assert r.score(db, GOLD, sql(GOLD)).reward == 1.0  # workers started, gold known
+        start = time.monotonic()
+        outcome = r.score(db, GOLD, bomb)
+        assert time.monotonic() - start < 1.0 + 10
+        assert (outcome.reward, outcome.verdict.error) == (0.0, "timeout")
+        assert outcome.metrics["error"] == 1.0
+        assert r.score(db, GOLD, sql(GOLD)).reward == 1.0  # the worker serves on
+
+
 def test_gold_is_computed_once(db: Path, tmp_path: Path) -> None:
     with SQLReward(workers=1, cache_dir=tmp_path) as first:
         assert first.score(db, GOLD, sql(GOLD)).reward == 1.0

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -111,7 +113,9 @@ HOSTILE = [
 ]
 
 
-def test_hostile_predictions_fail_alone_and_change_nothing(tmp_path: Path) -> None:
+def _toy_sql_mode(tmp_path: Path, predictions: list[str]) -> tuple[Path, list[str], dict[str, Any]]:
+    """A 40-row toy database, one lite task per prediction plus an honest last one
+    (gold `n = 40`), and the arguments of `evaluate_spider2` in sql mode on them."""
     import sqlite3
 
     db_dir = tmp_path / "dbs"
@@ -126,8 +130,8 @@ def test_hostile_predictions_fail_alone_and_change_nothing(tmp_path: Path) -> No
     tasks, evals = [], []
     pred_dir = tmp_path / "pred"
     pred_dir.mkdir()
-    ids = [f"local{900 + i}" for i in range(len(HOSTILE) + 1)]
-    for iid, sql in zip(ids, [*HOSTILE, "SELECT count(*) AS n FROM t"], strict=True):
+    ids = [f"local{900 + i}" for i in range(len(predictions) + 1)]
+    for iid, sql in zip(ids, [*predictions, "SELECT count(*) AS n FROM t"], strict=True):
         tasks.append({"instance_id": iid, "db": "toy", "question": "?"})
         evals.append({"instance_id": iid, "condition_cols": [], "ignore_order": True})
         (gold / "exec_result" / f"{iid}.csv").write_text("n\n40\n")
@@ -135,18 +139,24 @@ def test_hostile_predictions_fail_alone_and_change_nothing(tmp_path: Path) -> No
     (gold / "spider2lite_eval.jsonl").write_text("\n".join(json.dumps(e) for e in evals))
     tasks_file = tmp_path / "spider2-lite.jsonl"
     tasks_file.write_text("\n".join(json.dumps(t) for t in tasks))
+    arguments = {
+        "benchmark": "spider2-lite",
+        "predictions": pred_dir,
+        "gold_dir": gold,
+        "mode": "sql",
+        "db_dir": db_dir,
+        "tasks_file": tasks_file,
+    }
+    return db, ids, arguments
+
+
+def test_hostile_predictions_fail_alone_and_change_nothing(tmp_path: Path) -> None:
+    db, ids, arguments = _toy_sql_mode(tmp_path, HOSTILE)
+    db_dir = db.parent
     before = hashlib.sha256(db.read_bytes()).hexdigest()
     listing = sorted(p.name for p in db_dir.iterdir())
 
-    results = evaluate_spider2(
-        "spider2-lite",
-        pred_dir,
-        gold,
-        mode="sql",
-        db_dir=db_dir,
-        tasks_file=tasks_file,
-        timeout=1.0,
-    )
+    results = evaluate_spider2(**arguments, timeout=1.0)
 
     by_id = {r.instance_id: r for r in results}
     for iid, sql in zip(ids, HOSTILE, strict=False):
@@ -161,3 +171,29 @@ def test_hostile_predictions_fail_alone_and_change_nothing(tmp_path: Path) -> No
     assert by_id[ids[-1]].score == 1  # the run went on and scored the honest prediction
     assert hashlib.sha256(db.read_bytes()).hexdigest() == before
     assert sorted(p.name for p in db_dir.iterdir()) == listing
+
+
+def test_results_bigger_than_memory_fail_alone_as_too_large(tmp_path: Path) -> None:
+    # Five rows of 99 MB each used to be fetched whole (and crash with MemoryError where
+    # memory is short). The byte cap stops the third row, long before the timeout.
+    five_blobs = (
+        "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 5) "
+        "SELECT zeroblob(99000000) AS n FROM n"
+    )
+    _db, ids, arguments = _toy_sql_mode(tmp_path, [five_blobs])
+    by_id = {r.instance_id: r for r in evaluate_spider2(**arguments, timeout=60.0)}
+    assert [(by_id[i].score, by_id[i].error) for i in ids] == [(0.0, "too_large"), (1.0, None)]
+    assert "bytes" in (by_id[ids[0]].message or "")
+
+
+def test_single_call_bombs_cost_their_timeout(tmp_path: Path) -> None:
+    # Three printf calls, each ~15 s that no progress handler interrupts, used to score
+    # wrong_result after ~40 s at a 2 s timeout.
+    printf = "SELECT printf('%.*c', 2147483647, 'x') AS n"
+    _db, ids, arguments = _toy_sql_mode(tmp_path, [printf, printf, printf])
+    timeout = 1.0
+    start = time.monotonic()
+    results = evaluate_spider2(**arguments, timeout=timeout, workers=4)
+    assert time.monotonic() - start < timeout + 10
+    by_id = {r.instance_id: r for r in results}
+    assert [(by_id[i].score, by_id[i].error) for i in ids] == [(0.0, "timeout")] * 3 + [(1.0, None)]

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import contextlib
+import itertools
+import os
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -10,7 +12,7 @@ from typing import Any, Protocol, Self
 
 import pyarrow as pa
 
-from querybench.errors import ResultTooLarge
+from querybench.errors import ResultTooLarge, ResultTooManyBytes
 
 
 @dataclass(frozen=True)
@@ -140,19 +142,89 @@ def quote_identifier(name: str) -> str:
 
 
 FETCH_CHUNK = 10_000
+MAX_RESULT_BYTES_ENV = "QUERYBENCH_MAX_RESULT_BYTES"
+DEFAULT_MAX_RESULT_BYTES = 256 * 1024**2
+# What a cell other than text or bytes counts for (a number, a date, NULL).
+_SCALAR_BYTES = 8
+_SIZED = frozenset({str, bytes, bytearray, memoryview})
+
+
+def positive_int_env(name: str) -> int | None:
+    """`$name` as a whole number of at least 1; None when unset or empty."""
+    value = os.environ.get(name, "").strip()
+    if not value:
+        return None
+    try:
+        number = int(value)
+    except ValueError:
+        raise ValueError(f"{name} must be a whole number, got {value!r}") from None
+    if number < 1:
+        raise ValueError(f"{name} must be at least 1, got {number}")
+    return number
+
+
+def max_result_bytes() -> int:
+    """The byte cap on one result: `$QUERYBENCH_MAX_RESULT_BYTES`, else 256 MiB."""
+    cap = positive_int_env(MAX_RESULT_BYTES_ENV)
+    return DEFAULT_MAX_RESULT_BYTES if cap is None else cap
+
+
+def row_bytes(row: Iterable[Any]) -> int:
+    """What one row counts for against the byte cap: the length of every text and bytes
+    cell, and 8 for any other cell."""
+    return sum(len(value) if type(value) in _SIZED else _SCALAR_BYTES for value in row)
+
+
+def result_bytes(rows: Iterable[Sequence[Any]]) -> int:
+    """`row_bytes` of all `rows`."""
+    return row_bytes(itertools.chain.from_iterable(rows))
+
+
+class ByteBudget:
+    """The bytes of one result so far, against the cap (default `max_result_bytes()`);
+    `add` raises `ResultTooManyBytes` once past it. As a `sqlite3` row factory it counts
+    every row as it is made, so a result stops one row past the cap."""
+
+    def __init__(self, cap: int | None = None) -> None:
+        self.cap = max_result_bytes() if cap is None else cap
+        self.used = 0
+
+    def add(self, size: int) -> None:
+        self.used += size
+        if self.used > self.cap:
+            raise too_many_bytes(self.cap)
+
+    def row_factory(self, _cursor: object, row: tuple[Any, ...]) -> tuple[Any, ...]:
+        self.add(row_bytes(row))
+        return row
 
 
 def fetch_capped(
-    fetchmany: Callable[[int], Sequence[tuple[Any, ...]]], max_rows: int | None
+    fetchmany: Callable[[int], Sequence[tuple[Any, ...]]],
+    max_rows: int | None,
+    *,
+    count_bytes: bool = True,
 ) -> list[tuple[Any, ...]]:
-    """All rows, fetched in chunks; past `max_rows` it stops reading and raises
-    `ResultTooLarge`, so an exploding result costs at most one row over the cap."""
+    """All rows, fetched in chunks; past `max_rows` rows, or past the byte cap (a
+    `ByteBudget`; `count_bytes=False` where the engine counts rows as they are made), it
+    stops reading and raises `ResultTooLarge`, so an exploding result costs at most one chunk
+    over the cap."""
+    budget = ByteBudget() if count_bytes else None
     rows: list[tuple[Any, ...]] = []
     while True:
-        size = FETCH_CHUNK if max_rows is None else min(FETCH_CHUNK, max_rows + 1 - len(rows))
-        chunk = fetchmany(size)
+        want = FETCH_CHUNK if max_rows is None else min(FETCH_CHUNK, max_rows + 1 - len(rows))
+        chunk = fetchmany(want)
         if not chunk:
             return rows
         rows.extend(chunk)
         if max_rows is not None and len(rows) > max_rows:
             raise ResultTooLarge(f"the result has more than {max_rows} rows")
+        if budget is not None:
+            budget.add(result_bytes(chunk))
+
+
+def too_many_bytes(cap: int) -> ResultTooManyBytes:
+    """The error of a result past the byte cap `cap`."""
+    return ResultTooManyBytes(
+        f"the result holds more than {cap} bytes (the cap; set {MAX_RESULT_BYTES_ENV} to change it)"
+    )

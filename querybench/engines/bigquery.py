@@ -30,8 +30,11 @@ from querybench.engines.base import (
     Column,
     Result,
     Table,
+    max_result_bytes,
     qualified_name,
     quote_identifier,
+    result_bytes,
+    too_many_bytes,
 )
 from querybench.engines.duckdb import DuckDBEngine
 from querybench.engines.spider2_metadata_load import META_TABLE
@@ -107,9 +110,20 @@ class BigQueryLocalEngine(Closing):
     def execute(
         self, sql: str, *, timeout: float | None = None, max_rows: int | None = None
     ) -> Result:
+        """The translation counts against `timeout` too (a huge statement takes sqlglot a
+        while); `engines.isolated` bounds a translation that would run on past it."""
+        start = time.monotonic()
         transpiled = self.transpile(sql)
-        result = self._duckdb.execute(transpiled, timeout=timeout, max_rows=max_rows)
-        return Result(result.columns, result.rows, result.elapsed_s, {"transpiled": transpiled})
+        remaining = None if timeout is None else timeout - (time.monotonic() - start)
+        stopped = QueryTimeout(f"the query ran past its {timeout}s timeout and was stopped")
+        if remaining is not None and remaining <= 0:
+            raise stopped
+        try:
+            result = self._duckdb.execute(transpiled, timeout=remaining, max_rows=max_rows)
+        except QueryTimeout as exc:
+            raise stopped from exc
+        elapsed = time.monotonic() - start
+        return Result(result.columns, result.rows, elapsed, {"transpiled": transpiled})
 
     def _rewrite(self, statement: exp.Expr) -> exp.Expr:
         ctes = {cte.alias_or_name.lower() for cte in statement.find_all(exp.CTE)}
@@ -259,6 +273,8 @@ class BigQueryEngine(Closing):
                 raise EngineError(_message(exc)) from exc
         if max_rows is not None and len(rows) > max_rows:
             raise ResultTooLarge(f"the result has more than {max_rows} rows")
+        if result_bytes(rows) > max_result_bytes():
+            raise too_many_bytes(max_result_bytes())
         extra = {
             "estimated_bytes": estimate,
             "bytes_processed": job.total_bytes_processed,

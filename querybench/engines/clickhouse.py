@@ -18,7 +18,14 @@ from typing import Any
 
 import pyarrow as pa
 
-from querybench.engines.base import Closing, Result, Table, group_columns
+from querybench.engines.base import (
+    Closing,
+    Result,
+    Table,
+    group_columns,
+    max_result_bytes,
+    too_many_bytes,
+)
 from querybench.engines.transpile import read_only_statement
 from querybench.engines.url import ServerUrl, mask_secrets, parse_server_url
 from querybench.errors import (
@@ -112,6 +119,8 @@ class ChdbEngine(Closing):
             raise EngineError("chdb returned no table")
         if max_rows is not None and table.num_rows > max_rows:
             raise ResultTooLarge(f"the result has more than {max_rows} rows")
+        if table.nbytes > max_result_bytes():
+            raise too_many_bytes(max_result_bytes())
         return table
 
 

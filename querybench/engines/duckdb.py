@@ -21,8 +21,10 @@ from querybench.engines.base import (
     Table,
     fetch_capped,
     group_columns,
+    max_result_bytes,
     qualified_name,
     quote_identifier,
+    too_many_bytes,
 )
 from querybench.errors import EngineError, QueryRefused, QueryTimeout, ResultTooLarge
 
@@ -115,12 +117,16 @@ class DuckDBEngine(Closing):
                         raise EngineError("the statement returned no result")
                     reader = relation.to_arrow_reader(FETCH_CHUNK)
                     batches: list[pa.RecordBatch] = []
-                    total = 0
+                    total = size = 0
+                    cap = max_result_bytes()
                     for batch in reader:
                         batches.append(batch)
                         total += batch.num_rows
+                        size += batch.nbytes
                         if max_rows is not None and total > max_rows:
                             raise ResultTooLarge(f"the result has more than {max_rows} rows")
+                        if size > cap:
+                            raise too_many_bytes(cap)
                     return pa.Table.from_batches(batches, schema=reader.schema)
                 except EngineError:
                     raise

@@ -1,8 +1,10 @@
 """A bounded pool of worker threads running read-only queries, each timed from its own pickup.
 
-Threads suffice: sqlite3 and duckdb release the GIL while a statement runs. Every worker keeps
-its own connection per database (reused across jobs, least recently used closed first), so no
-connection is ever shared between threads.
+Every worker thread drives its own `QueryProcess` (`engines.isolated`): the queries run in a
+child process that is killed when one outlives its timeout, so a single call that no engine
+can interrupt costs its timeout, not its run time. The child keeps the worker's connection per
+database (reused across jobs, least recently used closed first), so no connection is ever
+shared between threads.
 """
 
 from __future__ import annotations
@@ -15,8 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
-from querybench.engines import Engine, connect
+from querybench.engines import Engine
 from querybench.engines.base import Result
+from querybench.engines.isolated import IsolatedEngine, QueryProcess
 from querybench.errors import EngineError
 
 T = TypeVar("T")
@@ -66,7 +69,7 @@ class QueryPool:
         self._open_per_worker = max(1, open_per_worker)
         self._executor = ThreadPoolExecutor(workers, thread_name_prefix="querybench-query")
         self._local = threading.local()
-        self._all_open: set[Engine] = set()
+        self._all_open: set[QueryProcess] = set()
         self._all_open_lock = threading.Lock()
 
     def __enter__(self) -> QueryPool:
@@ -100,9 +103,9 @@ class QueryPool:
     def close(self) -> None:
         self._executor.shutdown(wait=True, cancel_futures=True)
         with self._all_open_lock:
-            engines, self._all_open = self._all_open, set()
-        for engine in engines:
-            engine.close()
+            processes, self._all_open = self._all_open, set()
+        for process in processes:
+            process.close()
 
     def _run_job(self, job: QueryJob) -> QueryOutcome:
         try:
@@ -115,22 +118,22 @@ class QueryPool:
             return QueryOutcome(job.key, None, _unexpected(exc))
 
     def _engine_for(self, database: str | Path) -> Engine:
-        engines: OrderedDict[str, Engine] | None = getattr(self._local, "engines", None)
+        engines: OrderedDict[str, IsolatedEngine] | None = getattr(self._local, "engines", None)
         if engines is None:
             engines = self._local.engines = OrderedDict()
+            self._local.process = QueryProcess(open_databases=self._open_per_worker)
+            with self._all_open_lock:
+                self._all_open.add(self._local.process)
         name = str(database)
         engine = engines.get(name)
         if engine is not None:
             engines.move_to_end(name)
             return engine
-        engine = connect(database)
+        process: QueryProcess = self._local.process
+        engine = process.engine(database)
         engines[name] = engine
-        with self._all_open_lock:
-            self._all_open.add(engine)
         if len(engines) > self._open_per_worker:
             _, oldest = engines.popitem(last=False)
-            with self._all_open_lock:
-                self._all_open.discard(oldest)
             oldest.close()
         return engine
 
@@ -143,21 +146,16 @@ def run_one(
     *,
     key: str = "",
 ) -> QueryOutcome:
-    """One query on a fresh connection, with the same error handling as the pool."""
-    try:
-        engine = connect(database)
-    except EngineError as exc:
-        return QueryOutcome(key, None, exc)
-    except Exception as exc:
-        return QueryOutcome(key, None, _unexpected(exc))
-    try:
-        return QueryOutcome(key, engine.execute(sql, timeout=timeout, max_rows=max_rows), None)
-    except EngineError as exc:
-        return QueryOutcome(key, None, exc)
-    except Exception as exc:
-        return QueryOutcome(key, None, _unexpected(exc))
-    finally:
-        engine.close()
+    """One query on a fresh connection in a fresh `QueryProcess`, with the same error handling
+    and the same hard timeout as the pool."""
+    with QueryProcess(open_databases=1) as process:
+        try:
+            engine = process.engine(database)
+            return QueryOutcome(key, engine.execute(sql, timeout=timeout, max_rows=max_rows), None)
+        except EngineError as exc:
+            return QueryOutcome(key, None, exc)
+        except Exception as exc:
+            return QueryOutcome(key, None, _unexpected(exc))
 
 
 def _unexpected(exc: Exception) -> EngineError:

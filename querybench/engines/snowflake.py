@@ -28,7 +28,14 @@ import duckdb
 import sqlglot
 from sqlglot import exp
 
-from querybench.engines.base import Closing, Result, Table, group_columns, quote_identifier
+from querybench.engines.base import (
+    Closing,
+    Result,
+    Table,
+    fetch_capped,
+    group_columns,
+    quote_identifier,
+)
 from querybench.engines.duckdb import _Watchdog
 from querybench.engines.spider2_metadata_load import META_TABLE
 from querybench.errors import (
@@ -145,17 +152,13 @@ class SnowflakeLocalEngine(Closing):
                 try:
                     cursor.execute(sql)
                     columns = tuple(d.name for d in cursor.description or ())
-                    rows = (
-                        cursor.fetchmany(max_rows + 1)
-                        if max_rows is not None
-                        else cursor.fetchall()
-                    )
+                    rows = fetch_capped(lambda n: list(map(tuple, cursor.fetchmany(n))), max_rows)
+                except ResultTooLarge:
+                    raise
                 except Exception as exc:
                     raise _fakesnow_error(exc, watchdog) from exc
                 finally:
                     cursor.close()
-        if max_rows is not None and len(rows) > max_rows:
-            raise ResultTooLarge(f"the result has more than {max_rows} rows")
         return Result(columns, [tuple(r) for r in rows], elapsed_s=time.monotonic() - start)
 
 
@@ -307,7 +310,7 @@ class SnowflakeEngine(Closing):
                 # `timeout` makes the connector cancel the query server-side when it passes.
                 cursor.execute(sql, timeout=None if timeout is None else max(1, int(timeout)))
                 columns = tuple(d.name for d in cursor.description or ())
-                rows = cursor.fetchmany(max_rows + 1) if max_rows is not None else cursor.fetchall()
+                rows = fetch_capped(cursor.fetchmany, max_rows)
             except snowflake.connector.errors.ProgrammingError as exc:
                 if exc.errno == 604:  # "SQL execution canceled": the timeout fired
                     raise QueryTimeout(f"the query ran past its {timeout}s timeout") from exc
@@ -319,8 +322,6 @@ class SnowflakeEngine(Closing):
             extra: dict[str, Any] = {"query_id": query_id}
             if self.accounting and query_id:
                 extra.update(self._accounting(query_id))
-        if max_rows is not None and len(rows) > max_rows:
-            raise ResultTooLarge(f"the result has more than {max_rows} rows")
         return Result(columns, [tuple(r) for r in rows], time.monotonic() - start, extra)
 
     def _accounting(self, query_id: str) -> dict[str, Any]:

@@ -19,6 +19,7 @@ from typing import Any
 
 from querybench.engines.base import (
     FETCH_CHUNK,
+    ByteBudget,
     Closing,
     Column,
     Result,
@@ -214,6 +215,7 @@ class SQLiteEngine(Closing):
         """Batches of at most `batch` rows after the first `skip`; the rows up to `max_rows`
         are handed out before `ResultTooLarge`, and no more than one row past it is read."""
         cursor = self._conn.execute(statement)
+        cursor.row_factory = ByteBudget().row_factory  # the byte cap, row by row
         try:
             read = 0
             while True:
@@ -247,9 +249,10 @@ class SQLiteEngine(Closing):
         self, statement: str, max_rows: int | None
     ) -> tuple[tuple[str, ...], list[tuple[Any, ...]]]:
         cursor = self._conn.execute(statement)
+        cursor.row_factory = ByteBudget().row_factory  # the byte cap, row by row
         try:
             columns = tuple(d[0] for d in cursor.description or ())
-            return columns, fetch_capped(cursor.fetchmany, max_rows)
+            return columns, fetch_capped(cursor.fetchmany, max_rows, count_bytes=False)
         finally:
             cursor.close()
 

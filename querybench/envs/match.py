@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 from querybench.engines import Engine
 from querybench.engines.base import Result
+from querybench.engines.isolated import IsolatedEngine
 from querybench.engines.sqlite import SQLiteEngine
 from querybench.errors import EngineError
 from querybench.evaluation.bird import StreamedMatch, bird_metrics, bird_stream_match, bird_verdict
@@ -52,7 +53,11 @@ def run_answer(
     results. Errors come back as values.
     """
     try:
-        if isinstance(engine, SQLiteEngine) and isinstance(gold, Result):
+        if (
+            isinstance(engine, SQLiteEngine | IsolatedEngine)
+            and engine.dialect == "sqlite"
+            and isinstance(gold, Result)
+        ):
             batches = engine.execute_batches(sql, timeout=timeout, max_rows=max_rows)
             with contextlib.closing(batches):
                 return bird_stream_match(gold.rows, batches)

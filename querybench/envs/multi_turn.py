@@ -14,8 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from querybench.engines import Engine, connect
+from querybench.engines import Engine
 from querybench.engines.base import Closing, Result
+from querybench.engines.isolated import connect_isolated
 from querybench.engines.sqlite import single_statement
 from querybench.envs.match import RewardOutcome, answer_sql
 from querybench.envs.reward import SQLReward
@@ -50,7 +51,7 @@ class SQLToolbox(Closing):
         timeout: float = 30.0,
         sample: int = 3,
     ) -> None:
-        self.engine: Engine = connect(database)
+        self.engine: Engine = connect_isolated(database)  # a model's SQL: killable at its timeout
         self.max_rows, self.max_chars = max_rows, max_chars
         self.timeout, self.sample = timeout, sample
 

@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from querybench.engines import Engine
+from querybench.engines.base import positive_int_env
 from querybench.engines.cache import ResultCache
 from querybench.engines.pool import QueryJob, QueryOutcome, QueryPool
 from querybench.envs.coalesce import Coalescer
@@ -82,16 +83,9 @@ def sql_workers(*variables: str) -> int:
     `$QUERYBENCH_SQL_WORKERS`; `bird-sql` reads `$BIRD_SQL_WORKERS` first), else
     `usable_cores()`."""
     for variable in variables or (WORKERS_ENV,):
-        value = os.environ.get(variable, "").strip()
-        if not value:
-            continue
-        try:
-            workers = int(value)
-        except ValueError:
-            raise ValueError(f"{variable} must be a whole number, got {value!r}") from None
-        if workers < 1:
-            raise ValueError(f"{variable} must be at least 1, got {workers}")
-        return workers
+        workers = positive_int_env(variable)
+        if workers is not None:
+            return workers
     return usable_cores()
 
 

@@ -7,7 +7,8 @@ SQL) and only the small `RewardOutcome`s travel back: the rows never cross the p
 Every query goes through the engine (`execute`, or for an answer on SQLite `execute_batches`,
 streamed against the gold set), so read-only opening, the authorizer, the one-statement
 rule, the row cap and the timeout (started when the process picks the query up) all hold here
-exactly as on the thread pool.
+exactly as on the thread pool; the engines run in the worker's own `QueryProcess`
+(`engines.isolated`), killed when a query outlives its timeout, so no answer costs more.
 """
 
 from __future__ import annotations
@@ -17,9 +18,10 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 
-from querybench.engines import Engine, connect
+from querybench.engines import Engine
 from querybench.engines.base import Result
 from querybench.engines.cache import ResultCache
+from querybench.engines.isolated import QueryProcess
 from querybench.envs.match import AnswerOutcome, Outcome, RewardOutcome, execution_match, run_answer
 from querybench.errors import EngineError
 
@@ -42,6 +44,7 @@ class _Worker:
         self.config = config
         self.cache = ResultCache(config.cache_dir) if config.disk_cache else None
         self.engines: OrderedDict[str, Engine] = OrderedDict()
+        self.process = QueryProcess(open_databases=config.open_databases)
         self.gold: dict[tuple[str, str], Outcome] = {}
 
     def score(self, item: WorkItem) -> RewardOutcome:
@@ -89,7 +92,7 @@ class _Worker:
         if engine is not None:
             self.engines.move_to_end(database)
             return engine
-        engine = connect(database)
+        engine = self.process.engine(database)
         self.engines[database] = engine
         if len(self.engines) > self.config.open_databases:
             _, oldest = self.engines.popitem(last=False)

@@ -24,7 +24,7 @@ from querybench.agent.materials import copy_materials
 from querybench.agent.oracle import AgentOracle
 from querybench.agent.submission import copy_example, dbt_line, save_submission
 from querybench.agent.workspace import Workspace, WorkspaceOptions
-from querybench.engines import connect
+from querybench.engines.isolated import connect_isolated
 from querybench.errors import EngineUnavailable
 from querybench.layout import benchmark_root
 from querybench.methods import Candidate, MethodOutput, MethodSettings
@@ -105,7 +105,7 @@ def open_workspace(task: Task, settings: MethodSettings, options: WorkspaceOptio
             f"{task.instance_id}: no {task.engine} database {task.db} here (a local file, "
             "or for Spider 2.0 BigQuery/Snowflake tasks a built emulation)"
         )
-    workspace = Workspace(task, connect(target), options)
+    workspace = Workspace(task, connect_isolated(target), options)  # killable at its timeout
     if task.benchmark == "spider2":
         copy_example(task, workspace.path)  # the agentic setting's own task folder
     elif task.benchmark.startswith("spider2"):

@@ -1,0 +1,387 @@
+"""Queries in a child process that is killed at its deadline, so no query outlives its timeout.
+
+An engine's own timeout (SQLite's progress handler, DuckDB's interrupt) stops a query between
+steps; nothing stops one long call inside a step. SQLite's `printf('%.*c', 2147483647, 'x')`
+loops 2^31 times without looking at its interrupt flag, a `LIKE` costs the product of its
+pattern's and its string's lengths, DuckDB's `repeat()` builds its whole string before the
+next vector, and sqlglot's translation of a 4 MB BigQuery statement runs for a minute before
+DuckDB starts. `QueryProcess` opens engines (`connect`) in its own child process and runs each
+query there; when a query is still running `GRACE_S` past its timeout, the child is killed and
+the query is a `QueryTimeout` like any other, whatever was stopping it. The next query starts
+a fresh child (forked from a `forkserver` that has the engines imported, so it costs
+milliseconds).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import multiprocessing
+import pickle
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Generator, Iterator
+from multiprocessing.connection import Connection
+from multiprocessing.process import BaseProcess
+from pathlib import Path
+from typing import Any
+
+from querybench.engines.base import FETCH_CHUNK, Closing, Result, Table
+from querybench.errors import EngineError, QueryTimeout
+
+# How long past its timeout a query may take to stop by itself (and hand its rows over)
+# before its process is killed.
+GRACE_S = 0.5
+# Opening a database has no timeout of its own; a child that takes longer is killed.
+OPEN_TIMEOUT_S = 120.0
+# `__main__` first, as multiprocessing's own default: imported once in the server, not in
+# every child.
+_PRELOAD = [
+    "__main__",
+    "querybench.engines",
+    "querybench.engines.sqlite",
+    "querybench.engines.duckdb",
+]
+
+
+class QueryProcess:
+    """One child process serving queries on any number of databases, one query at a time.
+
+    Engines stay open in the child between queries (`open_databases` of them, least recently
+    used closed first) until a kill, after which they are reopened on demand. Thread-safe;
+    `close` stops the child.
+    """
+
+    def __init__(self, *, open_databases: int = 8) -> None:
+        self._open_databases = max(1, open_databases)
+        self._lock = threading.Lock()
+        self._process: BaseProcess | None = None
+        self._pipe: Connection | None = None
+        self._closed = False
+
+    def __enter__(self) -> QueryProcess:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def engine(self, database: str | Path) -> IsolatedEngine:
+        """An `Engine` for `database`, opened in the child (raising as `connect` does)."""
+        dialect = self._call(OPEN_TIMEOUT_S, None, ("open", str(database)))
+        return IsolatedEngine(self, str(database), str(dialect))
+
+    def execute(
+        self, database: str, sql: str, *, timeout: float | None, max_rows: int | None
+    ) -> Result:
+        result: Result = self._call(timeout, timeout, ("execute", database, sql, timeout, max_rows))
+        return result
+
+    def batches(
+        self,
+        database: str,
+        sql: str,
+        *,
+        timeout: float | None,
+        max_rows: int | None,
+        batch: int = FETCH_CHUNK,
+    ) -> Generator[list[tuple[Any, ...]], None, None]:
+        """The rows in batches, each fetched in the child only when asked for; the timeout
+        runs from the first batch asked for to the last, and the child is busy until the
+        generator ends or is closed."""
+        with self._lock:
+            deadline = _deadline(timeout)
+            self._exchange(deadline, timeout, ("stream", database, sql, timeout, max_rows, batch))
+            finished = False
+            try:
+                while True:
+                    rows: list[tuple[Any, ...]] | None
+                    rows = self._exchange(deadline, timeout, ("next",))
+                    if rows is None:
+                        finished = True
+                        return
+                    yield rows
+            except EngineError:
+                finished = True  # the child ended the stream itself (or was killed)
+                raise
+            finally:
+                if not finished and self._pipe is not None:  # stopped early by the consumer
+                    self._exchange(deadline, timeout, ("stop",))
+
+    def call(self, database: str, method: str, *args: Any, timeout: float | None = None) -> Any:
+        """`engine.method(*args)` in the child, e.g. `tables`."""
+        return self._call(timeout, timeout, ("call", database, method, args))
+
+    def forget(self, database: str) -> None:
+        """Close the child's engine for `database`, if it is running and has one."""
+        with self._lock:
+            if self._pipe is not None:
+                self._exchange(_deadline(OPEN_TIMEOUT_S), None, ("forget", database))
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            self._stop(kill=False)
+
+    def _call(self, wait: float | None, timeout: float | None, message: tuple[Any, ...]) -> Any:
+        with self._lock:
+            return self._exchange(_deadline(wait), timeout, message)
+
+    def _exchange(
+        self, deadline: float | None, timeout: float | None, message: tuple[Any, ...]
+    ) -> Any:
+        """Send `message` and wait for the reply until `deadline` (+ grace); lock held."""
+        pipe = self._start()
+        try:
+            pipe.send(message)
+        except OSError as exc:  # the child ended since its last reply (killed from outside)
+            process = self._process
+            self._stop(kill=True)
+            if message[0] in ("next", "stop"):  # its stream is gone with it
+                raise EngineError(f"the query's process ended ({_exit_reason(process)})") from exc
+            pipe = self._start()
+            pipe.send(message)
+        wait = None if deadline is None else max(0.0, deadline + GRACE_S - time.monotonic())
+        if not pipe.poll(wait):
+            self._stop(kill=True)
+            if timeout is None:
+                raise EngineError("the database could not be opened in time; it was given up")
+            raise QueryTimeout(f"the query ran past its {timeout}s timeout and was stopped")
+        try:
+            kind, value = pipe.recv()
+        except (EOFError, OSError) as exc:
+            process = self._process
+            self._stop(kill=True)
+            raise EngineError(f"the query's process ended ({_exit_reason(process)})") from exc
+        if kind == "error":
+            raise value
+        return value
+
+    def _start(self) -> Connection:
+        if self._closed:
+            raise EngineError("the query process is closed")
+        if self._pipe is None:
+            context = _context()
+            ours, theirs = context.Pipe()
+            process = context.Process(
+                target=_serve,
+                args=(theirs, self._open_databases),
+                name="querybench-query",
+                daemon=True,
+            )
+            process.start()
+            theirs.close()
+            self._process, self._pipe = process, ours
+        return self._pipe
+
+    def _stop(self, *, kill: bool) -> None:
+        process, pipe = self._process, self._pipe
+        self._process = self._pipe = None
+        if pipe is not None:
+            pipe.close()  # the child reads EOF and ends, once its current call returns
+        if process is not None:
+            if kill:
+                process.kill()
+            process.join(None if kill else 5.0)
+            if process.exitcode is None:
+                process.kill()
+                process.join()
+
+
+class IsolatedEngine(Closing):
+    """An `Engine` view of one database served by a `QueryProcess`."""
+
+    def __init__(
+        self, process: QueryProcess, database: str, dialect: str, *, owns_process: bool = False
+    ) -> None:
+        self._process = process
+        self.database = database
+        self.dialect = dialect
+        self._owns_process = owns_process
+        self._closed = False
+
+    def tables(self) -> list[Table]:
+        tables: list[Table] = self._served().call(self.database, "tables")
+        return tables
+
+    def sample_rows(self, table: str, n: int = 3) -> Result:
+        result: Result = self._served().call(self.database, "sample_rows", table, n, timeout=60.0)
+        return result
+
+    def execute(
+        self, sql: str, *, timeout: float | None = None, max_rows: int | None = None
+    ) -> Result:
+        return self._served().execute(self.database, sql, timeout=timeout, max_rows=max_rows)
+
+    def execute_batches(
+        self,
+        sql: str,
+        *,
+        timeout: float | None = None,
+        max_rows: int | None = None,
+        batch: int = FETCH_CHUNK,
+    ) -> Generator[list[tuple[Any, ...]], None, None]:
+        """As `SQLiteEngine.execute_batches`; an engine that cannot stream runs the query
+        whole in the child and hands its rows out in batches."""
+        return self._served().batches(
+            self.database, sql, timeout=timeout, max_rows=max_rows, batch=batch
+        )
+
+    def close(self) -> None:
+        if not self._closed:
+            self._closed = True
+            if self._owns_process:
+                self._process.close()
+            else:
+                self._process.forget(self.database)
+
+    def _served(self) -> QueryProcess:
+        if self._closed:
+            raise EngineError(f"the engine for {self.database} is closed")
+        return self._process
+
+
+def connect_isolated(target: str | Path) -> IsolatedEngine:
+    """`connect(target)` in a `QueryProcess` of its own, stopped when the engine is closed:
+    for a caller that runs a model's SQL on one database (an agent, a tool environment)."""
+    process = QueryProcess(open_databases=1)
+    try:
+        dialect = process.engine(target).dialect
+    except BaseException:
+        process.close()
+        raise
+    return IsolatedEngine(process, str(target), dialect, owns_process=True)
+
+
+def _deadline(timeout: float | None) -> float | None:
+    return None if timeout is None else time.monotonic() + timeout
+
+
+def _exit_reason(process: BaseProcess | None) -> str:
+    code = None if process is None else process.exitcode
+    if code is None:
+        return "no exit status"
+    if code == -9:
+        return "killed by signal 9, e.g. out of memory"
+    return f"signal {-code}" if code < 0 else f"exit status {code}"
+
+
+_context_lock = threading.Lock()
+_Context = multiprocessing.context.ForkServerContext | multiprocessing.context.SpawnContext
+_context_cache: list[_Context] = []
+
+
+def _context() -> _Context:
+    """A `forkserver` with the engines preloaded (each child a cheap fork of a clean process),
+    where the platform has one; else `spawn`."""
+    with _context_lock:
+        if not _context_cache:
+            try:
+                forkserver = multiprocessing.get_context("forkserver")
+                forkserver.set_forkserver_preload(_PRELOAD)
+                context: _Context = forkserver
+            except ValueError:
+                context = multiprocessing.get_context("spawn")
+            _context_cache.append(context)
+        return _context_cache[0]
+
+
+# --- the child ---------------------------------------------------------------------------
+
+
+def _serve(pipe: Connection, open_databases: int) -> None:
+    """The child's loop: one message in, one reply out, until the parent closes the pipe."""
+    engines: OrderedDict[str, Any] = OrderedDict()
+    stream: Iterator[list[tuple[Any, ...]]] | None = None
+
+    def engine(database: str) -> Any:
+        from querybench.engines import connect
+
+        found = engines.get(database)
+        if found is not None:
+            engines.move_to_end(database)
+            return found
+        opened = engines[database] = connect(database)
+        if len(engines) > open_databases:
+            _, oldest = engines.popitem(last=False)
+            oldest.close()
+        return opened
+
+    while True:
+        try:
+            message = pipe.recv()
+        except (EOFError, OSError):
+            break
+        kind, args = message[0], message[1:]
+        try:
+            if kind == "open":
+                value: Any = engine(args[0]).dialect
+            elif kind == "execute":
+                database, sql, timeout, max_rows = args
+                value = engine(database).execute(sql, timeout=timeout, max_rows=max_rows)
+            elif kind == "stream":
+                database, sql, timeout, max_rows, batch = args
+                stream = _stream(engine(database), sql, timeout, max_rows, batch)
+                value = None
+            elif kind == "next":
+                value = next(stream, None) if stream is not None else None
+                if value is None:
+                    stream = None
+            elif kind == "stop":
+                _close(stream)
+                stream = value = None
+            elif kind == "call":
+                database, method, call_args = args
+                value = getattr(engine(database), method)(*call_args)
+            elif kind == "forget":
+                closing = engines.pop(args[0], None)
+                if closing is not None:
+                    closing.close()
+                value = None
+            else:
+                raise EngineError(f"unknown request {kind!r}")
+            reply: tuple[str, Any] = ("ok", value)
+        except Exception as exc:
+            _close(stream)
+            stream = None
+            reply = ("error", _portable(exc))
+        try:
+            pipe.send(reply)
+        except (pickle.PicklingError, TypeError, AttributeError, MemoryError) as exc:
+            pipe.send(("error", EngineError(f"the result cannot be handed over: {exc}")))
+        except (BrokenPipeError, OSError):
+            break
+
+
+def _stream(
+    engine: Any, sql: str, timeout: float | None, max_rows: int | None, batch: int
+) -> Iterator[list[tuple[Any, ...]]]:
+    streaming = getattr(engine, "execute_batches", None)
+    if streaming is not None:
+        batches: Iterator[list[tuple[Any, ...]]] = streaming(
+            sql, timeout=timeout, max_rows=max_rows, batch=batch
+        )
+        return batches
+    rows = engine.execute(sql, timeout=timeout, max_rows=max_rows).rows
+    return iter([rows[i : i + batch] for i in range(0, len(rows), batch)])
+
+
+def _close(stream: Iterator[Any] | None) -> None:
+    close = getattr(stream, "close", None)
+    if close is not None:
+        with contextlib.suppress(Exception):
+            close()
+
+
+def _portable(exc: Exception) -> EngineError:
+    """`exc` as an `EngineError` that survives the pipe, its class (and so its code) kept."""
+    if not isinstance(exc, EngineError):
+        return EngineError(f"unexpected {type(exc).__name__}: {exc}")
+    try:
+        copy = pickle.loads(pickle.dumps(exc))
+    except Exception:
+        copy = None
+    if isinstance(copy, EngineError):
+        return copy
+    plain = EngineError(str(exc))
+    plain.code = exc.code
+    return plain

@@ -1,0 +1,131 @@
+"""QueryProcess: a query that no engine can interrupt still ends at its timeout, as a timeout."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from querybench.engines.isolated import QueryProcess
+from querybench.errors import EngineError, QueryRefused, QueryTimeout, ResultTooLarge
+from tests.test_engines_conformance import ENDLESS, build_database
+
+# Single calls that run for many seconds without ever reaching the engine's interrupt check
+# (SQLite's progress handler runs between virtual-machine steps, DuckDB's between vectors).
+SINGLE_CALL_BOMBS = {
+    "sqlite": [
+        "SELECT printf('%.*c', 2147483647, 'x')",
+        "SELECT 1 WHERE printf('%.*c', 5000000, 'a') LIKE '%' || printf('%.*c', 5000, 'a') || 'b%'",
+    ],
+    "duckdb": ["SELECT length(repeat('x', 2000000000))"],
+}
+TIMEOUT = 1.0
+DID_NOT_HANG = TIMEOUT + 10  # generous: the kill comes at TIMEOUT + GRACE_S
+
+
+@pytest.fixture(scope="module")
+def databases(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    return {k: build_database(k, tmp_path_factory.mktemp(f"iso-{k}")) for k in SINGLE_CALL_BOMBS}
+
+
+@pytest.fixture
+def process() -> Iterator[QueryProcess]:
+    with QueryProcess() as served:
+        yield served
+
+
+@pytest.mark.parametrize(
+    ("kind", "sql"), [(k, sql) for k, sqls in SINGLE_CALL_BOMBS.items() for sql in sqls]
+)
+def test_a_single_call_bomb_ends_at_its_timeout_as_a_timeout(
+    databases: dict[str, Path], process: QueryProcess, kind: str, sql: str
+) -> None:
+    engine = process.engine(databases[kind])
+    start = time.monotonic()
+    with pytest.raises(QueryTimeout, match="timeout"):
+        engine.execute(sql, timeout=TIMEOUT)
+    assert time.monotonic() - start < DID_NOT_HANG
+    # The next query gets a fresh process and the database reopened in it.
+    assert engine.execute("SELECT count(*) FROM singer", timeout=TIMEOUT).rows == [(3,)]
+
+
+def test_the_engines_own_timeout_still_answers_first(
+    databases: dict[str, Path], process: QueryProcess
+) -> None:
+    engine = process.engine(databases["sqlite"])
+    engine.execute("SELECT 1", timeout=TIMEOUT)
+    pid = _child_pid(process)
+    with pytest.raises(QueryTimeout):
+        engine.execute(ENDLESS, timeout=0.3)
+    assert _child_pid(process) == pid  # interrupted by SQLite itself: nothing was killed
+
+
+def test_errors_keep_their_kind_and_nothing_is_opened_twice(
+    databases: dict[str, Path], process: QueryProcess, tmp_path: Path
+) -> None:
+    engine = process.engine(databases["sqlite"])
+    with pytest.raises(QueryRefused):
+        engine.execute("DELETE FROM singer")
+    with pytest.raises(ResultTooLarge):
+        engine.execute("SELECT a.n FROM nums a, nums b", max_rows=10)
+    with pytest.raises(EngineError, match="no such table"):
+        engine.execute("SELECT * FROM nowhere")
+    with pytest.raises(EngineError, match="not found"):
+        process.engine(tmp_path / "absent.sqlite")
+    assert [t.name for t in engine.tables()][:2] == ["concert", "nums"]
+
+
+def test_batches_stream_and_stop_early(databases: dict[str, Path], process: QueryProcess) -> None:
+    engine = process.engine(databases["sqlite"])
+    batches = engine.execute_batches("SELECT n FROM nums ORDER BY n", timeout=TIMEOUT, batch=300)
+    with contextlib.closing(batches):
+        first = next(batches)
+    assert [n for (n,) in first] == list(range(300))
+    # The stream was stopped in the child: the process serves the next query at once.
+    assert engine.execute("SELECT count(*) FROM nums", timeout=TIMEOUT).rows == [(1000,)]
+    bomb = engine.execute_batches(SINGLE_CALL_BOMBS["sqlite"][0], timeout=TIMEOUT)
+    start = time.monotonic()
+    with pytest.raises(QueryTimeout), contextlib.closing(bomb):
+        list(bomb)
+    assert time.monotonic() - start < DID_NOT_HANG
+
+
+def test_a_child_killed_from_outside_is_replaced(
+    databases: dict[str, Path], process: QueryProcess
+) -> None:
+    engine = process.engine(databases["sqlite"])
+    batches = engine.execute_batches("SELECT n FROM nums", timeout=TIMEOUT, batch=10)
+    assert len(next(batches)) == 10
+    pid = _child_pid(process)
+    assert pid is not None
+    os.kill(pid, signal.SIGKILL)  # e.g. the kernel's out-of-memory killer
+    with pytest.raises(EngineError, match="process ended"):
+        next(batches)  # a stream cut short is an error, never a shorter result
+    assert engine.execute("SELECT count(*) FROM nums", timeout=TIMEOUT).rows == [(1000,)]
+    pid = _child_pid(process)
+    assert pid is not None
+    os.kill(pid, signal.SIGKILL)  # now between queries
+    time.sleep(0.2)
+    assert engine.execute("SELECT count(*) FROM nums", timeout=TIMEOUT).rows == [(1000,)]
+
+
+def test_a_closed_engine_or_process_refuses_to_run(
+    databases: dict[str, Path], process: QueryProcess
+) -> None:
+    engine = process.engine(databases["duckdb"])
+    engine.close()
+    with pytest.raises(EngineError, match="closed"):
+        engine.execute("SELECT 1")
+    process.close()
+    with pytest.raises(EngineError, match="closed"):
+        process.engine(databases["duckdb"])
+
+
+def _child_pid(process: QueryProcess) -> int | None:
+    child = process._process
+    return None if child is None else child.pid
