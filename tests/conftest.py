@@ -19,3 +19,15 @@ def require_data(*parts: str) -> Path:
             pytest.fail(reason)
         pytest.skip(reason)
     return path
+
+
+def require_sandbox() -> None:
+    """The agent's bubblewrap sandbox works here; skip with the reason, fail when CI=true
+    (CI installs bubblewrap: the sandbox tests must run there for real)."""
+    from querybench.agent.sandbox import sandbox_available
+
+    if not sandbox_available():
+        reason = "bwrap (0.8 or later) is missing or cannot create namespaces here"
+        if os.environ.get("CI") == "true":
+            pytest.fail(reason)
+        pytest.skip(reason)

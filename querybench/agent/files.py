@@ -29,6 +29,7 @@ from querybench.errors import QuerybenchError
 MOUNT_POINT = "/workspace"
 NAME_MAX = 255  # bytes of one component (Linux)
 PATH_MAX = 4096
+MAX_DEPTH = 64  # folders deep a file carried out of the sandbox may sit
 _DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _CHUNK = 1024 * 1024
 
@@ -282,7 +283,8 @@ def unpack(stream: IO[bytes], root: Path, *, max_bytes: int, max_entries: int) -
             names = tuple(p for p in PurePosixPath(member.name).parts if p not in (".", "/"))
             if not names:
                 continue
-            if ".." in names or not (member.isdir() or member.isreg()):
+            too_deep = len(names) > MAX_DEPTH or len(member.name) > PATH_MAX
+            if ".." in names or too_deep or not (member.isdir() or member.isreg()):
                 skipped += 1
                 continue
             entries += 1

@@ -129,7 +129,8 @@ class Toolchain:
 def bwrap_options(toolchain: Toolchain | None, limits: Limits) -> list[str]:
     """bwrap's options (passed through `--args`, so its command line, which the sandbox can
     read at /proc/1/cmdline, names no host path)."""
-    cmd = ["--unshare-all", "--die-with-parent", "--new-session", "--clearenv"]
+    cmd = ["--unshare-all", "--unshare-user", "--disable-userns"]  # no namespace of its own
+    cmd += ["--die-with-parent", "--new-session", "--clearenv"]
     cmd += ["--hostname", "sandbox"]
     for path in SYSTEM_DIRS:
         if os.path.islink(path):
@@ -155,11 +156,14 @@ def _program(name: str) -> str:
 
 @functools.cache
 def sandbox_available() -> bool:
-    """bwrap is installed and can create its namespaces here (as the user it will run as)."""
+    """bwrap (0.8 or later: `--disable-userns`, `--size`) is installed and can create its
+    namespaces here, as the user it will run as."""
     if not all(shutil.which(p) for p in ("bwrap", "prlimit", "tar")):
         return False
     drop = _drop_privileges(NOBODY) if sandbox_drops_privileges() else []
-    probe = [*drop, "bwrap", "--unshare-all", "--ro-bind", "/", "/", "true"]
+    features = ["--unshare-user", "--disable-userns", "--size", "1048576", "--tmpfs", "/tmp"]
+    probe = [*drop, "bwrap", "--unshare-all", *features[:2], "--ro-bind", "/", "/", *features[2:]]
+    probe.append("true")
     try:
         return subprocess.run(probe, capture_output=True, timeout=10).returncode == 0
     except (OSError, subprocess.SubprocessError):
@@ -172,7 +176,7 @@ in_fd=$1 out_fd=$2 code=$3
 exec {in_fd}<&-
 /bin/bash -c "$code" {out_fd}>&-
 status=$?
-kill -KILL -1 2>/dev/null
+while kill -KILL -1 2>/dev/null; do :; done  # until nothing else runs (a fork bomb, too)
 exec </dev/null >/dev/null 2>&1
 free=$(/usr/bin/stat -f -c %a /workspace /tmp | /usr/bin/tr '\n' ' ')
 printf 'QB %s %s\n' "$status" "$free" >&"$out_fd"

@@ -44,8 +44,9 @@ from querybench.errors import QuerybenchError
 from querybench.tasks.model import Task
 
 NO_SANDBOX = (
-    "Bash is not available: no sandbox (bubblewrap) can be created on this machine, and "
-    "running shell commands unsandboxed needs --unsafe-bash. Use the SQL and file actions."
+    "Bash is not available: no sandbox (bubblewrap 0.8 or later) can be created on this "
+    "machine, and running shell commands unsandboxed needs --unsafe-bash. Use the SQL and file "
+    "actions."
 )
 
 
@@ -193,6 +194,7 @@ class Workspace:
         )
         out = result.output or "(no output)"
         note = f"\n{result.note}" if result.note else ""
+        out = out.removesuffix("\n") if note else out
         if result.timed_out:
             limit = f"ERROR: stopped after {self.options.action_timeout:g} s (time limit)"
             return f"{out}\n{limit}{'; ' + result.note if result.note else ''}"
