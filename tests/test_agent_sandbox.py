@@ -10,10 +10,12 @@ import asyncio
 import os
 import socket
 import tempfile
+import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Coroutine, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -69,13 +71,31 @@ def session(
     options = WorkspaceOptions(action_timeout=timeout, limits=limits)
     workspace = Workspace(task(data, 0), engine, options)
     try:
-        result: AgentResult = asyncio.run(
-            run_agent(workspace, model(server), AgentConfig(), Sampling())
-        )
+        result = bounded(lambda: run_agent(workspace, model(server), AgentConfig(), Sampling()))
     finally:
         workspace.close()
     assert result.status == "terminated" and result.answer == "ok"
     return [s.observation for s in result.steps[:-1]]
+
+
+def bounded(agent: Callable[[], Coroutine[Any, Any, AgentResult]]) -> AgentResult:
+    """Run the agent in a thread of its own: a host thread that blocks fails the test (after a
+    generous bound) instead of hanging it."""
+    done: list[AgentResult | BaseException] = []
+
+    def target() -> None:
+        try:
+            done.append(asyncio.run(agent()))
+        except BaseException as exc:
+            done.append(exc)
+
+    worker = threading.Thread(target=target, daemon=True)
+    worker.start()
+    worker.join(120)
+    assert done, "the agent hung (a host thread blocked)"
+    if isinstance(done[0], BaseException):
+        raise done[0]
+    return done[0]
 
 
 def bash(code: str) -> str:
