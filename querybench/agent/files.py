@@ -214,21 +214,23 @@ class Usage:
     skipped: int = 0  # links and special files, not carried
 
 
-def _walk(fd: int, prefix: str, usage: list[int]) -> Iterator[tuple[str, os.DirEntry[str]]]:
+def _walk(fd: int, prefix: str, usage: list[int]) -> Iterator[tuple[str, os.DirEntry[str], int]]:
+    """(path, entry, descriptor of its folder) of every folder and regular file under `fd`,
+    depth first, links and special files counted in `usage[0]` and not entered."""
     with os.scandir(fd) as entries:
         listed = list(entries)
     for entry in listed:
         path = f"{prefix}{entry.name}"
         info = entry.stat(follow_symlinks=False)
         if stat.S_ISDIR(info.st_mode):
-            yield path, entry
+            yield path, entry, fd
             child = os.open(entry.name, _DIR, dir_fd=fd)
             try:
                 yield from _walk(child, f"{path}/", usage)
             finally:
                 os.close(child)
         elif stat.S_ISREG(info.st_mode):
-            yield path, entry
+            yield path, entry, fd
         else:
             usage[0] += 1
 
@@ -239,7 +241,7 @@ def usage(root: Path) -> Usage:
     size = entries = 0
     fd = os.open(root, _DIR)
     try:
-        for _, entry in _walk(fd, "", skipped):
+        for _, entry, _ in _walk(fd, "", skipped):
             entries += 1
             if entry.is_file(follow_symlinks=False):
                 size += entry.stat(follow_symlinks=False).st_size
@@ -254,7 +256,7 @@ def pack(root: Path, out: IO[bytes]) -> None:
     fd = os.open(root, _DIR)
     try:
         with tarfile.open(fileobj=out, mode="w|", format=tarfile.PAX_FORMAT) as tar:
-            for path, entry in _walk(fd, "", [0]):
+            for path, entry, folder in _walk(fd, "", [0]):
                 info = entry.stat(follow_symlinks=False)
                 member = tarfile.TarInfo(path)
                 member.mode = info.st_mode & 0o755 | 0o600
@@ -263,9 +265,7 @@ def pack(root: Path, out: IO[bytes]) -> None:
                     member.type = tarfile.DIRTYPE
                     tar.addfile(member)
                     continue
-                folders, _, leaf = path.rpartition("/")
-                with _folder(root, tuple(folders.split("/")) if folders else (), path, False) as d:
-                    handle = _open_regular(d, leaf, path, os.O_RDONLY)
+                handle = _open_regular(folder, entry.name, path, os.O_RDONLY)
                 with os.fdopen(handle, "rb") as f:
                     member.size = os.fstat(f.fileno()).st_size
                     tar.addfile(member, f)
@@ -278,6 +278,7 @@ def unpack(stream: IO[bytes], root: Path, *, max_bytes: int, max_entries: int) -
     safe paths, never following anything), at most `max_bytes` and `max_entries`;
     `WorkspaceFull` past either bound, `tarfile.TarError` on a broken stream."""
     size = entries = skipped = 0
+    folders = _Folders(root)
     with tarfile.open(fileobj=stream, mode="r|") as tar:
         for member in tar:
             names = tuple(p for p in PurePosixPath(member.name).parts if p not in (".", "/"))
@@ -299,25 +300,43 @@ def unpack(stream: IO[bytes], root: Path, *, max_bytes: int, max_entries: int) -
             name = "/".join(names)
             try:
                 if member.isdir():
-                    with _folder(root, names, name, create=True):
-                        pass
+                    folders.get(names, name)
                     continue
                 source = tar.extractfile(member)
-                if source is None:
-                    continue
-                _write_stream(root, names, name, source, member.mode & 0o755 | 0o600)
+                if source is not None:
+                    folder = folders.get(names[:-1], name)
+                    _write_stream(folder, names[-1], source, member.mode & 0o755 | 0o600)
             except (UnsafePath, OSError):
                 skipped += 1  # e.g. a name the host's filesystem refuses
+    folders.close()
     return Usage(size, entries, skipped)
 
 
-def _write_stream(
-    root: Path, names: tuple[str, ...], name: str, source: IO[bytes], mode: int
-) -> None:
-    with _folder(root, names[:-1], name, create=True) as fd:
-        flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC
-        handle = os.open(names[-1], flags, mode, dir_fd=fd)
-    with os.fdopen(handle, "wb") as out:
+class _Folders:
+    """The descriptor of the folder the last file went to, kept for the next (a tar stream
+    lists a folder's files together), so one file costs one `open`."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.names: tuple[str, ...] | None = None
+        self.fd = -1
+
+    def get(self, names: tuple[str, ...], name: str) -> int:
+        if names != self.names:
+            self.close()
+            with _folder(self.root, names, name, create=True) as fd:
+                self.fd, self.names = os.dup(fd), names
+        return self.fd
+
+    def close(self) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)
+        self.fd, self.names = -1, None
+
+
+def _write_stream(folder: int, leaf: str, source: IO[bytes], mode: int) -> None:
+    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC
+    with os.fdopen(os.open(leaf, flags, mode, dir_fd=folder), "wb") as out:
         while chunk := source.read(_CHUNK):
             out.write(chunk)
 

@@ -66,7 +66,7 @@ class Limits:
     output_bytes: int = 1024**2  # what is read back of stdout + stderr
     tmp_bytes: int = 512 * 1024**2  # the sandbox's /tmp (a tmpfs: host memory)
     workspace_bytes: int = 1024**3  # the workspace, in the sandbox a tmpfs of this size
-    workspace_files: int = 100_000  # files and folders of the workspace
+    workspace_files: int = 20_000  # files and folders of the workspace
 
 
 @dataclass(frozen=True)
@@ -174,7 +174,8 @@ WRAPPER = r"""
 in_fd=$1 out_fd=$2 code=$3
 /usr/bin/tar -x -f - -C /workspace <&"$in_fd" || { printf 'QB copy-in\n' >&"$out_fd"; exit 125; }
 exec {in_fd}<&-
-/bin/bash -c "$code" {out_fd}>&-
+exec {err_fd}>&2 2>/dev/null  # the command's stderr as it was; this script's own is silent
+/bin/bash -c "$code" 2>&"$err_fd" {err_fd}>&- {out_fd}>&-
 status=$?
 while kill -KILL -1 2>/dev/null; do :; done  # until nothing else runs (a fork bomb, too)
 exec </dev/null >/dev/null 2>&1
@@ -201,7 +202,9 @@ def run_shell(
     out and replaces it, regular files and folders only. `WorkspaceFull` when a bound was hit.
     """
     env = sandbox_env(toolchain)
-    if not sandboxed:
+    if not sandboxed:  # still nothing of ours but the programs' search path
+        host_path = os.environ.get("PATH", BASE_ENV["PATH"])
+        env["PATH"] = f"{toolchain.bin_dir}:{host_path}" if toolchain else host_path
         env["HOME"] = str(workspace)
         cmd = [*_limits(limits), "/bin/bash", "-c", code]
         result = _run(cmd, workspace, env, timeout, limits, sandboxed=False)

@@ -150,8 +150,9 @@ class Workspace:
             return f"ERROR: {exc}"
         except OSError as exc:
             return f"ERROR: {exc.strerror or exc}"
-        if not isinstance(action, (Bash, GetTables, GetTabInfo)):
-            check_usage(self.path, self.options.limits)
+        saved = isinstance(action, (ExecuteSQL, SampleRows)) and bool(action.save_path)
+        if saved or isinstance(action, (CreateFile, EditFile)):
+            check_usage(self.path, self.options.limits)  # a host-side write: still in bounds?
         return observation
 
     def read_answer(self, name: str) -> str:
