@@ -1,10 +1,10 @@
 """The agent sandbox's bounds, measured: what each attack of issue 12 costs the host now.
 
 Each case runs one `Bash` action (or host-side action) with the default `Limits` in a fresh
-workspace and reports its wall time, the peak of the host's shared memory (`Shmem` in
-/proc/meminfo: the sandbox's tmpfs mounts live there) above the start, what the host folder
-holds afterwards, and the outcome (the observation's last line, or the error that ended the
-task). Needs bubblewrap; run as the CI runs (root).
+workspace and reports its wall time, what the host folder holds afterwards, and the outcome
+(the note or the observation's last line, or the error that ended the task). The tmpfs bounds
+themselves are the kernel's (`df` in the sandbox shows them). Needs bubblewrap; run as the CI
+runs (root).
 
     .venv/bin/python bench/bench_sandbox_bounds.py
 """
@@ -14,7 +14,6 @@ from __future__ import annotations
 import os
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
@@ -28,32 +27,14 @@ CASES = [
     ("100 MB workspace, one action", "head -c 100000000 /dev/urandom > w; true"),
     ("12 x 250 MB into the workspace", "for i in $(seq 12); do head -c 250M /dev/zero > f$i; done"),
     ("3 GB into /tmp", "for i in $(seq 12); do head -c 250M /dev/zero > /tmp/f$i; done"),
-    ("10 GB sparse file", "truncate -s 10G s"),
+    ("six 200 MB sparse files", "for i in 1 2 3 4 5 6; do truncate -s 200M s$i; done"),
     ("30,000 empty files", "seq 30000 | xargs touch"),
     ("fork bomb (60 s limit)", "b() { b | b & }; b; sleep 1; echo end"),
     ("mkfifo out.csv, then a host write to it", "mkfifo out.csv"),
 ]
 
 
-def shmem_kib() -> int:
-    for line in Path("/proc/meminfo").read_text().splitlines():
-        if line.startswith("Shmem:"):
-            return int(line.split()[1])
-    return 0
-
-
-def measure(code: str, limits: Limits) -> tuple[float, float, float, str]:
-    base = shmem_kib()
-    peak = [base]
-    stop = threading.Event()
-
-    def sample() -> None:
-        while not stop.is_set():
-            peak[0] = max(peak[0], shmem_kib())
-            time.sleep(0.02)
-
-    sampler = threading.Thread(target=sample, daemon=True)
-    sampler.start()
+def measure(code: str, limits: Limits) -> tuple[float, float, str]:
     with tempfile.TemporaryDirectory() as folder:
         workspace = Path(folder) / "ws"
         workspace.mkdir()
@@ -70,9 +51,7 @@ def measure(code: str, limits: Limits) -> tuple[float, float, float, str]:
             outcome = f"refused: {exc}"
         elapsed = time.perf_counter() - start
         held = files.usage(workspace).bytes if workspace.exists() else 0
-    stop.set()
-    sampler.join()
-    return elapsed, (peak[0] - base) / 1024, held / 1024**2, outcome[:110]
+    return elapsed, held / 1024**2, outcome[:110]
 
 
 def main() -> None:
@@ -84,11 +63,11 @@ def main() -> None:
         f"{limits.tmp_bytes / 1024**2:g} MiB, {limits.workspace_files} files, file "
         f"{limits.file_bytes / 1024**2:g} MiB, {limits.processes} processes; {os.cpu_count()} CPUs"
     )
-    print("| case | wall s | peak shmem MiB | host folder MiB | outcome |")
-    print("|---|---|---|---|---|")
+    print("| case | wall s | host folder after, MiB | outcome |")
+    print("|---|---|---|---|")
     for name, code in CASES:
-        elapsed, peak, held, outcome = measure(code, limits)
-        print(f"| {name} | {elapsed:.2f} | {peak:.0f} | {held:.1f} | {outcome} |")
+        elapsed, held, outcome = measure(code, limits)
+        print(f"| {name} | {elapsed:.2f} | {held:.1f} | {outcome or '(kept)'} |")
 
 
 if __name__ == "__main__":

@@ -355,8 +355,14 @@ SMALL = Limits(
             "Bash: the workspace reached its size limit of 8 MiB",
         ),
         ("head -c 6000000 /dev/zero > /tmp/fill", "Bash: /tmp reached its size limit of 4 MiB"),
-        ("truncate -s 60M sparse", "Bash: the workspace holds more than 8 MiB (sparse files"),
-        ("touch f{1..300}", "Bash: the workspace holds more than 200 files"),
+        (
+            "truncate -s 60M sparse",
+            "Bash: the workspace holds 60.0 MiB, more than its limit of 8 MiB (sparse files",
+        ),
+        (
+            "touch f{1..300}",
+            "Bash: the workspace holds 301 files and folders, more than its limit of 200",
+        ),
     ],
 )
 def test_disk_bounds_end_the_task_with_the_reason(

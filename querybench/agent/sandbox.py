@@ -180,7 +180,9 @@ status=$?
 while kill -KILL -1 2>/dev/null; do :; done  # until nothing else runs (a fork bomb, too)
 exec </dev/null >/dev/null 2>&1
 free=$(/usr/bin/stat -f -c %a /workspace /tmp | /usr/bin/tr '\n' ' ')
-printf 'QB %s %s\n' "$status" "$free" >&"$out_fd"
+size=$(/usr/bin/du -sb --apparent-size /workspace | /usr/bin/cut -f1)
+count=$(/usr/bin/find /workspace -mindepth 1 | /usr/bin/wc -l)
+printf 'QB %s %s %s %s\n' "$status" "$free" "$size" "$count" >&"$out_fd"
 /usr/bin/tar -c --hard-dereference -f - -C /workspace . >&"$out_fd"
 exit $status
 """
@@ -244,16 +246,25 @@ def sandbox_env(toolchain: Toolchain | None) -> dict[str, str]:
 def check_usage(workspace: Path, limits: Limits) -> None:
     """`WorkspaceFull` when the host folder holds more than the limits allow."""
     usage = files.usage(workspace)
-    if usage.bytes > limits.workspace_bytes:
-        raise files.WorkspaceFull(
-            f"the workspace holds {usage.bytes / 1024**2:.1f} MiB, more than its limit of "
-            f"{limits.workspace_bytes / 1024**2:g} MiB"
+    reason = over_limits(usage.bytes, usage.entries, limits)
+    if reason:
+        raise files.WorkspaceFull(reason)
+
+
+def over_limits(size: int, entries: int, limits: Limits) -> str:
+    """Why a workspace of `size` bytes and `entries` files and folders is too large ("" when
+    it is not)."""
+    if size > limits.workspace_bytes:
+        return (
+            f"the workspace holds {size / 1024**2:.1f} MiB, more than its limit of "
+            f"{limits.workspace_bytes / 1024**2:g} MiB (sparse files count at their full size)"
         )
-    if usage.entries > limits.workspace_files:
-        raise files.WorkspaceFull(
-            f"the workspace holds {usage.entries} files, more than its limit of "
+    if entries > limits.workspace_files:
+        return (
+            f"the workspace holds {entries} files and folders, more than its limit of "
             f"{limits.workspace_files}"
         )
+    return ""
 
 
 class _Exchange:
@@ -296,6 +307,16 @@ class _Exchange:
             if len(line) < 2 or line[0] != "QB":
                 return
             self.status = line[1:]
+            if "0" in self.status[1:3]:
+                return  # a bound was reached: the task ends, nothing to keep
+            try:  # what the sandbox says it holds, before copying any of it
+                size, count = int(self.status[3]), int(self.status[4])
+            except (IndexError, ValueError):
+                size = count = 0  # unpack's own bounds still hold
+            reason = over_limits(size, count, self.limits)
+            if reason:
+                self.failure = files.WorkspaceFull(reason)
+                return
             try:
                 self.unpacked = files.unpack(
                     f,
