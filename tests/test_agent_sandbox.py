@@ -329,9 +329,11 @@ def test_hard_links_and_nested_namespaces_are_refused(data: Path, server: Script
         data,
         server,
         "ln /usr/bin/env e; echo link=$?; unshare -U true; echo unshare=$?; "
-        "mount -t tmpfs x /workspace; echo mount=$?; ls /sys /root 2>&1 | wc -l",
+        "mount -t tmpfs x /workspace; echo mount=$?; echo x > /dev/x; echo dev=$?; "
+        "ls /sys /root 2>&1 | wc -l",
     )
     assert "Invalid cross-device link" in out and "link=1" in out
+    assert "/dev/x: Read-only file system" in out and "dev=1" in out  # bwrap's /dev tmpfs
     assert "unshare=1" in out and "mount=32" in out and out.endswith("2\n")
 
 
@@ -341,6 +343,7 @@ SMALL = Limits(
     processes=32,
     file_bytes=64 * 1024**2,
     tmp_bytes=4 * 1024**2,
+    shm_bytes=2 * 1024**2,
     workspace_bytes=8 * 1024**2,
     workspace_files=200,
 )
@@ -355,6 +358,10 @@ SMALL = Limits(
             "Bash: the workspace reached its size limit of 8 MiB",
         ),
         ("head -c 6000000 /dev/zero > /tmp/fill", "Bash: /tmp reached its size limit of 4 MiB"),
+        (
+            "head -c 3000000 /dev/zero > /dev/shm/x",
+            "Bash: /dev/shm reached its size limit of 2 MiB",
+        ),
         (
             "truncate -s 60M sparse",
             "Bash: the workspace holds 60.0 MiB, more than its limit of 8 MiB (sparse files",

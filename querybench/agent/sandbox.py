@@ -65,6 +65,7 @@ class Limits:
     file_bytes: int = 256 * 1024**2
     output_bytes: int = 1024**2  # what is read back of stdout + stderr
     tmp_bytes: int = 512 * 1024**2  # the sandbox's /tmp (a tmpfs: host memory)
+    shm_bytes: int = 64 * 1024**2  # the sandbox's /dev/shm (a tmpfs too)
     workspace_bytes: int = 1024**3  # the workspace, in the sandbox a tmpfs of this size
     workspace_files: int = 20_000  # files and folders of the workspace
 
@@ -139,7 +140,10 @@ def bwrap_options(toolchain: Toolchain | None, limits: Limits) -> list[str]:
             cmd += ["--ro-bind", path, path]
     for path in ETC_FILES:
         cmd += ["--ro-bind-try", path, path]
+    # bwrap's /dev is a tmpfs of no bound the sandbox could write: read-only, with a bounded
+    # /dev/shm (POSIX semaphores, which Python's multiprocessing and so dbt use, live there)
     cmd += ["--proc", "/proc", "--dev", "/dev"]
+    cmd += ["--size", str(limits.shm_bytes), "--tmpfs", "/dev/shm", "--remount-ro", "/dev"]
     cmd += ["--size", str(limits.tmp_bytes), "--tmpfs", "/tmp"]
     # after the private /tmp, which would hide a toolchain that lives under /tmp
     for mount in toolchain.mounts if toolchain else ():
@@ -179,7 +183,7 @@ exec {err_fd}>&2 2>/dev/null  # the command's stderr as it was; this script's ow
 status=$?
 while kill -KILL -1 2>/dev/null; do :; done  # until nothing else runs (a fork bomb, too)
 exec </dev/null >/dev/null 2>&1
-free=$(/usr/bin/stat -f -c %a /workspace /tmp | /usr/bin/tr '\n' ' ')
+free=$(/usr/bin/stat -f -c %a /workspace /tmp /dev/shm | /usr/bin/tr '\n' ' ')
 size=$(/usr/bin/du -sb --apparent-size /workspace | /usr/bin/cut -f1)
 count=$(/usr/bin/find /workspace -mindepth 1 | /usr/bin/wc -l)
 printf 'QB %s %s %s %s\n' "$status" "$free" "$size" "$count" >&"$out_fd"
@@ -307,10 +311,10 @@ class _Exchange:
             if len(line) < 2 or line[0] != "QB":
                 return
             self.status = line[1:]
-            if "0" in self.status[1:3]:
+            if "0" in self.status[1:4]:
                 return  # a bound was reached: the task ends, nothing to keep
             try:  # what the sandbox says it holds, before copying any of it
-                size, count = int(self.status[3]), int(self.status[4])
+                size, count = int(self.status[4]), int(self.status[5])
             except (IndexError, ValueError):
                 size = count = 0  # unpack's own bounds still hold
             reason = over_limits(size, count, self.limits)
@@ -339,8 +343,12 @@ class _Exchange:
             raise files.WorkspaceFull(f"Bash: {self.failure}")
         if self.status[:1] == ["copy-in"]:
             return replace(result, note="ERROR: the workspace could not be copied in")
-        bounds = (("the workspace", self.limits.workspace_bytes), ("/tmp", self.limits.tmp_bytes))
-        for (where, size), free in zip(bounds, self.status[1:3], strict=False):
+        bounds = (
+            ("the workspace", self.limits.workspace_bytes),
+            ("/tmp", self.limits.tmp_bytes),
+            ("/dev/shm", self.limits.shm_bytes),
+        )
+        for (where, size), free in zip(bounds, self.status[1:4], strict=False):
             if free == "0":  # the kernel refused a write there: the bound was reached
                 raise files.WorkspaceFull(
                     f"Bash: {where} reached its size limit of {size / 1024**2:g} MiB"
