@@ -276,3 +276,20 @@ def test_run_agent_fills_the_given_result(workspace: Workspace, server: Scripted
         run_agent(workspace, model(server), AgentConfig(), Sampling(), result=result)
     )
     assert returned is result and result.status == "terminated" and len(result.steps) == 2
+
+
+def test_dbt_copy_out_and_reconnect_refuse_a_linked_database(
+    workspace: Workspace, host: Path, tmp_path: Path
+) -> None:
+    """The DBT database the agent leaves is copied to predictions/ and reopened by the SQL
+    actions: a link there (to a host file) is refused, not copied or opened."""
+    from querybench.agent.dbt import save_database
+
+    name = f"{workspace.task.db}.duckdb"
+    (workspace.path / name).symlink_to(host / "secret.txt")
+    with pytest.raises(UnsafePath, match="is a symbolic link"):
+        save_database(workspace, tmp_path / "predictions")
+    with pytest.raises(UnsafePath, match="is a symbolic link"):
+        files.regular_file(workspace.path, name)
+    copied = [p for p in (tmp_path / "predictions").rglob("*") if p.is_file()]
+    assert copied == []
