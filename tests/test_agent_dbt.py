@@ -20,7 +20,7 @@ from typer.testing import CliRunner
 
 from querybench.agent.dbt import ENV_VAR, find_dbt, unreadable_mounts
 from querybench.agent.protocol import format_action
-from querybench.agent.sandbox import Limits, run_shell, sandbox_available
+from querybench.agent.sandbox import Limits, run_shell
 from querybench.cli import app
 from querybench.evaluation.spider2_dbt import evaluate_spider2_dbt, with_gold_summary
 from querybench.models.base import ChatRequest, Completion
@@ -28,7 +28,7 @@ from querybench.runs.config import RunConfig
 from querybench.runs.runner import run
 from querybench.tasks import load_tasks
 from querybench.tasks.model import Task
-from tests.conftest import require_data
+from tests.conftest import require_data, require_sandbox
 from tests.methods_fixture import model
 from tests.openai_server import Reply, ScriptedServer
 
@@ -49,12 +49,9 @@ def _dbt_program() -> str:
     else PATH; skipped with a reason without one (or without bwrap), failed under CI."""
     found = os.environ.get(ENV_VAR) or str(REPO / ".venv-dbt" / "bin" / "dbt")
     program = found if Path(found).is_file() else shutil.which("dbt")
-    reason = ""
+    require_sandbox()
     if program is None:
         reason = f"dbt not found (set {ENV_VAR} or create .venv-dbt as .ci/run does)"
-    elif not sandbox_available():
-        reason = "bwrap is missing or cannot create namespaces here"
-    if reason:
         if os.environ.get("CI") == "true":
             pytest.fail(reason)
         pytest.skip(reason)

@@ -10,7 +10,8 @@ TOOLS)`, `methods/tool_agent.py`).
 
 `actions` the action space, `protocol` the text protocol (Thought/Action), `tool_calls` the
 native tool-calling driver, `prompts` the prompts, `workspace` one task's folder and database
-connection, `sandbox` the bubblewrap jail for `Bash`, `loop` the loop rules over either
+connection, `sandbox` the bubblewrap jail for `Bash`, `files` the host-side file operations
+on the workspace (never following what the agent planted), `loop` the loop rules over either
 driver, `oracle` the gold-driven models for pipeline checks.
 """
 

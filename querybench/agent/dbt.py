@@ -15,6 +15,7 @@ import shutil
 import stat
 from pathlib import Path
 
+from querybench.agent import files
 from querybench.agent.sandbox import SYSTEM_DIRS, Toolchain, sandbox_drops_privileges
 from querybench.agent.workspace import Workspace, WorkspaceOptions, make_writable, new_folder
 from querybench.engines import connect
@@ -43,7 +44,10 @@ def find_dbt() -> Toolchain | None:
         return None
     bin_dir = executable.parent
     prefix = bin_dir.parent
-    mounts = [] if _under_system_dirs(prefix) else [prefix]
+    # the environment's scripts name its Python by the path it was made at: a linked
+    # environment is mounted at both paths
+    real = prefix.resolve()
+    mounts = [p for p in dict.fromkeys((prefix, real)) if not _under_system_dirs(p)]
     config = prefix / "pyvenv.cfg"
     if config.is_file():
         home = _venv_home(config)
@@ -146,21 +150,21 @@ def open_dbt_workspace(task: Task, data_dir: Path, options: WorkspaceOptions) ->
         options,
         path=folder,
         toolchain=toolchain,
-        reconnect=lambda: connect(database),
+        # the agent may have replaced the file: only a regular file in the workspace is opened
+        reconnect=lambda: connect(files.regular_file(folder, database.name)),
     )
 
 
 def save_database(workspace: Workspace, predictions: Path) -> Path:
     """Copy the database the agent left to `predictions/<instance_id>/`, where the DBT scoring
-    (`querybench eval spider2-dbt`) reads it; the connection is let go first."""
+    (`querybench eval spider2-dbt`) reads it; the connection is let go first. A database the
+    agent replaced with a link or a special file is refused (`UnsafePath`), never followed."""
     workspace.release_engine()
     name = f"{workspace.task.db}.duckdb"
     folder = predictions / workspace.task.instance_id
     folder.mkdir(parents=True, exist_ok=True)
     for suffix in ("", ".wal"):
-        source = workspace.path / (name + suffix)
         target = folder / (name + suffix)
         target.unlink(missing_ok=True)
-        if source.is_file():
-            shutil.copyfile(source, target)
+        files.copy_out(workspace.path, name + suffix, target)
     return folder / name

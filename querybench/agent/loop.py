@@ -18,15 +18,16 @@ from __future__ import annotations
 import asyncio
 import time
 from dataclasses import dataclass, field, replace
-from pathlib import Path
+from stat import S_ISDIR, S_ISREG
 from typing import TYPE_CHECKING, Any, Protocol
 
+from querybench.agent import files
 from querybench.agent.actions import Action, Fail, Terminate, action_name, to_json
+from querybench.agent.files import UnsafePath
 from querybench.agent.prompts import ACTION_SPACE, OBSERVATION, SYSTEM, UNREADABLE
 from querybench.agent.protocol import ProtocolError, parse_reply
 from querybench.agent.workspace import Workspace, readme
 from querybench.context.tokens import count_tokens
-from querybench.errors import QuerybenchError
 from querybench.models.base import ChatRequest, Completion, Message, Sampling
 from querybench.models.tools import Tool
 
@@ -72,11 +73,12 @@ class AgentStep:
 
 @dataclass
 class AgentResult:
-    status: str  # terminated | failed | max_steps | repeated
+    status: str  # terminated | failed | max_steps | repeated | error
     answer: str | None = None  # Terminate's output
     final_sql: str | None = None
     steps: list[AgentStep] = field(default_factory=list)
     system_prompt: str = ""
+    error: str | None = None  # what ended the run, when status is "error"
 
     @property
     def prompt_tokens(self) -> int:
@@ -95,6 +97,7 @@ class AgentResult:
             "completion_tokens": self.completion_tokens,
             "cost": sum(s.cost for s in self.steps),
             "system_prompt": self.system_prompt,
+            "error": self.error,
             "steps": [vars(s) for s in self.steps],
         }
 
@@ -197,14 +200,19 @@ async def run_agent(
     config: AgentConfig,
     sampling: Sampling,
     driver: Driver = TEXT,
+    result: AgentResult | None = None,
 ) -> AgentResult:
-    """Drive one task to its end; every failure of an action becomes an observation."""
+    """Drive one task to its end; every failure of an action becomes an observation.
+
+    `result` is filled as the run goes, so a caller that passes one keeps the steps taken
+    when an exception (the model, a refused answer, a full workspace) ends the run."""
     sampling = config.sampling(sampling)
     system = driver.system_prompt(workspace, config)
     head = [Message("system", system), Message("user", START)]
     turns: list[tuple[Message, ...]] = []
     tool_choice = "auto" if driver.tools else None
-    result = AgentResult(status="max_steps", system_prompt=system)
+    result = result if result is not None else AgentResult(status="max_steps")
+    result.status, result.system_prompt = "max_steps", system
     replies: list[str] = []
     for index in range(config.max_steps):
         messages, dropped = fit_history(head, turns, config.context_tokens)
@@ -250,17 +258,26 @@ async def run_agent(
 
 def final_sql(workspace: Workspace, output: str) -> str | None:
     """The SQL behind the answer: the `.sql` file named, else the query saved to the CSV named,
-    else the last query that ran."""
-    ran = [(sql, path) for sql, path in workspace.sql_log if sql]
+    else the last query that ran. An output that names no workspace file is a text answer;
+    one that names a link, a special file or a file too large to read is refused
+    (`UnsafePath`, which ends the task with the reason)."""
+    ran = [(sql, saved) for sql, saved in workspace.sql_log if sql]
     try:
-        path: Path | None = workspace.resolve(output)
-    except QuerybenchError:
-        path = None
-    if path is not None and path.suffix.lower() == ".sql" and path.is_file():
-        return path.read_text(encoding="utf-8").strip() or None
-    if path is not None:
+        named = files.parts(output)
+        entry = files.status(workspace.path, output)
+    except UnsafePath:
+        named, entry = (), None  # not a workspace path: a text answer
+    refused_kind = entry is not None and not (S_ISREG(entry.st_mode) or S_ISDIR(entry.st_mode))
+    is_sql = entry is not None and S_ISREG(entry.st_mode) and named[-1].lower().endswith(".sql")
+    if refused_kind or is_sql:
+        try:
+            text = workspace.read_answer(output)
+        except (UnsafePath, OSError) as exc:
+            raise UnsafePath(f"Terminate: {exc}") from None
+        return text.strip() or None
+    if named:
         for sql, saved in reversed(ran):
-            if saved and workspace.resolve(saved) == path:
+            if saved == named:
                 return sql
     return ran[-1][0] if ran else None
 

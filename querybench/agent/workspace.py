@@ -3,20 +3,24 @@
 Every action runs here. SQL goes through the querybench engine of the task in this process (one
 read-only connection for the whole task, kept), never through a new process per call; `Bash`
 goes through the sandbox. File paths the agent names are read relative to the workspace (an
-absolute `/workspace/...` path means the same file) and may not leave it.
+absolute `/workspace/...` path means the same file) and may not leave it; every file the host
+reads or writes for the agent goes through `files.py` (no link followed, no special file
+opened, nothing that can block), and the workspace's size is checked after each write.
 """
 
 from __future__ import annotations
 
 import csv
+import io
 import json
 import shutil
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any
 
+from querybench.agent import files
 from querybench.agent.actions import (
     Action,
     Bash,
@@ -27,10 +31,11 @@ from querybench.agent.actions import (
     GetTables,
     SampleRows,
 )
+from querybench.agent.files import MOUNT_POINT, WorkspaceFull
 from querybench.agent.sandbox import (
-    MOUNT_POINT,
     Limits,
     Toolchain,
+    check_usage,
     run_shell,
     sandbox_available,
 )
@@ -39,8 +44,9 @@ from querybench.errors import QuerybenchError
 from querybench.tasks.model import Task
 
 NO_SANDBOX = (
-    "Bash is not available: no sandbox (bubblewrap) can be created on this machine, and "
-    "running shell commands unsandboxed needs --unsafe-bash. Use the SQL and file actions."
+    "Bash is not available: no sandbox (bubblewrap 0.8 or later) can be created on this "
+    "machine, and running shell commands unsandboxed needs --unsafe-bash. Use the SQL and file "
+    "actions."
 )
 
 
@@ -51,6 +57,7 @@ class WorkspaceOptions:
     limits: Limits = field(default_factory=Limits)
     max_rows: int = 100_000  # rows an ExecuteSQL may return
     print_rows: int = 50  # rows printed when the result is not saved
+    max_answer_bytes: int = 1024**2  # an answer file Terminate names (.sql) that is read
 
 
 def readme(task: Task) -> str:
@@ -103,9 +110,10 @@ class Workspace:
         self.toolchain = toolchain
         self._reconnect = reconnect
         self.path = path or new_folder(task)
-        if not (self.path / "README.md").exists():
-            (self.path / "README.md").write_text(readme(task), encoding="utf-8")
-        self.sql_log: list[tuple[str, str]] = []  # (sql, save_path) of each ExecuteSQL that ran
+        if files.status(self.path, "README.md") is None:
+            files.write_bytes(self.path, "README.md", readme(task).encode(), new=True)
+        # (sql, parts of the file it was saved to, or ()) of each ExecuteSQL that ran
+        self.sql_log: list[tuple[str, tuple[str, ...]]] = []
 
     @property
     def engine(self) -> Engine:
@@ -127,43 +135,39 @@ class Workspace:
         shutil.rmtree(self.path, ignore_errors=True)
 
     def resolve(self, name: str) -> Path:
-        """The workspace file `name` names; `QuerybenchError` when it points outside."""
-        pure = PurePosixPath(name.strip())
-        if pure.is_absolute():
-            try:
-                pure = pure.relative_to(MOUNT_POINT)
-            except ValueError:
-                raise QuerybenchError(
-                    f"{name}: only files under {MOUNT_POINT} can be used"
-                ) from None
-        if ".." in pure.parts or not pure.parts:
-            raise QuerybenchError(f"{name}: not a path inside the workspace")
-        return self.path.joinpath(*pure.parts)
+        """The host path of the workspace file `name` (not opened: see `files`);
+        `UnsafePath` when the name points outside."""
+        return self.path.joinpath(*files.parts(name))
 
     def execute(self, action: Action) -> str:
-        """The observation of one action (an error message when it fails, never an exception)."""
+        """The observation of one action (an error message when it fails, never an exception,
+        except `WorkspaceFull`, which ends the task)."""
         try:
-            return self._execute(action)
+            observation = self._execute(action)
+        except WorkspaceFull:
+            raise
         except QuerybenchError as exc:
             return f"ERROR: {exc}"
         except OSError as exc:
             return f"ERROR: {exc.strerror or exc}"
+        saved = isinstance(action, (ExecuteSQL, SampleRows)) and bool(action.save_path)
+        if saved or isinstance(action, (CreateFile, EditFile)):
+            check_usage(self.path, self.options.limits)  # a host-side write: still in bounds?
+        return observation
+
+    def read_answer(self, name: str) -> str:
+        """The text of the answer file `name` (bounded, never followed)."""
+        data = files.read_bytes(self.path, name, self.options.max_answer_bytes)
+        return data.decode("utf-8", "replace")
 
     def _execute(self, action: Action) -> str:
         if isinstance(action, Bash):
             return self._bash(action.code)
         if isinstance(action, CreateFile):
-            path = self.resolve(action.filepath)
-            if path.exists():
-                return f"ERROR: {action.filepath} exists; use EditFile to change it"
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(action.code, encoding="utf-8")
+            files.write_bytes(self.path, action.filepath, action.code.encode(), new=True)
             return f"File {action.filepath} created."
         if isinstance(action, EditFile):
-            path = self.resolve(action.filepath)
-            if not path.is_file():
-                return f"ERROR: {action.filepath} does not exist; use CreateFile"
-            path.write_text(action.code, encoding="utf-8")
+            files.write_bytes(self.path, action.filepath, action.code.encode(), new=False)
             return f"File {action.filepath} edited."
         if isinstance(action, ExecuteSQL):
             return self._sql(action)
@@ -190,27 +194,31 @@ class Workspace:
             toolchain=self.toolchain,
         )
         out = result.output or "(no output)"
+        note = f"\n{result.note}" if result.note else ""
+        out = out.removesuffix("\n") if note else out
         if result.timed_out:
-            return f"{out}\nERROR: stopped after {self.options.action_timeout:g} s (time limit)"
+            limit = f"ERROR: stopped after {self.options.action_timeout:g} s (time limit)"
+            return f"{out}\n{limit}{'; ' + result.note if result.note else ''}"
         if result.returncode not in (0, None):
-            return f"{out}\n(exit code {result.returncode})"
-        return out
+            return f"{out}\n(exit code {result.returncode}){note}"
+        return f"{out}{note}"
 
     def _sql(self, action: ExecuteSQL) -> str:
+        save_path = action.save_path if action.is_save or action.save_path else ""
+        saved = files.parts(save_path) if save_path else ()  # a bad path: refused before running
         result = self.engine.execute(
             action.sql_query, timeout=self.options.action_timeout, max_rows=self.options.max_rows
         )
-        save_path = action.save_path if action.is_save or action.save_path else ""
-        self.sql_log.append((action.sql_query, save_path))
-        if save_path:
-            path = self.resolve(save_path)
-            path.parent.mkdir(parents=True, exist_ok=True)
-            with path.open("w", newline="", encoding="utf-8") as f:
-                writer = csv.writer(f)
-                writer.writerow(result.columns)
-                writer.writerows(result.rows)
-            return f"Saved {len(result.rows)} rows to {save_path}."
-        return _table_text(result, self.options.print_rows)
+        if not save_path:
+            self.sql_log.append((action.sql_query, ()))
+            return _table_text(result, self.options.print_rows)
+        text = io.StringIO(newline="")
+        writer = csv.writer(text)
+        writer.writerow(result.columns)
+        writer.writerows(result.rows)
+        files.write_bytes(self.path, save_path, text.getvalue().encode())
+        self.sql_log.append((action.sql_query, saved))
+        return f"Saved {len(result.rows)} rows to {save_path}."
 
     def _qualified(self, table: str, schema: str) -> str:
         return f"{schema}.{table}" if schema and "." not in table else table
@@ -237,7 +245,7 @@ class Workspace:
         rows = [dict(zip(result.columns, map(_jsonable, row), strict=False)) for row in result.rows]
         text = json.dumps(rows, ensure_ascii=False, indent=1)
         if action.save_path:
-            self.resolve(action.save_path).write_text(text, encoding="utf-8")
+            files.write_bytes(self.path, action.save_path, text.encode())
             return f"Saved {len(rows)} rows of {action.table} to {action.save_path}."
         return text
 

@@ -62,21 +62,28 @@ class SpiderAgent:
         if model.name == "oracle":
             model = self.oracle()
         start = time.perf_counter()
-        workspace = await asyncio.to_thread(open_workspace, task, settings, workspace_options)
+        result = AgentResult(status="error")
         try:
-            context_s = time.perf_counter() - start
-            result = await run_agent(workspace, model, config, settings.sampling, self.driver)
-            system = self.driver.system_prompt(workspace, config)
-            line = None
-            if task.benchmark == "spider2" and settings.run_dir is not None:
-                line = await asyncio.to_thread(_save_spider2, task, result, workspace, settings)
-            elif is_dbt_task(task) and settings.run_dir is not None:
-                folder = settings.run_dir / "predictions"
-                await asyncio.to_thread(save_database, workspace, folder)
+            workspace = await asyncio.to_thread(open_workspace, task, settings, workspace_options)
+            try:
+                context_s = time.perf_counter() - start
+                await run_agent(workspace, model, config, settings.sampling, self.driver, result)
+                system = self.driver.system_prompt(workspace, config)
+                line = None
+                if task.benchmark == "spider2" and settings.run_dir is not None:
+                    line = await asyncio.to_thread(_save_spider2, task, result, workspace, settings)
+                elif is_dbt_task(task) and settings.run_dir is not None:
+                    folder = settings.run_dir / "predictions"
+                    await asyncio.to_thread(save_database, workspace, folder)
+            finally:
+                await asyncio.to_thread(workspace.close)
+        except BaseException as exc:  # the trajectory says what ended the task, then it goes on
+            result.status = "error"
+            result.error = f"{type(exc).__name__}: {exc}"
+            raise
         finally:
-            await asyncio.to_thread(workspace.close)
-        if settings.run_dir is not None:
-            write_trajectory(settings.run_dir, task, result)
+            if settings.run_dir is not None:
+                write_trajectory(settings.run_dir, task, result)
         output = _output(system, result, context_s)
         if line is not None:
             output.extra["submission"] = line
