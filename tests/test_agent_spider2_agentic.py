@@ -15,7 +15,7 @@ import pytest
 
 from querybench.agent.oracle import oracle_plan
 from querybench.agent.protocol import format_action
-from querybench.agent.submission import submission_line
+from querybench.agent.submission import save_submission, submission_line
 from querybench.agent.workspace import Workspace, WorkspaceOptions
 from querybench.engines import connect
 from querybench.models.labelled import OracleModel
@@ -61,6 +61,21 @@ def test_submission_line(
     task = Task("x1", "spider2", "q", "db", engine)  # type: ignore[arg-type]
     line = submission_line(task, output, workspace)
     assert line == {"instance_id": "x1", "answer_type": kind, "answer_or_path": answer}
+
+
+def test_submission_never_copies_through_a_link(workspace: Workspace, tmp_path: Path) -> None:
+    """An answer file the agent linked to a host file (possible with --unsafe-bash) is not
+    read: the host file's content never reaches the submission folder."""
+    secret = tmp_path / "secret.txt"
+    secret.write_text("host secret\n")
+    (workspace.path / "leak.csv").symlink_to(secret)
+    task = Task("x1", "spider2", "q", "db", "sqlite")
+    line = save_submission(task, "leak.csv", workspace, tmp_path / "submission")
+    assert line["answer_type"] == "file" and line["answer_or_path"] == "leak.csv"
+    copied = [p for p in (tmp_path / "submission").rglob("*") if p.is_file()]
+    assert copied == []
+    save_submission(task, "result.csv", workspace, tmp_path / "submission")
+    assert (tmp_path / "submission" / "x1" / "result.csv").read_text() == "x\n1\n"
 
 
 def oracle_replies(tasks: dict[str, Task]) -> Any:

@@ -16,9 +16,11 @@ from __future__ import annotations
 
 import re
 import shutil
+import stat
 from pathlib import Path
 from typing import Any
 
+from querybench.agent import files
 from querybench.agent.workspace import Workspace, make_writable
 from querybench.errors import QuerybenchError
 from querybench.tasks.model import Task
@@ -69,12 +71,14 @@ def save_submission(
     kind, value = line["answer_type"], line["answer_or_path"]
     names = value if kind == "files" else [value] if kind == "file" else []
     for name in names:
-        source = _workspace_file(workspace, name)
-        if source is None:
+        if _workspace_file(workspace, name) is None:
             continue  # the official copy prints the miss; scoring then reports the missing file
-        target = folder / Path(name).name if Path(name).is_absolute() else folder / name
+        target = folder.joinpath(*files.parts(name))
         target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(source, target)
+        try:  # read without following links, as every host-side workspace read (agent/files.py)
+            files.copy_out(workspace.path, name, target)
+        except (QuerybenchError, OSError):
+            continue
     return line
 
 
@@ -82,9 +86,11 @@ def dbt_line(task: Task, database: Path) -> dict[str, Any]:
     return {"instance_id": task.instance_id, "answer_type": "file", "answer_or_path": database.name}
 
 
-def _workspace_file(workspace: Workspace, name: str) -> Path | None:
+def _workspace_file(workspace: Workspace, name: str) -> str | None:
+    """`name` when it is a regular file of the workspace: never a link, a special file or a
+    path outside it (checked component by component, links not followed)."""
     try:
-        path = workspace.resolve(name)
-    except QuerybenchError:
+        info = files.status(workspace.path, name)
+    except (QuerybenchError, OSError):
         return None
-    return path if path.is_file() else None
+    return name if info is not None and stat.S_ISREG(info.st_mode) else None
