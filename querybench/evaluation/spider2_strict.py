@@ -109,7 +109,7 @@ def _strict_column(raw: npt.NDArray[Any]) -> StrictColumn:
             try:
                 kind[i], num[i] = NUMBER, float(v)
             except OverflowError:
-                kind[i], text[i] = BIG_INT, hex(v)  # str() refuses 4300+ digits
+                kind[i], text[i] = BIG_INT, hex(int(v))  # str() refuses 4300+ digits
         else:
             kind[i], text[i] = TEXT, str(v)
     return StrictColumn(kind, num, text)
