@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import io
 import json
+import os
+import socket
 import sqlite3
 from pathlib import Path
 
@@ -14,6 +16,7 @@ from typer.testing import CliRunner
 
 from bench.official_baseline import compare_table
 from querybench.cli import app
+from querybench.evaluation.prediction_file import ReadLimits
 from querybench.evaluation.record import InstanceResult
 from querybench.evaluation.spider2 import score_frame
 from querybench.evaluation.spider2_eval import evaluate_spider2
@@ -167,3 +170,156 @@ def test_unreadable_gold_alternative_after_a_wrong_prediction_is_a_gold_error(
         odd = results["local001"]
         assert odd.error == "gold_error" and "local001_b.csv" in str(odd.message)
         assert (odd.official_score, odd.strict_score) == (0, 0)
+
+
+# -- what a prediction file is, where it points, what it costs ------------------------------
+
+
+def _eval_folder(
+    tmp_path: Path, plant: dict[str, object], limits: ReadLimits | None = None
+) -> dict[str, InstanceResult]:
+    """Score a folder where `plant[id]` made `<id>.csv` (bytes, or a function of the path)."""
+    gold = make_gold(tmp_path, {f"{i}.csv": b"a,b\n1,2\n" for i in [*plant, "local999"]})
+    pred = tmp_path / "pred"
+    pred.mkdir()
+    (pred / "local999.csv").write_bytes(b"a,b\n1,2\n")  # an honest answer beside the others
+    for iid, how in plant.items():
+        path = pred / f"{iid}.csv"
+        if isinstance(how, bytes):
+            path.write_bytes(how)
+        else:
+            how(path)  # type: ignore[operator]
+    results = by_id(evaluate_spider2("spider2-lite", pred, gold, workers=1, limits=limits))
+    assert results["local999"].score == 1
+    return results
+
+
+def test_special_files_are_refused_with_their_kind(tmp_path: Path) -> None:
+    plant = {
+        "local001": os.mkfifo,
+        "local002": lambda p: os.symlink("/proc/kmsg", p),  # a read that never returns
+        "local003": os.mkdir,
+        "local004": lambda p: socket.socket(socket.AF_UNIX).bind(str(p)),
+        "local005": lambda p: os.symlink("/nonexistent/x", p),
+    }
+    results = _eval_folder(tmp_path, plant)  # returns at all: nothing blocked
+    expected = {
+        "local001": "is a FIFO",
+        "local002": "symlink to /proc/kmsg, outside the predictions folder",
+        "local003": "is a directory",
+        "local004": "is a socket",
+        "local005": "symlink to /nonexistent/x",
+    }
+    for iid, words in expected.items():
+        assert results[iid].error == "bad_prediction_file", results[iid]
+        assert words in str(results[iid].message)
+
+
+def test_symlinks_out_of_the_folder_or_into_the_gold_are_not_followed(tmp_path: Path) -> None:
+    outside = tmp_path / "elsewhere.csv"
+    outside.write_text("a,b\n1,2\n")  # the right answer, but not in the predictions folder
+
+    def within(path: Path) -> None:  # a link inside the folder is followed
+        (path.parent / "mine.csv").write_text("a,b\n1,2\n")
+        os.symlink("mine.csv", path)
+
+    plant = {
+        "local001": lambda p: os.symlink(outside, p),
+        "local002": lambda p: os.symlink(tmp_path / "gold" / "exec_result" / "local002.csv", p),
+        "local003": within,
+    }
+    results = _eval_folder(tmp_path, plant)
+    assert results["local001"].error == "bad_prediction_file"
+    assert "outside the predictions folder" in str(results["local001"].message)
+    assert results["local002"].error == "bad_prediction_file"
+    assert "into the gold folder" in str(results["local002"].message)
+    assert results["local003"].score == 1
+
+
+def test_gold_inside_the_predictions_folder_is_still_refused(tmp_path: Path) -> None:
+    gold = make_gold(tmp_path / "pred", {"local001.csv": b"a\n1\n"})
+    pred = tmp_path / "pred"
+    os.symlink(gold / "exec_result" / "local001.csv", pred / "local001.csv")
+    [result] = evaluate_spider2("spider2-lite", pred, gold, workers=1)
+    assert result.error == "bad_prediction_file" and "gold folder" in str(result.message)
+
+
+SMALL = ReadLimits(max_bytes=4096, max_columns=8, max_cells=40, max_line_bytes=256)
+
+
+def test_size_columns_cells_and_lines_are_bounded(tmp_path: Path) -> None:
+    plant = {
+        "local001": b"a\n" + b"1\n" * 3000,  # 6 KB
+        "local002": ",".join(f"c{j}" for j in range(9)).encode() + b"\n",
+        "local003": b"a,b\n" + b"1,2\n" * 30,  # 60 cells
+        "local004": b"a\n" + b"x" * 300 + b"\n",
+        "local005": b"a,b\n" + b"1,2\n" * 19,  # 38 cells: within every bound
+    }
+    results = _eval_folder(tmp_path, plant, SMALL)
+    for iid, words in {
+        "local001": "bytes (limit 4,096)",
+        "local002": "9 columns (limit 8)",
+        "local003": "60 cells (limit 40)",
+        "local004": "a line longer than 256 bytes",
+    }.items():
+        assert results[iid].error == "too_large", results[iid]
+        assert words in str(results[iid].message)
+    assert results["local005"].error == "wrong_result"  # read and scored: 19 rows, not 1
+
+
+def test_a_sparse_2gb_file_and_a_million_columns_fail_fast(tmp_path: Path) -> None:
+    def sparse(path: Path) -> None:
+        with path.open("wb") as f:
+            f.truncate(2 * 10**9)  # a hole: no disk used, every byte NUL
+
+    def sparse_below_the_byte_bound(path: Path) -> None:
+        with path.open("wb") as f:
+            f.truncate(64 << 20)  # one 64 MiB line
+
+    wide = ",".join(f"c{j}" for j in range(10**6)).encode() + b"\n1\n"
+    results = _eval_folder(
+        tmp_path, {"local001": sparse, "local002": wide, "local003": sparse_below_the_byte_bound}
+    )
+    assert results["local001"].error == "too_large"
+    assert "2,000,000,000 bytes" in str(results["local001"].message)
+    assert results["local002"].error == "too_large"
+    assert "1,000,000 columns" in str(results["local002"].message)
+    assert results["local003"].error == "too_large"
+    assert "a line longer than" in str(results["local003"].message)
+
+
+def test_a_read_past_its_deadline_is_that_instances_verdict(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A regular file whose read never returns (as /proc/kmsg's, or a dead network mount) cannot
+    # be made here, so the read is pointed at a real pipe no one writes to: it blocks for real.
+    import threading
+
+    from querybench.evaluation import prediction_file
+
+    gold = make_gold(tmp_path, {"local001.csv": b"a\n1\n", "local002.csv": b"a\n1\n"})
+    pred = tmp_path / "pred"
+    pred.mkdir()
+    (pred / "local001.csv").write_text("a\n1\n")
+    (pred / "local002.csv").write_text("a\n1\n")
+    silent, writer = os.pipe()
+    real = prediction_file._read_all
+
+    def blocking_once(fd: int, scan: object) -> None:
+        if "local001" in os.readlink(f"/proc/self/fd/{fd}"):
+            os.read(silent, 1)  # blocks until the test closes the pipe
+        real(fd, scan)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(prediction_file, "_read_all", blocking_once)
+    started = threading.active_count()
+    try:
+        results = by_id(
+            evaluate_spider2("spider2-lite", pred, gold, workers=1, limits=ReadLimits(seconds=0.5))
+        )
+    finally:
+        os.close(writer)
+        os.close(silent)
+    assert results["local001"].error == "bad_prediction_file"
+    assert "did not finish within 0.5 s" in str(results["local001"].message)
+    assert results["local002"].score == 1  # the eval went on
+    assert threading.active_count() <= started + 1
