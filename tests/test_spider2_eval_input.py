@@ -323,3 +323,117 @@ def test_a_read_past_its_deadline_is_that_instances_verdict(
     assert "did not finish within 0.5 s" in str(results["local001"].message)
     assert results["local002"].score == 1  # the eval went on
     assert threading.active_count() <= started + 1
+
+
+# -- odd bytes: the official verdict is the reference's, every failure has a reason ------------
+
+ODD = {
+    "empty": b"",
+    "newline only": b"\n",
+    "blank line": b" \n",
+    "BOM": b"\xef\xbb\xbfa,b\n1,2\n",
+    "NUL in a cell": b"a,b\n1\x00,2\n",
+    "NUL header": b"\x00" * 64,
+    "invalid UTF-8": b"a,b\n\xff,2\n",
+    "UTF-16": "a,b\n1,2\n".encode("utf-16"),
+    "lone quote": b'"',
+    "open quote": b'a,b\n"1,2\n',
+    "CR only": b"a,b\r1,2\r",
+    "CRLF": b"a,b\r\n1,2\r\n",
+    "duplicate names": (",".join(["a"] * 3000) + "\n" + ",".join(["1"] * 3000) + "\n").encode(),
+    "too many fields": b"a,b\n1,2,3,4\n",
+    "too few fields": b"a,b\n1\n",
+    "header only": b"a,b\n",
+    "binary": bytes(range(256)) * 4,
+}
+
+
+@pytest.mark.parametrize("name", list(ODD))
+def test_odd_bytes_score_as_the_reference_with_a_reason(tmp_path: Path, name: str) -> None:
+    from bench.official_baseline import score_instance
+
+    results = _eval_folder(tmp_path, {"local001": ODD[name]})
+    result = results["local001"]
+    spec = {"condition_cols": [], "ignore_order": True}
+    gold_dir = str(tmp_path / "gold" / "exec_result")
+    pred_path = str(tmp_path / "pred" / "local001.csv")
+    assert result.official_score == score_instance(pred_path, gold_dir, "local001", spec, "lite")
+    if result.score != 1:
+        assert result.error and result.message, result
+
+
+def _score_as_nobody(pred: Path, gold: Path, out: Path) -> None:
+    """In a child process: drop root (which reads any file), then score."""
+    if os.geteuid() == 0:
+        os.setgid(65534)
+        os.setuid(65534)
+    results = evaluate_spider2("spider2-lite", pred, gold, workers=1)
+    out.write_text(json.dumps({r.instance_id: [r.error, r.message] for r in results}))
+
+
+def test_permission_denied_is_a_bad_prediction_file(tmp_path: Path) -> None:
+    import multiprocessing
+    import tempfile
+
+    root = Path(tempfile.mkdtemp(prefix="querybench-perm-"))  # readable by the dropped user
+    try:
+        root.chmod(0o777)
+        gold = make_gold(root, {"local001.csv": b"a\n1\n", "local002.csv": b"a\n1\n"})
+        pred = root / "pred"
+        pred.mkdir()
+        for path in [pred, gold, gold / "exec_result", *gold.rglob("*")]:
+            path.chmod(0o755 if path.is_dir() else 0o644)
+        (pred / "local001.csv").write_text("a\n1\n")
+        (pred / "local001.csv").chmod(0)
+        (pred / "local002.csv").write_text("a\n1\n")
+        (pred / "local002.csv").chmod(0o644)
+        out = root / "out.json"
+        out.touch()
+        out.chmod(0o666)
+        child = multiprocessing.get_context("fork").Process(
+            target=_score_as_nobody, args=(pred, gold, out)
+        )
+        child.start()
+        child.join(120)
+        assert child.exitcode == 0
+        got = json.loads(out.read_text())
+    finally:
+        import shutil
+
+        shutil.rmtree(root)
+    assert got["local002"] == [None, None]
+    assert got["local001"][0] == "bad_prediction_file"
+    assert "ermission denied" in got["local001"][1]
+
+
+def test_sql_mode_reads_sql_files_as_untrusted_and_never_writes_through_a_link(
+    tmp_path: Path,
+) -> None:
+    gold = make_gold(tmp_path, {"local001.csv": b"x\n1\n", "local002.csv": b"x\n1\n"})
+    (gold / "sql").mkdir()
+    (gold / "sql" / "local001.sql").write_text("SELECT x FROM t")
+    db_dir, tasks = _toy_db(tmp_path)
+    pred = tmp_path / "pred"
+    pred.mkdir()
+    os.symlink(gold / "sql" / "local001.sql", pred / "local001.sql")  # the gold's own answer
+    (pred / "local002.sql").write_text("SELECT x FROM t")
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep me")
+    os.symlink(victim, pred / "local002.csv")  # where write_csv puts the result
+    results = by_id(
+        evaluate_spider2(
+            "spider2-lite",
+            pred,
+            gold,
+            mode="sql",
+            db_dir=db_dir,
+            tasks_file=tasks,
+            write_csv=True,
+        )
+    )
+    assert results["local001"].error == "bad_prediction_file"
+    assert "gold folder" in str(results["local001"].message)
+    assert results["local002"].score == 1
+    assert victim.read_text() == "keep me"
+    assert not (pred / "local002.csv").is_symlink()
+    assert (pred / "local002.csv").read_text() == "x\n1\n"

@@ -41,11 +41,12 @@ _PSEUDO_ROOTS = ("/proc", "/sys", "/dev")
 @dataclass(frozen=True)
 class ReadLimits:
     """What reading one prediction may cost; beyond a bound the instance is `too_large` (or,
-    for time, `bad_prediction_file`). The defaults leave a 5M-row result (about 100 MiB) room."""
+    for time, `bad_prediction_file`). The defaults leave room for a 5M-row result of five
+    columns (about 150 MiB); 25M cells of a wide file cost about 1 GB to parse and score."""
 
     max_bytes: int = 1 << 30
-    max_columns: int = 10_000
-    max_cells: int = 50_000_000
+    max_columns: int = 4_096
+    max_cells: int = 25_000_000
     max_line_bytes: int = 16 << 20
     seconds: float = 60.0
 
