@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
 import sqlite3
 from collections import Counter
 from pathlib import Path
@@ -354,6 +355,11 @@ def test_bad_files(tmp_path: Path) -> None:
         evaluate_spider1(
             _lines(tmp_path / "g.sql", ["SELECT 1\tmusic", "", "SELECT 1\tmusic"]), gold, tmp_path
         )
+    os.mkfifo(tmp_path / "fifo.sql")  # an open that would never return
+    with pytest.raises(DataError, match="is a FIFO"):
+        evaluate_spider1(gold, tmp_path / "fifo.sql", tmp_path)
+    with pytest.raises(DataError, match="is a character device"):
+        evaluate_spider1(gold, Path("/dev/zero"), tmp_path)  # a read that would never end
 
 
 # --- The real Spider 1.0 dev databases -------------------------------------------------------

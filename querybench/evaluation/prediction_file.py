@@ -79,9 +79,10 @@ def _within(path: str, folder: str) -> bool:
 
 
 def _checked_target(
-    path: Path, folder: Path, forbidden: Sequence[Path]
+    path: Path, folder: Path | None, forbidden: Sequence[Path]
 ) -> tuple[str, os.stat_result]:
-    """The real path of the prediction and its stat, once the entry is known to be safe."""
+    """The real path of the prediction and its stat, once the entry is known to be safe
+    (`folder` None: a file named on the command line, whose links are the user's own)."""
     name = path.name
     try:
         entry = os.lstat(path)
@@ -90,7 +91,7 @@ def _checked_target(
     except OSError as exc:
         raise PredictionRefused(BAD_PREDICTION_FILE, f"{name}: {exc.strerror}") from exc
     target = os.path.realpath(path)
-    if stat.S_ISLNK(entry.st_mode):
+    if stat.S_ISLNK(entry.st_mode) and folder is not None:
         for place in forbidden:
             if _within(target, os.path.realpath(place)):
                 raise PredictionRefused(
@@ -102,6 +103,7 @@ def _checked_target(
                 BAD_PREDICTION_FILE,
                 f"{name} is a symlink to {target}, outside the predictions folder (not followed)",
             )
+    if stat.S_ISLNK(entry.st_mode):
         try:
             entry = os.stat(target)
         except OSError as exc:
@@ -192,7 +194,7 @@ def _columns(header: bytes) -> int:
 
 
 def _read(
-    path: Path, folder: Path, limits: ReadLimits, forbidden: Sequence[Path], keep_below: int
+    path: Path, folder: Path | None, limits: ReadLimits, forbidden: Sequence[Path], keep_below: int
 ) -> tuple[_Scan, int]:
     """The checks, the open and the bounded read, keeping the bytes of a file smaller than
     `keep_below`; the caller closes the descriptor."""
@@ -224,9 +226,10 @@ def _read(
 
 
 def read_prediction_text(
-    path: Path, folder: Path, limits: ReadLimits, forbidden: Sequence[Path] = ()
+    path: Path, folder: Path | None, limits: ReadLimits, forbidden: Sequence[Path] = ()
 ) -> str:
-    """A checked, bounded text prediction (e.g. `<id>.sql`) as UTF-8, or `PredictionRefused`."""
+    """A checked, bounded text prediction (e.g. `<id>.sql`, or with `folder` None a whole
+    predictions file) as UTF-8, or `PredictionRefused`."""
     scan, fd = _read(path, folder, limits, forbidden, keep_below=limits.max_bytes + 1)
     os.close(fd)
     try:

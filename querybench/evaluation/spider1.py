@@ -31,6 +31,7 @@ from typing import Any, Literal
 from querybench.engines.base import Result
 from querybench.errors import DataError, EngineError
 from querybench.evaluation.execution import Jobs, run_gold_and_predictions
+from querybench.evaluation.prediction_file import ReadLimits, read_prediction_text
 from querybench.evaluation.record import InstanceResult
 from querybench.evaluation.spider1_hardness import spider1_hardness as spider1_hardness
 from querybench.evaluation.verdict import (
@@ -273,9 +274,9 @@ def read_spider1_instances(
 
 
 def _lines(path: str | Path, what: str) -> list[str]:
-    try:
-        lines = Path(path).read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError) as exc:
+    try:  # not a FIFO or a device, bounded in time and size
+        lines = read_prediction_text(Path(path), None, ReadLimits()).splitlines()
+    except DataError as exc:
         raise DataError(f"cannot read the {what} file {path}: {exc}") from exc
     while lines and not lines[-1].strip():
         lines.pop()
