@@ -186,6 +186,9 @@ def _read_all(fd: int, scan: _Scan) -> None:
 
 
 def _columns(header: bytes) -> int:
+    """The header's fields: its commas plus one, unless quotes hide some commas."""
+    if b'"' not in header:
+        return header.count(b",") + 1
     text = header.decode("utf-8", errors="replace")
     try:
         return len(next(csv.reader([text])))
