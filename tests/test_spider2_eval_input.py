@@ -437,3 +437,26 @@ def test_sql_mode_reads_sql_files_as_untrusted_and_never_writes_through_a_link(
     assert victim.read_text() == "keep me"
     assert not (pred / "local002.csv").is_symlink()
     assert (pred / "local002.csv").read_text() == "x\n1\n"
+
+
+def test_sql_mode_results_are_bounded_like_files(tmp_path: Path) -> None:
+    gold = make_gold(tmp_path, {"local001.csv": b"x\n1\n", "local002.csv": b"x\n1\n"})
+    db_dir, tasks = _toy_db(tmp_path)
+    pred = tmp_path / "pred"
+    pred.mkdir()
+    (pred / "local001.sql").write_text("SELECT x, x, x FROM t")
+    (pred / "local002.sql").write_text("SELECT x FROM t")
+    results = by_id(
+        evaluate_spider2(
+            "spider2-lite",
+            pred,
+            gold,
+            mode="sql",
+            db_dir=db_dir,
+            tasks_file=tasks,
+            limits=ReadLimits(max_columns=2),
+        )
+    )
+    assert results["local001"].error == "too_large"
+    assert "3 columns (limit 2)" in str(results["local001"].message)
+    assert results["local002"].score == 1

@@ -99,7 +99,10 @@ class Spider2Gold:
 
     def gold_sql(self, instance_id: str) -> str | None:
         path = self.dir / "sql" / f"{instance_id}.sql"
-        return path.read_text(encoding="utf-8", errors="replace") if path.is_file() else None
+        try:
+            return path.read_text(encoding="utf-8", errors="replace") if path.is_file() else None
+        except OSError:  # an unreadable gold SQL only costs the difficulty its token count
+            return None
 
     @cached_property
     def _lite_toks(self) -> dict[str, int]:
