@@ -8,6 +8,7 @@ import json
 import os
 import socket
 import sqlite3
+from collections.abc import Callable
 from pathlib import Path
 
 import pandas as pd
@@ -104,7 +105,13 @@ def test_big_integers_official_as_the_reference_strict_exact(
     assert verdicts.strict.error in (None, "wrong_result")
 
 
-def _toy_db(root: Path) -> tuple[Path, Path]:
+SqlRun = Callable[..., dict[str, InstanceResult]]
+
+
+def _sql_setup(root: Path) -> tuple[Path, Path, SqlRun]:
+    """Gold `x = 1` for local001/local002, their toy database and a folder for `.sql` files;
+    `run(**options)` scores that folder in sql mode."""
+    gold = make_gold(root, {"local001.csv": b"x\n1\n", "local002.csv": b"x\n1\n"})
     db_dir = root / "dbs"
     db_dir.mkdir()
     with sqlite3.connect(db_dir / "toy.sqlite") as conn:
@@ -118,28 +125,24 @@ def _toy_db(root: Path) -> tuple[Path, Path]:
             for i in (1, 2)
         )
     )
-    return db_dir, tasks
+    pred = root / "pred"
+    pred.mkdir()
+    (pred / "local002.sql").write_text("SELECT x FROM t")  # the honest answer
+
+    def run(**options: object) -> dict[str, InstanceResult]:
+        results = evaluate_spider2(
+            "spider2-lite", pred, gold, mode="sql", db_dir=db_dir, tasks_file=tasks, **options
+        )  # type: ignore[arg-type]
+        return by_id(results)
+
+    return gold, pred, run
 
 
 def test_sql_mode_big_integer_through_the_csv_round_trip(tmp_path: Path) -> None:
-    gold = make_gold(tmp_path, {"local001.csv": b"v\n1\n", "local002.csv": b"v\n1\n"})
-    db_dir, tasks = _toy_db(tmp_path)
-    pred = tmp_path / "pred"
-    pred.mkdir()
+    _gold, pred, run = _sql_setup(tmp_path)
     (pred / "local001.sql").write_text(f"SELECT '{BIG}' AS a, x FROM t")  # text, read back an int
-    (pred / "local002.sql").write_text("SELECT x FROM t")
     for scoring in ("official", "strict"):
-        results = by_id(
-            evaluate_spider2(
-                "spider2-lite",
-                pred,
-                gold,
-                mode="sql",
-                scoring=scoring,  # type: ignore[arg-type]
-                db_dir=db_dir,
-                tasks_file=tasks,
-            )
-        )
+        results = run(scoring=scoring)
         assert results["local002"].score == 1
         odd = results["local001"]
         # officially column a raises before column x is tried; strictly x is the answer
@@ -409,28 +412,14 @@ def test_permission_denied_is_a_bad_prediction_file(tmp_path: Path) -> None:
 def test_sql_mode_reads_sql_files_as_untrusted_and_never_writes_through_a_link(
     tmp_path: Path,
 ) -> None:
-    gold = make_gold(tmp_path, {"local001.csv": b"x\n1\n", "local002.csv": b"x\n1\n"})
+    gold, pred, run = _sql_setup(tmp_path)
     (gold / "sql").mkdir()
     (gold / "sql" / "local001.sql").write_text("SELECT x FROM t")
-    db_dir, tasks = _toy_db(tmp_path)
-    pred = tmp_path / "pred"
-    pred.mkdir()
     os.symlink(gold / "sql" / "local001.sql", pred / "local001.sql")  # the gold's own answer
-    (pred / "local002.sql").write_text("SELECT x FROM t")
     victim = tmp_path / "victim.txt"
     victim.write_text("keep me")
     os.symlink(victim, pred / "local002.csv")  # where write_csv puts the result
-    results = by_id(
-        evaluate_spider2(
-            "spider2-lite",
-            pred,
-            gold,
-            mode="sql",
-            db_dir=db_dir,
-            tasks_file=tasks,
-            write_csv=True,
-        )
-    )
+    results = run(write_csv=True)
     assert results["local001"].error == "bad_prediction_file"
     assert "gold folder" in str(results["local001"].message)
     assert results["local002"].score == 1
@@ -440,23 +429,9 @@ def test_sql_mode_reads_sql_files_as_untrusted_and_never_writes_through_a_link(
 
 
 def test_sql_mode_results_are_bounded_like_files(tmp_path: Path) -> None:
-    gold = make_gold(tmp_path, {"local001.csv": b"x\n1\n", "local002.csv": b"x\n1\n"})
-    db_dir, tasks = _toy_db(tmp_path)
-    pred = tmp_path / "pred"
-    pred.mkdir()
+    _gold, pred, run = _sql_setup(tmp_path)
     (pred / "local001.sql").write_text("SELECT x, x, x FROM t")
-    (pred / "local002.sql").write_text("SELECT x FROM t")
-    results = by_id(
-        evaluate_spider2(
-            "spider2-lite",
-            pred,
-            gold,
-            mode="sql",
-            db_dir=db_dir,
-            tasks_file=tasks,
-            limits=ReadLimits(max_columns=2),
-        )
-    )
+    results = run(limits=ReadLimits(max_columns=2))
     assert results["local001"].error == "too_large"
     assert "3 columns (limit 2)" in str(results["local001"].message)
     assert results["local002"].score == 1
