@@ -435,3 +435,31 @@ def test_sql_mode_results_are_bounded_like_files(tmp_path: Path) -> None:
     assert results["local001"].error == "too_large"
     assert "3 columns (limit 2)" in str(results["local001"].message)
     assert results["local002"].score == 1
+
+
+def test_a_scoring_worker_that_dies_fails_only_its_own_instance(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A worker process killed mid-chunk (the OOM killer, a crash in a C extension) is
+    # simulated by the process exiting for real when it reaches local007.
+    from querybench.evaluation import spider2_eval
+
+    ids = [f"local{i:03d}" for i in range(40)]
+    gold = make_gold(tmp_path, {f"{i}.csv": b"a\n1\n" for i in ids})
+    pred = tmp_path / "pred"
+    pred.mkdir()
+    for iid in ids:
+        (pred / f"{iid}.csv").write_text("a\n1\n")
+    real = spider2_eval._score_ids
+
+    def dying(job: object, chunk: list[str]) -> object:
+        if "local007" in chunk:
+            os._exit(9)
+        return real(job, chunk)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(spider2_eval, "_score_ids", dying)
+    results = by_id(evaluate_spider2("spider2-lite", pred, gold, workers=2))
+    assert set(results) == set(ids)
+    assert results["local007"].error == "scorer_error"
+    assert "process died" in str(results["local007"].message)
+    assert all(results[i].score == 1 for i in ids if i != "local007")

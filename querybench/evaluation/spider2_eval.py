@@ -126,12 +126,41 @@ def _exec_result_mode(job: _Job, ids: list[str], workers: int) -> Iterator[Insta
     chunks = [ids[i : i + _CHUNK] for i in range(0, len(ids), _CHUNK)]
     context = multiprocessing.get_context("fork" if sys.platform == "linux" else "spawn")
     job.gold.result_paths(ids[0])  # list the gold folder once, before the workers start
+    lost: list[list[str]] = []
     with ProcessPoolExecutor(
         max_workers=workers, mp_context=context, initializer=_adopt_job, initargs=(job,)
     ) as pool:
-        futures = [pool.submit(_score_chunk, chunk) for chunk in chunks]
+        futures = {pool.submit(_score_chunk, chunk): chunk for chunk in chunks}
         for future in as_completed(futures):
-            yield from future.result()
+            try:
+                yield from future.result()
+            except Exception:  # a worker died (killed, out of memory): the pool is broken
+                lost.append(futures[future])
+    for chunk in lost:
+        yield from _rescued(job, chunk, context)
+
+
+def _rescued(
+    job: _Job, ids: list[str], context: multiprocessing.context.BaseContext
+) -> Iterator[InstanceResult]:
+    """The instances of a chunk whose worker died, scored again in a process of their own,
+    halved until the instance that kills its process is alone: it fails (`scorer_error`),
+    every other instance still scores."""
+    with ProcessPoolExecutor(
+        1, mp_context=context, initializer=_adopt_job, initargs=(job,)
+    ) as pool:
+        try:
+            results = pool.submit(_score_chunk, ids).result()
+        except Exception as exc:
+            results = None
+            died = f"the scoring process died ({type(exc).__name__}: {exc})"
+    if results is not None:
+        yield from results
+    elif len(ids) == 1:
+        yield job.failed(ids[0], SCORER_ERROR, died)
+    else:
+        yield from _rescued(job, ids[: len(ids) // 2], context)
+        yield from _rescued(job, ids[len(ids) // 2 :], context)
 
 
 _worker_job: _Job | None = None
