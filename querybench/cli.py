@@ -13,6 +13,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from querybench.errors import QuerybenchError
+from querybench.evaluation.prediction_file import ReadLimits
 from querybench.evaluation.record import InstanceResult
 from querybench.layout import benchmark_root
 from querybench.report.summary import print_summary, summarise
@@ -149,6 +150,7 @@ def _run(
 
 
 Scorer = Callable[..., list[InstanceResult]]
+_LIMITS = ReadLimits()  # the defaults the eval flags show
 
 
 def _scorer(
@@ -180,6 +182,7 @@ def _spider2(
     tasks_file: Path | None,
     executor: str = "local",
     address: str | None = None,
+    limits: ReadLimits | None = None,
 ) -> None:
     from querybench.evaluation.spider2_eval import evaluate_spider2
     from querybench.evaluation.spider2_gold import default_gold_dir
@@ -213,6 +216,7 @@ def _spider2(
             tasks_file=tasks_file,
             workers=workers,
             timeout=timeout,
+            limits=limits,
         ),
         executor,
     )
@@ -250,7 +254,23 @@ def _spider2_command(benchmark: str) -> Callable[..., None]:
         ] = None,
         executor: Executor = "local",
         address: Address = None,
+        max_bytes: Annotated[
+            int, typer.Option(help="Bytes one prediction file may have (else too_large).")
+        ] = _LIMITS.max_bytes,
+        max_columns: Annotated[
+            int, typer.Option(help="Columns one prediction may have (else too_large).")
+        ] = _LIMITS.max_columns,
+        max_cells: Annotated[
+            int, typer.Option(help="Cells (rows x columns) one prediction may have.")
+        ] = _LIMITS.max_cells,
+        max_line_bytes: Annotated[
+            int, typer.Option(help="Bytes one line of a prediction file may have.")
+        ] = _LIMITS.max_line_bytes,
+        read_timeout: Annotated[
+            float, typer.Option(help="Seconds reading one prediction file may take.")
+        ] = _LIMITS.seconds,
     ) -> None:
+        limits = ReadLimits(max_bytes, max_columns, max_cells, max_line_bytes, read_timeout)
         _spider2(
             benchmark,
             predictions,
@@ -264,6 +284,7 @@ def _spider2_command(benchmark: str) -> Callable[..., None]:
             tasks_file,
             executor,
             address,
+            limits,
         )
 
     command.__doc__ = (

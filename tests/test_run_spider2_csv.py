@@ -148,3 +148,25 @@ def test_oracle_on_spider2_lite_local_tasks_scores_the_same_from_csv(tmp_path: P
         for r in evaluate_spider2("spider2-lite", predictions, gold, mode="exec_result")
     }
     assert from_csv["local038"] == from_csv["local039"] == 1.0
+
+
+def test_a_hostile_answer_fails_alone_and_the_run_stays_scorable(
+    data: Path, tmp_path: Path
+) -> None:
+    """One model answer whose result has a 400-digit cell: scored, and scored again on resume."""
+    out = tmp_path / "run"
+    out.mkdir()
+    config = RunConfig("spider2-lite", "zero-shot", "scripted", out=out, data_dir=data)
+    tasks = load_tasks("spider2-lite", data_dir=data, with_gold=False)
+    records = {}
+    for instance_id, _db, sql, _csv in TASKS:
+        if instance_id == "local902":
+            sql = f"SELECT '{'9' * 400}' AS n"  # text in SQLite, an int once read back
+        records[instance_id] = InstanceRecord(instance_id, "ok", sql=sql, sqls=(sql,))
+    for _ in range(2):  # the first scoring, then a resume
+        results, _summary = finish_run(config, tasks, [], records)
+        by_id = {r.instance_id: r for r in results}
+        assert by_id["local901"].score == 1.0
+        hostile = by_id["local902"]
+        assert (hostile.official_score, hostile.strict_score) == (0.0, 0.0)
+        assert hostile.error == "wrong_result" and hostile.message

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
 import sqlite3
 from collections import Counter
 from pathlib import Path
@@ -354,6 +355,11 @@ def test_bad_files(tmp_path: Path) -> None:
         evaluate_spider1(
             _lines(tmp_path / "g.sql", ["SELECT 1\tmusic", "", "SELECT 1\tmusic"]), gold, tmp_path
         )
+    os.mkfifo(tmp_path / "fifo.sql")  # an open that would never return
+    with pytest.raises(DataError, match="is a FIFO"):
+        evaluate_spider1(gold, tmp_path / "fifo.sql", tmp_path)
+    with pytest.raises(DataError, match="is a character device"):
+        evaluate_spider1(gold, Path("/dev/zero"), tmp_path)  # a read that would never end
 
 
 # --- The real Spider 1.0 dev databases -------------------------------------------------------
@@ -441,3 +447,37 @@ def test_only_the_first_statement_runs(tmp_path: Path) -> None:
     pred = _lines(tmp_path / "pred.sql", ["SELECT name FROM singer; DROP TABLE singer"])
     (result,) = evaluate_spider1(gold, pred, tmp_path / "db", timeout=10, workers=1)
     assert (result.score, result.error) == (1.0, None)
+
+
+def test_every_value_substring_becomes_1_officially_not_strictly(tmp_path: Path) -> None:
+    path = tmp_path / "db" / "shop" / "shop.sqlite"
+    path.parent.mkdir(parents=True)
+    con = sqlite3.connect(path)
+    con.execute("CREATE TABLE t (id INTEGER, value INTEGER)")
+    con.executemany("INSERT INTO t VALUES (?, ?)", [(1, 5), (2, 9)])
+    con.commit()
+    con.close()
+    gold = _lines(
+        tmp_path / "gold.sql",
+        [
+            "SELECT max(value) FROM t\tshop",
+            "SELECT id FROM t WHERE id = 1\tshop",
+            "SELECT id FROM t\tshop",
+        ],
+    )
+    pred = _lines(
+        tmp_path / "pred.sql",
+        [
+            "SELECT max(value) FROM t",  # officially max(1): 1, not 9
+            "SELECT id FROM t WHERE id = value AND 1 = 1",  # the placeholder: 1 in both readings
+            "SELECT id FROM t",
+        ],
+    )
+    results = evaluate_spider1(gold, pred, tmp_path / "db", timeout=10, workers=1)
+    got = [(r.score, r.official_score, r.strict_score) for r in results]
+    assert got == [(0.0, 0.0, 1.0), (1.0, 1.0, 1.0), (1.0, 1.0, 1.0)]
+    assert 'rewrote every "value"' in str(results[0].message)
+    assert "passes" in str(results[0].message)
+    assert prepare_spider1("SELECT 1", "SELECT value_id FROM t").pred_sql == "SELECT 1_id FROM t"
+    strict = prepare_spider1("SELECT 1", "SELECT value_id FROM t", reading="strict")
+    assert strict.pred_sql == "SELECT value_id FROM t"

@@ -110,9 +110,14 @@ def test_large_path_verdicts_equal_exact_path_and_reference(
     assert scores(exact_pred, compact_gold, cols, ignore_order) == expected
     try:
         reference = compare_table(exact_pred, exact_gold, cols, ignore_order, "lite")
-    except Exception:
-        reference = 0
+    except Exception as exc:  # officially the instance scores 0: here that error is the reason
+        spec = EvalSpec("local001", cols, ignore_order)
+        official = score_frame(exact_pred, [exact_gold], True, spec, "lite").official
+        assert (official.score, official.error) == (0.0, "gold_error")
+        assert f"official comparison failed: {type(exc).__name__}" in str(official.message)
+        return
     assert expected[0] == reference
+    assert (expected[1] is None) == (reference == 1)
 
 
 def _table(rows: list[tuple[object, ...]], header: str = "id,value,label") -> str:

@@ -36,6 +36,7 @@ from querybench.evaluation.bird_metrics import (
     soft_f1,
 )
 from querybench.evaluation.execution import run_gold_and_predictions
+from querybench.evaluation.prediction_file import ReadLimits, read_prediction_text
 from querybench.evaluation.record import InstanceResult
 from querybench.evaluation.sql_extract import extract_sql
 from querybench.evaluation.verdict import (
@@ -289,9 +290,9 @@ def load_bird_predictions(path: str | Path) -> dict[str, object]:
 
 
 def _read_json(path: str | Path, what: str) -> Any:
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
+    try:  # not a FIFO or a device, bounded in time and size
+        text = read_prediction_text(Path(path), None, ReadLimits())
+    except DataError as exc:
         raise DataError(f"cannot read the {what} file {path}: {exc}") from exc
     try:
         return json.loads(text)

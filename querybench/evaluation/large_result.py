@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import numpy as np
 import numpy.typing as npt
@@ -81,24 +81,44 @@ class CompactTable:
 ResultTable = pd.DataFrame | CompactTable
 
 
-def read_result(path: str | Path) -> ResultTable:
-    """`read_result_csv(path)`, or for a big file the same values as a `CompactTable`."""
-    try:
-        size = Path(path).stat().st_size
-    except OSError:
-        size = 0
+@dataclass(frozen=True)
+class Scanned:
+    """A result file already opened and measured (see `prediction_file`): a binary handle at
+    offset 0, its size, its line count, and the name its errors mention."""
+
+    handle: BinaryIO
+    size: int
+    lines: int
+    name: str
+
+
+def read_result(source: str | Path | Scanned) -> ResultTable:
+    """`read_result_csv(source)`, or for a big file the same values as a `CompactTable`."""
+    if isinstance(source, Scanned):
+        size = source.size
+    else:
+        try:
+            size = Path(source).stat().st_size
+        except OSError:
+            size = 0
     if size >= LARGE_FILE_BYTES:
-        compact = read_compact(path, READ_CHUNK_ROWS)
+        compact = read_compact(source, READ_CHUNK_ROWS)
         if compact is not None:
             return compact
-    return read_result_csv(path)
+    if isinstance(source, Scanned):
+        source.handle.seek(0)
+        return read_result_csv(source.handle, name=source.name)
+    return read_result_csv(source)
 
 
-def read_compact(path: str | Path, chunk_rows: int) -> CompactTable | None:
-    """The compact table of `path`, or None when it might differ from a whole-file parse."""
+def read_compact(source: str | Path | Scanned, chunk_rows: int) -> CompactTable | None:
+    """The compact table of `source`, or None when it might differ from a whole-file parse."""
     try:
-        expected_rows = _count_newlines(path)
-        with pd.read_csv(path, chunksize=chunk_rows) as reader:
+        if isinstance(source, Scanned):
+            source.handle.seek(0)
+        expected_rows = source.lines + 1 if isinstance(source, Scanned) else _count_newlines(source)
+        csv_source = source.handle if isinstance(source, Scanned) else source
+        with pd.read_csv(csv_source, chunksize=chunk_rows) as reader:
             return _compact(reader, expected_rows)
     except Exception:  # any doubt: the whole-file parse decides, errors included
         return None

@@ -12,7 +12,7 @@ import contextlib
 import warnings
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import numpy as np
 import numpy.typing as npt
@@ -21,11 +21,15 @@ import pandas as pd
 from querybench.errors import DataError
 
 
-def read_result_csv(path: str | Path) -> pd.DataFrame:
-    """Parse one result CSV like the official scorer; any failure is a `DataError` with a reason."""
+def read_result_csv(source: str | Path | BinaryIO, name: str | None = None) -> pd.DataFrame:
+    """Parse one result CSV like the official scorer; any failure is a `DataError` with a reason.
+
+    `source` is a path or an open binary file (parsed alike); `name` is the path errors say.
+    """
+    path = name if name is not None else source
     try:
         with _text_as_objects():
-            return pd.read_csv(path)
+            return pd.read_csv(source)
     except FileNotFoundError as exc:
         raise DataError(f"{path}: file not found") from exc
     except pd.errors.EmptyDataError as exc:

@@ -3,14 +3,19 @@
 The reference is taoyds/test-suite-sql-eval (`evaluation.py` calling `exec_eval.eval_exec_match`)
 with its defaults, plug_value and keep_distinct off:
 
-* the prediction's " value " placeholders become " 1 ", and both queries get the same
-  normalisation: "> =" style operators joined, every DISTINCT token dropped (which also keeps
-  only the first statement), and YEAR(CURDATE()) replaced by 2020;
+* every "value" substring of the prediction's text becomes "1" (meant for the placeholder,
+  it also hits a column named `value` or `value_id` and a 'value' string), and both queries
+  get the same normalisation: "> =" style operators joined, every DISTINCT token dropped
+  (which also keeps only the first statement), and YEAR(CURDATE()) replaced by 2020;
 * results are compared as bags of rows, with the columns of the prediction free to be permuted;
 * row order counts only when the (normalised) gold text contains "order by";
 * a prediction that fails to run scores 0; the gold must run (the official script asserts).
 
 The matchers are pure functions over rows; `evaluate_spider1` runs the official file formats.
+
+The strict score differs in one reading only: it replaces the placeholder " value " (spaces
+around it) and leaves every other "value" alone, so `SELECT max(value) FROM t` is run as
+written. Where both readings give the same SQL the scores are one verdict.
 """
 
 from __future__ import annotations
@@ -21,11 +26,12 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from querybench.engines.base import Result
 from querybench.errors import DataError, EngineError
 from querybench.evaluation.execution import Jobs, run_gold_and_predictions
+from querybench.evaluation.prediction_file import ReadLimits, read_prediction_text
 from querybench.evaluation.record import InstanceResult
 from querybench.evaluation.spider1_hardness import spider1_hardness as spider1_hardness
 from querybench.evaluation.verdict import (
@@ -99,9 +105,26 @@ def replace_cur_year(sql: str) -> str:
     return _CUR_YEAR.sub("2020", sql)
 
 
-def prepare_spider1(gold_sql: str, pred_sql: str, *, keep_distinct: bool = False) -> Spider1Queries:
-    """Normalise a gold/prediction pair exactly as the official evaluation does before running."""
-    pred = join_split_operators(pred_sql.replace(" value ", " 1 "))
+def replace_value(pred_sql: str, reading: Literal["official", "strict"] = "official") -> str:
+    """The prediction's "value" placeholders as 1: officially every "value" substring (column
+    names and strings included), strictly only " value " standing alone between spaces."""
+    return (
+        pred_sql.replace("value", "1")
+        if reading == "official"
+        else (pred_sql.replace(" value ", " 1 "))
+    )
+
+
+def prepare_spider1(
+    gold_sql: str,
+    pred_sql: str,
+    *,
+    keep_distinct: bool = False,
+    reading: Literal["official", "strict"] = "official",
+) -> Spider1Queries:
+    """Normalise a gold/prediction pair as the official evaluation does before running
+    (`reading="strict"`: the placeholder rule of the strict score, see the module text)."""
+    pred = join_split_operators(replace_value(pred_sql, reading))
     gold = join_split_operators(gold_sql)
     if not keep_distinct:
         pred, gold = remove_distinct(pred), remove_distinct(gold)
@@ -259,9 +282,9 @@ def read_spider1_instances(
 
 
 def _lines(path: str | Path, what: str) -> list[str]:
-    try:
-        lines = Path(path).read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError) as exc:
+    try:  # not a FIFO or a device, bounded in time and size
+        lines = read_prediction_text(Path(path), None, ReadLimits()).splitlines()
+    except DataError as exc:
         raise DataError(f"cannot read the {what} file {path}: {exc}") from exc
     while lines and not lines[-1].strip():
         lines.pop()
@@ -312,7 +335,7 @@ def evaluate_spider1(
     `questions_json`, Spider's dev.json with the official parse of each gold query.
     """
     instances = read_spider1_instances(gold_file, pred_file, questions_json)
-    planned: dict[str, tuple[Spider1Queries, list[Path]]] = {}
+    planned: dict[str, tuple[Spider1Queries, Spider1Queries, list[Path]]] = {}
     verdicts: dict[str, Verdict] = {}
     gold_jobs: Jobs = {}
     pred_jobs: Jobs = {}
@@ -329,11 +352,14 @@ def evaluate_spider1(
             verdicts[inst.instance_id] = Verdict.fail(MISSING_PREDICTION, "no prediction line")
             continue
         queries = prepare_spider1(inst.gold_sql, inst.pred_sql)
+        strict = prepare_spider1(inst.gold_sql, inst.pred_sql, reading="strict")
         databases = sorted(p for p in folder.iterdir() if p.name.endswith(".sqlite"))
-        planned[inst.instance_id] = (queries, databases)
+        planned[inst.instance_id] = (queries, strict, databases)
         for k, db in enumerate(databases):
             gold_jobs[f"{inst.instance_id}:{k}"] = (db, queries.gold_sql)
             pred_jobs[f"{inst.instance_id}:{k}"] = (db, queries.pred_sql)
+            if strict.pred_sql != queries.pred_sql:  # run only where the readings differ
+                pred_jobs[f"{inst.instance_id}:{k}:strict"] = (db, strict.pred_sql)
     gold, pred = run_gold_and_predictions(
         gold_jobs,
         pred_jobs,
@@ -342,20 +368,41 @@ def evaluate_spider1(
         cache_dir=cache_dir,
         on_query=on_query,
     )
-    for iid, (queries, dbs) in planned.items():
+    strict_verdicts: dict[str, Verdict] = {}
+    for iid, (queries, strict, dbs) in planned.items():
         pairs = [(gold[f"{iid}:{k}"], pred[f"{iid}:{k}"], db) for k, db in enumerate(dbs)]
         verdicts[iid] = _combine(pairs, queries.order_matters)
-    return [
-        InstanceResult(
-            inst.instance_id,
-            verdicts[inst.instance_id].score,
-            verdicts[inst.instance_id].error,
-            verdicts[inst.instance_id].message,
-            difficulty=inst.difficulty,
-            engine="sqlite",
+        if strict.pred_sql != queries.pred_sql:
+            runs = [(g, pred[f"{iid}:{k}:strict"], db) for k, (g, _, db) in enumerate(pairs)]
+            strict_verdicts[iid] = _combine(runs, queries.order_matters)
+            if not verdicts[iid].passed:
+                verdicts[iid] = _say_value_rule(verdicts[iid], strict_verdicts[iid])
+    out = []
+    for inst in instances:
+        verdict = verdicts[inst.instance_id]
+        strict_score = strict_verdicts.get(inst.instance_id, verdict).score
+        out.append(
+            InstanceResult(
+                inst.instance_id,
+                verdict.score,
+                verdict.error,
+                verdict.message,
+                official_score=verdict.score,
+                strict_score=strict_score,
+                difficulty=inst.difficulty,
+                engine="sqlite",
+            )
         )
-        for inst in instances
-    ]
+    return out
+
+
+def _say_value_rule(official: Verdict, strict: Verdict) -> Verdict:
+    """The official failure, saying that the official "value" rule rewrote the prediction."""
+    note = (
+        'the official rule rewrote every "value" in the prediction to "1"; '
+        f"read as written (strict) it {'passes' if strict.passed else 'fails too'}"
+    )
+    return Verdict.fail(official.error or WRONG_RESULT, f"{official.message} ({note})")
 
 
 def _combine(

@@ -20,6 +20,8 @@ from querybench.evaluation.result_csv import column_arrays
 from querybench.evaluation.spider2_gold import Benchmark, EvalSpec, Spider2Gold, engine_family
 from querybench.evaluation.verdict import (
     GOLD_ERROR,
+    SCORER_ERROR,
+    TOO_LARGE,
     WRONG_RESULT,
     Verdict,
 )
@@ -60,9 +62,22 @@ def score_frame(
         return column_arrays(pred)
 
     return Verdicts(
-        _official_verdict(pred, arrays, golds, single, spec, variant),
-        _strict_verdict(pred, arrays, golds, spec),
+        guarded("official", lambda: _official_verdict(pred, arrays, golds, single, spec, variant)),
+        guarded("strict", lambda: _strict_verdict(pred, arrays, golds, spec)),
     )
+
+
+def guarded(what: str, verdict: Callable[[], Verdict]) -> Verdict:
+    """`verdict()`, with any error raised while scoring turned into this instance's verdict:
+    one odd prediction or gold file fails its instance, never the run (or every resume)."""
+    try:
+        return verdict()
+    except MemoryError:
+        return Verdict.fail(TOO_LARGE, f"{what}: ran out of memory")
+    except DataError as exc:  # a gold alternative read on demand was unreadable
+        return Verdict.fail(GOLD_ERROR, str(exc))
+    except Exception as exc:
+        return Verdict.fail(SCORER_ERROR, f"{what} failed: {type(exc).__name__}: {exc}")
 
 
 def _shape(frame: ResultTable) -> str:
@@ -93,6 +108,10 @@ def _official_verdict(
         else:
             per_gold = official.per_gold_condition_cols(spec.condition_cols, len(golds))
             ok = any(match(gold, per_gold[i]) for i, gold in enumerate(golds))
+    except (MemoryError, DataError):
+        raise  # not the comparison's doing: `guarded` names it
+    except OverflowError as exc:  # an int beyond float64 met a number: the official float() fails
+        return Verdict.fail(WRONG_RESULT, f"official comparison raises OverflowError ({exc})")
     except Exception as exc:  # the official scorer zeroes an instance on any error here
         return Verdict.fail(GOLD_ERROR, f"official comparison failed: {type(exc).__name__}: {exc}")
     if ok:
@@ -127,11 +146,12 @@ def _strict_verdict(
 ) -> Verdict:
     pred_columns: list[strict.StrictColumn] = []
     invalid: list[str] = []
+    unreadable: list[str] = []
     for i, cols in enumerate(strict_condition_cols(spec.condition_cols, len(golds))):
         try:
             gold = golds[i]
         except DataError as exc:
-            invalid.append(str(exc))
+            unreadable.append(str(exc))
             continue
         # a bool is an int to Python, but as a column index it is a config error
         if cols is not None and any(
@@ -151,6 +171,8 @@ def _strict_verdict(
             pred_columns, strict.strict_columns(projected), spec.ignore_order
         ):
             return Verdict.ok()
+    if unreadable:  # it might have matched the alternative that could not be read
+        return Verdict.fail(GOLD_ERROR, "; ".join(unreadable))
     if len(invalid) == len(golds):
         return Verdict.fail(GOLD_ERROR, "; ".join(invalid))
     return Verdict.fail(

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import io
 import multiprocessing
+import os
 import sys
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
@@ -19,6 +21,13 @@ import pandas as pd
 from querybench.engines.base import Result
 from querybench.errors import DataError
 from querybench.evaluation.large_result import ResultTable, read_result
+from querybench.evaluation.prediction_file import (
+    PredictionRefused,
+    ReadLimits,
+    check_result_shape,
+    open_prediction,
+    read_prediction_text,
+)
 from querybench.evaluation.record import InstanceResult
 from querybench.evaluation.spider2 import (
     OnResult,
@@ -28,13 +37,14 @@ from querybench.evaluation.spider2 import (
     variant_of,
 )
 from querybench.evaluation.spider2_gold import Benchmark, Spider2Gold, engine_family
-from querybench.evaluation.spider2_official import Variant
 from querybench.evaluation.verdict import (
     BAD_PREDICTION_FILE,
     ENGINE_UNAVAILABLE,
     GOLD_ERROR,
     MISSING_PREDICTION,
     PARSE_ERROR,
+    SCORER_ERROR,
+    TOO_LARGE,
     Verdict,
 )
 from querybench.tasks.databases import EMULATION_URLS
@@ -62,19 +72,24 @@ def evaluate_spider2(
     timeout: float = 60.0,
     on_result: OnResult | None = None,
     write_csv: bool = False,
+    limits: ReadLimits | None = None,
+    instance_ids: Collection[str] | None = None,
 ) -> list[InstanceResult]:
-    """Score every task of the gold's eval config. In sql mode with `write_csv`, each query
-    that ran also leaves `<id>.csv` beside its `<id>.sql`: the file the official sql mode
-    writes, which exec_result mode reads."""
+    """Score every task of the gold's eval config (or only `instance_ids`). In sql mode with
+    `write_csv`, each query that ran also leaves `<id>.csv` beside its `<id>.sql`: the file the
+    official sql mode writes, which exec_result mode reads. `limits` bound what reading one
+    prediction may cost (see `prediction_file`)."""
     pred_dir = Path(predictions)
     if not pred_dir.is_dir():
         raise DataError(f"predictions folder not found: {pred_dir}")
     gold = Spider2Gold(gold_dir, benchmark)
+    ids = sorted(gold.specs if instance_ids is None else set(gold.specs) & set(instance_ids))
+    job = _Job(gold, pred_dir, scoring, limits or ReadLimits())
     if mode == "exec_result":
-        results: Iterable[InstanceResult] = _exec_result_mode(gold, pred_dir, scoring, workers)
+        results: Iterable[InstanceResult] = _exec_result_mode(job, ids, workers)
     else:
         databases = _task_databases(tasks_file) if tasks_file else {}
-        results = _sql_mode(gold, pred_dir, scoring, db_dir, databases, workers, timeout, write_csv)
+        results = _sql_mode(job, ids, db_dir, databases, workers, timeout, write_csv)
     out = []
     for result in results:
         out.append(result)
@@ -83,69 +98,116 @@ def evaluate_spider2(
     return sorted(out, key=lambda r: r.instance_id)
 
 
-def _exec_result_mode(
-    gold: Spider2Gold, pred_dir: Path, scoring: Scoring, workers: int
-) -> Iterator[InstanceResult]:
+@dataclass(frozen=True)
+class _Job:
+    """What every instance of one evaluation shares."""
+
+    gold: Spider2Gold
+    pred_dir: Path
+    scoring: Scoring
+    limits: ReadLimits
+
+    def read(self, name: str) -> ResultTable:
+        """A prediction CSV, checked and bounded; `PredictionRefused` / `DataError` if not."""
+        with open_prediction(
+            self.pred_dir / name, self.pred_dir, self.limits, (self.gold.dir,)
+        ) as scanned:
+            return read_result(scanned)
+
+    def failed(self, instance_id: str, code: str, message: str) -> InstanceResult:
+        return failed(instance_id, Verdict.fail(code, message), self.gold)
+
+
+def _exec_result_mode(job: _Job, ids: list[str], workers: int) -> Iterator[InstanceResult]:
     """Score every task; with several workers, chunks of tasks go to worker processes."""
-    ids = sorted(gold.specs)
     if workers <= 1 or len(ids) < 2 * _CHUNK:
-        yield from _score_ids(gold, pred_dir, scoring, ids)
+        yield from _score_ids(job, ids)
         return
     chunks = [ids[i : i + _CHUNK] for i in range(0, len(ids), _CHUNK)]
     context = multiprocessing.get_context("fork" if sys.platform == "linux" else "spawn")
-    gold.result_paths(ids[0])  # list the gold folder once, before the workers start
+    job.gold.result_paths(ids[0])  # list the gold folder once, before the workers start
+    lost: list[list[str]] = []
     with ProcessPoolExecutor(
-        max_workers=workers, mp_context=context, initializer=_adopt_gold, initargs=(gold,)
+        max_workers=workers, mp_context=context, initializer=_adopt_job, initargs=(job,)
     ) as pool:
-        futures = [pool.submit(_score_chunk, pred_dir, scoring, chunk) for chunk in chunks]
+        futures = {pool.submit(_score_chunk, chunk): chunk for chunk in chunks}
         for future in as_completed(futures):
-            yield from future.result()
+            try:
+                yield from future.result()
+            except Exception:  # a worker died (killed, out of memory): the pool is broken
+                lost.append(futures[future])
+    for chunk in lost:
+        yield from _rescued(job, chunk, context)
 
 
-_worker_gold: Spider2Gold | None = None
-
-
-def _adopt_gold(gold: Spider2Gold) -> None:
-    """Worker-process initializer: the parent's gold (config read, folder listed) is reused."""
-    global _worker_gold
-    _worker_gold = gold
-
-
-def _score_chunk(pred_dir: Path, scoring: Scoring, ids: list[str]) -> list[InstanceResult]:
-    assert _worker_gold is not None, "worker started without its gold"
-    return list(_score_ids(_worker_gold, pred_dir, scoring, ids))
-
-
-def _score_ids(
-    gold: Spider2Gold, pred_dir: Path, scoring: Scoring, ids: list[str]
+def _rescued(
+    job: _Job, ids: list[str], context: multiprocessing.context.BaseContext
 ) -> Iterator[InstanceResult]:
-    variant = variant_of(gold.benchmark)
-    for instance_id in ids:
-        path = pred_dir / f"{instance_id}.csv"
-        if not path.is_file():
-            yield failed(instance_id, Verdict.fail(MISSING_PREDICTION, f"no {path.name}"), gold)
-            continue
+    """The instances of a chunk whose worker died, scored again in a process of their own,
+    halved until the instance that kills its process is alone: it fails (`scorer_error`),
+    every other instance still scores."""
+    with ProcessPoolExecutor(
+        1, mp_context=context, initializer=_adopt_job, initargs=(job,)
+    ) as pool:
         try:
-            pred = read_result(path)
-        except DataError as exc:
-            yield failed(instance_id, Verdict.fail(BAD_PREDICTION_FILE, str(exc)), gold)
+            results = pool.submit(_score_chunk, ids).result()
+        except Exception as exc:
+            results = None
+            died = f"the scoring process died ({type(exc).__name__}: {exc})"
+    if results is not None:
+        yield from results
+    elif len(ids) == 1:
+        yield job.failed(ids[0], SCORER_ERROR, died)
+    else:
+        yield from _rescued(job, ids[: len(ids) // 2], context)
+        yield from _rescued(job, ids[len(ids) // 2 :], context)
+
+
+_worker_job: _Job | None = None
+
+
+def _adopt_job(job: _Job) -> None:
+    """Worker-process initializer: the parent's gold (config read, folder listed) is reused."""
+    global _worker_job
+    _worker_job = job
+
+
+def _score_chunk(ids: list[str]) -> list[InstanceResult]:
+    assert _worker_job is not None, "worker started without its gold"
+    return list(_score_ids(_worker_job, ids))
+
+
+def _score_ids(job: _Job, ids: list[str]) -> Iterator[InstanceResult]:
+    for instance_id in ids:
+        try:
+            pred = job.read(f"{instance_id}.csv")
+        except PredictionRefused as exc:
+            yield job.failed(instance_id, exc.code, str(exc))
             continue
-        yield _score(instance_id, pred, gold, scoring, variant)
+        except DataError as exc:
+            yield job.failed(instance_id, BAD_PREDICTION_FILE, str(exc))
+            continue
+        except MemoryError:
+            yield job.failed(instance_id, TOO_LARGE, f"{instance_id}.csv: out of memory parsing it")
+            continue
+        yield _score(instance_id, pred, job)
 
 
-def _score(
-    instance_id: str,
-    pred: ResultTable,
-    gold: Spider2Gold,
-    scoring: Scoring,
-    variant: Variant,
-) -> InstanceResult:
+def _score(instance_id: str, pred: ResultTable, job: _Job) -> InstanceResult:
+    """Both verdicts of one parsed prediction; any error here is this instance's verdict."""
+    gold = job.gold
     try:
         golds, single = gold.load_results(instance_id)
+        verdicts = score_frame(
+            pred, golds, single, gold.specs[instance_id], variant_of(gold.benchmark)
+        )
+        return instance_result(instance_id, verdicts, job.scoring, gold)
     except DataError as exc:
-        return failed(instance_id, Verdict.fail(GOLD_ERROR, str(exc)), gold)
-    verdicts = score_frame(pred, golds, single, gold.specs[instance_id], variant)
-    return instance_result(instance_id, verdicts, scoring, gold)
+        return job.failed(instance_id, GOLD_ERROR, str(exc))
+    except MemoryError:
+        return job.failed(instance_id, TOO_LARGE, "out of memory while scoring")
+    except Exception as exc:
+        return job.failed(instance_id, SCORER_ERROR, f"{type(exc).__name__}: {exc}")
 
 
 def extract_official_sql(text: str) -> str:
@@ -193,9 +255,8 @@ def _task_databases(tasks_file: str | Path) -> dict[str, str]:
 
 
 def _sql_mode(
-    gold: Spider2Gold,
-    pred_dir: Path,
-    scoring: Scoring,
+    job: _Job,
+    ids: list[str],
     db_dir: str | Path | Sequence[Path] | None,
     databases: dict[str, str],
     workers: int,
@@ -204,60 +265,67 @@ def _sql_mode(
 ) -> Iterator[InstanceResult]:
     from querybench.engines.pool import QueryJob, QueryPool
 
-    variant = variant_of(gold.benchmark)
     jobs: list[QueryJob] = []
-    for instance_id in sorted(gold.specs):
-        path = pred_dir / f"{instance_id}.sql"
-        if not path.is_file():
-            yield failed(instance_id, Verdict.fail(MISSING_PREDICTION, f"no {path.name}"), gold)
+    for instance_id in ids:
+        path = job.pred_dir / f"{instance_id}.sql"
+        if not os.path.lexists(path):
+            yield job.failed(instance_id, MISSING_PREDICTION, f"no {path.name}")
             continue
         family = engine_family(instance_id)
         if family != "local" and family not in _EMULATION_URL:
-            yield failed(
-                instance_id,
-                Verdict.fail(ENGINE_UNAVAILABLE, f"no {family} engine configured here"),
-                gold,
-            )
+            yield job.failed(instance_id, ENGINE_UNAVAILABLE, f"no {family} engine configured here")
             continue
         database = databases.get(instance_id)
         dirs = [Path(db_dir)] if isinstance(db_dir, str | Path) else [Path(d) for d in db_dir or ()]
         if not dirs or database is None:
             reason = "task has no database name" if dirs else "no --db-dir given"
-            yield failed(instance_id, Verdict.fail(ENGINE_UNAVAILABLE, reason), gold)
+            yield job.failed(instance_id, ENGINE_UNAVAILABLE, reason)
             continue
         name = f"{database}{'.sqlite' if family == 'local' else '.duckdb'}"  # first folder wins
         db_path = next((d / name for d in dirs if (d / name).is_file()), dirs[0] / name)
         if not db_path.is_file():
-            yield failed(
-                instance_id,
-                Verdict.fail(ENGINE_UNAVAILABLE, f"database not found: {db_path}"),
-                gold,
-            )
+            yield job.failed(instance_id, ENGINE_UNAVAILABLE, f"database not found: {db_path}")
             continue
         try:
-            text = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            yield failed(instance_id, Verdict.fail(BAD_PREDICTION_FILE, str(exc)), gold)
+            text = read_prediction_text(path, job.pred_dir, job.limits, (job.gold.dir,))
+        except PredictionRefused as exc:
+            yield job.failed(instance_id, exc.code, str(exc))
             continue
         sql = extract_official_sql(text)
         if not sql.strip():
-            yield failed(instance_id, Verdict.fail(PARSE_ERROR, "empty SQL"), gold)
+            yield job.failed(instance_id, PARSE_ERROR, "empty SQL")
             continue
         target = db_path if family == "local" else f"{_EMULATION_URL[family]}{db_path.resolve()}"
         jobs.append(QueryJob(instance_id, target, sql))
     with QueryPool(workers=workers, timeout=timeout) as pool:
         for outcome in pool.run(jobs):
             if outcome.error is not None:
-                verdict = Verdict.fail(outcome.error.code, str(outcome.error))
-                yield failed(outcome.key, verdict, gold)
+                memory = isinstance(outcome.error.__cause__, MemoryError)
+                code = TOO_LARGE if memory else outcome.error.code
+                yield job.failed(outcome.key, code, str(outcome.error))
                 continue
             assert outcome.result is not None
             try:
-                text = official_result_csv(outcome.result)
-                if write_csv:
-                    (pred_dir / f"{outcome.key}.csv").write_text(text, encoding="utf-8")
-                pred = pd.read_csv(io.StringIO(text))
-            except (pd.errors.EmptyDataError, ValueError) as exc:
-                yield failed(outcome.key, Verdict.fail(BAD_PREDICTION_FILE, str(exc)), gold)
+                pred = _round_trip(job, outcome.key, outcome.result, write_csv)
+            except PredictionRefused as exc:
+                yield job.failed(outcome.key, exc.code, str(exc))
                 continue
-            yield _score(outcome.key, pred, gold, scoring, variant)
+            except MemoryError:
+                yield job.failed(outcome.key, TOO_LARGE, "out of memory writing its result CSV")
+                continue
+            except Exception as exc:  # one result the round trip cannot take fails alone
+                yield job.failed(outcome.key, BAD_PREDICTION_FILE, f"{type(exc).__name__}: {exc}")
+                continue
+            yield _score(outcome.key, pred, job)
+
+
+def _round_trip(job: _Job, instance_id: str, result: Result, write_csv: bool) -> pd.DataFrame:
+    """The prediction as the official sql mode sees it: its result written as CSV, read back."""
+    check_result_shape(len(result.columns), len(result.rows), job.limits)
+    text = official_result_csv(result)
+    if write_csv:  # replaced, never written through whatever sits at that name
+        path = job.pred_dir / f"{instance_id}.csv"
+        path.unlink(missing_ok=True)
+        with open(path, "x", encoding="utf-8") as f:
+            f.write(text)
+    return pd.read_csv(io.StringIO(text))

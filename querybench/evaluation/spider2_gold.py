@@ -100,7 +100,10 @@ class Spider2Gold:
 
     def gold_sql(self, instance_id: str) -> str | None:
         path = self.dir / "sql" / f"{instance_id}.sql"
-        return path.read_text(encoding="utf-8", errors="replace") if path.is_file() else None
+        try:
+            return path.read_text(encoding="utf-8", errors="replace") if path.is_file() else None
+        except OSError:  # an unreadable gold SQL only costs the difficulty its token count
+            return None
 
     @cached_property
     def _lite_toks(self) -> dict[str, int]:
@@ -134,7 +137,7 @@ class GoldFrames(Sequence[ResultTable]):
 
     def __init__(self, paths: list[Path]) -> None:
         self.paths = paths
-        self._frames: dict[int, ResultTable] = {}
+        self._frames: dict[int, ResultTable | DataError] = {}
 
     def __len__(self) -> int:
         return len(self.paths)
@@ -149,8 +152,14 @@ class GoldFrames(Sequence[ResultTable]):
         if isinstance(index, slice):
             return [self[i] for i in range(len(self))[index]]
         if index not in self._frames:
-            self._frames[index] = read_result(self.paths[index])
-        return self._frames[index]
+            try:
+                self._frames[index] = read_result(self.paths[index])
+            except DataError as exc:  # kept: asked again, it fails again without a re-read
+                self._frames[index] = exc
+        frame = self._frames[index]
+        if isinstance(frame, DataError):
+            raise frame
+        return frame
 
 
 def _read_specs(path: Path) -> dict[str, EvalSpec]:

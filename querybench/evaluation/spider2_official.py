@@ -9,7 +9,8 @@ Semantics of the 2025-11 official `compare_pandas_table` / `compare_multi_pandas
 * every cell is "normalised": missing becomes the integer 0;
 * with `ignore_order` each column is sorted on its own by `(str(x), is-number)`;
 * cells compare with `math.isclose(float(a), float(b), abs_tol=1e-2)` when both are numbers
-  (booleans count), else with `==`;
+  (booleans count), else with `==`; `float()` of an int beyond float64 (a 400-digit cell) raises
+  OverflowError, which zeroes the instance when the loop reaches that pair (reproduced);
 * the score is 1 when every gold column equals some predicted column (the same predicted column
   may serve several gold columns; extra predicted columns are ignored).
 
@@ -59,6 +60,8 @@ class OfficialColumn:
     _text: npt.NDArray[np.object_] | None = field(default=None, repr=False)
     _order: npt.NDArray[np.intp] | None = field(default=None, repr=False)
     _stats: tuple[int, float, float] | None = field(default=None, repr=False)
+    # Numbers `float()` cannot take (ints beyond float64), None when there are none.
+    overflow: npt.NDArray[np.bool_] | None = field(default=None, repr=False)
 
     def __len__(self) -> int:
         return len(self.num)
@@ -157,7 +160,9 @@ def _object_column(raw: npt.NDArray[np.object_]) -> OfficialColumn:
     source = _object_array(values)
     isnum = np.fromiter((_is_number(v) for v in values), dtype=bool, count=len(values))
     num = np.fromiter((_as_float(v) for v in values), dtype=np.float64, count=len(values))
-    return OfficialColumn(isnum, num, source)
+    overflow = isnum & np.isinf(num)
+    overflow[overflow] = [not isinstance(v, float) for v in source[overflow]]
+    return OfficialColumn(isnum, num, source, overflow=overflow if overflow.any() else None)
 
 
 def _texts(source: npt.NDArray[Any]) -> npt.NDArray[np.object_]:
@@ -209,7 +214,8 @@ def vectors_match(gold: OfficialColumn, pred: OfficialColumn, ignore_order: bool
         return False
     if len(gold) == 0:
         return True
-    if _cannot_match(gold, pred):
+    overflows = gold.overflow is not None or pred.overflow is not None
+    if not overflows and _cannot_match(gold, pred):
         return False
     g_order = gold.order() if ignore_order else None
     p_order = pred.order() if ignore_order else None
@@ -218,9 +224,25 @@ def vectors_match(gold: OfficialColumn, pred: OfficialColumn, ignore_order: bool
         window = slice(start, start + CHUNK_ROWS)
         g_idx = g_order[window] if g_order is not None else window
         p_idx = p_order[window] if p_order is not None else window
+        if overflows:
+            _raise_on_overflow(gold, pred, g_idx, p_idx)
         if not _cells_match(gold, pred, g_idx, p_idx):
             return False
     return True
+
+
+def _raise_on_overflow(gold: OfficialColumn, pred: OfficialColumn, g_idx: Any, p_idx: Any) -> None:
+    """The official cell loop's OverflowError, if it reaches a pair of numbers with an int
+    beyond float64 before the first mismatch (the loop stops there)."""
+    g_over = np.zeros(len(gold), dtype=bool) if gold.overflow is None else gold.overflow
+    p_over = np.zeros(len(pred), dtype=bool) if pred.overflow is None else pred.overflow
+    gi, pi = np.arange(len(gold))[g_idx], np.arange(len(pred))[p_idx]
+    raises = gold.isnum[gi] & pred.isnum[pi] & (g_over[gi] | p_over[pi])
+    if not raises.any():
+        return
+    first = int(np.argmax(raises))
+    if _cells_match(gold, pred, gi[:first], pi[:first]):
+        raise OverflowError("int too large to convert to float")
 
 
 def _cannot_match(gold: OfficialColumn, pred: OfficialColumn) -> bool:

@@ -10,7 +10,9 @@ Differences from the official comparison, each a flaw it fixes:
 * rows must match as whole rows: as a multiset (a one-to-one pairing) when order is ignored,
   position by position otherwise (officially each column is sorted on its own, so the values of
   a row may come from different predicted rows);
-* an alternative whose `condition_cols` are out of range is skipped, not fatal for the instance.
+* an alternative whose `condition_cols` are out of range is skipped, not fatal for the instance;
+* an integer beyond float64's range (a 400-digit cell) is a number the official `float()` cannot
+  take; here it equals exactly the same integer and nothing else (kind BIG_INT, keyed by hex).
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from querybench.evaluation.result_csv import column_arrays
 ABS_TOL = 1e-2
 REL_TOL = 1e-6
 
-MISSING, NUMBER, TEXT = 0, 1, 2
+MISSING, NUMBER, TEXT, BIG_INT = 0, 1, 2, 3  # BIG_INT: an int no float64 holds, as its digits
 _MAX_ASSIGNMENTS = 20_000
 _MAX_BIPARTITE_ROWS = 3_000
 _CHUNK_ROWS = 1 << 20  # cells compared per step, bounding the temporaries of a big column
@@ -38,9 +40,9 @@ _CHUNK_ROWS = 1 << 20  # cells compared per step, bounding the temporaries of a 
 
 @dataclass
 class StrictColumn:
-    kind: npt.NDArray[np.int8]  # MISSING / NUMBER / TEXT per cell
+    kind: npt.NDArray[np.int8]  # MISSING / NUMBER / TEXT / BIG_INT per cell
     num: npt.NDArray[np.float64]  # value where NUMBER, else 0
-    text: npt.NDArray[np.object_]  # str() where TEXT, else ""
+    text: npt.NDArray[np.object_]  # str() where TEXT or BIG_INT, else ""
     _rank: npt.NDArray[np.intp] | None = field(default=None, repr=False)
     _order: npt.NDArray[np.intp] | None = field(default=None, repr=False)
     _stats: tuple[int, int, float, float] | None = field(default=None, repr=False)
@@ -66,7 +68,7 @@ class StrictColumn:
     def rank(self) -> npt.NDArray[np.intp]:
         """Position of each cell's text in sorted order (an integer sort key for the text)."""
         if self._rank is None:
-            if (self.kind == TEXT).any():
+            if (self.kind >= TEXT).any():
                 self._rank = np.unique(self.text, return_inverse=True)[1]
             else:
                 self._rank = np.zeros(len(self.kind), dtype=np.intp)
@@ -104,7 +106,10 @@ def _strict_column(raw: npt.NDArray[Any]) -> StrictColumn:
         if not isinstance(v, str) and pd.isna(v):
             kind[i] = MISSING
         elif isinstance(v, (int, float)) and not isinstance(v, bool):
-            kind[i], num[i] = NUMBER, float(v)
+            try:
+                kind[i], num[i] = NUMBER, float(v)
+            except OverflowError:
+                kind[i], text[i] = BIG_INT, hex(int(v))  # str() refuses 4300+ digits
         else:
             kind[i], text[i] = TEXT, str(v)
     return StrictColumn(kind, num, text)
@@ -123,7 +128,7 @@ def cells_equal(
         close = (na == nb) | (np.isfinite(diff) & (diff <= bound))
     same_text = a.text[ia] == b.text[ib]
     equal: npt.NDArray[np.bool_] = (ka == kb) & (
-        (ka == MISSING) | ((ka == NUMBER) & close) | ((ka == TEXT) & same_text)
+        (ka == MISSING) | ((ka == NUMBER) & close) | ((ka >= TEXT) & same_text)
     )
     return equal
 

@@ -22,6 +22,7 @@ from querybench.runs.ray_executor import capped, ray_session, worker_options
 
 if TYPE_CHECKING:
     from querybench.evaluation.bird import BirdQuestion
+    from querybench.evaluation.prediction_file import ReadLimits
 
 OnResult = Callable[[InstanceResult], None]
 SHARD = 32  # instances per shard: large enough to amortise a task, small enough to balance
@@ -178,9 +179,10 @@ def evaluate_spider2_ray(
     timeout: float,
     address: str | None = None,
     on_result: OnResult | None = None,
+    limits: ReadLimits | None = None,
 ) -> list[InstanceResult]:
-    """Each shard sees only its own prediction files (linked into a folder of its own) and keeps
-    only its own results: every other task is a cheap `missing_prediction` there."""
+    """Each shard scores only its own instances of the shared predictions folder (`limits`: the
+    `ReadLimits` of each prediction, as in `evaluate_spider2`)."""
     from querybench.errors import DataError
     from querybench.evaluation.spider2_gold import Spider2Gold, engine_family
 
@@ -195,7 +197,7 @@ def evaluate_spider2_ray(
         else None,
         "tasks_file": tasks_file.resolve() if tasks_file else None,
     }
-    options = {"mode": mode, "scoring": scoring, "timeout": timeout}
+    options = {"mode": mode, "scoring": scoring, "timeout": timeout, "limits": limits}
 
     def payload(shard: list[str]) -> tuple[Any, ...]:
         return benchmark, shard, paths, options
@@ -212,21 +214,16 @@ def _spider2_shard(
 
     source = paths["predictions"]
     assert source is not None and paths["gold_dir"] is not None
-    with tempfile.TemporaryDirectory(prefix="querybench-shard-") as tmp:
-        for instance_id in ids:
-            for suffix in (".csv", ".sql"):
-                if (source / f"{instance_id}{suffix}").is_file():
-                    (Path(tmp) / f"{instance_id}{suffix}").symlink_to(
-                        source / f"{instance_id}{suffix}"
-                    )
-        results = evaluate_spider2(
-            benchmark,  # type: ignore[arg-type]
-            tmp,
-            paths["gold_dir"],
-            db_dir=paths["db_dir"],
-            tasks_file=paths["tasks_file"],
-            workers=1,
-            **options,
-        )
+    # The shard's own ids, read in place: a prediction is never reached through a link.
+    results = evaluate_spider2(
+        benchmark,  # type: ignore[arg-type]
+        source,
+        paths["gold_dir"],
+        db_dir=paths["db_dir"],
+        tasks_file=paths["tasks_file"],
+        workers=1,
+        instance_ids=ids,
+        **options,
+    )
     wanted = set(ids)
     return [r for r in results if r.instance_id in wanted]

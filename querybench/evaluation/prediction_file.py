@@ -1,0 +1,286 @@
+"""Reading one prediction file without trusting it: what it is, where it points, what it costs.
+
+A predictions folder is written by the system under test, so a `<id>.csv` may be a FIFO (an
+open that never returns), a symlink to `/proc/kmsg` (a read that never returns), a link to the
+gold, a 2 GB sparse file or a header of a million columns. Before pandas sees a byte:
+
+* only a regular file is read; anything else is refused with its kind named;
+* a symlink is followed only within the predictions folder and never into a forbidden folder
+  (the gold); `/proc`, `/sys` and `/dev` files are refused;
+* the file is opened with O_NOFOLLOW | O_NONBLOCK and checked again on the descriptor, then read
+  on a helper thread with a deadline (`ReadLimits.seconds`), at most `max_bytes`;
+* the header's fields and the rows (line ends) bound the cells; a line longer than
+  `max_line_bytes` is refused too (pandas holds a column name at about nine times its size).
+
+A refusal is a `PredictionRefused` carrying the instance's error code.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import os
+import stat
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from querybench.errors import DataError
+from querybench.evaluation.verdict import BAD_PREDICTION_FILE, MISSING_PREDICTION, TOO_LARGE
+
+if TYPE_CHECKING:  # pandas and numpy load only when a file is read: the CLI imports this early
+    from querybench.evaluation.large_result import Scanned
+
+_BLOCK = 1 << 24
+_PSEUDO_ROOTS = ("/proc", "/sys", "/dev")
+
+
+@dataclass(frozen=True)
+class ReadLimits:
+    """What reading one prediction may cost; beyond a bound the instance is `too_large` (or,
+    for time, `bad_prediction_file`). The defaults leave room for a 5M-row result of five
+    columns (about 150 MiB); 25M cells of a wide file cost about 1 GB to parse and score."""
+
+    max_bytes: int = 1 << 30
+    max_columns: int = 4_096
+    max_cells: int = 25_000_000
+    max_line_bytes: int = 16 << 20
+    seconds: float = 60.0
+
+
+class PredictionRefused(DataError):
+    """A prediction file that is not read, with the instance's error code."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def _kind(mode: int) -> str | None:
+    """The kind of a non-regular file, None for a regular one."""
+    kinds = [
+        (stat.S_ISDIR, "directory"),
+        (stat.S_ISFIFO, "FIFO (named pipe)"),
+        (stat.S_ISCHR, "character device"),
+        (stat.S_ISBLK, "block device"),
+        (stat.S_ISSOCK, "socket"),
+        (stat.S_ISLNK, "symlink"),
+    ]
+    if stat.S_ISREG(mode):
+        return None
+    return next((name for test, name in kinds if test(mode)), "special file")
+
+
+def _within(path: str, folder: str) -> bool:
+    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
+
+
+def _checked_target(
+    path: Path, folder: Path | None, forbidden: Sequence[Path]
+) -> tuple[str, os.stat_result]:
+    """The real path of the prediction and its stat, once the entry is known to be safe
+    (`folder` None: a file named on the command line, whose links are the user's own)."""
+    name = path.name
+    try:
+        entry = os.lstat(path)
+    except FileNotFoundError:
+        raise PredictionRefused(MISSING_PREDICTION, f"no {name}") from None
+    except OSError as exc:
+        raise PredictionRefused(BAD_PREDICTION_FILE, f"{name}: {exc.strerror}") from exc
+    target = os.path.realpath(path)
+    if stat.S_ISLNK(entry.st_mode) and folder is not None:
+        for place in forbidden:
+            if _within(target, os.path.realpath(place)):
+                raise PredictionRefused(
+                    BAD_PREDICTION_FILE,
+                    f"{name} is a symlink into the gold folder ({target}; not followed)",
+                )
+        if not _within(target, os.path.realpath(folder)):
+            raise PredictionRefused(
+                BAD_PREDICTION_FILE,
+                f"{name} is a symlink to {target}, outside the predictions folder (not followed)",
+            )
+    if stat.S_ISLNK(entry.st_mode):
+        try:
+            entry = os.stat(target)
+        except OSError as exc:
+            raise PredictionRefused(
+                BAD_PREDICTION_FILE, f"{name} is a symlink to {target}: {exc.strerror}"
+            ) from exc
+    kind = _kind(entry.st_mode)
+    if kind is not None:
+        raise PredictionRefused(BAD_PREDICTION_FILE, f"{name} is a {kind}, not a regular file")
+    if any(_within(target, root) for root in _PSEUDO_ROOTS):
+        root = next(r for r in _PSEUDO_ROOTS if _within(target, r))
+        raise PredictionRefused(BAD_PREDICTION_FILE, f"{name} is a {root} file ({target})")
+    return target, entry
+
+
+def _open(target: str, entry: os.stat_result, name: str) -> int:
+    """A descriptor on exactly the file checked: no symlink, no blocking open, same inode."""
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(target, flags)
+    except OSError as exc:
+        raise PredictionRefused(BAD_PREDICTION_FILE, f"{name}: {exc.strerror}") from exc
+    now = os.fstat(fd)
+    if not stat.S_ISREG(now.st_mode) or (now.st_dev, now.st_ino) != (entry.st_dev, entry.st_ino):
+        os.close(fd)
+        raise PredictionRefused(BAD_PREDICTION_FILE, f"{name} changed while it was opened")
+    return fd
+
+
+class _Scan:
+    """One pass over the bytes: size, line ends, the longest line, the header's first line."""
+
+    def __init__(self, limits: ReadLimits, keep: bool) -> None:
+        self.limits = limits
+        self.keep = keep
+        self.parts: list[bytes] = []
+        self.size = self.lines = self.run = self.longest = 0
+        self.header = bytearray()  # the first line, until its end is seen
+        self.header_done = False
+        self.ends_with_newline = False
+        self.error: BaseException | None = None
+
+    def feed(self, block: bytes) -> None:
+        import numpy as np
+
+        self.size += len(block)
+        if self.size > self.limits.max_bytes:
+            raise PredictionRefused(TOO_LARGE, f"more than {self.limits.max_bytes:,} bytes")
+        if self.keep:
+            self.parts.append(block)
+        data = np.frombuffer(block, dtype=np.uint8)
+        ends = np.flatnonzero((data == 10) | (data == 13))
+        if not self.header_done:
+            self.header += block[: ends[0]] if len(ends) else block
+            self.header_done = bool(len(ends))
+        # "\r\n" is one line end; a lone "\r" or "\n" is one too (pandas' C parser)
+        crlf = int(np.count_nonzero((data[:-1] == 13) & (data[1:] == 10))) if len(data) > 1 else 0
+        self.lines += len(ends) - crlf
+        if len(ends):
+            self.longest = max(self.longest, self.run + int(ends[0]))
+            if len(ends) > 1:
+                self.longest = max(self.longest, int(np.diff(ends).max()) - 1)
+            self.run = len(block) - int(ends[-1]) - 1
+        else:
+            self.run += len(block)
+        self.longest = max(self.longest, self.run)
+        if self.longest > self.limits.max_line_bytes:
+            raise PredictionRefused(
+                TOO_LARGE, f"a line longer than {self.limits.max_line_bytes:,} bytes"
+            )
+        self.ends_with_newline = bool(len(block)) and block[-1] in (10, 13)
+
+
+def _read_all(fd: int, scan: _Scan) -> None:
+    try:
+        while block := os.read(fd, _BLOCK):
+            scan.feed(block)
+    except BaseException as exc:  # handed to the waiting thread
+        scan.error = exc
+
+
+def _columns(header: bytes) -> int:
+    """The header's fields: its commas plus one, unless quotes hide some commas."""
+    if b'"' not in header:
+        return header.count(b",") + 1
+    text = header.decode("utf-8", errors="replace")
+    try:
+        return len(next(csv.reader([text])))
+    except (csv.Error, StopIteration):
+        return text.count(",") + 1
+
+
+def _read(
+    path: Path, folder: Path | None, limits: ReadLimits, forbidden: Sequence[Path], keep_below: int
+) -> tuple[_Scan, int]:
+    """The checks, the open and the bounded read, keeping the bytes of a file smaller than
+    `keep_below`; the caller closes the descriptor."""
+    name = path.name
+    target, entry = _checked_target(path, folder, forbidden)
+    if entry.st_size > limits.max_bytes:
+        raise PredictionRefused(
+            TOO_LARGE, f"{name}: {entry.st_size:,} bytes (limit {limits.max_bytes:,})"
+        )
+    fd = _open(target, entry, name)
+    scan = _Scan(limits, keep=entry.st_size < keep_below)
+    reader = threading.Thread(target=_read_all, args=(fd, scan), daemon=True)
+    reader.start()
+    reader.join(limits.seconds)
+    if reader.is_alive():  # the descriptor stays with the thread, which may never return
+        raise PredictionRefused(
+            BAD_PREDICTION_FILE, f"{name}: reading did not finish within {limits.seconds:g} s"
+        )
+    if scan.error is None:
+        return scan, fd
+    os.close(fd)
+    if isinstance(scan.error, PredictionRefused):
+        raise PredictionRefused(scan.error.code, f"{name}: {scan.error}")
+    if isinstance(scan.error, OSError):
+        raise PredictionRefused(BAD_PREDICTION_FILE, f"{name}: {scan.error.strerror}")
+    if isinstance(scan.error, MemoryError):
+        raise PredictionRefused(TOO_LARGE, f"{name}: out of memory while reading")
+    raise scan.error
+
+
+def read_prediction_text(
+    path: Path, folder: Path | None, limits: ReadLimits, forbidden: Sequence[Path] = ()
+) -> str:
+    """A checked, bounded text prediction (e.g. `<id>.sql`, or with `folder` None a whole
+    predictions file) as UTF-8, or `PredictionRefused`."""
+    scan, fd = _read(path, folder, limits, forbidden, keep_below=limits.max_bytes + 1)
+    os.close(fd)
+    try:
+        return b"".join(scan.parts).decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise PredictionRefused(
+            BAD_PREDICTION_FILE, f"{path.name}: not UTF-8 text ({exc.reason} at byte {exc.start})"
+        ) from exc
+
+
+@contextmanager
+def open_prediction(
+    path: Path, folder: Path, limits: ReadLimits, forbidden: Sequence[Path] = ()
+) -> Iterator[Scanned]:
+    """The checked, bounded result CSV at `path` (inside `folder`), or `PredictionRefused`."""
+    from querybench.evaluation.large_result import LARGE_FILE_BYTES, Scanned
+
+    name = path.name
+    scan, fd = _read(path, folder, limits, forbidden, keep_below=LARGE_FILE_BYTES)
+    try:
+        lines = scan.lines + (0 if scan.ends_with_newline or not scan.size else 1)
+        columns = _columns(bytes(scan.header)) if scan.size else 0
+        if columns > limits.max_columns:
+            raise PredictionRefused(
+                TOO_LARGE, f"{name}: {columns:,} columns (limit {limits.max_columns:,})"
+            )
+        cells = columns * max(lines - 1, 0)
+        if cells > limits.max_cells:
+            raise PredictionRefused(
+                TOO_LARGE, f"{name}: about {cells:,} cells (limit {limits.max_cells:,})"
+            )
+        if scan.keep:
+            yield Scanned(io.BytesIO(b"".join(scan.parts)), scan.size, lines, name)
+            return
+        with os.fdopen(os.dup(fd), "rb") as handle:
+            handle.seek(0)
+            yield Scanned(handle, scan.size, lines, name)
+    finally:
+        os.close(fd)
+
+
+def check_result_shape(columns: int, rows: int, limits: ReadLimits) -> None:
+    """The column and cell bounds for a result that comes from a query, not a file."""
+    if columns > limits.max_columns:
+        raise PredictionRefused(
+            TOO_LARGE, f"result has {columns:,} columns (limit {limits.max_columns:,})"
+        )
+    if columns * rows > limits.max_cells:
+        raise PredictionRefused(
+            TOO_LARGE, f"result has {columns * rows:,} cells (limit {limits.max_cells:,})"
+        )

@@ -1,0 +1,465 @@
+"""Spider 2.0 evaluation under odd and hostile inputs: every failure is that instance's verdict
+with a stated reason; no input crashes, hangs or ends the eval."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import socket
+import sqlite3
+from collections.abc import Callable
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+from bench.official_baseline import compare_table
+from querybench.cli import app
+from querybench.evaluation.prediction_file import ReadLimits
+from querybench.evaluation.record import InstanceResult
+from querybench.evaluation.spider2 import score_frame
+from querybench.evaluation.spider2_eval import evaluate_spider2
+from querybench.evaluation.spider2_gold import EvalSpec
+
+BIG = "9" * 400  # pandas reads it as a Python int, which float() cannot take
+runner = CliRunner()
+
+
+def frame(text: str) -> pd.DataFrame:
+    return pd.read_csv(io.StringIO(text))
+
+
+def make_gold(root: Path, golds: dict[str, bytes], benchmark: str = "spider2-lite") -> Path:
+    """A gold folder: `golds` maps a gold file name to its bytes, one instance per id."""
+    gold = root / "gold"
+    (gold / "exec_result").mkdir(parents=True)
+    ids = sorted({name.removesuffix(".csv").split("_")[0] for name in golds})
+    config = "spider2lite_eval.jsonl" if benchmark == "spider2-lite" else "spider2snow_eval.jsonl"
+    (gold / config).write_text(
+        "".join(
+            json.dumps({"instance_id": i, "condition_cols": [], "ignore_order": True}) + "\n"
+            for i in ids
+        )
+    )
+    for name, data in golds.items():
+        (gold / "exec_result" / name).write_bytes(data)
+    return gold
+
+
+def by_id(results: list[InstanceResult]) -> dict[str, InstanceResult]:
+    return {r.instance_id: r for r in results}
+
+
+# -- one odd cell -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("benchmark", ["spider2-lite", "spider2-snow"])
+def test_a_400_digit_integer_is_that_instances_verdict(tmp_path: Path, benchmark: str) -> None:
+    gold = make_gold(tmp_path, {"local001.csv": b"v\n1\n", "local002.csv": b"v\n1\n"}, benchmark)
+    pred = tmp_path / "pred"
+    pred.mkdir()
+    (pred / "local001.csv").write_text(f"a\n{BIG}\n")
+    (pred / "local002.csv").write_text("a\n1\n")
+    out = tmp_path / "out.jsonl"
+    args = ["eval", benchmark, "--predictions", str(pred), "--gold-dir", str(gold)]
+    result = runner.invoke(app, [*args, "--output", str(out)])
+    assert result.exit_code == 0, result.output
+    lines = {d["instance_id"]: d for d in map(json.loads, out.read_text().splitlines())}
+    assert lines["local002"]["score"] == 1
+    odd = lines["local001"]
+    assert (odd["official_score"], odd["strict_score"]) == (0, 0)
+    assert odd["error"] == "wrong_result" and "OverflowError" in odd["message"]
+
+
+# (pred, gold, ignore_order, strict expected): the official verdict is the reference's, where
+# float() of the big int raises and zeroes the instance.
+BIG_CASES = [
+    (f"a\n{BIG}\n", "v\n1\n", True, False),
+    (f"a\n{BIG}\n", f"v\n{BIG}\n", True, True),
+    (f"a\n{BIG}\n", f"v\n{BIG[:-1]}8\n", False, False),  # exact: no float holds either
+    (f"a\n{BIG}\n1\n", f"v\n1\n{BIG}\n", True, True),
+    (f"a\n{BIG}\n1\n", f"v\n1\n{BIG}\n", False, False),
+    (f"a,b\n{BIG},1\n", "v\n1\n", False, True),  # officially the first column raises
+    (f"a,b\n1,{BIG}\n", "v\n1\n", False, True),  # officially column a matches first
+    (f"a\n2\n{BIG}\n", "v\n1\n1\n", False, False),  # the loop stops at row 0, before the int
+    (f"a\nx\n{BIG}\n", "v\nx\n1\n", False, False),
+    (f"a\n{'7' * 5000}\n", f"v\n{'7' * 5000}\n", True, True),  # beyond str()'s digit limit
+]
+
+
+@pytest.mark.parametrize(("pred", "gold", "ignore_order", "strict"), BIG_CASES)
+def test_big_integers_official_as_the_reference_strict_exact(
+    pred: str, gold: str, ignore_order: bool, strict: bool
+) -> None:
+    verdicts = score_frame(
+        frame(pred), [frame(gold)], True, EvalSpec("x", [], ignore_order), "lite"
+    )
+    try:
+        reference = compare_table(frame(pred), frame(gold), [], ignore_order, "lite")
+    except Exception:  # the official scorer zeroes the instance
+        reference = 0
+    assert verdicts.official.score == reference
+    assert verdicts.strict.passed is strict
+    assert verdicts.strict.error in (None, "wrong_result")
+
+
+SqlRun = Callable[..., dict[str, InstanceResult]]
+
+
+def _sql_setup(root: Path) -> tuple[Path, Path, SqlRun]:
+    """Gold `x = 1` for local001/local002, their toy database and a folder for `.sql` files;
+    `run(**options)` scores that folder in sql mode."""
+    gold = make_gold(root, {"local001.csv": b"x\n1\n", "local002.csv": b"x\n1\n"})
+    db_dir = root / "dbs"
+    db_dir.mkdir()
+    with sqlite3.connect(db_dir / "toy.sqlite") as conn:
+        conn.execute("CREATE TABLE t (x INTEGER)")
+        conn.execute("INSERT INTO t VALUES (1)")
+    conn.close()
+    tasks = root / "spider2-lite.jsonl"
+    tasks.write_text(
+        "".join(
+            json.dumps({"instance_id": f"local00{i}", "db": "toy", "question": "?"}) + "\n"
+            for i in (1, 2)
+        )
+    )
+    pred = root / "pred"
+    pred.mkdir()
+    (pred / "local002.sql").write_text("SELECT x FROM t")  # the honest answer
+
+    def run(**options: object) -> dict[str, InstanceResult]:
+        results = evaluate_spider2(
+            "spider2-lite", pred, gold, mode="sql", db_dir=db_dir, tasks_file=tasks, **options
+        )  # type: ignore[arg-type]
+        return by_id(results)
+
+    return gold, pred, run
+
+
+def test_sql_mode_big_integer_through_the_csv_round_trip(tmp_path: Path) -> None:
+    _gold, pred, run = _sql_setup(tmp_path)
+    (pred / "local001.sql").write_text(f"SELECT '{BIG}' AS a, x FROM t")  # text, read back an int
+    for scoring in ("official", "strict"):
+        results = run(scoring=scoring)
+        assert results["local002"].score == 1
+        odd = results["local001"]
+        # officially column a raises before column x is tried; strictly x is the answer
+        assert (odd.official_score, odd.strict_score) == (0, 1)
+
+
+# -- an unreadable gold alternative ---------------------------------------------------------
+
+
+def test_unreadable_gold_alternative_after_a_wrong_prediction_is_a_gold_error(
+    tmp_path: Path,
+) -> None:
+    gold = make_gold(
+        tmp_path,
+        {
+            "local001_a.csv": b"v\n2\n",
+            "local001_b.csv": b"v\n\xff\xfe\n",
+            "local002.csv": b"v\n1\n",
+        },
+    )
+    pred = tmp_path / "pred"
+    pred.mkdir()
+    (pred / "local001.csv").write_text("a\n1\n")
+    (pred / "local002.csv").write_text("a\n1\n")
+    for scoring in ("official", "strict"):
+        results = by_id(evaluate_spider2("spider2-lite", pred, gold, scoring=scoring))  # type: ignore[arg-type]
+        assert results["local002"].score == 1
+        odd = results["local001"]
+        assert odd.error == "gold_error" and "local001_b.csv" in str(odd.message)
+        assert (odd.official_score, odd.strict_score) == (0, 0)
+
+
+# -- what a prediction file is, where it points, what it costs ------------------------------
+
+
+def _eval_folder(
+    tmp_path: Path, plant: dict[str, object], limits: ReadLimits | None = None
+) -> dict[str, InstanceResult]:
+    """Score a folder where `plant[id]` made `<id>.csv` (bytes, or a function of the path)."""
+    gold = make_gold(tmp_path, {f"{i}.csv": b"a,b\n1,2\n" for i in [*plant, "local999"]})
+    pred = tmp_path / "pred"
+    pred.mkdir()
+    (pred / "local999.csv").write_bytes(b"a,b\n1,2\n")  # an honest answer beside the others
+    for iid, how in plant.items():
+        path = pred / f"{iid}.csv"
+        if isinstance(how, bytes):
+            path.write_bytes(how)
+        else:
+            how(path)  # type: ignore[operator]
+    results = by_id(evaluate_spider2("spider2-lite", pred, gold, workers=1, limits=limits))
+    assert results["local999"].score == 1
+    return results
+
+
+def test_special_files_are_refused_with_their_kind(tmp_path: Path) -> None:
+    plant = {
+        "local001": os.mkfifo,
+        "local002": lambda p: os.symlink("/proc/kmsg", p),  # a read that never returns
+        "local003": os.mkdir,
+        "local004": lambda p: socket.socket(socket.AF_UNIX).bind(str(p)),
+        "local005": lambda p: os.symlink("/nonexistent/x", p),
+    }
+    results = _eval_folder(tmp_path, plant)  # returns at all: nothing blocked
+    expected = {
+        "local001": "is a FIFO",
+        "local002": "symlink to /proc/kmsg, outside the predictions folder",
+        "local003": "is a directory",
+        "local004": "is a socket",
+        "local005": "symlink to /nonexistent/x",
+    }
+    for iid, words in expected.items():
+        assert results[iid].error == "bad_prediction_file", results[iid]
+        assert words in str(results[iid].message)
+
+
+def test_symlinks_out_of_the_folder_or_into_the_gold_are_not_followed(tmp_path: Path) -> None:
+    outside = tmp_path / "elsewhere.csv"
+    outside.write_text("a,b\n1,2\n")  # the right answer, but not in the predictions folder
+
+    def within(path: Path) -> None:  # a link inside the folder is followed
+        (path.parent / "mine.csv").write_text("a,b\n1,2\n")
+        os.symlink("mine.csv", path)
+
+    plant = {
+        "local001": lambda p: os.symlink(outside, p),
+        "local002": lambda p: os.symlink(tmp_path / "gold" / "exec_result" / "local002.csv", p),
+        "local003": within,
+    }
+    results = _eval_folder(tmp_path, plant)
+    assert results["local001"].error == "bad_prediction_file"
+    assert "outside the predictions folder" in str(results["local001"].message)
+    assert results["local002"].error == "bad_prediction_file"
+    assert "into the gold folder" in str(results["local002"].message)
+    assert results["local003"].score == 1
+
+
+def test_gold_inside_the_predictions_folder_is_still_refused(tmp_path: Path) -> None:
+    gold = make_gold(tmp_path / "pred", {"local001.csv": b"a\n1\n"})
+    pred = tmp_path / "pred"
+    os.symlink(gold / "exec_result" / "local001.csv", pred / "local001.csv")
+    [result] = evaluate_spider2("spider2-lite", pred, gold, workers=1)
+    assert result.error == "bad_prediction_file" and "gold folder" in str(result.message)
+
+
+SMALL = ReadLimits(max_bytes=4096, max_columns=8, max_cells=40, max_line_bytes=256)
+
+
+def test_size_columns_cells_and_lines_are_bounded(tmp_path: Path) -> None:
+    plant = {
+        "local001": b"a\n" + b"1\n" * 3000,  # 6 KB
+        "local002": ",".join(f"c{j}" for j in range(9)).encode() + b"\n",
+        "local003": b"a,b\n" + b"1,2\n" * 30,  # 60 cells
+        "local004": b"a\n" + b"x" * 300 + b"\n",
+        "local005": b"a,b\n" + b"1,2\n" * 19,  # 38 cells: within every bound
+    }
+    results = _eval_folder(tmp_path, plant, SMALL)
+    for iid, words in {
+        "local001": "bytes (limit 4,096)",
+        "local002": "9 columns (limit 8)",
+        "local003": "60 cells (limit 40)",
+        "local004": "a line longer than 256 bytes",
+    }.items():
+        assert results[iid].error == "too_large", results[iid]
+        assert words in str(results[iid].message)
+    assert results["local005"].error == "wrong_result"  # read and scored: 19 rows, not 1
+
+
+def test_a_sparse_2gb_file_and_a_million_columns_fail_fast(tmp_path: Path) -> None:
+    def sparse(path: Path) -> None:
+        with path.open("wb") as f:
+            f.truncate(2 * 10**9)  # a hole: no disk used, every byte NUL
+
+    def sparse_below_the_byte_bound(path: Path) -> None:
+        with path.open("wb") as f:
+            f.truncate(64 << 20)  # one 64 MiB line
+
+    wide = ",".join(f"c{j}" for j in range(10**6)).encode() + b"\n1\n"
+    results = _eval_folder(
+        tmp_path, {"local001": sparse, "local002": wide, "local003": sparse_below_the_byte_bound}
+    )
+    assert results["local001"].error == "too_large"
+    assert "2,000,000,000 bytes" in str(results["local001"].message)
+    assert results["local002"].error == "too_large"
+    assert "1,000,000 columns" in str(results["local002"].message)
+    assert results["local003"].error == "too_large"
+    assert "a line longer than" in str(results["local003"].message)
+
+
+def test_a_read_past_its_deadline_is_that_instances_verdict(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A regular file whose read never returns (as /proc/kmsg's, or a dead network mount) cannot
+    # be made here, so the read is pointed at a real pipe no one writes to: it blocks for real.
+    import threading
+
+    from querybench.evaluation import prediction_file
+
+    gold = make_gold(tmp_path, {"local001.csv": b"a\n1\n", "local002.csv": b"a\n1\n"})
+    pred = tmp_path / "pred"
+    pred.mkdir()
+    (pred / "local001.csv").write_text("a\n1\n")
+    (pred / "local002.csv").write_text("a\n1\n")
+    silent, writer = os.pipe()
+    real = prediction_file._read_all
+
+    def blocking_once(fd: int, scan: object) -> None:
+        if "local001" in os.readlink(f"/proc/self/fd/{fd}"):
+            os.read(silent, 1)  # blocks until the test closes the pipe
+        real(fd, scan)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(prediction_file, "_read_all", blocking_once)
+    started = threading.active_count()
+    try:
+        results = by_id(
+            evaluate_spider2("spider2-lite", pred, gold, workers=1, limits=ReadLimits(seconds=0.5))
+        )
+    finally:
+        os.close(writer)
+        os.close(silent)
+    assert results["local001"].error == "bad_prediction_file"
+    assert "did not finish within 0.5 s" in str(results["local001"].message)
+    assert results["local002"].score == 1  # the eval went on
+    assert threading.active_count() <= started + 1
+
+
+# -- odd bytes: the official verdict is the reference's, every failure has a reason ------------
+
+ODD = {
+    "empty": b"",
+    "newline only": b"\n",
+    "blank line": b" \n",
+    "BOM": b"\xef\xbb\xbfa,b\n1,2\n",
+    "NUL in a cell": b"a,b\n1\x00,2\n",
+    "NUL header": b"\x00" * 64,
+    "invalid UTF-8": b"a,b\n\xff,2\n",
+    "UTF-16": "a,b\n1,2\n".encode("utf-16"),
+    "lone quote": b'"',
+    "open quote": b'a,b\n"1,2\n',
+    "CR only": b"a,b\r1,2\r",
+    "CRLF": b"a,b\r\n1,2\r\n",
+    "duplicate names": (",".join(["a"] * 3000) + "\n" + ",".join(["1"] * 3000) + "\n").encode(),
+    "too many fields": b"a,b\n1,2,3,4\n",
+    "too few fields": b"a,b\n1\n",
+    "header only": b"a,b\n",
+    "binary": bytes(range(256)) * 4,
+}
+
+
+@pytest.mark.parametrize("name", list(ODD))
+def test_odd_bytes_score_as_the_reference_with_a_reason(tmp_path: Path, name: str) -> None:
+    from bench.official_baseline import score_instance
+
+    results = _eval_folder(tmp_path, {"local001": ODD[name]})
+    result = results["local001"]
+    spec = {"condition_cols": [], "ignore_order": True}
+    gold_dir = str(tmp_path / "gold" / "exec_result")
+    pred_path = str(tmp_path / "pred" / "local001.csv")
+    assert result.official_score == score_instance(pred_path, gold_dir, "local001", spec, "lite")
+    if result.score != 1:
+        assert result.error and result.message, result
+
+
+def _score_as_nobody(pred: Path, gold: Path, out: Path) -> None:
+    """In a child process: drop root (which reads any file), then score."""
+    if os.geteuid() == 0:
+        os.setgid(65534)
+        os.setuid(65534)
+    results = evaluate_spider2("spider2-lite", pred, gold, workers=1)
+    out.write_text(json.dumps({r.instance_id: [r.error, r.message] for r in results}))
+
+
+def test_permission_denied_is_a_bad_prediction_file(tmp_path: Path) -> None:
+    import multiprocessing
+    import tempfile
+
+    root = Path(tempfile.mkdtemp(prefix="querybench-perm-"))  # readable by the dropped user
+    try:
+        root.chmod(0o777)
+        gold = make_gold(root, {"local001.csv": b"a\n1\n", "local002.csv": b"a\n1\n"})
+        pred = root / "pred"
+        pred.mkdir()
+        for path in [pred, gold, gold / "exec_result", *gold.rglob("*")]:
+            path.chmod(0o755 if path.is_dir() else 0o644)
+        (pred / "local001.csv").write_text("a\n1\n")
+        (pred / "local001.csv").chmod(0)
+        (pred / "local002.csv").write_text("a\n1\n")
+        (pred / "local002.csv").chmod(0o644)
+        out = root / "out.json"
+        out.touch()
+        out.chmod(0o666)
+        child = multiprocessing.get_context("fork").Process(
+            target=_score_as_nobody, args=(pred, gold, out)
+        )
+        child.start()
+        child.join(120)
+        assert child.exitcode == 0
+        got = json.loads(out.read_text())
+    finally:
+        import shutil
+
+        shutil.rmtree(root)
+    assert got["local002"] == [None, None]
+    assert got["local001"][0] == "bad_prediction_file"
+    assert "ermission denied" in got["local001"][1]
+
+
+def test_sql_mode_reads_sql_files_as_untrusted_and_never_writes_through_a_link(
+    tmp_path: Path,
+) -> None:
+    gold, pred, run = _sql_setup(tmp_path)
+    (gold / "sql").mkdir()
+    (gold / "sql" / "local001.sql").write_text("SELECT x FROM t")
+    os.symlink(gold / "sql" / "local001.sql", pred / "local001.sql")  # the gold's own answer
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep me")
+    os.symlink(victim, pred / "local002.csv")  # where write_csv puts the result
+    results = run(write_csv=True)
+    assert results["local001"].error == "bad_prediction_file"
+    assert "gold folder" in str(results["local001"].message)
+    assert results["local002"].score == 1
+    assert victim.read_text() == "keep me"
+    assert not (pred / "local002.csv").is_symlink()
+    assert (pred / "local002.csv").read_text() == "x\n1\n"
+
+
+def test_sql_mode_results_are_bounded_like_files(tmp_path: Path) -> None:
+    _gold, pred, run = _sql_setup(tmp_path)
+    (pred / "local001.sql").write_text("SELECT x, x, x FROM t")
+    results = run(limits=ReadLimits(max_columns=2))
+    assert results["local001"].error == "too_large"
+    assert "3 columns (limit 2)" in str(results["local001"].message)
+    assert results["local002"].score == 1
+
+
+def test_a_scoring_worker_that_dies_fails_only_its_own_instance(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A worker process killed mid-chunk (the OOM killer, a crash in a C extension) is
+    # simulated by the process exiting for real when it reaches local007.
+    from querybench.evaluation import spider2_eval
+
+    ids = [f"local{i:03d}" for i in range(40)]
+    gold = make_gold(tmp_path, {f"{i}.csv": b"a\n1\n" for i in ids})
+    pred = tmp_path / "pred"
+    pred.mkdir()
+    for iid in ids:
+        (pred / f"{iid}.csv").write_text("a\n1\n")
+    real = spider2_eval._score_ids
+
+    def dying(job: object, chunk: list[str]) -> object:
+        if "local007" in chunk:
+            os._exit(9)
+        return real(job, chunk)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(spider2_eval, "_score_ids", dying)
+    results = by_id(evaluate_spider2("spider2-lite", pred, gold, workers=2))
+    assert set(results) == set(ids)
+    assert results["local007"].error == "scorer_error"
+    assert "process died" in str(results["local007"].message)
+    assert all(results[i].score == 1 for i in ids if i != "local007")
