@@ -17,7 +17,6 @@ GOLD_ERROR = "gold_error"
 ENGINE_UNAVAILABLE = "engine_unavailable"
 BAD_PREDICTION_FILE = "bad_prediction_file"
 SCORER_ERROR = "scorer_error"
-TOO_LARGE = "too_large"
 
 
 @dataclass(frozen=True)
