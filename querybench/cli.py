@@ -5,17 +5,19 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from querybench.data import data_root
 from querybench.errors import QuerybenchError
 from querybench.evaluation.record import InstanceResult
 from querybench.report.summary import print_summary, summarise
+
+if TYPE_CHECKING:
+    from rich.progress import Progress
 
 app = typer.Typer(
     help="Benchmark, evaluate and train text-to-SQL systems (Spider 2.0, BIRD, Spider 1.0).",
@@ -63,6 +65,8 @@ def _fail(message: str) -> None:
 
 
 def _progress() -> Progress:
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
     return Progress(
         TextColumn("[progress.description]{task.description}"),
         BarColumn(),
@@ -91,10 +95,11 @@ def _run(
 ) -> Any:
     """Run `work(advance)` under a progress bar; library errors (an unknown executor, Ray
     missing for `--executor ray`) become a clean exit 2."""
-    from querybench.runs.ray_executor import check_executor
-
     try:
-        check_executor(executor)
+        if executor != "local":  # the Ray modules import the models' stack: only when asked
+            from querybench.runs.ray_executor import check_executor
+
+            check_executor(executor)
         with _progress() as progress:
             task = progress.add_task(title, total=total)
             return work(lambda _result: progress.advance(task))
@@ -106,15 +111,19 @@ Scorer = Callable[..., list[InstanceResult]]
 
 
 def _scorer(
-    executor: str, address: str | None, local: Scorer, on_ray: Scorer, progress: str = "on_result"
+    executor: str, address: str | None, local: Scorer, on_ray: str, progress: str = "on_result"
 ) -> Callable[..., list[InstanceResult]]:
-    """`score(advance, *args, **kwargs)`: the local evaluator, or its Ray twin (same arguments,
-    plus the cluster address); `progress` names the local one's callback (`on_query` is called
-    per query with no argument)."""
+    """`score(advance, *args, **kwargs)`: the local evaluator, or its Ray twin named `on_ray`
+    in `querybench.runs.ray_eval` (same arguments, plus the cluster address; imported only for
+    Ray); `progress` names the local one's callback (`on_query` is called per query with no
+    argument)."""
 
     def score(advance: Callable[[Any], None], *args: Any, **kwargs: Any) -> list[InstanceResult]:
         if executor == "ray":
-            return on_ray(*args, address=address, on_result=advance, **kwargs)
+            from querybench.runs import ray_eval
+
+            ray_scorer: Scorer = getattr(ray_eval, on_ray)
+            return ray_scorer(*args, address=address, on_result=advance, **kwargs)
         callback = (lambda: advance(None)) if progress == "on_query" else advance
         return local(*args, **{progress: callback}, **kwargs)
 
@@ -137,7 +146,6 @@ def _spider2(
 ) -> None:
     from querybench.evaluation.spider2_eval import evaluate_spider2
     from querybench.evaluation.spider2_gold import default_gold_dir
-    from querybench.runs.ray_eval import evaluate_spider2_ray
 
     if mode not in ("exec_result", "sql"):
         _fail(f"--mode must be exec_result or sql, not {mode!r}")
@@ -150,7 +158,7 @@ def _spider2(
     if mode == "sql" and db_dir is None:
         local = data_root() / "spider2-lite-local"
         db_dir = local if local.is_dir() else None
-    score = _scorer(executor, address, evaluate_spider2, evaluate_spider2_ray)
+    score = _scorer(executor, address, evaluate_spider2, "evaluate_spider2_ray")
     results = _run(
         f"scoring {benchmark}",
         None,
@@ -246,9 +254,8 @@ def eval_spider1(
     `querybench eval spider1 --gold dev_gold.sql --predictions pred.txt --db-dir database/`
     """
     from querybench.evaluation.spider1 import evaluate_spider1
-    from querybench.runs.ray_eval import evaluate_spider1_ray
 
-    score = _scorer(executor, address, evaluate_spider1, evaluate_spider1_ray, "on_query")
+    score = _scorer(executor, address, evaluate_spider1, "evaluate_spider1_ray", "on_query")
     results = _run(
         "running queries" if executor == "local" else "scoring shards",
         None,
@@ -306,7 +313,6 @@ def _bird(
     from querybench.evaluation.bird import evaluate_bird
     from querybench.evaluation.bird_metrics import BirdMetric, parse_metrics
     from querybench.report.summary import print_bird_tables
-    from querybench.runs.ray_eval import evaluate_bird_ray
 
     try:
         chosen = parse_metrics(metrics)
@@ -323,7 +329,7 @@ def _bird(
             f"r_ves: timing every matched pair {ves_repeats} times; slow, and the figures "
             "depend on the machine's load"
         )
-    score = _scorer(executor, address, evaluate_bird, evaluate_bird_ray, "on_query")
+    score = _scorer(executor, address, evaluate_bird, "evaluate_bird_ray", "on_query")
     results = _run(
         "running queries" if executor == "local" else "scoring shards",
         None,

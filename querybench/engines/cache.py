@@ -45,7 +45,7 @@ _SAFE_GLOBALS = frozenset(
 )
 _CHUNK = 1 << 20
 
-_fingerprints: dict[tuple[str, int, int, int, int], str] = {}
+_fingerprints: dict[tuple[int, int, int, int, int], str] = {}
 _fingerprints_lock = threading.Lock()
 
 
@@ -56,16 +56,17 @@ def default_cache_dir() -> Path:
 
 def database_fingerprint(path: str | Path) -> str:
     """sha256 of the file's bytes, streamed; remembered while its size and times stay put."""
-    resolved = Path(path).resolve()
-    stat = resolved.stat()
-    # The inode and ctime too: a file swapped in with its mtime preserved is still noticed.
-    memo_key = (str(resolved), stat.st_size, stat.st_mtime_ns, stat.st_ino, stat.st_ctime_ns)
+    stat = os.stat(path)
+    # The file's identity (device, inode) rather than its resolved name: one stat per lookup,
+    # no walk of the path's links. The ctime too: a file swapped in with its mtime preserved
+    # is still noticed.
+    memo_key = (stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns)
     with _fingerprints_lock:
         known = _fingerprints.get(memo_key)
     if known is not None:
         return known
     digest = hashlib.sha256()
-    with resolved.open("rb") as f:
+    with open(path, "rb") as f:
         while chunk := f.read(_CHUNK):
             digest.update(chunk)
     fingerprint = digest.hexdigest()
