@@ -117,8 +117,8 @@ def spider1_result_match(
     Same number of rows and columns; some permutation of the prediction's columns makes its rows
     equal to the gold's, as a sequence when `order_matters` and as a bag otherwise.
     """
-    if not gold_rows and not pred_rows:
-        return True
+    if pred_rows is gold_rows or (not gold_rows and not pred_rows):
+        return True  # the very same rows: one query shared by gold and prediction
     if len(gold_rows) != len(pred_rows):
         return False
     if len(pred_rows[0]) != len(gold_rows[0]):
@@ -315,9 +315,18 @@ def evaluate_spider1(
     verdicts: dict[str, Verdict] = {}
     gold_jobs: Jobs = {}
     pred_jobs: Jobs = {}
+    folders: dict[str, list[Path] | None] = {}  # db_id -> its databases (None: not found)
     for inst in instances:
         folder = Path(db_dir) / inst.db_id
-        if not (folder / f"{inst.db_id}.sqlite").is_file():
+        if inst.db_id not in folders:
+            present = (folder / f"{inst.db_id}.sqlite").is_file()
+            folders[inst.db_id] = (
+                sorted(p for p in folder.iterdir() if p.name.endswith(".sqlite"))
+                if present
+                else None
+            )
+        databases = folders[inst.db_id]
+        if databases is None:
             message = f"database not found: {folder / f'{inst.db_id}.sqlite'}"
             verdicts[inst.instance_id] = Verdict.fail(ENGINE_UNAVAILABLE, message)
             continue
@@ -325,7 +334,6 @@ def evaluate_spider1(
             verdicts[inst.instance_id] = Verdict.fail(MISSING_PREDICTION, "no prediction line")
             continue
         queries = prepare_spider1(inst.gold_sql, inst.pred_sql)
-        databases = sorted(p for p in folder.iterdir() if p.name.endswith(".sqlite"))
         planned[inst.instance_id] = (queries, databases)
         for k, db in enumerate(databases):
             gold_jobs[f"{inst.instance_id}:{k}"] = (db, queries.gold_sql)
