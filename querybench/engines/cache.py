@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import itertools
 import json
 import os
 import pickle
@@ -24,7 +25,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from querybench.engines import parse_target
+from querybench.engines import Target, parse_target
 from querybench.engines.base import Result
 from querybench.engines.pool import QueryOutcome
 from querybench.errors import EngineError
@@ -81,9 +82,12 @@ class ResultCache:
     def __init__(self, directory: str | Path | None = None) -> None:
         root = default_cache_dir() if directory is None else Path(directory).expanduser()
         self.directory = root / "results"
+        self._targets: dict[str, Target] = {}  # parsed once per database (the stat is not)
 
     def key(self, database: str | Path, sql: str) -> str:
-        target = parse_target(database)
+        target = self._targets.get(str(database))
+        if target is None:
+            target = self._targets[str(database)] = parse_target(database)
         parts = [target.kind, _driver_version(target.kind), database_fingerprint(target.path), sql]
         return hashlib.sha256(json.dumps(parts).encode()).hexdigest()
 
@@ -101,8 +105,7 @@ class ResultCache:
         except (pickle.PicklingError, TypeError, AttributeError):
             return  # a value the safe loader could not rebuild is simply not cached
         path = self._path(self.key(database, sql))
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+        fd, tmp = _create_temporary(path.parent)
         try:
             with os.fdopen(fd, "wb") as f:
                 f.write(data)
@@ -139,6 +142,27 @@ class ResultCache:
 
     def _path(self, key: str) -> Path:
         return self.directory / key[:2] / f"{key}.pickle"
+
+
+_temporaries = itertools.count()
+
+
+def _create_temporary(folder: Path) -> tuple[int, str]:
+    """A new file of this process's own in `folder`, open for writing (made on first need).
+
+    Cheaper than `tempfile.mkstemp` for the hundreds of entries of a cold run: one `open`,
+    the folder created only when it is missing, and a name unique to the process and thread
+    (a clash, a stale file of a dead process, falls back to `mkstemp`).
+    """
+    name = str(folder / f".tmp-{os.getpid()}-{threading.get_ident()}-{next(_temporaries)}")
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
+    try:
+        return os.open(name, flags, 0o600), name
+    except FileNotFoundError:
+        folder.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:
+        pass
+    return tempfile.mkstemp(dir=folder, prefix=".tmp-")
 
 
 def _driver_version(kind: str) -> str:
