@@ -6,7 +6,7 @@ The official scripts are never vendored: point the script at checkouts of them.
 
     python -m bench.bench_official --official-spider2 SPIDER2 --official-test-suite TEST_SUITE \\
         --official-bird MINI_DEV --official-python /tmp/official-venv/bin/python \\
-        [--works sample,lite,snow,spider1,bird] [--rounds 5]
+        [--works sample,lite,snow,spider1,bird] [--rounds 5] [--predictions gold|perturbed] [--cold]
 
 SPIDER2 is a checkout of xlang-ai/Spider2 (`spider2-lite/evaluation_suite/evaluate.py` and the
 `spider2-lite.jsonl` beside it), TEST_SUITE of taoyds/test-suite-sql-eval, MINI_DEV of
@@ -24,6 +24,14 @@ Works (inputs built from the data under $QUERYBENCH_DATA):
   bird     BIRD EX (`evaluation_ex.py`) on a BIRD-layout folder built from the Spider 1.0 databases
            (BIRD's own databases are not in the data), gold as prediction
 
+`--predictions perturbed` (spider1, bird) turns each prediction into another text of the same
+query (its leading SELECT in the other case), so that no prediction is its gold's very text and
+every one runs, as real predictions do; with `gold`, querybench runs a query shared by a gold and
+its prediction once. `--cold` gives each querybench run an empty result cache
+($QUERYBENCH_CACHE in a fresh folder); without it, every run after the first is warm. Besides
+the wall times, each side's CPU seconds (user + system, its child processes included) are
+printed: on a loaded machine they say more about the work done than the wall time does.
+
 Without a checkout for a work, that work is skipped with the reason. Missing Python packages of
 the official scripts (google-cloud-bigquery, snowflake-connector-python, tqdm, nltk, sqlparse,
 func_timeout, psycopg2-binary, pymysql) make the official side fail: the script prints its
@@ -35,6 +43,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -66,6 +75,8 @@ class Timing:
     official: list[float]
     ours: list[float]
     official_error: str
+    official_cpu: list[float]
+    ours_cpu: list[float]
 
     @property
     def ratio(self) -> float:
@@ -100,20 +111,30 @@ def _spider2_work(name: str, variant: str, official_dir: Path, py: str, tmp: Pat
     return Work(name, official, ours, tmp)
 
 
-def _spider1_gold(tmp: Path) -> tuple[Path, Path, Path]:
-    """Gold lines whose database is present, a prediction file of the same SQL, the db folder."""
+def _perturbed(sql: str) -> str:
+    """The same query in another text: its leading SELECT in the other case."""
+    head = sql[:6]
+    if head.lower() != "select":
+        return sql
+    return ("select" if head == "SELECT" else "SELECT") + sql[6:]
+
+
+def _spider1_gold(tmp: Path, perturb: bool = False) -> tuple[Path, Path, Path]:
+    """Gold lines whose database is present, a prediction file of the same SQL (`_perturbed`
+    with `perturb`), the db folder."""
     spider1 = data_root() / "spider1"
     lines = (spider1 / "dev_gold.sql").read_text().splitlines()
     kept = [x for x in lines if x.strip() and (spider1 / x.rsplit("\t", 1)[1]).is_dir()]
     gold = tmp / "spider1_gold.sql"
     gold.write_text("\n".join(kept) + "\n")
     pred = tmp / "spider1_pred.sql"
-    pred.write_text("\n".join(x.rsplit("\t", 1)[0] for x in kept) + "\n")
+    sqls = [x.rsplit("\t", 1)[0] for x in kept]
+    pred.write_text("\n".join(_perturbed(x) if perturb else x for x in sqls) + "\n")
     return gold, pred, spider1
 
 
-def _spider1_work(official_dir: Path, py: str, tmp: Path) -> Work:
-    gold, pred, db = _spider1_gold(tmp)
+def _spider1_work(official_dir: Path, py: str, tmp: Path, perturb: bool) -> Work:
+    gold, pred, db = _spider1_gold(tmp, perturb)
     tables = data_root() / "spider1" / "tables.json"
     official = [py, str(official_dir / "evaluation.py"), "--gold", str(gold), "--pred", str(pred)]
     official += ["--db", str(db), "--table", str(tables), "--etype", "exec"]
@@ -122,7 +143,7 @@ def _spider1_work(official_dir: Path, py: str, tmp: Path) -> Work:
     return Work("spider1", official, ours, official_dir)
 
 
-def _bird_work(official_dir: Path, py: str, tmp: Path) -> Work:
+def _bird_work(official_dir: Path, py: str, tmp: Path, perturb: bool) -> Work:
     """BIRD's file formats over the Spider 1.0 databases (BIRD's own are not in the data)."""
     gold, _, db = _spider1_gold(tmp)
     pairs = [x.rsplit("\t", 1) for x in gold.read_text().splitlines()]
@@ -142,7 +163,10 @@ def _bird_work(official_dir: Path, py: str, tmp: Path) -> Work:
     diff = tmp / "bird_diff.jsonl"
     diff.write_text("".join(json.dumps(q) + "\n" for q in questions))
     pred = tmp / "bird_predict.json"
-    entries = {str(i): f"{s}\t----- bird -----\t{d}" for i, (s, d) in enumerate(pairs)}
+    entries = {
+        str(i): f"{_perturbed(s) if perturb else s}\t----- bird -----\t{d}"
+        for i, (s, d) in enumerate(pairs)
+    }
     pred.write_text(json.dumps(entries))
     script = official_dir / "evaluation" / "evaluation_ex.py"
     official = [py, str(script), "--predicted_sql_path", str(pred)]
@@ -154,27 +178,41 @@ def _bird_work(official_dir: Path, py: str, tmp: Path) -> Work:
     return Work("bird", official, ours, official_dir / "evaluation")
 
 
-def _wall(cmd: list[str], cwd: Path) -> tuple[float, str]:
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _wall(cmd: list[str], cwd: Path, env: dict[str, str] | None = None) -> tuple[float, float, str]:
+    """Wall seconds, CPU seconds (the process and the children it waited for), error text."""
+    cpu = _children_cpu()
     start = time.perf_counter()
-    proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, check=False)
+    proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, check=False, env=env)
     elapsed = time.perf_counter() - start
     # The Spider 2.0 scripts send stderr to stdout (their TeeOutput): keep both.
-    return elapsed, ((proc.stdout + proc.stderr)[-2000:] if proc.returncode else "")
+    error = (proc.stdout + proc.stderr)[-2000:] if proc.returncode else ""
+    return elapsed, _children_cpu() - cpu, error
 
 
-def time_work(work: Work, rounds: int) -> Timing:
+def time_work(work: Work, rounds: int, cold: bool = False) -> Timing:
     official: list[float] = []
     ours: list[float] = []
+    official_cpu: list[float] = []
+    ours_cpu: list[float] = []
     error = ""
     for _ in range(rounds):
-        seconds, err = _wall(work.official, work.cwd)
+        seconds, cpu, err = _wall(work.official, work.cwd)
         official.append(seconds)
+        official_cpu.append(cpu)
         error = error or err
-        seconds, err = _wall(work.ours, work.cwd)
+        with tempfile.TemporaryDirectory() as cache:
+            env = {**os.environ, "QUERYBENCH_CACHE": cache} if cold else None
+            seconds, cpu, err = _wall(work.ours, work.cwd, env)
         if err:
             raise SystemExit(f"querybench failed on {work.name}:\n{err}")
         ours.append(seconds)
-    return Timing(work.name, official, ours, error)
+        ours_cpu.append(cpu)
+    return Timing(work.name, official, ours, error, official_cpu, ours_cpu)
 
 
 def main() -> int:
@@ -187,6 +225,8 @@ def main() -> int:
     parser.add_argument("--official-python", default=sys.executable)
     parser.add_argument("--works", default="sample,lite,snow,spider1,bird")
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--predictions", choices=("gold", "perturbed"), default="gold")
+    parser.add_argument("--cold", action="store_true", help="an empty result cache per run")
     args = parser.parse_args()
     py = args.official_python
     with tempfile.TemporaryDirectory() as name:
@@ -203,24 +243,35 @@ def main() -> int:
                 if args.official_test_suite is None:
                     print("spider1: skipped (no --official-test-suite)")
                     continue
-                works.append(_spider1_work(args.official_test_suite, py, tmp))
+                perturb = args.predictions == "perturbed"
+                works.append(_spider1_work(args.official_test_suite, py, tmp, perturb))
             elif work == "bird":
                 if args.official_bird is None:
                     print("bird: skipped (no --official-bird)")
                     continue
-                works.append(_bird_work(args.official_bird, py, tmp))
+                perturb = args.predictions == "perturbed"
+                works.append(_bird_work(args.official_bird, py, tmp, perturb))
             else:
                 parser.error(f"unknown work {work!r}")
-        print(f"load average at start: {os.getloadavg()[0]:.2f}; {args.rounds} rounds, A B A B")
-        print(f"{'work':8} {'official s (median)':>20} {'querybench s (median)':>22} {'ratio':>7}")
+        print(
+            f"load average at start: {os.getloadavg()[0]:.2f}; {args.rounds} rounds, A B A B; "
+            f"predictions {args.predictions}; querybench cache {'cold' if args.cold else 'warm'}"
+        )
+        print(
+            f"{'work':8} {'official s (median)':>20} {'querybench s (median)':>22} {'ratio':>7}"
+            f" {'CPU s official':>15} {'CPU s querybench':>17}"
+        )
         for work in works:
-            t = time_work(work, args.rounds)
+            t = time_work(work, args.rounds, args.cold)
             if t.official_error:
                 print(f"{t.name}: the official script failed:\n{t.official_error}")
             print(
                 f"{t.name:8} {statistics.median(t.official):20.2f} "
                 f"{statistics.median(t.ours):22.2f} {t.ratio:6.2f}x"
+                f" {statistics.median(t.official_cpu):15.2f}"
+                f" {statistics.median(t.ours_cpu):17.2f}"
             )
+        print(f"load average at end: {os.getloadavg()[0]:.2f}")
     return 0
 
 

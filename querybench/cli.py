@@ -5,18 +5,20 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from querybench.errors import QuerybenchError
 from querybench.evaluation.prediction_file import ReadLimits
 from querybench.evaluation.record import InstanceResult
 from querybench.layout import benchmark_root
 from querybench.report.summary import print_summary, summarise
+
+if TYPE_CHECKING:
+    from rich.progress import Progress
 
 app = typer.Typer(
     help="Benchmark, evaluate and train text-to-SQL systems (Spider 2.0, BIRD, Spider 1.0).",
@@ -110,6 +112,8 @@ def _check_db_dir(db_dir: Path | None, pattern: str, expected: str) -> None:
 
 
 def _progress() -> Progress:
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
     return Progress(
         TextColumn("[progress.description]{task.description}"),
         BarColumn(),
@@ -138,10 +142,11 @@ def _run(
 ) -> Any:
     """Run `work(advance)` under a progress bar; library errors (an unknown executor, Ray
     missing for `--executor ray`) become a clean exit 2."""
-    from querybench.runs.ray_executor import check_executor
-
     try:
-        check_executor(executor)
+        if executor != "local":  # the Ray modules import the models' stack: only when asked
+            from querybench.runs.ray_executor import check_executor
+
+            check_executor(executor)
         with _progress() as progress:
             task = progress.add_task(title, total=total)
             return work(lambda _result: progress.advance(task))
@@ -154,15 +159,19 @@ _LIMITS = ReadLimits()  # the defaults the eval flags show
 
 
 def _scorer(
-    executor: str, address: str | None, local: Scorer, on_ray: Scorer, progress: str = "on_result"
+    executor: str, address: str | None, local: Scorer, on_ray: str, progress: str = "on_result"
 ) -> Callable[..., list[InstanceResult]]:
-    """`score(advance, *args, **kwargs)`: the local evaluator, or its Ray twin (same arguments,
-    plus the cluster address); `progress` names the local one's callback (`on_query` is called
-    per query with no argument)."""
+    """`score(advance, *args, **kwargs)`: the local evaluator, or its Ray twin named `on_ray`
+    in `querybench.runs.ray_eval` (same arguments, plus the cluster address; imported only for
+    Ray); `progress` names the local one's callback (`on_query` is called per query with no
+    argument)."""
 
     def score(advance: Callable[[Any], None], *args: Any, **kwargs: Any) -> list[InstanceResult]:
         if executor == "ray":
-            return on_ray(*args, address=address, on_result=advance, **kwargs)
+            from querybench.runs import ray_eval
+
+            ray_scorer: Scorer = getattr(ray_eval, on_ray)
+            return ray_scorer(*args, address=address, on_result=advance, **kwargs)
         callback = (lambda: advance(None)) if progress == "on_query" else advance
         return local(*args, **{progress: callback}, **kwargs)
 
@@ -186,7 +195,6 @@ def _spider2(
 ) -> None:
     from querybench.evaluation.spider2_eval import evaluate_spider2
     from querybench.evaluation.spider2_gold import default_gold_dir
-    from querybench.runs.ray_eval import evaluate_spider2_ray
     from querybench.tasks.databases import spider2_database_dirs
 
     if mode not in ("exec_result", "sql"):
@@ -201,7 +209,7 @@ def _spider2(
     if mode == "sql":
         _check_db_dir(db_dir, "*.sqlite", "<db>.sqlite files for the local tasks")
     db_dirs = [db_dir] if db_dir is not None else spider2_database_dirs()  # data.py's roots
-    score = _scorer(executor, address, evaluate_spider2, evaluate_spider2_ray)
+    score = _scorer(executor, address, evaluate_spider2, "evaluate_spider2_ray")
     results = _run(
         f"scoring {benchmark}",
         None,
@@ -320,7 +328,6 @@ def eval_spider1(
     `querybench eval spider1 --gold dev_gold.sql --predictions pred.txt --db-dir database/`
     """
     from querybench.evaluation.spider1 import evaluate_spider1, read_spider1_instances
-    from querybench.runs.ray_eval import evaluate_spider1_ray
 
     _check_db_dir(db_dir, "*/*.sqlite", "<db_id>/<db_id>.sqlite")
     try:
@@ -340,7 +347,7 @@ def eval_spider1(
             f"{len(instances)} gold queries in {gold}: the last {past_end} are "
             "missing_prediction"
         )
-    score = _scorer(executor, address, evaluate_spider1, evaluate_spider1_ray, "on_query")
+    score = _scorer(executor, address, evaluate_spider1, "evaluate_spider1_ray", "on_query")
     results = _run(
         "running queries" if executor == "local" else "scoring shards",
         None,
@@ -398,7 +405,6 @@ def _bird(
     from querybench.evaluation.bird import evaluate_bird
     from querybench.evaluation.bird_metrics import BirdMetric, parse_metrics
     from querybench.report.summary import print_bird_tables
-    from querybench.runs.ray_eval import evaluate_bird_ray
 
     try:
         chosen = parse_metrics(metrics)
@@ -415,7 +421,7 @@ def _bird(
             f"r_ves: timing every matched pair {ves_repeats} times; slow, and the figures "
             "depend on the machine's load"
         )
-    score = _scorer(executor, address, evaluate_bird, evaluate_bird_ray, "on_query")
+    score = _scorer(executor, address, evaluate_bird, "evaluate_bird_ray", "on_query")
     results = _run(
         "running queries" if executor == "local" else "scoring shards",
         None,

@@ -8,11 +8,12 @@ import os
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, Self
-
-import pyarrow as pa
+from typing import TYPE_CHECKING, Any, Protocol, Self
 
 from querybench.errors import ResultTooLarge, ResultTooManyBytes
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 
 @dataclass(frozen=True)
@@ -43,6 +44,8 @@ class Result:
     extra: dict[str, Any] = field(default_factory=dict)
 
     def to_arrow(self) -> pa.Table:
+        import pyarrow as pa  # 0.2 s to import: only the columnar callers pay it
+
         arrays = []
         for i in range(len(self.columns)):
             values = [row[i] for row in self.rows]

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import itertools
 import json
 import os
 import pickle
@@ -24,7 +25,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from querybench.engines import parse_target
+from querybench.engines import Target, parse_target
 from querybench.engines.base import Result
 from querybench.engines.pool import QueryOutcome
 from querybench.errors import EngineError
@@ -45,7 +46,7 @@ _SAFE_GLOBALS = frozenset(
 )
 _CHUNK = 1 << 20
 
-_fingerprints: dict[tuple[str, int, int, int, int], str] = {}
+_fingerprints: dict[tuple[int, int, int, int, int], str] = {}
 _fingerprints_lock = threading.Lock()
 
 
@@ -56,16 +57,17 @@ def default_cache_dir() -> Path:
 
 def database_fingerprint(path: str | Path) -> str:
     """sha256 of the file's bytes, streamed; remembered while its size and times stay put."""
-    resolved = Path(path).resolve()
-    stat = resolved.stat()
-    # The inode and ctime too: a file swapped in with its mtime preserved is still noticed.
-    memo_key = (str(resolved), stat.st_size, stat.st_mtime_ns, stat.st_ino, stat.st_ctime_ns)
+    stat = os.stat(path)
+    # The file's identity (device, inode) rather than its resolved name: one stat per lookup,
+    # no walk of the path's links. The ctime too: a file swapped in with its mtime preserved
+    # is still noticed.
+    memo_key = (stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns)
     with _fingerprints_lock:
         known = _fingerprints.get(memo_key)
     if known is not None:
         return known
     digest = hashlib.sha256()
-    with resolved.open("rb") as f:
+    with open(path, "rb") as f:
         while chunk := f.read(_CHUNK):
             digest.update(chunk)
     fingerprint = digest.hexdigest()
@@ -80,9 +82,12 @@ class ResultCache:
     def __init__(self, directory: str | Path | None = None) -> None:
         root = default_cache_dir() if directory is None else Path(directory).expanduser()
         self.directory = root / "results"
+        self._targets: dict[str, Target] = {}  # parsed once per database (the stat is not)
 
     def key(self, database: str | Path, sql: str) -> str:
-        target = parse_target(database)
+        target = self._targets.get(str(database))
+        if target is None:
+            target = self._targets[str(database)] = parse_target(database)
         parts = [target.kind, _driver_version(target.kind), database_fingerprint(target.path), sql]
         return hashlib.sha256(json.dumps(parts).encode()).hexdigest()
 
@@ -100,8 +105,7 @@ class ResultCache:
         except (pickle.PicklingError, TypeError, AttributeError):
             return  # a value the safe loader could not rebuild is simply not cached
         path = self._path(self.key(database, sql))
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+        fd, tmp = _create_temporary(path.parent)
         try:
             with os.fdopen(fd, "wb") as f:
                 f.write(data)
@@ -138,6 +142,27 @@ class ResultCache:
 
     def _path(self, key: str) -> Path:
         return self.directory / key[:2] / f"{key}.pickle"
+
+
+_temporaries = itertools.count()
+
+
+def _create_temporary(folder: Path) -> tuple[int, str]:
+    """A new file of this process's own in `folder`, open for writing (made on first need).
+
+    Cheaper than `tempfile.mkstemp` for the hundreds of entries of a cold run: one `open`,
+    the folder created only when it is missing, and a name unique to the process and thread
+    (a clash, a stale file of a dead process, falls back to `mkstemp`).
+    """
+    name = str(folder / f".tmp-{os.getpid()}-{threading.get_ident()}-{next(_temporaries)}")
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
+    try:
+        return os.open(name, flags, 0o600), name
+    except FileNotFoundError:
+        folder.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:
+        pass
+    return tempfile.mkstemp(dir=folder, prefix=".tmp-")
 
 
 def _driver_version(kind: str) -> str:

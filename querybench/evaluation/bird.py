@@ -74,7 +74,8 @@ class BirdPrediction:
 
 def bird_result_match(gold_rows: Sequence[Row], pred_rows: Sequence[Row]) -> bool:
     """The official comparison: the same set of rows (order and duplicates ignored)."""
-    return set(pred_rows) == set(gold_rows)
+    # The very same rows (one query shared by gold and prediction) are their own set.
+    return pred_rows is gold_rows or set(pred_rows) == set(gold_rows)
 
 
 def is_trivial_result(rows: Iterable[Row]) -> bool:
@@ -334,9 +335,13 @@ def evaluate_bird(
     rejected: dict[str, Verdict] = {}
     gold_jobs: dict[str, tuple[str | Path, str]] = {}
     pred_jobs: dict[str, tuple[str | Path, str]] = {}
+    databases: dict[str, tuple[str | Path, bool]] = {}  # db_id -> (where, present): one stat each
     for q in questions:
-        database = bird_database(q.db_id, db_dir, db_url)
-        if isinstance(database, Path) and not database.is_file():
+        if q.db_id not in databases:
+            where = bird_database(q.db_id, db_dir, db_url)
+            databases[q.db_id] = (where, not isinstance(where, Path) or where.is_file())
+        database, present = databases[q.db_id]
+        if not present:
             rejected[q.question_id] = Verdict.fail(
                 ENGINE_UNAVAILABLE, f"database not found: {database}"
             )

@@ -2,15 +2,21 @@
 
 from __future__ import annotations
 
+import math
 import warnings
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from querybench.engines.base import Result
 from querybench.errors import EngineError
 
+if TYPE_CHECKING:
+    from querybench.engines.cache import ResultCache
+
 Jobs = dict[str, tuple[str | Path, str]]  # key -> (database file or server URL, SQL)
 Outcomes = dict[str, Result | EngineError]
+Query = tuple[str, str]  # (database, SQL) as text: what makes two jobs the same query
 
 
 def run_gold_and_predictions(
@@ -26,36 +32,80 @@ def run_gold_and_predictions(
 
     Gold results come from the result cache when it has them (`cache_dir`, default
     `$QUERYBENCH_CACHE` or ~/.cache/querybench) and are stored there once computed (database
-    files only: a server has no content to key them by); predictions always run. `on_query`
+    files only: a server has no content to key them by). Each distinct query (database, SQL
+    text) runs once: a prediction that is its gold's very text shares the gold's outcome,
+    cached or not, as running it again would return the same rows. The one exception is a
+    result holding a float NaN, which equals no other NaN: the official scripts run the two
+    queries apart and find them different, so such a prediction runs on its own. `on_query`
     is called after each query that ran (progress).
     """
     from querybench.engines.cache import ResultCache
-    from querybench.engines.pool import QueryJob, QueryPool
 
     cache = ResultCache(cache_dir)
-    gold: Outcomes = {}
-    pred: Outcomes = {}
-    for key, (db, sql) in gold_jobs.items():
+    gold_queries = {key: _query(job) for key, job in gold_jobs.items()}
+    pred_queries = {key: _query(job) for key, job in pred_jobs.items()}
+    known: dict[Query, Result | EngineError] = {}
+    for query in dict.fromkeys(gold_queries.values()):
         try:
-            hit = cache.get(db, sql)
+            hit = cache.get(*query)
         except (EngineError, OSError):
             continue  # no database to fingerprint: the pool will report the error
         if hit is not None:
-            gold[key] = hit
-    jobs = [QueryJob("g" + k, db, sql) for k, (db, sql) in gold_jobs.items() if k not in gold]
-    jobs += [QueryJob("p" + k, db, sql) for k, (db, sql) in pred_jobs.items()]
+            known[query] = hit
+    gold_to_run = [q for q in dict.fromkeys(gold_queries.values()) if q not in known]
+    shared = set(gold_queries.values())
+    pred_to_run = [q for q in dict.fromkeys(pred_queries.values()) if q not in shared]
+    for query, value in _run(gold_to_run + pred_to_run, timeout, workers, on_query).items():
+        known[query] = value
+    for query in gold_to_run:
+        value = known[query]
+        if isinstance(value, Result):
+            _store(cache, query, value)
+    gold = {key: known[query] for key, query in gold_queries.items()}
+    pred = {key: known[query] for key, query in pred_queries.items()}
+    again = [q for q in dict.fromkeys(pred_queries.values()) if q in shared and _has_nan(known[q])]
+    if again:
+        rerun = _run(again, timeout, workers, on_query)
+        pred |= {key: rerun[query] for key, query in pred_queries.items() if query in rerun}
+    return gold, pred
+
+
+def _query(job: tuple[str | Path, str]) -> Query:
+    return str(job[0]), job[1]
+
+
+def _run(
+    queries: list[Query],
+    timeout: float | None,
+    workers: int,
+    on_query: Callable[[], None] | None,
+) -> dict[Query, Result | EngineError]:
+    """Each query's outcome; no pool is started when there is nothing to run."""
+    if not queries:
+        return {}
+    from querybench.engines.pool import QueryJob, QueryPool
+
+    jobs = [QueryJob(str(i), db, sql) for i, (db, sql) in enumerate(queries)]
+    out: dict[Query, Result | EngineError] = {}
     with QueryPool(workers=workers, timeout=timeout) as pool:
         for outcome in pool.run(jobs):
-            is_gold, key = outcome.key[0] == "g", outcome.key[1:]
             value = outcome.result or outcome.error or EngineError("no outcome from the pool")
+            out[queries[int(outcome.key)]] = value
             if on_query is not None:
                 on_query()
-            (gold if is_gold else pred)[key] = value
-            if is_gold and outcome.result is not None:
-                try:
-                    cache.put(*gold_jobs[key], outcome.result)
-                except EngineError:
-                    pass  # a server URL: nothing to fingerprint, so nothing cached
-                except OSError as exc:  # a read-only or full cache costs speed, not results
-                    warnings.warn(f"result cache not written: {exc}", RuntimeWarning, stacklevel=2)
-    return gold, pred
+    return out
+
+
+def _store(cache: ResultCache, query: Query, result: Result) -> None:
+    try:
+        cache.put(*query, result)
+    except EngineError:
+        pass  # a server URL: nothing to fingerprint, so nothing cached
+    except OSError as exc:  # a read-only or full cache costs speed, not results
+        warnings.warn(f"result cache not written: {exc}", RuntimeWarning, stacklevel=3)
+
+
+def _has_nan(value: Result | EngineError) -> bool:
+    return isinstance(value, Result) and any(
+        isinstance(cell, float) and math.isnan(cell) for row in value.rows for cell in row
+    )

@@ -1,0 +1,129 @@
+"""What the small-job eval path costs: the modules it imports and the queries it runs.
+
+A fresh interpreter scores a tiny BIRD and Spider 1.0 job through the console entry point and
+reports which heavy modules it loaded; and `run_gold_and_predictions` runs a query only once
+when a prediction is its gold's very text (except for a NaN result, which the official scripts
+find different from itself).
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import duckdb
+
+from querybench.evaluation.bird import bird_verdict
+from querybench.evaluation.execution import run_gold_and_predictions
+
+# Not needed to score SQLite answers: the columnar stack, the Ray and model stacks, the engines
+# of other databases, the SQL translator.
+HEAVY = ("pyarrow", "pandas", "duckdb", "sqlglot", "httpx", "querybench.runs.ray_eval")
+
+
+def _database(root: Path) -> Path:
+    db = root / "db" / "shop" / "shop.sqlite"
+    db.parent.mkdir(parents=True)
+    with sqlite3.connect(db) as conn:
+        conn.execute("CREATE TABLE item (id INTEGER, name TEXT)")
+        conn.executemany("INSERT INTO item VALUES (?, ?)", [(1, "a"), (2, "b")])
+    conn.close()
+    return db.parent.parent
+
+
+def _imports_of(args: list[str], tmp_path: Path) -> dict[str, bool]:
+    script = (
+        "import sys, json\n"
+        "from querybench.cli import main\n"
+        f"sys.argv = ['querybench', *{args!r}]\n"
+        "try:\n"
+        "    main()\n"
+        "except SystemExit as exit:\n"
+        "    assert not exit.code, exit.code\n"
+        f"print(json.dumps({{m: m in sys.modules for m in {HEAVY!r}}}))\n"
+    )
+    env = {"QUERYBENCH_CACHE": str(tmp_path / "cache"), "PATH": "/usr/bin:/bin"}
+    env |= {"PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
+    proc = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=120
+    )
+    assert proc.returncode == 0, proc.stderr
+    loaded: dict[str, bool] = json.loads(proc.stdout.strip().splitlines()[-1])
+    return loaded
+
+
+def test_eval_bird_imports_nothing_heavy(tmp_path: Path) -> None:
+    db_dir = _database(tmp_path)
+    questions = tmp_path / "dev.json"
+    questions.write_text(json.dumps([{"db_id": "shop", "SQL": "SELECT name FROM item"}]))
+    predictions = tmp_path / "pred.json"
+    predictions.write_text(json.dumps({"0": "SELECT name FROM item\t----- bird -----\tshop"}))
+    out = tmp_path / "out.jsonl"
+    args = ["eval", "bird", "--questions", str(questions), "--predictions", str(predictions)]
+    loaded = _imports_of([*args, "--db-dir", str(db_dir), "--output", str(out)], tmp_path)
+    assert json.loads(out.read_text())["score"] == 1.0
+    assert not any(loaded.values()), loaded
+
+
+def test_eval_spider1_imports_nothing_heavy(tmp_path: Path) -> None:
+    db_dir = _database(tmp_path)
+    gold = tmp_path / "gold.sql"
+    gold.write_text("SELECT id FROM item ORDER BY id\tshop\n")
+    pred = tmp_path / "pred.sql"
+    pred.write_text("SELECT id FROM item ORDER BY id DESC\n")
+    out = tmp_path / "out.jsonl"
+    args = ["eval", "spider1", "--gold", str(gold), "--predictions", str(pred)]
+    loaded = _imports_of([*args, "--db-dir", str(db_dir), "--output", str(out)], tmp_path)
+    assert json.loads(out.read_text())["error"] == "wrong_result"
+    assert not any(loaded.values()), loaded
+
+
+def test_a_prediction_that_is_the_gold_text_runs_once(tmp_path: Path) -> None:
+    db = _database(tmp_path) / "shop" / "shop.sqlite"
+    ran: list[None] = []
+    sql = "SELECT name FROM item"
+    gold, pred = run_gold_and_predictions(
+        {"q1": (db, sql), "q2": (db, sql)},
+        {"q1": (db, sql), "q2": (db, "SELECT id FROM item")},
+        timeout=10,
+        workers=2,
+        cache_dir=tmp_path / "cache",
+        on_query=lambda: ran.append(None),
+    )
+    assert len(ran) == 2  # the shared query and q2's own prediction
+    assert gold["q1"] == pred["q1"] == gold["q2"]
+    assert bird_verdict(gold["q1"], pred["q1"]).passed
+    assert not bird_verdict(gold["q2"], pred["q2"]).passed
+    # Warm: the gold comes from the cache and the prediction shares it; only q2's runs.
+    ran.clear()
+    run_gold_and_predictions(
+        {"q1": (db, sql)},
+        {"q1": (db, sql), "q2": (db, "SELECT id FROM item")},
+        timeout=10,
+        workers=1,
+        cache_dir=tmp_path / "cache",
+        on_query=lambda: ran.append(None),
+    )
+    assert len(ran) == 1
+
+
+def test_a_nan_result_is_not_shared(tmp_path: Path) -> None:
+    # NaN equals no other NaN: the official scripts, running gold and prediction apart, score
+    # this identical pair 0, so the prediction must get rows of its own.
+    db = tmp_path / "nan.duckdb"
+    duckdb.connect(str(db)).close()
+    sql = "SELECT 'nan'::DOUBLE AS x"
+    ran: list[None] = []
+    gold, pred = run_gold_and_predictions(
+        {"q": (db, sql)},
+        {"q": (db, sql)},
+        timeout=10,
+        workers=1,
+        cache_dir=tmp_path / "cache",
+        on_query=lambda: ran.append(None),
+    )
+    assert len(ran) == 2
+    assert not bird_verdict(gold["q"], pred["q"]).passed
