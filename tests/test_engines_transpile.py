@@ -77,6 +77,33 @@ def test_translation_keeps_sqlite_semantics(sql: str, target: str, expected: str
     assert transpile(sql, "sqlite", target, schema=SCHEMA) == expected
 
 
+# Tables as `db load` leaves them: the SQLite file's own spellings.
+LOADED = {"Singer": {"Song_Name": "TEXT", "Age": "BIGINT"}, "course": {"Course": "TEXT"}}
+
+NAMES = [
+    # (sqlite input, target, expected): names resolve against the loaded tables ignoring case,
+    # as in SQLite, and are quoted only where the target would fold or refuse the spelling.
+    ("SELECT T1.song_name FROM singer AS T1 ORDER BY T1.SONG_NAME", "postgres",
+     'SELECT t1."Song_Name" FROM "Singer" AS t1 ORDER BY t1."Song_Name" NULLS FIRST'),
+    ("SELECT song_name FROM SINGER", "mysql", "SELECT Song_Name FROM Singer"),
+    ("SELECT song_name FROM SINGER", "clickhouse", "SELECT Song_Name FROM Singer"),
+    # A table and a column of one name, spelled apart: each resolves in its own place.
+    ("SELECT course FROM Course WHERE COURSE.course = 'x'", "postgres",
+     """SELECT "Course" FROM course WHERE course."Course" = 'x'"""),
+    # An output name keeps one spelling in its definition and its uses; unknown names lower-case.
+    ("SELECT count(*) AS Cnt FROM singer GROUP BY age ORDER BY CNT", "clickhouse",
+     "SELECT COUNT(*) AS cnt FROM Singer GROUP BY Age ORDER BY cnt NULLS FIRST"),
+    # A double-quoted name that is no column stays the string SQLite reads it as.
+    ('SELECT 1 FROM singer WHERE song_name = "Love"', "postgres",
+     """SELECT 1 FROM "Singer" WHERE "Song_Name" = 'Love'"""),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("sql", "target", "expected"), NAMES)
+def test_names_resolve_against_the_loaded_tables(sql: str, target: str, expected: str) -> None:
+    assert transpile(sql, "sqlite", target, schema=LOADED) == expected
+
+
 def test_without_a_schema_no_affinity_casts() -> None:
     sql = "SELECT 1 FROM concert WHERE year >= 2014"
     assert transpile(sql, "sqlite", "postgres") == sql
