@@ -99,7 +99,7 @@ def transpile(
             tree = normalize_identifiers(tree, dialect="sqlite")
         if resolve:
             assert schema is not None
-            tree = catalogue_names(tree, schema, write)
+            tree = catalogue_names(tree, schema)
         return tree.sql(dialect=write, pretty=pretty, identify=lower_names)
     except (ParseError, TokenError) as exc:
         raise EngineError(f"cannot translate from {read} to {write}: {exc}") from exc
@@ -115,12 +115,10 @@ def engine_schema(engine: Engine) -> dict[str, dict[str, str]]:
 _TABLE_SLOTS = ((exp.Table, "this"), (exp.Column, "table"), (exp.TableAlias, "this"))
 
 
-def catalogue_names(
-    tree: exp.Expr, schema: Mapping[str, Mapping[str, str]], write: str
-) -> exp.Expr:
+def catalogue_names(tree: exp.Expr, schema: Mapping[str, Mapping[str, str]]) -> exp.Expr:
     """`tree`, its identifiers lower-cased, with each one naming a table or column of `schema`
-    spelled as `schema` spells it, and quoted where `write` would otherwise fold or refuse that
-    spelling: SQLite's case-insensitive match, on an engine that matches names exactly.
+    spelled as `schema` spells it and quoted: SQLite's case-insensitive match, on an engine that
+    matches names exactly.
 
     A name spelled two ways in different tables (`Name`, `name`) cannot be told apart without
     resolving scopes and stays lower-case; an alias is lower-cased (or spelled as the column it
@@ -138,14 +136,12 @@ def catalogue_names(
         for node in tree.find_all(kind)
         if isinstance(node.args.get(key), exp.Identifier)
     }
-    dialect = sqlglot.Dialect.get_or_raise(write)
     for identifier in tree.find_all(exp.Identifier):
         names = tables if id(identifier) in table_slots else columns
-        name = names.get(identifier.name, identifier.name)
-        plain = exp.to_identifier(name)  # quoted when `name` is no plain identifier
-        folded = dialect.normalize_identifier(plain.copy()).name
-        identifier.set("this", name)
-        identifier.set("quoted", bool(identifier.quoted or plain.quoted or folded != name))
+        name = names.get(identifier.name)
+        if name is not None:  # quoted: kept as spelled, and never read as a keyword (`show`)
+            identifier.set("this", name)
+            identifier.set("quoted", True)
     return tree
 
 
