@@ -1,13 +1,14 @@
-"""Cross-engine agreement: Spider 1.0 dev gold SQL, transpiled from SQLite, on other engines.
+"""Cross-engine agreement: Spider 1.0 dev gold SQL, written for SQLite, run on other engines.
 
-For each of the 19 dev databases shipped in ../shared/data/spider1, the SQLite file is loaded
-into each engine (`engines.load`), every available gold query is transpiled from SQLite by
-sqlglot and run, and its rows are compared with SQLite's under the Spider 1.0 execution match.
-Queries are translated with the loaded database's column types (`transpile(schema=...)`), so
-SQLite's text/number comparison rules are written out as casts. Two shares per engine: on the
-drivers' raw values, and after mapping values to SQLite's storage classes (Decimal -> int or
-float, bool -> int, dates -> ISO text), which is what a scorer comparing across engines would
-do. The server databases it creates (qb_bench_*) are dropped after each run.
+The path a user takes with `querybench db load URL --from DB.sqlite` and then `querybench db
+query URL --dialect sqlite`, through the same functions: for each of the 19 dev databases in
+../shared/data/spider1 the SQLite file is loaded into each engine with its names as they are
+(`engines.load`), the loaded tables are read back once (`transpile.engine_schema`), and every
+gold query is translated with them (`transpile(..., schema=...)`: names resolved against the
+catalogue, SQLite's text/number comparisons written out as casts) and run. Rows are compared
+with SQLite's under the Spider 1.0 execution match, twice per engine: on the drivers' raw values,
+and on the values `db query` prints (`affinity.storage_value`: Decimal -> int or float, bool ->
+int, dates -> ISO text). The server databases it creates (qb_bench_*) are dropped after each run.
 
     .venv/bin/python bench/bench_cross_engine.py [--engines duckdb,postgres,mysql,chdb]
         [--limit N] [--out bench/cross_engine_results.json]
@@ -16,21 +17,20 @@ do. The server databases it creates (qb_bench_*) are dropped after each run.
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import json
 import shutil
 import tempfile
 import time
 from collections import Counter, defaultdict
-from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
 from querybench.data import data_root
 from querybench.engines import connect
+from querybench.engines.affinity import storage_value
 from querybench.engines.load import load
 from querybench.engines.sqlite import SQLiteEngine
-from querybench.engines.transpile import transpile
+from querybench.engines.transpile import engine_schema, transpile
 from querybench.errors import EngineError
 from querybench.evaluation.spider1 import spider1_result_match
 
@@ -40,18 +40,6 @@ TARGETS = {
     "mysql": "mysql://root@127.0.0.1:3306/qb_bench_{db}",
     "chdb": "chdb:///{tmp}/chdb_{db}",
 }
-DIALECT = {"duckdb": "duckdb", "postgres": "postgres", "mysql": "mysql", "chdb": "clickhouse"}
-
-
-def normalise(value: Any) -> Any:
-    if isinstance(value, bool):
-        return int(value)
-    if isinstance(value, Decimal):
-        exponent = value.as_tuple().exponent
-        return int(value) if isinstance(exponent, int) and exponent >= 0 else float(value)
-    if isinstance(value, dt.datetime | dt.date):
-        return value.isoformat(sep=" ") if isinstance(value, dt.datetime) else value.isoformat()
-    return value
 
 
 def classify(gold: list[tuple[Any, ...]], rows: list[tuple[Any, ...]], order: bool) -> str:
@@ -119,16 +107,14 @@ def run_engine(
     start = time.monotonic()
     for db, queries in by_db.items():
         target = TARGETS[name].format(tmp=tmp, db=db.lower())
-        load(target, root / db / f"{db}.sqlite", replace=True, lower_names=True)
+        load(target, root / db / f"{db}.sqlite", replace=True)
         engine = connect(target)
-        schema = {t.name: {c.name: c.type for c in t.columns} for t in engine.tables()}
+        schema = engine_schema(engine)
         try:
             for i, sql in queries:
                 order = "order by" in sql.lower()
                 try:
-                    translated = transpile(
-                        sql, "sqlite", DIALECT[name], lower_names=True, schema=schema
-                    )
+                    translated = transpile(sql, "sqlite", engine.dialect, schema=schema)
                     rows = engine.execute(translated, timeout=timeout).rows
                 except EngineError as exc:
                     label = f"error: {type(exc).__name__}"
@@ -138,7 +124,7 @@ def run_engine(
                     continue
                 if spider1_result_match(gold[i], rows, order):
                     raw_ok += 1
-                normalised = [tuple(normalise(v) for v in row) for row in rows]
+                normalised = [tuple(storage_value(v) for v in row) for row in rows]
                 if spider1_result_match(gold[i], normalised, order):
                     norm_ok += 1
                     continue

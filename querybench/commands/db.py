@@ -93,6 +93,7 @@ def query_command(
 ) -> None:
     """Run read-only queries; refused writes, timeouts and errors are reported, never retried."""
     from querybench.engines import connect
+    from querybench.engines.transpile import engine_schema
 
     if (sql is None) == (file is None):
         _fail("give either SQL or --file, not both")
@@ -104,11 +105,12 @@ def query_command(
         _fail(str(exc))
         return
     try:
-        # Read the column types once per command, only when a translation will use them.
+        # Read the tables once per command, only when a translation will use them: the
+        # translation resolves names against them and writes SQLite's conversions as casts.
         schema = None
         if dialect is not None or lower_names:
             try:
-                schema = _column_types(engine)
+                schema = engine_schema(engine)
             except QuerybenchError as exc:
                 _fail(f"cannot read the tables to translate against: {exc}")
         if file is not None:
@@ -182,12 +184,6 @@ def _statements(file: Path) -> list[str]:
     return [line.strip() for line in text.splitlines() if line.strip()]
 
 
-def _column_types(engine: Any) -> dict[str, dict[str, str]]:
-    """Column types of the engine's tables, read once per engine: with them the translation
-    writes out SQLite's type-affinity conversions as casts."""
-    return {t.name: {c.name: c.type for c in t.columns} for t in engine.tables()}
-
-
 def _run(
     engine: Any,
     sql: str,
@@ -217,6 +213,10 @@ def _run(
 
 
 def _plain(value: Any) -> Any:
+    """A value JSON and CSV can hold, numbers as numbers (`affinity.storage_value`)."""
+    from querybench.engines.affinity import storage_value
+
+    value = storage_value(value)
     if isinstance(value, bytes | bytearray | memoryview):
         return bytes(value).hex()
     if isinstance(value, int | float | str | bool) or value is None:

@@ -13,7 +13,10 @@ it has none), as SQLite does.
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Callable, Mapping
+from decimal import Decimal
+from typing import Any
 
 from sqlglot import exp
 from sqlglot.optimizer.scope import Scope, traverse_scope
@@ -27,6 +30,21 @@ _NUMBER_RESULTS = (exp.Count, exp.Sum, exp.Avg, exp.Add, exp.Sub, exp.Mul, exp.D
 _TEXT_RESULTS = (exp.DPipe, exp.Concat, exp.Upper, exp.Lower, exp.Substring, exp.Trim)
 
 Schema = Mapping[str, Mapping[str, str]]  # table -> column -> affinity (TEXT or NUMERIC)
+
+
+def storage_value(value: Any) -> Any:
+    """`value` as one of SQLite's storage classes would hold it (Decimal -> int or float,
+    bool -> int, dates -> ISO text), so rows from any engine compare with SQLite's."""
+    if isinstance(value, bool):
+        return int(value)
+    if isinstance(value, Decimal):
+        exponent = value.as_tuple().exponent
+        return int(value) if isinstance(exponent, int) and exponent >= 0 else float(value)
+    if isinstance(value, dt.datetime):
+        return value.isoformat(sep=" ")
+    if isinstance(value, dt.date):
+        return value.isoformat()
+    return value
 
 
 def column_affinity(engine_type: str) -> str | None:

@@ -17,6 +17,7 @@ from sqlglot.errors import ParseError, TokenError
 from sqlglot.optimizer.normalize_identifiers import normalize_identifiers
 from sqlglot.tokenizer_core import TokenType
 
+from querybench.engines.base import Engine
 from querybench.engines.sqlite_rewrites import (
     STRICT_GROUPING,
     bare_columns_aggregated,
@@ -93,11 +94,55 @@ def transpile(
             tree = sqlite_semantics(tree, write, columns=columns, schema=schema)
         elif read == "mysql" and write in STRICT_GROUPING:
             tree = bare_columns_aggregated(tree, write, from_sqlite=False)
-        if lower_names:
+        resolve = schema is not None and read == "sqlite" and write != "sqlite"
+        if lower_names or resolve:
             tree = normalize_identifiers(tree, dialect="sqlite")
+        if resolve:
+            assert schema is not None
+            tree = catalogue_names(tree, schema)
         return tree.sql(dialect=write, pretty=pretty, identify=lower_names)
     except (ParseError, TokenError) as exc:
         raise EngineError(f"cannot translate from {read} to {write}: {exc}") from exc
+
+
+def engine_schema(engine: Engine) -> dict[str, dict[str, str]]:
+    """`engine`'s tables as `transpile(schema=...)` takes them: table -> column -> type, with
+    the names spelled as the engine stores them. Read once per engine, not per query."""
+    return {t.name: {c.name: c.type for c in t.columns} for t in engine.tables()}
+
+
+# Identifiers naming a table (or a table's alias, a CTE) rather than a column or an output name.
+_TABLE_SLOTS = ((exp.Table, "this"), (exp.Column, "table"), (exp.TableAlias, "this"))
+
+
+def catalogue_names(tree: exp.Expr, schema: Mapping[str, Mapping[str, str]]) -> exp.Expr:
+    """`tree`, its identifiers lower-cased, with each one naming a table or column of `schema`
+    spelled as `schema` spells it and quoted: SQLite's case-insensitive match, on an engine that
+    matches names exactly.
+
+    A name spelled two ways in different tables (`Name`, `name`) cannot be told apart without
+    resolving scopes and stays lower-case; an alias is lower-cased (or spelled as the column it
+    shares a name with) in its definition and its uses alike.
+    """
+    tables = {t.lower(): t for t in schema}
+    spellings: dict[str, set[str]] = {}
+    for columns in schema.values():
+        for column in columns:
+            spellings.setdefault(column.lower(), set()).add(column)
+    columns = {k: next(iter(v)) for k, v in spellings.items() if len(v) == 1}
+    table_slots = {
+        id(node.args[key])
+        for kind, key in _TABLE_SLOTS
+        for node in tree.find_all(kind)
+        if isinstance(node.args.get(key), exp.Identifier)
+    }
+    for identifier in tree.find_all(exp.Identifier):
+        names = tables if id(identifier) in table_slots else columns
+        name = names.get(identifier.name)
+        if name is not None:  # quoted: kept as spelled, and never read as a keyword (`show`)
+            identifier.set("this", name)
+            identifier.set("quoted", True)
+    return tree
 
 
 def read_only_statement(
