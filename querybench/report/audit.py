@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from querybench.errors import DataError
+from querybench.errors import DataError, ErrorCode
 from querybench.evaluation.large_result import ResultTable
 from querybench.evaluation.spider2 import strict_condition_cols
 from querybench.evaluation.spider2_gold import (
@@ -64,7 +64,7 @@ KINDS = (
     "never_passes_strict",
     "gold_sql_error",
     "gold_sql_mismatch",
-    "scorer_error",
+    ErrorCode.SCORER_ERROR,
 )
 
 

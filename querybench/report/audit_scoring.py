@@ -29,7 +29,7 @@ from querybench.evaluation import spider2_official as official
 from querybench.evaluation.large_result import ResultTable, read_result
 from querybench.evaluation.spider2 import score_frame, variant_of
 from querybench.evaluation.spider2_gold import EvalSpec, GoldFrames, Spider2Gold, engine_family
-from querybench.evaluation.verdict import ENGINE_UNAVAILABLE, GOLD_ERROR, Verdict
+from querybench.evaluation.verdict import ENGINE_UNAVAILABLE, GOLD_ERROR, ErrorCode, Verdict
 from querybench.report.audit import Finding
 
 _NOT_RUNNABLE = {
@@ -54,7 +54,7 @@ def self_score_findings(
             verdicts = score_frame(pred, golds, single, spec, variant)
         except Exception as exc:  # a scorer bug, not a verdict: `eval` would stop here too
             detail = f"{path.name}: scoring raised {type(exc).__name__}: {exc}"
-            yield Finding(instance_id, "scorer_error", detail)
+            yield Finding(instance_id, ErrorCode.SCORER_ERROR, detail)
             continue
         if not verdicts.official.passed:
             reason = verdicts.official.message or ""

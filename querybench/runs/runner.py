@@ -28,7 +28,7 @@ from querybench.engines.pool import run_one
 from querybench.errors import EngineUnavailable, QuerybenchError
 from querybench.evaluation.record import InstanceResult
 from querybench.evaluation.sampling import majority_vote, result_key
-from querybench.evaluation.verdict import ENGINE_UNAVAILABLE
+from querybench.evaluation.verdict import ENGINE_UNAVAILABLE, ErrorCode
 from querybench.methods import Method, MethodOutput, MethodSettings, get_method
 from querybench.models import ChatModel, PriceTable, RetryPolicy, Sampling, make_model
 from querybench.models.base import BudgetExhausted, EndpointUnavailable, ModelError
@@ -273,15 +273,15 @@ async def solve_instance(
     except EngineUnavailable as exc:  # e.g. an agent task whose database is not here
         return _failed(task, ENGINE_UNAVAILABLE, str(exc), start)
     except QuerybenchError as exc:
-        return _failed(task, "context_error", str(exc), start)
+        return _failed(task, ErrorCode.CONTEXT_ERROR, str(exc), start)
     except Exception as exc:  # a bug on one task must not end the run
-        return _failed(task, "method_error", f"{type(exc).__name__}: {exc}", start)
+        return _failed(task, ErrorCode.METHOD_ERROR, f"{type(exc).__name__}: {exc}", start)
     chosen, votes = await _choose(config, task, output)
     return _record(task, output, chosen, votes, start)
 
 
 def _failed(
-    task: Task, code: str, message: str, start: float, transient: bool = False
+    task: Task, code: ErrorCode, message: str, start: float, transient: bool = False
 ) -> InstanceRecord:
     elapsed = time.perf_counter() - start
     return InstanceRecord(
