@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -36,6 +37,8 @@ from querybench.runs.ray_executor import check_executor
 from querybench.runs.solve import build_model, method_settings, solve_instance
 from querybench.runs.store import InstanceRecord, RecordStore, RunLock
 from querybench.tasks.model import Task
+
+log = logging.getLogger(__name__)
 
 OnRecord = Callable[[InstanceRecord], None]
 
@@ -230,5 +233,5 @@ def _log_session(config: RunConfig, wall_s: float, attempted: int) -> None:
     try:
         with (config.out / "sessions.jsonl").open("a", encoding="utf-8") as f:
             f.write(line + "\n")
-    except OSError:
-        pass
+    except OSError as exc:  # the summary's wall time then misses this session
+        log.warning("session not logged in %s: %s", config.out / "sessions.jsonl", exc)
