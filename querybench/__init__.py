@@ -1,42 +1,76 @@
-"""querybench: benchmark, evaluate and train text-to-SQL systems, faithful to official scores."""
+"""querybench: benchmark, evaluate and train text-to-SQL systems, faithful to official scores.
+
+The names below are the library's public surface; everything else is reached through its
+module and may change. They are imported on first use, so `import querybench` (and the CLI's
+`--help`) stays fast.
+"""
 
 from __future__ import annotations
 
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
-from querybench.errors import QuerybenchError
+from querybench.errors import DataError, EngineError, ErrorCode, QuerybenchError
 
 if TYPE_CHECKING:
     from querybench.engines import connect
+    from querybench.engines.base import Engine, Result
+    from querybench.evaluation.bird import evaluate_bird
     from querybench.evaluation.record import InstanceResult
+    from querybench.evaluation.spider1 import evaluate_spider1
+    from querybench.evaluation.spider2_agentic_eval import evaluate_spider2_agentic
+    from querybench.evaluation.spider2_dbt import evaluate_spider2_dbt
     from querybench.evaluation.spider2_eval import evaluate_spider2
     from querybench.evaluation.verdict import Verdict
     from querybench.tasks import load_tasks
+    from querybench.tasks.model import Task
 
 __version__ = "0.1.0"
 
-# Imported on first use, so `import querybench` (and the CLI's --help) stays fast.
+# Each lazy name and the module that defines it.
 _LAZY = {
     "connect": "querybench.engines",
+    "Engine": "querybench.engines.base",
+    "Result": "querybench.engines.base",
+    "evaluate_bird": "querybench.evaluation.bird",
+    "evaluate_spider1": "querybench.evaluation.spider1",
     "evaluate_spider2": "querybench.evaluation.spider2_eval",
+    "evaluate_spider2_agentic": "querybench.evaluation.spider2_agentic_eval",
+    "evaluate_spider2_dbt": "querybench.evaluation.spider2_dbt",
     "InstanceResult": "querybench.evaluation.record",
     "Verdict": "querybench.evaluation.verdict",
     "load_tasks": "querybench.tasks",
+    "Task": "querybench.tasks.model",
 }
 
 __all__ = [
+    "DataError",
+    "Engine",
+    "EngineError",
+    "ErrorCode",
     "InstanceResult",
     "QuerybenchError",
+    "Result",
+    "Task",
     "Verdict",
     "__version__",
     "connect",
+    "evaluate_bird",
+    "evaluate_spider1",
     "evaluate_spider2",
+    "evaluate_spider2_agentic",
+    "evaluate_spider2_dbt",
     "load_tasks",
 ]
 
 
 def __getattr__(name: str) -> Any:
     if name in _LAZY:
-        return getattr(import_module(_LAZY[name]), name)
+        value = getattr(import_module(_LAZY[name]), name)
+        globals()[name] = value  # the next access is a plain lookup
+        return value
     raise AttributeError(f"module 'querybench' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -43,6 +43,19 @@ eval_app = typer.Typer(
 )
 app.add_typer(eval_app, name="eval")
 
+
+@app.callback()
+def _options(
+    verbose: Annotated[
+        bool, typer.Option("--verbose", "-v", help="Also log what the library skips and why.")
+    ] = False,
+) -> None:
+    if verbose:  # imported only then: the CLI's start-up stays as fast without it
+        import logging
+
+        logging.basicConfig(level=logging.DEBUG, format="%(levelname)s %(name)s: %(message)s")
+
+
 console = Console(stderr=True)
 out_console = Console()
 

@@ -134,3 +134,28 @@ def test_bird_train_when_present(tmp_path: Path) -> None:
     (task,) = load_tasks("bird-train", data_dir=tmp_path)
     assert task.benchmark == "bird-train" and task.difficulty is None
     assert task.features == ("functions",)
+
+
+def test_dbt_check_its_matcher_does_not_take_fails_that_instance(tmp_path: Path) -> None:
+    """The loader reads the checks' shape only (tasks know no scorer); the scorer refuses an
+    unknown matcher for that one instance, with the reason, as every broken gold entry."""
+    from querybench.evaluation.spider2_dbt import score_dbt_task
+
+    dbt = tmp_path / "spider2" / "spider2-dbt"
+    (dbt / "examples").mkdir(parents=True)
+    (dbt / "examples" / "spider2-dbt.jsonl").write_text(
+        '{"instance_id": "a001", "instruction": "do it", "type": "DBT"}\n', encoding="utf-8"
+    )
+    gold = dbt / "evaluation_suite" / "gold"
+    (gold / "a001").mkdir(parents=True)
+    (gold / "a001" / "a.duckdb").write_bytes(b"")
+    check = {"func": "nope_match", "parameters": {"gold": "a.duckdb"}}
+    line = {"instance_id": "a001", "evaluation": check}
+    (gold / "spider2_eval.jsonl").write_text(json.dumps(line) + "\n", encoding="utf-8")
+    (task,) = load_tasks("spider2-dbt", data_dir=tmp_path)
+    predictions = tmp_path / "predictions"
+    (predictions / "a001").mkdir(parents=True)
+    (predictions / "a001" / "a.duckdb").write_bytes(b"")
+    result = score_dbt_task(task, predictions, gold)
+    assert (result.score, result.error) == (0.0, "gold_error")
+    assert result.message == "unknown Spider 2.0 eval function 'nope_match'"

@@ -14,6 +14,7 @@ A DBT task's answer is the database the project built (`<db>.duckdb`, a `file`).
 
 from __future__ import annotations
 
+import logging
 import re
 import shutil
 import stat
@@ -24,6 +25,8 @@ from querybench.agent import files
 from querybench.agent.workspace import Workspace, make_writable
 from querybench.errors import QuerybenchError
 from querybench.tasks.model import Task
+
+log = logging.getLogger(__name__)
 
 _CSV_NAME = re.compile(r"([^\s'\"\\/:]+\.csv)")
 _PREFIX = "/workspace/"
@@ -77,7 +80,8 @@ def save_submission(
         target.parent.mkdir(parents=True, exist_ok=True)
         try:  # read without following links, as every host-side workspace read (agent/files.py)
             files.copy_out(workspace.path, name, target)
-        except (QuerybenchError, OSError):
+        except (QuerybenchError, OSError) as exc:  # scoring then reports the missing file
+            log.warning("%s: answer file %s not copied: %s", task.instance_id, name, exc)
             continue
     return line
 

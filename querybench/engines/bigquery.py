@@ -41,6 +41,7 @@ from querybench.engines.spider2_metadata_load import META_TABLE
 from querybench.errors import (
     EngineError,
     EngineUnavailable,
+    ErrorCode,
     QueryRefused,
     QueryTimeout,
     ResultTooLarge,
@@ -53,7 +54,7 @@ DEFAULT_MAXIMUM_BYTES_BILLED = 10 * 1024**3
 class CostGuardExceeded(QueryRefused):
     """The dry-run estimate is above the `maximum_bytes_billed` guard; nothing was run."""
 
-    code = "cost_guard"
+    code = ErrorCode.COST_GUARD
 
     def __init__(self, estimated_bytes: int, maximum_bytes_billed: int) -> None:
         super().__init__(

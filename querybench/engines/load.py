@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import re
 import sqlite3
-import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,8 +20,9 @@ import pyarrow as pa
 import pyarrow.csv as pa_csv
 import pyarrow.parquet as pq
 
-from querybench.engines.url import mask_secrets, parse_server_url
-from querybench.errors import DataError, EngineError, EngineUnavailable
+from querybench.engines.load_targets import open_writer
+from querybench.engines.url import mask_secrets
+from querybench.errors import DataError, EngineError
 
 
 @dataclass(frozen=True)
@@ -56,8 +56,6 @@ def load(
         tables = [(fold(n), t.rename_columns([fold(c) for c in t.column_names])) for n, t in tables]
     if not tables:
         raise DataError(f"no tables found in {source}")
-    from querybench.engines.load_targets import open_writer
-
     with open_writer(target) as writer:
         loaded = []
         for name, table in tables:
@@ -164,19 +162,3 @@ def _affinity(declared: str) -> pa.DataType:
     if any(word in upper for word in ("REAL", "FLOA", "DOUB")):
         return pa.float64()
     return pa.float64()  # NUMERIC affinity
-
-
-def temporary_parquet(table: pa.Table) -> Path:
-    """`table` written to a fresh Parquet file (the caller removes it)."""
-    with tempfile.NamedTemporaryFile(suffix=".parquet", delete=False) as handle:
-        path = Path(handle.name)
-    pq.write_table(table, path)
-    return path
-
-
-def server_database(target: str, engine: str) -> str:
-    """The database a server URL names; loading needs one."""
-    url = parse_server_url(target, engine)
-    if not url.database:
-        raise EngineUnavailable(f"the URL names no database to load into: {url.masked()}")
-    return url.database

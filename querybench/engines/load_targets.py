@@ -9,18 +9,35 @@ across engines, trailing spaces included.
 from __future__ import annotations
 
 import contextlib
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Protocol
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 from querybench.engines.base import quote_identifier
-from querybench.engines.load import server_database, temporary_parquet
 from querybench.engines.url import mask_secrets, parse_server_url
 from querybench.errors import EngineError, EngineUnavailable
 
 _BATCH = 1_000
+
+
+def temporary_parquet(table: pa.Table) -> Path:
+    """`table` written to a fresh Parquet file (the caller removes it)."""
+    with tempfile.NamedTemporaryFile(suffix=".parquet", delete=False) as handle:
+        path = Path(handle.name)
+    pq.write_table(table, path)
+    return path
+
+
+def server_database(target: str, engine: str) -> str:
+    """The database a server URL names; loading needs one."""
+    url = parse_server_url(target, engine)
+    if not url.database:
+        raise EngineUnavailable(f"the URL names no database to load into: {url.masked()}")
+    return url.database
 
 
 class Writer(Protocol):

@@ -10,6 +10,7 @@ PyMySQL never enabling multi-statements, so the server refuses a second statemen
 from __future__ import annotations
 
 import functools
+import logging
 import re
 import threading
 import time
@@ -28,6 +29,8 @@ from querybench.errors import (
     QueryTimeout,
     ResultTooLarge,
 )
+
+log = logging.getLogger(__name__)
 
 _KILL_GRACE_S = 1.0
 _REFUSED_WORDS = frozenset({"OUTFILE", "DUMPFILE"})
@@ -155,8 +158,8 @@ class MySQLEngine(Closing):
             killer = pymysql.connect(**{**self._args, "connect_timeout": 5})
             with killer, killer.cursor() as cursor:
                 cursor.execute(f"KILL QUERY {int(thread_id)}")
-        except pymysql.Error:
-            pass
+        except pymysql.Error as exc:  # the query then runs on until the server's own limit
+            log.warning("could not kill MySQL query %s: %s", thread_id, exc)
 
 
 def _engine_error(exc: pymysql.Error, timeout: float | None) -> EngineError:

@@ -16,6 +16,7 @@ query scanned read back from the session's query history when `accounting=True`.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import threading
 import time
@@ -45,6 +46,8 @@ from querybench.errors import (
     QueryTimeout,
     ResultTooLarge,
 )
+
+log = logging.getLogger(__name__)
 
 _WRITES = (exp.DML, exp.Create, exp.Drop, exp.Alter, exp.Command, exp.Merge, exp.Copy)
 
@@ -334,7 +337,8 @@ class SnowflakeEngine(Closing):
                 (query_id,),
             )
             row = cursor.fetchone()
-        except Exception:  # accounting is best effort; the result stands without it
+        except Exception as exc:  # accounting is best effort; the result stands without it
+            log.debug("no query accounting for %s: %s", query_id, exc)
             return {}
         finally:
             cursor.close()

@@ -19,6 +19,7 @@ import csv
 import functools
 import io
 import json
+import logging
 import math
 import tokenize
 from dataclasses import dataclass
@@ -33,6 +34,8 @@ from sqlglot import exp
 
 from querybench.engines.base import quote_identifier
 from querybench.errors import DataError
+
+log = logging.getLogger(__name__)
 
 Dialect = Literal["bigquery", "snowflake"]
 
@@ -155,7 +158,8 @@ def _ddl_tables(path: Path, dialect: Dialect) -> list[tuple[str, tuple[tuple[str
             name, ddl = (row.get("table_name") or "").strip(), row.get("ddl") or ""
             try:
                 create = sqlglot.parse_one(ddl, read=dialect)
-            except sqlglot.errors.SqlglotError:
+            except sqlglot.errors.SqlglotError as exc:
+                log.debug("%s: table %s skipped, its DDL does not parse: %s", path, name, exc)
                 continue
             schema = create.this if isinstance(create, exp.Create) else None
             if not name or not isinstance(schema, exp.Schema):

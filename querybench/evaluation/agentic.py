@@ -43,6 +43,7 @@ from querybench.evaluation.verdict import (
     SCORER_ERROR,
     Verdict,
 )
+from querybench.tasks.agentic_checks import AgenticCheck, parse_checks
 
 __all__ = [
     "AGENTIC_TOLERANCE",
@@ -67,14 +68,6 @@ Prediction = str | os.PathLike[str] | Sequence[str | os.PathLike[str]] | None
 
 
 @dataclass(frozen=True)
-class AgenticCheck:
-    """One `{func, parameters}` entry of an official eval config."""
-
-    func: str
-    parameters: Mapping[str, Any]
-
-
-@dataclass(frozen=True)
 class _Matcher:
     official: Callable[..., Verdict]
     strict: Callable[..., Verdict]
@@ -94,20 +87,11 @@ MATCHERS: Mapping[str, _Matcher] = {
 def parse_evaluation(evaluation: object, *, check: bool = True) -> tuple[AgenticCheck, ...]:
     """The `evaluation` field of one config line (an entry or a list of entries), checked
     (with `check=False` only its shape: a func name and a parameters object)."""
-    entries = evaluation if isinstance(evaluation, list) else [evaluation]
-    if not entries:
-        raise DataError("empty evaluation list")
-    checks = []
-    for entry in entries:
-        if not isinstance(entry, Mapping) or not isinstance(entry.get("func"), str):
-            raise DataError(f"evaluation entry without a func: {entry!r}")
-        parameters = entry.get("parameters", {})
-        if not isinstance(parameters, Mapping):
-            raise DataError(f"parameters of {entry['func']} is not an object: {parameters!r}")
-        if check:
-            check_parameters(entry["func"], parameters)
-        checks.append(AgenticCheck(entry["func"], dict(parameters)))
-    return tuple(checks)
+    checks = parse_checks(evaluation)
+    if check:
+        for entry in checks:
+            check_parameters(entry.func, entry.parameters)
+    return checks
 
 
 def _signature(func_name: str) -> inspect.Signature:

@@ -24,7 +24,13 @@ from querybench.evaluation.agentic_compare import (
     strict_columns,
     strict_compare,
 )
-from querybench.evaluation.verdict import BAD_PREDICTION_FILE, GOLD_ERROR, WRONG_RESULT, Verdict
+from querybench.evaluation.verdict import (
+    BAD_PREDICTION_FILE,
+    GOLD_ERROR,
+    WRONG_RESULT,
+    ErrorCode,
+    Verdict,
+)
 
 PathLike = str | os.PathLike[str]
 
@@ -32,7 +38,7 @@ PathLike = str | os.PathLike[str]
 class _Problem(Exception):
     """Stops scoring with a verdict of its `code`."""
 
-    def __init__(self, code: str, message: str) -> None:
+    def __init__(self, code: ErrorCode, message: str) -> None:
         super().__init__(message)
         self.code = code
 
@@ -47,7 +53,7 @@ def _scored(body: Callable[[], Verdict]) -> Verdict:
         return problem.verdict()
 
 
-def _read_csv(path: PathLike, code: str, *, low_memory: bool = False) -> pd.DataFrame:
+def _read_csv(path: PathLike, code: ErrorCode, *, low_memory: bool = False) -> pd.DataFrame:
     try:
         return pd.read_csv(path, low_memory=low_memory)
     except Exception as exc:  # the official driver treats any read failure alike
@@ -283,7 +289,7 @@ def _quoted(name: str) -> str:
 
 
 def _read_duckdb(
-    path: PathLike, names: Sequence[str] | None, *, code: str, quote: bool
+    path: PathLike, names: Sequence[str] | None, *, code: ErrorCode, quote: bool
 ) -> tuple[list[str], list[pd.DataFrame]]:
     """Tables of a DuckDB file (all of `SHOW TABLES` when `names` is None), read-only."""
     try:

@@ -21,6 +21,7 @@ parses the whole file as before:
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,6 +34,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from querybench.evaluation.result_csv import read_result_csv
+
+log = logging.getLogger(__name__)
 
 # Files from this size on are read in chunks (tests lower both to force the path).
 LARGE_FILE_BYTES = 32 << 20
@@ -120,7 +123,10 @@ def read_compact(source: str | Path | Scanned, chunk_rows: int) -> CompactTable 
         csv_source = source.handle if isinstance(source, Scanned) else source
         with pd.read_csv(csv_source, chunksize=chunk_rows) as reader:
             return _compact(reader, expected_rows)
-    except Exception:  # any doubt: the whole-file parse decides, errors included
+    except Exception as exc:  # any doubt: the whole-file parse decides, errors included
+        log.debug(
+            "chunked CSV read gave up (%s: %s); parsing the whole file", type(exc).__name__, exc
+        )
         return None
 
 

@@ -29,7 +29,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from querybench.errors import DataError
-from querybench.evaluation.verdict import BAD_PREDICTION_FILE, MISSING_PREDICTION, TOO_LARGE
+from querybench.evaluation.verdict import (
+    BAD_PREDICTION_FILE,
+    MISSING_PREDICTION,
+    TOO_LARGE,
+    ErrorCode,
+)
 
 if TYPE_CHECKING:  # pandas and numpy load only when a file is read: the CLI imports this early
     from querybench.evaluation.large_result import Scanned
@@ -54,7 +59,7 @@ class ReadLimits:
 class PredictionRefused(DataError):
     """A prediction file that is not read, with the instance's error code."""
 
-    def __init__(self, code: str, message: str) -> None:
+    def __init__(self, code: ErrorCode, message: str) -> None:
         super().__init__(message)
         self.code = code
 

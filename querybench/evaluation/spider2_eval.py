@@ -45,6 +45,7 @@ from querybench.evaluation.verdict import (
     PARSE_ERROR,
     SCORER_ERROR,
     TOO_LARGE,
+    ErrorCode,
     Verdict,
 )
 from querybench.tasks.databases import EMULATION_URLS
@@ -114,7 +115,7 @@ class _Job:
         ) as scanned:
             return read_result(scanned)
 
-    def failed(self, instance_id: str, code: str, message: str) -> InstanceResult:
+    def failed(self, instance_id: str, code: ErrorCode, message: str) -> InstanceResult:
         return failed(instance_id, Verdict.fail(code, message), self.gold)
 
 

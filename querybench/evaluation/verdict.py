@@ -4,25 +4,29 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-# Error codes reported per instance (the `error` field of every output line).
-PARSE_ERROR = "parse_error"
-EXEC_ERROR = "exec_error"
-TIMEOUT = "timeout"
-REFUSED_WRITE = "refused_write"
-TOO_MANY_ROWS = "too_many_rows"
-TOO_LARGE = "too_large"
-WRONG_RESULT = "wrong_result"
-MISSING_PREDICTION = "missing_prediction"
-GOLD_ERROR = "gold_error"
-ENGINE_UNAVAILABLE = "engine_unavailable"
-BAD_PREDICTION_FILE = "bad_prediction_file"
-SCORER_ERROR = "scorer_error"
+from querybench.errors import ErrorCode
+
+__all__ = ["ErrorCode", "Verdict"]
+
+# The codes' former names, kept so callers keep working: each is the ErrorCode member.
+PARSE_ERROR = ErrorCode.PARSE_ERROR
+EXEC_ERROR = ErrorCode.EXEC_ERROR
+TIMEOUT = ErrorCode.TIMEOUT
+REFUSED_WRITE = ErrorCode.REFUSED_WRITE
+TOO_MANY_ROWS = ErrorCode.TOO_MANY_ROWS
+TOO_LARGE = ErrorCode.TOO_LARGE
+WRONG_RESULT = ErrorCode.WRONG_RESULT
+MISSING_PREDICTION = ErrorCode.MISSING_PREDICTION
+GOLD_ERROR = ErrorCode.GOLD_ERROR
+ENGINE_UNAVAILABLE = ErrorCode.ENGINE_UNAVAILABLE
+BAD_PREDICTION_FILE = ErrorCode.BAD_PREDICTION_FILE
+SCORER_ERROR = ErrorCode.SCORER_ERROR
 
 
 @dataclass(frozen=True)
 class Verdict:
     score: float
-    error: str | None = None
+    error: ErrorCode | None = None
     message: str | None = None
 
     @classmethod
@@ -30,7 +34,7 @@ class Verdict:
         return cls(1.0)
 
     @classmethod
-    def fail(cls, error: str, message: str | None = None) -> Verdict:
+    def fail(cls, error: ErrorCode, message: str | None = None) -> Verdict:
         return cls(0.0, error, message)
 
     @property

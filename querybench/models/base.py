@@ -7,7 +7,7 @@ import json
 from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
-from querybench.errors import QuerybenchError
+from querybench.errors import ErrorCode, QuerybenchError
 from querybench.models.tools import Tool, ToolCall, ToolChoice
 
 if TYPE_CHECKING:
@@ -21,7 +21,7 @@ class ModelError(QuerybenchError):
     came back unusable (a refusal, malformed JSON) is not transient. `status` is the last HTTP
     status, when there was one."""
 
-    code = "model_error"
+    code: ErrorCode = ErrorCode.MODEL_ERROR
 
     def __init__(self, message: str, *, transient: bool = False, status: int | None = None):
         super().__init__(message)
@@ -37,7 +37,7 @@ class EndpointUnavailable(ModelError):
 class BudgetExhausted(ModelError):
     """The run's request budget is spent; unfinished instances stay unfinished (resumable)."""
 
-    code = "budget_exhausted"
+    code = ErrorCode.BUDGET_EXHAUSTED
 
 
 @dataclass(frozen=True)

@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 from pathlib import Path
 from typing import Any
 
 from platformdirs import user_cache_dir
+
+log = logging.getLogger(__name__)
 
 
 def default_cache_dir() -> Path:
@@ -48,5 +51,7 @@ class ResponseCache:
             tmp = path.with_suffix(f".tmp{os.getpid()}")
             tmp.write_text(json.dumps(value, ensure_ascii=False), encoding="utf-8")
             os.replace(tmp, path)
-        except OSError:
-            pass  # a read-only or full cache costs money on a re-run, never the result
+        except (
+            OSError
+        ) as exc:  # a read-only or full cache costs money on a re-run, never the result
+            log.warning("reply not cached in %s: %s", path.parent, exc)

@@ -33,11 +33,11 @@ import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pandas as pd
 
-from querybench.errors import DataError
+from querybench.errors import DataError, ErrorCode
 from querybench.evaluation.large_result import ResultTable
 from querybench.evaluation.spider2 import strict_condition_cols
 from querybench.evaluation.spider2_gold import (
@@ -46,9 +46,15 @@ from querybench.evaluation.spider2_gold import (
     Spider2Gold,
     eval_file_name,
 )
+from querybench.report.audit_scoring import (
+    Finding,
+    GoldSqlRun,
+    GoldSqlSummary,
+    gold_sql_findings,
+    self_score_findings,
+)
 
-if TYPE_CHECKING:
-    from querybench.report.audit_scoring import GoldSqlRun, GoldSqlSummary
+__all__ = ["KINDS", "AuditReport", "Finding", "audit_gold"]
 
 KINDS = (
     "missing_gold",
@@ -64,20 +70,8 @@ KINDS = (
     "never_passes_strict",
     "gold_sql_error",
     "gold_sql_mismatch",
-    "scorer_error",
+    ErrorCode.SCORER_ERROR,
 )
-
-
-@dataclass(frozen=True)
-class Finding:
-    instance_id: str
-    kind: str
-    detail: str
-
-    def to_json(self) -> str:
-        return json.dumps(
-            {"instance_id": self.instance_id, "kind": self.kind, "detail": self.detail}
-        )
 
 
 @dataclass(frozen=True)
@@ -94,9 +88,6 @@ def audit_gold(
     Gold SQL runs only with `gold_sql` (where the local databases are); the summary says how
     many gold SQL files ran and why the others did not.
     """
-    # Imported here: audit_scoring builds on this module's `Finding`.
-    from querybench.report.audit_scoring import gold_sql_findings, self_score_findings
-
     gold = Spider2Gold(gold_dir, benchmark)
     findings = list(_config_shapes(gold.dir / eval_file_name(benchmark)))
     used: set[str] = set()

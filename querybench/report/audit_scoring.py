@@ -16,6 +16,7 @@ Both use the scorers `querybench eval` uses (`spider2.score_frame`, and the sql 
 
 from __future__ import annotations
 
+import json
 import shutil
 import tempfile
 from collections import Counter
@@ -29,8 +30,22 @@ from querybench.evaluation import spider2_official as official
 from querybench.evaluation.large_result import ResultTable, read_result
 from querybench.evaluation.spider2 import score_frame, variant_of
 from querybench.evaluation.spider2_gold import EvalSpec, GoldFrames, Spider2Gold, engine_family
-from querybench.evaluation.verdict import ENGINE_UNAVAILABLE, GOLD_ERROR, Verdict
-from querybench.report.audit import Finding
+from querybench.evaluation.verdict import ENGINE_UNAVAILABLE, GOLD_ERROR, ErrorCode, Verdict
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One defect of the gold: its instance, its kind (`audit.KINDS`), what and where."""
+
+    instance_id: str
+    kind: str
+    detail: str
+
+    def to_json(self) -> str:
+        return json.dumps(
+            {"instance_id": self.instance_id, "kind": self.kind, "detail": self.detail}
+        )
+
 
 _NOT_RUNNABLE = {
     "bq": "BigQuery gold SQL: no BigQuery here",
@@ -54,7 +69,7 @@ def self_score_findings(
             verdicts = score_frame(pred, golds, single, spec, variant)
         except Exception as exc:  # a scorer bug, not a verdict: `eval` would stop here too
             detail = f"{path.name}: scoring raised {type(exc).__name__}: {exc}"
-            yield Finding(instance_id, "scorer_error", detail)
+            yield Finding(instance_id, ErrorCode.SCORER_ERROR, detail)
             continue
         if not verdicts.official.passed:
             reason = verdicts.official.message or ""

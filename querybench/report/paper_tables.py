@@ -11,6 +11,7 @@ from the rated overall, so Table 3 can be set beside the paper's on the rated pa
 from __future__ import annotations
 
 import json
+import logging
 import statistics
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -18,6 +19,8 @@ from collections.abc import Callable, Sequence
 from querybench.evaluation.record import InstanceResult
 from querybench.report.compare import Section
 from querybench.report.runs import RunData
+
+log = logging.getLogger(__name__)
 
 DIFFICULTIES = ("easy", "medium", "hard")
 DATABASE_TYPES = {
@@ -113,7 +116,8 @@ def _trajectories(run: RunData) -> list[dict[str, object]]:
     for instance_id in run.trajectory_ids():
         try:
             data = json.loads((run.trajectory_dir / f"{instance_id}.json").read_text("utf-8"))
-        except (OSError, ValueError):
+        except (OSError, ValueError) as exc:
+            log.warning("trajectory of %s left out of the tables: %s", instance_id, exc)
             continue
         if isinstance(data, dict):
             out.append(data)

@@ -16,9 +16,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from querybench.errors import ErrorCode
 from querybench.report.compare import by_difficulty, by_engine
 from querybench.report.runs import RunData
-from querybench.report.taxonomy import diagnose
+from querybench.report.taxonomy import Difference, diagnose
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -155,18 +156,18 @@ def _cost_vs_score(runs: Sequence[RunData]) -> Figure:
 
 
 # One colour per category, the same in every report (run colours are the PALETTE's).
-CATEGORY_COLORS = {
-    "parse_error": "#9c755f",
-    "exec_error": "#e15759",
-    "timeout": "#b07aa1",
-    "refused_write": "#ff9da7",
-    "model_error": "#79706e",
-    "empty_result": "#edc948",
-    "wrong_columns": "#f28e2b",
-    "wrong_rows": "#76b7b2",
-    "wrong_order": "#59a14f",
-    "wrong_values": "#4e79a7",
-    "missing_prediction": "#bab0ac",
+CATEGORY_COLORS: dict[str, str] = {
+    ErrorCode.PARSE_ERROR: "#9c755f",
+    ErrorCode.EXEC_ERROR: "#e15759",
+    ErrorCode.TIMEOUT: "#b07aa1",
+    ErrorCode.REFUSED_WRITE: "#ff9da7",
+    ErrorCode.MODEL_ERROR: "#79706e",
+    Difference.EMPTY_RESULT: "#edc948",
+    Difference.WRONG_COLUMNS: "#f28e2b",
+    Difference.WRONG_ROWS: "#76b7b2",
+    Difference.WRONG_ORDER: "#59a14f",
+    Difference.WRONG_VALUES: "#4e79a7",
+    ErrorCode.MISSING_PREDICTION: "#bab0ac",
 }
 
 

@@ -18,13 +18,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from querybench.errors import DataError
+from querybench.errors import DataError, ErrorCode
 from querybench.evaluation.record import InstanceResult
 from querybench.runs.store import InstanceRecord, RecordStore
 from querybench.tasks.model import Task
 
 RESULTS = "results.jsonl"
-NOT_SCORED = "not_scored"  # an answer recorded by a run that stopped before scoring it
+NOT_SCORED = ErrorCode.NOT_SCORED
 
 
 @dataclass(frozen=True)

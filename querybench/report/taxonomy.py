@@ -11,11 +11,24 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from enum import StrEnum
 
+from querybench.errors import ErrorCode
 from querybench.evaluation.record import InstanceResult
 from querybench.runs.store import InstanceRecord
 
-MODEL_CODES = frozenset({"model_error", "budget_exhausted"})
+
+class Difference(StrEnum):
+    """How a wrong result differs from the gold: the categories a `wrong_result` splits into."""
+
+    EMPTY_RESULT = "empty_result"
+    WRONG_COLUMNS = "wrong_columns"
+    WRONG_ROWS = "wrong_rows"
+    WRONG_ORDER = "wrong_order"
+    WRONG_VALUES = "wrong_values"
+
+
+MODEL_CODES = frozenset({ErrorCode.MODEL_ERROR, ErrorCode.BUDGET_EXHAUSTED})
 
 # Lower-cased message fragments, first match wins: what kind of failure an engine message is.
 _TIMEOUT_MARKERS = ("timeout", "timed out", "ran past its", "interrupted", "query was cancelled")
@@ -72,18 +85,22 @@ def diagnose(result: InstanceResult, record: InstanceRecord | None = None) -> Di
         return None
     lowered = message.lower()
     if code in MODEL_CODES:
-        return Diagnosis("model_error", "" if code == "model_error" else code)
-    if code == "timeout" or (code == "exec_error" and _has(lowered, _TIMEOUT_MARKERS)):
-        return Diagnosis("timeout")
-    if code == "refused_write" or (code == "exec_error" and _has(lowered, _REFUSED_MARKERS)):
-        return Diagnosis("refused_write")
-    if code == "parse_error":
-        return Diagnosis("parse_error", engine_error_class(lowered) if lowered else "")
-    if code == "exec_error":
+        return Diagnosis(ErrorCode.MODEL_ERROR, "" if code == ErrorCode.MODEL_ERROR else code)
+    if code == ErrorCode.TIMEOUT or (
+        code == ErrorCode.EXEC_ERROR and _has(lowered, _TIMEOUT_MARKERS)
+    ):
+        return Diagnosis(ErrorCode.TIMEOUT)
+    if code == ErrorCode.REFUSED_WRITE or (
+        code == ErrorCode.EXEC_ERROR and _has(lowered, _REFUSED_MARKERS)
+    ):
+        return Diagnosis(ErrorCode.REFUSED_WRITE)
+    if code == ErrorCode.PARSE_ERROR:
+        return Diagnosis(ErrorCode.PARSE_ERROR, engine_error_class(lowered) if lowered else "")
+    if code == ErrorCode.EXEC_ERROR:
         if _has(lowered, _PARSE_MARKERS):
-            return Diagnosis("parse_error", engine_error_class(lowered))
-        return Diagnosis("exec_error", engine_error_class(lowered))
-    if code == "wrong_result" or (code is None and result.score < 1.0):
+            return Diagnosis(ErrorCode.PARSE_ERROR, engine_error_class(lowered))
+        return Diagnosis(ErrorCode.EXEC_ERROR, engine_error_class(lowered))
+    if code == ErrorCode.WRONG_RESULT or (code is None and result.score < 1.0):
         return Diagnosis(difference_kind(lowered))
     return Diagnosis(code or "unknown")
 
@@ -114,33 +131,33 @@ def difference_kind(message: str) -> str:
     prediction M`."""
     message = message.lower()
     if "different order" in message:
-        return "wrong_order"
+        return Difference.WRONG_ORDER
     bird = _BIRD_ROWS.search(message)
     if bird:
         gold_rows, pred_rows = int(bird.group(1)), int(bird.group(2))
         return (
-            "empty_result"
+            Difference.EMPTY_RESULT
             if pred_rows == 0
-            else "wrong_rows"
+            else Difference.WRONG_ROWS
             if pred_rows != gold_rows
-            else ("wrong_values")
+            else Difference.WRONG_VALUES
         )
     shapes = [
         (int(m.group(1) or m.group(3)), int(m.group(2) or m.group(4)))
         for m in _ROWS_BY_COLUMNS.finditer(message)
     ]
     if len(shapes) < 2:
-        return "wrong_values"
+        return Difference.WRONG_VALUES
     if message.startswith("prediction"):
         pred, golds = shapes[0], shapes[1:]
     else:
         pred, golds = shapes[1], [shapes[0]]
     if pred[0] == 0:
-        return "empty_result"
+        return Difference.EMPTY_RESULT
     # Spider 2.0's official match lets a prediction carry extra columns: only fewer columns
     # than every gold (or a count no gold has, when none has fewer) is a column mistake.
     if pred[1] not in {c for _, c in golds} and not any(pred[1] > c for _, c in golds):
-        return "wrong_columns"
+        return Difference.WRONG_COLUMNS
     if pred[0] not in {r for r, _ in golds}:
-        return "wrong_rows"
-    return "wrong_values"
+        return Difference.WRONG_ROWS
+    return Difference.WRONG_VALUES

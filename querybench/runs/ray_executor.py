@@ -26,6 +26,7 @@ from querybench.errors import QuerybenchError
 from querybench.methods import get_method
 from querybench.models.base import BudgetExhausted
 from querybench.runs.config import RunConfig
+from querybench.runs.solve import build_model, method_settings, solve_instance
 from querybench.runs.store import InstanceRecord
 from querybench.tasks.model import Task
 
@@ -140,8 +141,6 @@ class Solver:
     """One actor's method and model, built from the run's config on the node it runs on."""
 
     def __init__(self, config: RunConfig) -> None:
-        from querybench.runs.runner import build_model, method_settings
-
         self.config = config
         self.method = get_method(config.method)
         self.model = build_model(config)
@@ -149,8 +148,6 @@ class Solver:
 
     async def solve(self, task: Task) -> InstanceRecord | str:
         """The task's record, or why the request budget stopped it (it stays unfinished)."""
-        from querybench.runs.runner import solve_instance
-
         try:
             return await solve_instance(self.config, self.method, self.model, self.settings, task)
         except BudgetExhausted as exc:

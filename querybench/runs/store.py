@@ -14,12 +14,15 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import json
+import logging
 import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from querybench.errors import DataError, QuerybenchError
+
+log = logging.getLogger(__name__)
 
 RECORDS = "records.jsonl"
 LOCK = "run.lock"
@@ -127,7 +130,8 @@ class RecordStore:
                 continue
             try:
                 record = InstanceRecord.from_json(json.loads(line))
-            except (ValueError, TypeError):
+            except (ValueError, TypeError) as exc:  # a torn line: its instance is done again
+                log.debug("%s: unreadable record line skipped: %s", self.path, exc)
                 continue
             records[record.instance_id] = record
         return records

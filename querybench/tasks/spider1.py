@@ -10,9 +10,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from querybench.errors import DataError
-from querybench.evaluation.spider1_hardness import spider1_hardness
 from querybench.tasks.input_files import read_json_array, required_str
 from querybench.tasks.model import GoldRef, Task
+from querybench.tasks.spider1_hardness import spider1_hardness
 from querybench.tasks.sql_functions import uses_dialect_functions
 
 

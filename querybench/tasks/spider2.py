@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import Literal
 
 from querybench.errors import DataError
-from querybench.evaluation.spider2_gold import Spider2Gold, engine_family
 from querybench.tasks.input_files import optional_str, read_jsonl, required_str, unique_ids
 from querybench.tasks.model import EngineKind, GoldRef, Task
+from querybench.tasks.spider2_gold import GoldFolder, engine_family
 from querybench.tasks.spider2_metadata import database_traits, find_database_dir
 from querybench.tasks.sql_functions import uses_dialect_functions
 
@@ -99,12 +99,12 @@ def _engine(benchmark: Variant, instance_id: str, where: str) -> EngineKind:
     return _ENGINES[family]
 
 
-def _gold(gold_dir: Path, benchmark: Variant) -> Spider2Gold | None:
-    """The gold folder when it is there; a partial copy is still an error (Spider2Gold's)."""
-    return Spider2Gold(gold_dir, benchmark) if gold_dir.is_dir() else None
+def _gold(gold_dir: Path, benchmark: Variant) -> GoldFolder | None:
+    """The gold folder when it is there; a partial copy is still an error (GoldFolder's)."""
+    return GoldFolder(gold_dir, benchmark) if gold_dir.is_dir() else None
 
 
-def _gold_ref(gold: Spider2Gold, instance_id: str) -> GoldRef:
+def _gold_ref(gold: GoldFolder, instance_id: str) -> GoldRef:
     spec = gold.specs[instance_id]
     paths, _single = gold.result_paths(instance_id)
     params: dict[str, object] = {

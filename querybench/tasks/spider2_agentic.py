@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from querybench.errors import DataError
-from querybench.evaluation.agentic import parse_evaluation
+from querybench.tasks.agentic_checks import parse_checks
 from querybench.tasks.input_files import read_jsonl, read_text, required_str, unique_ids
 from querybench.tasks.model import EngineKind, GoldRef, Task
 from querybench.tasks.spider2_dbt import load_spider2_dbt
@@ -206,7 +206,7 @@ def read_eval_config(config: Path) -> dict[str, object]:
         if "evaluation" not in item:
             raise DataError(f"{where}: field 'evaluation' is missing")
         try:
-            parse_evaluation(item["evaluation"], check=False)
+            parse_checks(item["evaluation"])
         except DataError as exc:
             raise DataError(f"{where}: field 'evaluation': {exc}") from None
         out[instance_id] = item["evaluation"]
@@ -215,10 +215,7 @@ def read_eval_config(config: Path) -> dict[str, object]:
 
 def checks(evaluation: object) -> list[dict[str, Any]]:
     """The `{func, parameters}` checks of an `evaluation` value (an object or a list)."""
-    return [
-        {"func": c.func, "parameters": dict(c.parameters)}
-        for c in parse_evaluation(evaluation, check=False)
-    ]
+    return [{"func": c.func, "parameters": dict(c.parameters)} for c in parse_checks(evaluation)]
 
 
 def _gold_names(check: dict[str, Any]) -> list[str]:

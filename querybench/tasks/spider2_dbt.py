@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from querybench.errors import DataError
-from querybench.evaluation.agentic import parse_evaluation
+from querybench.tasks.agentic_checks import parse_checks
 from querybench.tasks.input_files import read_jsonl, required_str, unique_ids
 from querybench.tasks.model import GoldRef, Task
 
@@ -81,7 +81,7 @@ def _evaluations(config: Path) -> dict[str, list[dict[str, Any]]]:
         if "evaluation" not in item:
             raise DataError(f"{where}: field 'evaluation' is missing")
         try:
-            checks = parse_evaluation(item["evaluation"])
+            checks = parse_checks(item["evaluation"])
         except DataError as exc:
             raise DataError(f"{where}: field 'evaluation': {exc}") from None
         out[instance_id] = [{"func": c.func, "parameters": dict(c.parameters)} for c in checks]

@@ -1,0 +1,149 @@
+"""One task to one record: the method's answer (majority vote over several candidates) or the
+error that stopped it, the same for the local executor (`runner.py`) and Ray's
+(`ray_executor.py`)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+from querybench.engines.pool import run_one
+from querybench.errors import EngineUnavailable, QuerybenchError
+from querybench.evaluation.sampling import majority_vote, result_key
+from querybench.evaluation.verdict import ENGINE_UNAVAILABLE, ErrorCode
+from querybench.methods import Method, MethodOutput, MethodSettings
+from querybench.models import ChatModel, PriceTable, RetryPolicy, Sampling, make_model
+from querybench.models.base import BudgetExhausted, ModelError
+from querybench.runs.config import RunConfig
+from querybench.runs.store import InstanceRecord
+from querybench.tasks.databases import task_database
+from querybench.tasks.model import Task
+
+
+def build_model(config: RunConfig) -> ChatModel:
+    prices = PriceTable.from_file(config.prices_file) if config.prices_file else None
+    return make_model(
+        config.model,
+        base_url=config.base_url,
+        api_key_env=config.api_key_env,
+        constant_sql=config.constant_sql,
+        timeout=config.timeout,
+        retry=RetryPolicy(max_retries=config.max_retries),
+        concurrency=config.concurrency,
+        max_requests=config.max_requests,
+        cache_dir=config.cache_dir,
+        use_cache=config.use_cache,
+        prices=prices,
+        context_window=config.context_window,
+    )
+
+
+def method_settings(config: RunConfig) -> MethodSettings:
+    return MethodSettings(
+        sampling=Sampling(
+            config.temperature, config.top_p, config.max_tokens, config.seed, config.stop
+        ),
+        n=config.n,
+        context_budget=config.context_budget,
+        data_dir=config.data_dir,
+        examples=config.examples,
+        run_dir=config.out,
+        options=dict(config.extra),
+    )
+
+
+async def solve_instance(
+    config: RunConfig, method: Method, model: ChatModel, settings: MethodSettings, task: Task
+) -> InstanceRecord:
+    """One task to one record; every failure but a spent budget becomes the record's error."""
+    start = time.perf_counter()
+    try:
+        output = await method.solve(task, model, settings)
+    except BudgetExhausted:
+        raise
+    except ModelError as exc:
+        return _failed(task, exc.code, str(exc), start, transient=exc.transient)
+    except EngineUnavailable as exc:  # e.g. an agent task whose database is not here
+        return _failed(task, ENGINE_UNAVAILABLE, str(exc), start)
+    except QuerybenchError as exc:
+        return _failed(task, ErrorCode.CONTEXT_ERROR, str(exc), start)
+    except Exception as exc:  # a bug on one task must not end the run
+        return _failed(task, ErrorCode.METHOD_ERROR, f"{type(exc).__name__}: {exc}", start)
+    chosen, votes = await _choose(config, task, output)
+    return _record(task, output, chosen, votes, start)
+
+
+def _failed(
+    task: Task, code: ErrorCode, message: str, start: float, transient: bool = False
+) -> InstanceRecord:
+    elapsed = time.perf_counter() - start
+    return InstanceRecord(
+        task.instance_id, "error", code, message, total_s=elapsed, transient=transient
+    )
+
+
+async def _choose(
+    config: RunConfig, task: Task, output: MethodOutput
+) -> tuple[int, list[Any] | None]:
+    """With one candidate, it; with several, majority vote by execution result on the task's
+    database (the first candidate when the database is not reachable here)."""
+    sqls = [c.sql for c in output.candidates]
+    if len(sqls) < 2:
+        return 0, None
+    database = task_database(task, config.data_dir)
+    if database is None:
+        return 0, None
+
+    def key_of(sql: str | None) -> tuple[Any, ...] | None:
+        if sql is None:
+            return None
+        outcome = run_one(database, sql, timeout=config.eval_timeout)
+        if outcome.result is None:
+            return None
+        return result_key(len(outcome.result.columns), outcome.result.rows)
+
+    keys = await asyncio.to_thread(lambda: [key_of(s) for s in sqls])
+    winner = majority_vote(keys)
+    groups = {k: i for i, k in enumerate(keys) if k is not None}
+    votes = [None if k is None else list(groups).index(k) for k in keys]
+    return (winner if winner is not None else 0), votes
+
+
+def _record(
+    task: Task, output: MethodOutput, chosen: int, votes: list[Any] | None, start: float
+) -> InstanceRecord:
+    completions = [c.completion for c in output.candidates]
+    truncations = [c.truncation for c in completions if c.truncation is not None]
+    extra: dict[str, Any] = dict(output.extra)
+    if votes is not None:
+        extra["result_groups"] = votes
+        extra["chosen"] = chosen
+    return InstanceRecord(
+        instance_id=task.instance_id,
+        status="ok",
+        prompt_hash=output.prompt_hash,
+        replies=tuple(c.reply for c in output.candidates),
+        sqls=tuple(c.sql for c in output.candidates),
+        sql=output.candidates[chosen].sql if output.candidates else None,
+        prompt_tokens=sum(c.usage.prompt_tokens for c in completions),
+        completion_tokens=sum(c.usage.completion_tokens for c in completions),
+        cost=sum(c.cost for c in completions),
+        context_s=output.context_s,
+        model_s=max((c.latency_s for c in completions), default=0.0),
+        total_s=time.perf_counter() - start,
+        attempts=sum(c.attempts for c in completions),
+        cached=sum(c.cached for c in completions),
+        retried_for=tuple(r for c in completions for r in c.retried_for),
+        truncation=(
+            {
+                "dropped_messages": truncations[0].dropped_messages,
+                "cut_tokens": truncations[0].cut_tokens,
+                "tokens_before": truncations[0].tokens_before,
+                "tokens_after": truncations[0].tokens_after,
+            }
+            if truncations
+            else None
+        ),
+        extra=extra,
+    )

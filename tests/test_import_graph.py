@@ -1,0 +1,165 @@
+"""The map is the territory: the package's own import graph, read statically (every `import`,
+inside functions and `if TYPE_CHECKING:` blocks too), has no cycle between its layers, no edge
+from a lower layer up to a higher one, and no module cycle beyond the allow-list below.
+
+`LAYERS` is the dependency order `docs/architecture.md` draws, bottom first: a module may import
+its own layer and the layers below it. Adding a top-level module or subpackage means placing it
+here (and in the map).
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parent.parent / "querybench"
+
+LAYERS: tuple[frozenset[str], ...] = tuple(
+    frozenset(names.split())
+    for names in (
+        "errors data layout credentials fetch",  # the foundation: errors, where data lives
+        "engines",  # a shared service: every layer above may run SQL
+        "tasks releases data_fetch data_status",
+        "context",
+        "models",
+        "agent",
+        "evaluation",
+        "methods",
+        "envs runs",
+        "report",
+        "commands",
+        "cli",
+        "querybench",  # the package's `__init__`: the public names, imported lazily
+    )
+)
+
+# Module cycles that exist today, each with why; this set must only shrink.
+ALLOWED_MODULE_CYCLES: frozenset[frozenset[str]] = frozenset()
+
+
+def _modules() -> dict[str, Path]:
+    out = {}
+    for path in PACKAGE.rglob("*.py"):
+        parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        out[".".join(parts)] = path
+    return out
+
+
+def import_graph() -> dict[str, set[str]]:
+    """Module -> the package modules it imports (`from pkg import submodule` is the submodule)."""
+    modules = _modules()
+
+    def resolve(name: str) -> str | None:
+        while name and name not in modules:
+            name = name.rpartition(".")[0]
+        return name or None
+
+    graph: dict[str, set[str]] = {}
+    for module, path in modules.items():
+        package = module.split(".") if path.name == "__init__.py" else module.split(".")[:-1]
+        targets: list[str] = []
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+            if isinstance(node, ast.Import):
+                targets += [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = package[: len(package) - node.level + 1] if node.level else []
+                source = ".".join([*base, *([node.module] if node.module else [])])
+                for alias in node.names:
+                    name = f"{source}.{alias.name}"
+                    targets.append(name if name in modules else source)
+        resolved = {resolve(t) for t in targets if t.startswith("querybench")}
+        graph[module] = {r for r in resolved if r is not None and r != module}
+    return graph
+
+
+def cycles(graph: Mapping[str, Iterable[str]]) -> list[frozenset[str]]:
+    """The strongly connected components of more than one node (Tarjan's algorithm)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[frozenset[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for nxt in graph.get(node, ()):
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                top = stack.pop()
+                component.append(top)
+                if top == node:
+                    break
+            if len(component) > 1:
+                found.append(frozenset(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def layer_of(module: str) -> str:
+    """`querybench.engines.sqlite` -> `engines`; the package itself -> `querybench`."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else parts[0]
+
+
+def _rank(layer: str) -> int:
+    for rank, names in enumerate(LAYERS):
+        if layer in names:
+            return rank
+    raise AssertionError(f"{layer} is on no layer of LAYERS (and docs/architecture.md)")
+
+
+def _layer_graph(graph: Mapping[str, Iterable[str]]) -> dict[str, set[str]]:
+    out: dict[str, set[str]] = {}
+    for module, targets in graph.items():
+        out.setdefault(layer_of(module), set()).update(
+            layer_of(t) for t in targets if layer_of(t) != layer_of(module)
+        )
+    return out
+
+
+def test_the_graph_is_read() -> None:
+    graph = import_graph()
+    assert "querybench.engines.sqlite" in graph["querybench.engines"]  # a function-level import
+    assert "querybench.errors" in graph["querybench.evaluation.verdict"]
+    assert "querybench.agent.files" in graph["querybench.agent.loop"]  # `from pkg import mod`
+
+
+def test_no_cycle_between_layers() -> None:
+    assert cycles(_layer_graph(import_graph())) == []
+
+
+def test_no_layer_imports_a_higher_one() -> None:
+    upward = sorted(
+        (layer, target)
+        for layer, targets in _layer_graph(import_graph()).items()
+        for target in targets
+        if _rank(target) > _rank(layer)
+    )
+    assert upward == [], "an import against the dependency order (LAYERS, the map)"
+
+
+def test_module_cycles_only_shrink() -> None:
+    found = set(cycles(import_graph()))
+    assert found - ALLOWED_MODULE_CYCLES == set(), "a new module cycle"
+    assert ALLOWED_MODULE_CYCLES - found == set(), "a cycle is gone: remove it from the list"
+
+
+def test_the_checks_can_fail() -> None:
+    """The same functions find the cycles of a made-up graph."""
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+    assert cycles(graph) == [frozenset("abc")]
+    layered = {"querybench.tasks.x": {"querybench.evaluation.y"}, "querybench.evaluation.y": set()}
+    assert _layer_graph(layered) == {"tasks": {"evaluation"}, "evaluation": set()}
+    assert _rank("evaluation") > _rank("tasks")

@@ -1,0 +1,52 @@
+"""The package's public surface: a deliberate `__all__`, imported lazily, with `py.typed`."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import querybench
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_every_public_name_resolves_to_its_definition() -> None:
+    from querybench.engines.base import Engine
+    from querybench.evaluation.spider2_eval import evaluate_spider2
+    from querybench.tasks.model import Task
+
+    for name in querybench.__all__:
+        assert getattr(querybench, name) is not None, name
+    assert querybench.Engine is Engine and querybench.Task is Task
+    assert querybench.evaluate_spider2 is evaluate_spider2
+    assert set(querybench.__all__) <= set(dir(querybench))
+
+
+def test_an_unknown_name_is_an_attribute_error() -> None:
+    try:
+        querybench.evaluate_everything  # type: ignore[attr-defined]  # noqa: B018
+    except AttributeError as exc:
+        assert "evaluate_everything" in str(exc)
+    else:
+        raise AssertionError("no AttributeError")
+
+
+def test_import_is_cheap() -> None:
+    """`import querybench` loads none of the layers (the CLI's start-up pays for each)."""
+    code = (
+        "import json, sys, querybench; "
+        "print(json.dumps(sorted(m for m in sys.modules if m.startswith('querybench'))))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT
+    )
+    assert json.loads(out.stdout) == ["querybench", "querybench.errors"]
+
+
+def test_py_typed_ships() -> None:
+    assert (ROOT / "querybench" / "py.typed").is_file()
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    assert "py.typed" in config["tool"]["setuptools"]["package-data"]["querybench"]
