@@ -35,6 +35,8 @@ def as_new_user(monkeypatch: pytest.MonkeyPatch, home: Path, data: Path | None) 
         if name.startswith("SNOWFLAKE_") or name == "GOOGLE_APPLICATION_CREDENTIALS":
             monkeypatch.delenv(name)
     monkeypatch.chdir(home)
+
+
 def require_sandbox() -> None:
     """The agent's bubblewrap sandbox works here; skip with the reason, fail when CI=true
     (CI installs bubblewrap: the sandbox tests must run there for real)."""

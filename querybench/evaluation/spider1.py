@@ -33,7 +33,6 @@ from querybench.errors import DataError, EngineError
 from querybench.evaluation.execution import Jobs, run_gold_and_predictions
 from querybench.evaluation.prediction_file import ReadLimits, read_prediction_text
 from querybench.evaluation.record import InstanceResult
-from querybench.evaluation.spider1_hardness import spider1_hardness as spider1_hardness
 from querybench.evaluation.verdict import (
     ENGINE_UNAVAILABLE,
     GOLD_ERROR,
@@ -41,6 +40,7 @@ from querybench.evaluation.verdict import (
     WRONG_RESULT,
     Verdict,
 )
+from querybench.tasks.spider1_hardness import spider1_hardness as spider1_hardness
 
 Row = tuple[Any, ...]
 
