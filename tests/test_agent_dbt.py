@@ -10,6 +10,7 @@ import json
 import os
 import shutil
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,9 +19,11 @@ import duckdb
 import pytest
 from typer.testing import CliRunner
 
-from querybench.agent.dbt import ENV_VAR, find_dbt, unreadable_mounts
+from querybench.agent.actions import ExecuteSQL
+from querybench.agent.dbt import ENV_VAR, find_dbt, open_dbt_workspace, unreadable_mounts
 from querybench.agent.protocol import format_action
 from querybench.agent.sandbox import Limits, run_shell
+from querybench.agent.workspace import WorkspaceOptions
 from querybench.cli import app
 from querybench.evaluation.spider2_dbt import evaluate_spider2_dbt, with_gold_summary
 from querybench.models.base import ChatRequest, Completion
@@ -301,3 +304,24 @@ def test_the_dbt_mount_is_read_only_and_shows_nothing_else(dbt_program: str) -> 
     assert "touch=1" in result.output and "ls=2" in result.output, result.output
     assert not (venv / "planted").exists()
     assert "installed" in result.output.lower() or "core" in result.output.lower()
+
+
+def test_a_single_call_bomb_on_the_dbt_database_stops_at_its_timeout(
+    dbt_program: str, tmp_path: Path
+) -> None:
+    """The agent's SQL on its DBT database runs in a killable child, as every agent query: a
+    DuckDB `repeat()` no interrupt reaches ends at the action's timeout, not minutes later."""
+    data = make_dbt_data(tmp_path / "data", ["shop001"], gold=False)
+    (task,) = load_tasks("spider2-dbt", data_dir=data)
+    workspace = open_dbt_workspace(task, data, WorkspaceOptions(action_timeout=2))
+    try:
+        start = time.monotonic()
+        observation = workspace.execute(
+            ExecuteSQL("SELECT sum(length(repeat('x', 1000000000))) AS n FROM range(16)")
+        )
+        elapsed = time.monotonic() - start
+        assert "timeout" in observation.lower() or "time limit" in observation.lower(), observation
+        assert elapsed < 6, elapsed  # 2 s + the kill's 0.5 s grace (in process: 8 s, idle)
+        assert "42" in workspace.execute(ExecuteSQL("SELECT 41 + 1 AS answer"))  # a fresh child
+    finally:
+        workspace.close()

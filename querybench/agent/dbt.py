@@ -18,7 +18,7 @@ from pathlib import Path
 from querybench.agent import files
 from querybench.agent.sandbox import SYSTEM_DIRS, Toolchain, sandbox_drops_privileges
 from querybench.agent.workspace import Workspace, WorkspaceOptions, make_writable, new_folder
-from querybench.engines import connect
+from querybench.engines.isolated import connect_isolated
 from querybench.errors import EngineUnavailable
 from querybench.tasks.model import Task
 
@@ -140,7 +140,7 @@ def open_dbt_workspace(task: Task, data_dir: Path, options: WorkspaceOptions) ->
     folder = new_folder(task)
     try:
         database = copy_project(task, data_dir, folder)
-        engine = connect(database)
+        engine = connect_isolated(database)  # killable at its timeout, as every agent query
     except BaseException:
         shutil.rmtree(folder, ignore_errors=True)
         raise
@@ -151,7 +151,7 @@ def open_dbt_workspace(task: Task, data_dir: Path, options: WorkspaceOptions) ->
         path=folder,
         toolchain=toolchain,
         # the agent may have replaced the file: only a regular file in the workspace is opened
-        reconnect=lambda: connect(files.regular_file(folder, database.name)),
+        reconnect=lambda: connect_isolated(files.regular_file(folder, database.name)),
     )
 
 
