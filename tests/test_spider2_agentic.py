@@ -379,3 +379,27 @@ def test_a_folder_without_metadata_or_with_a_foreign_line(tmp_path: Path) -> Non
     result = case.score()["local1"]
     assert scores(result) == (0.0, 1.0)
     assert result.error == "scorer_error" and "scores nothing" in (result.message or "")
+
+
+def test_a_submitted_table_that_is_a_fifo_or_a_link_out_is_refused_not_read(
+    tmp_path: Path,
+) -> None:
+    """A submitted CSV is opened as every prediction is: a FIFO never blocks the eval, a link
+    to a host file is not followed (its content is never read), each with its reason."""
+    import os
+
+    spec = [{"func": "table_match", "parameters": {"gold": "result.csv"}}]
+    case = Case(tmp_path)
+    secret = tmp_path / "host_secret.csv"
+    secret.write_text("a\n1\n")  # the gold's own content: a followed link would score 1
+    for iid in ("fifo1", "link1"):
+        case.task(iid, spec, result_csv="a\n1\n")
+        case.submit(iid, "file", "out.csv")
+    os.mkfifo(case.sub / "fifo1" / "out.csv")
+    (case.sub / "link1" / "out.csv").symlink_to(secret)
+    results = case.score()
+    for iid in ("fifo1", "link1"):
+        assert scores(results[iid]) == (0.0, 0.0), results[iid]
+        assert results[iid].error == "bad_prediction_file", results[iid]
+    assert "FIFO" in (results["fifo1"].message or "").upper()
+    assert "symlink" in (results["link1"].message or "")

@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 import duckdb
@@ -24,6 +25,7 @@ from querybench.evaluation.agentic_compare import (
     strict_columns,
     strict_compare,
 )
+from querybench.evaluation.prediction_file import PredictionRefused, ReadLimits, open_prediction
 from querybench.evaluation.verdict import (
     BAD_PREDICTION_FILE,
     GOLD_ERROR,
@@ -54,8 +56,17 @@ def _scored(body: Callable[[], Verdict]) -> Verdict:
 
 
 def _read_csv(path: PathLike, code: ErrorCode, *, low_memory: bool = False) -> pd.DataFrame:
+    """A gold or predicted CSV as the official driver reads it. A prediction is opened as
+    every prediction is (`prediction_file.open_prediction`): a regular file in its own folder,
+    never a FIFO, device or link out of it, bounded in time and size."""
     try:
-        return pd.read_csv(path, low_memory=low_memory)
+        if code is not BAD_PREDICTION_FILE:
+            return pd.read_csv(path, low_memory=low_memory)
+        where = Path(path)
+        with open_prediction(where, where.parent, ReadLimits()) as scanned:
+            return pd.read_csv(scanned.handle, low_memory=low_memory)
+    except PredictionRefused as refused:
+        raise _Problem(refused.code, str(refused)) from None
     except Exception as exc:  # the official driver treats any read failure alike
         raise _Problem(code, f"cannot read {os.fspath(path)!r}: {exc}") from None
 
