@@ -10,8 +10,6 @@ from the rated overall, so Table 3 can be set beside the paper's on the rated pa
 
 from __future__ import annotations
 
-import json
-import logging
 import statistics
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -19,8 +17,6 @@ from collections.abc import Callable, Sequence
 from querybench.evaluation.record import InstanceResult
 from querybench.report.compare import Section
 from querybench.report.runs import RunData
-
-log = logging.getLogger(__name__)
 
 DIFFICULTIES = ("easy", "medium", "hard")
 DATABASE_TYPES = {
@@ -111,19 +107,6 @@ def feature_table(runs: Sequence[RunData], title: str, tag: str, what: str) -> S
     )
 
 
-def _trajectories(run: RunData) -> list[dict[str, object]]:
-    out = []
-    for instance_id in run.trajectory_ids():
-        try:
-            data = json.loads((run.trajectory_dir / f"{instance_id}.json").read_text("utf-8"))
-        except (OSError, ValueError) as exc:
-            log.warning("trajectory of %s left out of the tables: %s", instance_id, exc)
-            continue
-        if isinstance(data, dict):
-            out.append(data)
-    return out
-
-
 def _action_names(trajectory: dict[str, object]) -> list[str]:
     steps = trajectory.get("steps")
     names = []
@@ -135,7 +118,7 @@ def _action_names(trajectory: dict[str, object]) -> list[str]:
 
 def actions_per_turn(run: RunData) -> Section | None:
     """Figure 22: how often each action is taken at each turn."""
-    per_task = [_action_names(t) for t in _trajectories(run)]
+    per_task = [_action_names(t) for t in run.trajectories]
     if not per_task:
         return None
     kinds = sorted({name for names in per_task for name in names})
@@ -150,7 +133,7 @@ def actions_per_turn(run: RunData) -> Section | None:
 def steps_per_task(runs: Sequence[RunData]) -> Section | None:
     rows = []
     for run in runs:
-        trajectories = _trajectories(run)
+        trajectories = run.trajectories
         steps = [len(_action_names(t)) for t in trajectories]
         if not steps:
             continue

@@ -14,7 +14,9 @@ code, an answer as `not_scored`); a run that never recorded anything says so.
 from __future__ import annotations
 
 import json
+import logging
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +24,8 @@ from querybench.errors import DataError, ErrorCode
 from querybench.evaluation.record import InstanceResult
 from querybench.runs.store import InstanceRecord, RecordStore
 from querybench.tasks.model import Task
+
+log = logging.getLogger(__name__)
 
 RESULTS = "results.jsonl"
 NOT_SCORED = ErrorCode.NOT_SCORED
@@ -64,6 +68,20 @@ class RunData:
         if not folder.is_dir():
             return []
         return sorted(p.stem for p in folder.glob("*.json"))
+
+    @cached_property
+    def trajectories(self) -> list[dict[str, object]]:
+        """The readable trajectories, read once (a broken file is logged and left out)."""
+        out = []
+        for instance_id in self.trajectory_ids():
+            try:
+                data = json.loads((self.trajectory_dir / f"{instance_id}.json").read_text("utf-8"))
+            except (OSError, ValueError) as exc:
+                log.warning("trajectory of %s left out of the tables: %s", instance_id, exc)
+                continue
+            if isinstance(data, dict):
+                out.append(data)
+        return out
 
     def predicted_sql(self, instance_id: str) -> str | None:
         """The SQL the run submitted: its record's, else `<predictions>/<instance_id>.sql`."""

@@ -79,9 +79,8 @@ def _score_spider1(
 
     if config.benchmark == "custom":
         db_dir = _linked_databases(config, tasks, root)
-    else:  # the folder of `<db>/<db>.sqlite` the first database found is in
-        first = next(filter(None, (task_database(t, config.data_dir) for t in tasks)), None)
-        db_dir = first.parent.parent if first is not None else root / "spider1" / "database"
+    else:
+        db_dir = _database_folder(config, tasks, root / "spider1" / "database")
     results = evaluate_spider1(
         gold, pred, db_dir, timeout=config.eval_timeout, workers=config.eval_workers
     )
@@ -89,6 +88,12 @@ def _score_spider1(
         replace(r, instance_id=t.instance_id, difficulty=t.difficulty or r.difficulty)
         for r, t in zip(results, tasks, strict=True)
     ]
+
+
+def _database_folder(config: RunConfig, tasks: list[Task], default: Path) -> Path:
+    """The folder of `<db>/<db>.sqlite` the first database found is in (else `default`)."""
+    first = next(filter(None, (task_database(t, config.data_dir) for t in tasks)), None)
+    return first.parent.parent if first is not None else default
 
 
 def _linked_databases(config: RunConfig, tasks: list[Task], root: Path) -> Path:
@@ -126,8 +131,7 @@ def _score_bird(
         predictions[t.instance_id] = 0 if sql is None else f"{sql}{BIRD_SEPARATOR}{t.db}"
     pred = config.out / f"predict{tag}.json"
     pred.write_text(json.dumps(predictions, indent=1, ensure_ascii=False), encoding="utf-8")
-    first = next(filter(None, (task_database(t, config.data_dir) for t in tasks)), None)
-    db_dir = first.parent.parent if first is not None else root / "bird" / "dev_databases"
+    db_dir = _database_folder(config, tasks, root / "bird" / "dev_databases")
     return evaluate_bird(
         questions, pred, db_dir, timeout=config.eval_timeout, workers=config.eval_workers
     )
@@ -236,8 +240,8 @@ def with_record_errors(
     for r in results:
         record = records.get(r.instance_id)
         failure: tuple[str | None, str | None] | None = None
-        if r.instance_id in (unavailable or {}):
-            failure = ENGINE_UNAVAILABLE, (unavailable or {})[r.instance_id]
+        if unavailable and r.instance_id in unavailable:
+            failure = ENGINE_UNAVAILABLE, unavailable[r.instance_id]
         elif record is not None and not record.ok:
             failure = record.error, record.message
         if failure is not None:
