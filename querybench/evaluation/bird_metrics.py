@@ -20,12 +20,12 @@ from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from querybench.tasks.bird import DIFFICULTIES
+
 if TYPE_CHECKING:
     from querybench.engines.base import Engine
 
 Row = tuple[Any, ...]
-
-LEVELS = ("simple", "moderate", "challenging")
 
 
 class BirdMetric(StrEnum):
@@ -189,13 +189,13 @@ def level_scores(metric: BirdMetric, entries: Iterable[tuple[str | None, float]]
     The total is over every entry, also those without one of the three levels, as the
     official total is over all questions.
     """
-    buckets: dict[str, list[float]] = {level: [] for level in LEVELS}
+    buckets: dict[str, list[float]] = {level: [] for level in DIFFICULTIES}
     everything: list[float] = []
     for difficulty, value in entries:
         everything.append(value)
         if difficulty in buckets:
             buckets[difficulty].append(value)
-    groups = [buckets[level] for level in LEVELS] + [everything]
+    groups = [buckets[level] for level in DIFFICULTIES] + [everything]
     counts = tuple(len(g) for g in groups)
     scores = tuple(100 * sum(g) / len(g) if g else None for g in groups)
     return LevelScores(metric, counts, scores)  # type: ignore[arg-type]
@@ -210,7 +210,7 @@ def official_table(table: LevelScores) -> str:
     name = table.metric.label
     scores = ["-" if s is None else f"{s:.2f}" for s in table.scores]
     lines = [
-        "{:20} {:20} {:20} {:20} {:20}".format("", *LEVELS, "total"),
+        "{:20} {:20} {:20} {:20} {:20}".format("", *DIFFICULTIES, "total"),
         "{:20} {:<20} {:<20} {:<20} {:<20}".format("count", *table.counts),
         f"{_RULE}    {name}    {_RULE[:-1]}",
         "{:20} {:<20} {:<20} {:<20} {:<20}".format(name, *scores),

@@ -44,17 +44,19 @@ def run_gold_and_predictions(
     cache = ResultCache(cache_dir)
     gold_queries = {key: _query(job) for key, job in gold_jobs.items()}
     pred_queries = {key: _query(job) for key, job in pred_jobs.items()}
+    gold_distinct = list(dict.fromkeys(gold_queries.values()))
+    pred_distinct = list(dict.fromkeys(pred_queries.values()))
     known: dict[Query, Result | EngineError] = {}
-    for query in dict.fromkeys(gold_queries.values()):
+    for query in gold_distinct:
         try:
             hit = cache.get(*query)
         except (EngineError, OSError):
             continue  # no database to fingerprint: the pool will report the error
         if hit is not None:
             known[query] = hit
-    gold_to_run = [q for q in dict.fromkeys(gold_queries.values()) if q not in known]
-    shared = set(gold_queries.values())
-    pred_to_run = [q for q in dict.fromkeys(pred_queries.values()) if q not in shared]
+    gold_to_run = [q for q in gold_distinct if q not in known]
+    shared = set(gold_distinct)
+    pred_to_run = [q for q in pred_distinct if q not in shared]
     for query, value in _run(gold_to_run + pred_to_run, timeout, workers, on_query).items():
         known[query] = value
     for query in gold_to_run:
@@ -63,7 +65,7 @@ def run_gold_and_predictions(
             _store(cache, query, value)
     gold = {key: known[query] for key, query in gold_queries.items()}
     pred = {key: known[query] for key, query in pred_queries.items()}
-    again = [q for q in dict.fromkeys(pred_queries.values()) if q in shared and _has_nan(known[q])]
+    again = [q for q in pred_distinct if q in shared and _has_nan(known[q])]
     if again:
         rerun = _run(again, timeout, workers, on_query)
         pred |= {key: rerun[query] for key, query in pred_queries.items() if query in rerun}
