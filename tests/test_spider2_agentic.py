@@ -379,3 +379,14 @@ def test_a_folder_without_metadata_or_with_a_foreign_line(tmp_path: Path) -> Non
     result = case.score()["local1"]
     assert scores(result) == (0.0, 1.0)
     assert result.error == "scorer_error" and "scores nothing" in (result.message or "")
+
+
+def test_a_line_nested_past_the_json_reader_is_a_bad_line_not_a_crash(tmp_path: Path) -> None:
+    """A hostile line `[[[[...]]]]` deeper than json's recursion limit: one bad line, stated."""
+    case = Case(tmp_path)
+    case.task("local1", NUMBER)
+    case.submit("local1", "answer", "5")
+    case.lines.append("[" * 100_000 + "]" * 100_000)
+    result = case.score()["local1"]
+    assert scores(result) == (1.0, 1.0)
+    assert any(":2: not JSON" in w for w in case.evaluation.warnings)
