@@ -47,3 +47,13 @@ def require_sandbox() -> None:
         if os.environ.get("CI") == "true":
             pytest.fail(reason)
         pytest.skip(reason)
+
+
+@pytest.fixture()
+def data(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The tiny Spider 1.0-shaped data root of `tests.methods_fixture` under `tmp_path`, with a
+    cache of its own (a test module that needs another root defines its own `data`)."""
+    from tests.methods_fixture import make_data
+
+    monkeypatch.setenv("QUERYBENCH_CACHE", str(tmp_path / "cache"))
+    return make_data(tmp_path / "data")

@@ -22,14 +22,8 @@ from querybench.models import Sampling
 from querybench.runs.config import RunConfig
 from querybench.runs.runner import run
 from tests.conftest import require_sandbox
-from tests.methods_fixture import make_data, model, task
+from tests.methods_fixture import model, task
 from tests.openai_server import Reply, ScriptedServer
-
-
-@pytest.fixture()
-def data(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("QUERYBENCH_CACHE", str(tmp_path / "cache"))
-    return make_data(tmp_path / "data")
 
 
 @pytest.fixture()

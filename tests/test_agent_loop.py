@@ -15,18 +15,12 @@ from querybench.engines import connect
 from querybench.models import Sampling
 from querybench.runs.config import RunConfig
 from querybench.runs.runner import run
-from tests.methods_fixture import make_data, model, task
+from tests.methods_fixture import model, task
 from tests.openai_server import Reply, ScriptedServer
 
 
 def act(action: str, thought: str = "next step") -> Reply:
     return Reply(f"Thought: {thought}\nAction: {action}", prompt_tokens=100, completion_tokens=10)
-
-
-@pytest.fixture()
-def data(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("QUERYBENCH_CACHE", str(tmp_path / "cache"))
-    return make_data(tmp_path / "data")
 
 
 @pytest.fixture()

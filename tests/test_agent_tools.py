@@ -18,19 +18,13 @@ from querybench.engines import connect
 from querybench.models import Sampling
 from querybench.runs.config import RunConfig
 from querybench.runs.runner import run
-from tests.methods_fixture import make_data, model, task
+from tests.methods_fixture import model, task
 from tests.openai_server import Reply, ScriptedServer
 
 
 def call(name: str, text: str = "", **arguments: object) -> Reply:
     args = json.dumps(arguments)
     return Reply(text, prompt_tokens=100, completion_tokens=10, tool_calls=((name, args),))
-
-
-@pytest.fixture()
-def data(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("QUERYBENCH_CACHE", str(tmp_path / "cache"))
-    return make_data(tmp_path / "data")
 
 
 @pytest.fixture()

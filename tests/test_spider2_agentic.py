@@ -403,3 +403,14 @@ def test_a_submitted_table_that_is_a_fifo_or_a_link_out_is_refused_not_read(
         assert results[iid].error == "bad_prediction_file", results[iid]
     assert "FIFO" in (results["fifo1"].message or "").upper()
     assert "symlink" in (results["link1"].message or "")
+
+
+def test_a_line_nested_past_the_json_reader_is_a_bad_line_not_a_crash(tmp_path: Path) -> None:
+    """A hostile line `[[[[...]]]]` deeper than json's recursion limit: one bad line, stated."""
+    case = Case(tmp_path)
+    case.task("local1", NUMBER)
+    case.submit("local1", "answer", "5")
+    case.lines.append("[" * 100_000 + "]" * 100_000)
+    result = case.score()["local1"]
+    assert scores(result) == (1.0, 1.0)
+    assert any(":2: not JSON" in w for w in case.evaluation.warnings)

@@ -124,14 +124,14 @@ def _load(benchmark: str, folder: Path | None, path: str | Path | None) -> list[
 
 
 def _task_file(benchmark: str, folder: Path | None, path: str | Path | None) -> Path:
-    """The BIRD task file `_load` reads."""
+    """The task file `_load` reads: BIRD's as `layout.TASK_FILES` places it under its folder."""
     if path is not None:
         return Path(path).expanduser()
     if folder is None:
         return bird_file(benchmark, find_root("bird") / "bird")
-    names = {"bird": "dev.json", "bird-train": "train.json"}
-    name = names.get(benchmark, "mini_dev_sqlite.json" if "mini" in benchmark else "dev.json")
-    candidates = [folder / name, folder / benchmark.removeprefix("bird-") / name]
+    if benchmark.startswith("bird"):
+        return bird_file(benchmark, folder)
+    candidates = [folder / "dev.json", folder / benchmark / "dev.json"]
     return next((p for p in candidates if p.is_file()), candidates[0])
 
 

@@ -74,18 +74,20 @@ def read_submission(folder: Path) -> Submission:
     for number, line in enumerate(lines, start=1):
         try:
             item = json.loads(line.strip())
-        except json.JSONDecodeError as exc:
+        except (json.JSONDecodeError, RecursionError) as error:
+            # a line nested past the parser's recursion limit is as unreadable as a broken one
+            reason = error.msg if isinstance(error, json.JSONDecodeError) else "nested too deep"
             if stopped is None:
                 stopped = number
                 rest = sum(1 for later in lines[number:] if later.strip())
                 if rest:
                     warnings.append(
-                        f"{METADATA}:{number}: not JSON ({exc.msg}); the official reader stops "
+                        f"{METADATA}:{number}: not JSON ({reason}); the official reader stops "
                         f"here and silently drops the {rest} non-blank line(s) after it "
                         "(strict scoring reads them)"
                     )
             if line.strip():
-                warnings.append(f"{METADATA}:{number}: not JSON ({exc.msg}); line skipped")
+                warnings.append(f"{METADATA}:{number}: not JSON ({reason}); line skipped")
             continue
         instance_id = item.get("instance_id") if isinstance(item, dict) else None
         if not isinstance(item, dict) or "instance_id" not in item:
