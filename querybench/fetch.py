@@ -155,9 +155,9 @@ def html_title(path: Path) -> str | None:
     except OSError:
         return None
     text = head.lstrip(b"\xef\xbb\xbf \t\r\n").lower()
-    if not (text.startswith((b"<!doctype html", b"<html", b"<head", b"<meta")) or b"<html" in text):
+    if not text.startswith(b"<"):  # a JSON file or archive may hold "<html" in its data
         return None
-    if head.startswith((b"PK\x03\x04", b"PK\x05\x06", b"\x1f\x8b")):
+    if not (text.startswith((b"<!doctype html", b"<head", b"<meta")) or b"<html" in text):
         return None
     match = _TITLE.search(head)
     title = match[1].decode("utf-8", "replace").strip() if match else ""

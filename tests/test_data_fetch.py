@@ -138,6 +138,7 @@ def test_html_detection_reads_content_not_names(tmp_path: Path) -> None:
         "page.zip": (DRIVE_PAGE, "Google Drive - Virus scan warning"),
         "bare.zip": (b"<html><body>Too many users</body></html>", "untitled"),
         "data.json": (b'[{"question_id": 0}]', None),
+        "html_in.json": (b'[{"question": "what does <html> do?"}]', None),
         "real.zip": (_archive(), None),
     }
     for name, (content, title) in cases.items():
