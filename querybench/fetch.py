@@ -206,7 +206,7 @@ def unpack_routed(archive: Path, root: Path, route: Route, *, nested: bool = Tru
             partial.replace(target)
             if nested and target.suffix == ".zip" and zipfile.is_zipfile(target):
                 inner = unpack_routed(target, target.parent, lambda m: m, nested=True)
-                target.unlink()
+                target.unlink(missing_ok=True)  # gone when it held a zip of its own name
                 written += inner
             else:
                 written.append(target)

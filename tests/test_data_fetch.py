@@ -14,7 +14,14 @@ from typer.testing import CliRunner
 
 from querybench import releases
 from querybench.cli import app
-from querybench.fetch import FetchError, HtmlPageError, download, html_title, unpack
+from querybench.fetch import (
+    FetchError,
+    HtmlPageError,
+    download,
+    html_title,
+    unpack,
+    unpack_routed,
+)
 from tests.file_server import FileHandler as _Handler
 from tests.file_server import server
 
@@ -106,6 +113,22 @@ def test_unpack_refuses_escaping_members(tmp_path: Path) -> None:
     (tmp_path / "cut.zip").write_bytes(b"PK\x03\x04 truncated")
     with pytest.raises(FetchError, match="neither a zip nor a tar"):
         unpack(tmp_path / "cut.zip", tmp_path / "out")
+
+
+def _zip_of(name: str, data: bytes) -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as zf:
+        zf.writestr(name, data)
+    return buffer.getvalue()
+
+
+def test_a_nested_zip_holding_a_zip_of_its_own_name_unpacks(tmp_path: Path) -> None:
+    # x.zip holds x.zip holds data.txt: as by hand, each unzip overwrites x.zip, then it goes
+    archive = tmp_path / "a.zip"
+    archive.write_bytes(_zip_of("x.zip", _zip_of("x.zip", _zip_of("data.txt", b"hi"))))
+    out = tmp_path / "out"
+    assert unpack_routed(archive, out, lambda m: m) == [out / "data.txt"]
+    assert sorted(p.name for p in out.iterdir()) == ["data.txt"]
 
 
 DRIVE_PAGE = (
