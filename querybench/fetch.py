@@ -18,6 +18,7 @@ import re
 import shutil
 import tarfile
 import zipfile
+import zlib
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from functools import partial
@@ -201,8 +202,12 @@ def unpack_routed(archive: Path, root: Path, route: Route, *, nested: bool = Tru
             target = root.joinpath(*destination.parts)
             target.parent.mkdir(parents=True, exist_ok=True)
             partial = target.with_name(target.name + ".unpacking")
-            with open_member() as src, partial.open("wb") as dst:
-                shutil.copyfileobj(src, dst, 1 << 20)
+            try:
+                with open_member() as src, partial.open("wb") as dst:
+                    shutil.copyfileobj(src, dst, 1 << 20)
+            except (zipfile.BadZipFile, tarfile.TarError, EOFError, zlib.error) as exc:
+                partial.unlink(missing_ok=True)
+                raise FetchError(f"{archive}: member {name!r} is damaged ({exc})") from None
             partial.replace(target)
             if nested and target.suffix == ".zip" and zipfile.is_zipfile(target):
                 inner = unpack_routed(target, target.parent, lambda m: m, nested=True)

@@ -131,6 +131,15 @@ def test_a_nested_zip_holding_a_zip_of_its_own_name_unpacks(tmp_path: Path) -> N
     assert sorted(p.name for p in out.iterdir()) == ["data.txt"]
 
 
+def test_a_damaged_member_is_a_fetch_error_and_leaves_no_partial(tmp_path: Path) -> None:
+    data = bytearray(_zip_of("d.txt", b"hello world" * 10))
+    data[data.index(b"hello")] ^= 1  # the stored CRC no longer matches
+    (tmp_path / "c.zip").write_bytes(bytes(data))
+    with pytest.raises(FetchError, match=r"member 'd\.txt' is damaged"):
+        unpack(tmp_path / "c.zip", tmp_path / "out")
+    assert list((tmp_path / "out").iterdir()) == []
+
+
 DRIVE_PAGE = (
     b"<!DOCTYPE html><html><head><title>Google Drive - Virus scan warning</title></head>"
     b"<body>Google Drive can't scan this file for viruses.<form action='/download'>"
