@@ -239,18 +239,16 @@ def main() -> int:
                     continue
                 variant = "snow" if work == "snow" else "lite"
                 works.append(_spider2_work(work, variant, args.official_spider2, py, tmp))
-            elif work == "spider1":
-                if args.official_test_suite is None:
-                    print("spider1: skipped (no --official-test-suite)")
+            elif work in ("spider1", "bird"):
+                flag, official, build = (
+                    ("test-suite", args.official_test_suite, _spider1_work)
+                    if work == "spider1"
+                    else ("bird", args.official_bird, _bird_work)
+                )
+                if official is None:
+                    print(f"{work}: skipped (no --official-{flag})")
                     continue
-                perturb = args.predictions == "perturbed"
-                works.append(_spider1_work(args.official_test_suite, py, tmp, perturb))
-            elif work == "bird":
-                if args.official_bird is None:
-                    print("bird: skipped (no --official-bird)")
-                    continue
-                perturb = args.predictions == "perturbed"
-                works.append(_bird_work(args.official_bird, py, tmp, perturb))
+                works.append(build(official, py, tmp, args.predictions == "perturbed"))
             else:
                 parser.error(f"unknown work {work!r}")
         print(

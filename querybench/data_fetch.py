@@ -118,11 +118,11 @@ def _obtain(
                 f"--from {from_dir}: no {' or '.join(names)} there (the official file name; "
                 f"download it from {archive.page or archive.url})"
             )
-        if html_title(found) is not None:
-            raise _html_error(archive, benchmark, html_title(found) or "", kept=found)
-        if sha is not None and file_sha256(found) != sha:
+        if (title := html_title(found)) is not None:
+            raise _html_error(archive, benchmark, title, kept=found)
+        if sha is not None and (actual := file_sha256(found)) != sha:
             raise FetchError(
-                f"{found}: checksum mismatch (expected sha256 {sha}, got {file_sha256(found)}); "
+                f"{found}: checksum mismatch (expected sha256 {sha}, got {actual}); "
                 "pass --no-verify for a newer release or a hand-made archive"
             )
         path = found

@@ -98,14 +98,14 @@ def benchmark_status(benchmark: str, data_dir: Path | None = None) -> BenchmarkS
             text = f"found: {state.source}" if state.ok else f"not found: {state.problem}"
             items.append(Item(f"{_CLOUD[engine]} credentials", text, state.hint))
     dbt = [t for t in tasks if t.engine == "duckdb"]
+    started = {t.instance_id for t in dbt if _has_start_database(t)}
     if dbt:
-        started = sum(_has_start_database(t) for t in dbt)
-        gap = None if started == len(dbt) else fetch
-        items.append(Item("DBT start databases", f"{started} of {len(dbt)} projects", gap))
+        gap = None if len(started) == len(dbt) else fetch
+        items.append(Item("DBT start databases", f"{len(started)} of {len(dbt)} projects", gap))
     blocked: Counter[tuple[str, str]] = Counter()
     runnable = 0
     for task in tasks:
-        why = _blocked(task, found, emulated, credentials, benchmark)
+        why = _blocked(task, found, emulated, started, credentials, benchmark)
         if why is None:
             runnable += 1
         else:
@@ -124,6 +124,7 @@ def _blocked(
     task: Task,
     found: dict[str, Path | None],
     emulated: set[str],
+    started: set[str],
     credentials: dict[str, Found],
     benchmark: str,
 ) -> tuple[str, str] | None:
@@ -144,7 +145,7 @@ def _blocked(
             f"querybench data emulate {benchmark}, or credentials (docs/data.md)",
         )
     if task.engine == "duckdb":
-        if _has_start_database(task):
+        if task.instance_id in started:
             return None
         return "DBT tasks lack their start database", "querybench data fetch spider2-dbt"
     return (

@@ -18,6 +18,7 @@ import re
 import shutil
 import tarfile
 import zipfile
+import zlib
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from functools import partial
@@ -155,9 +156,9 @@ def html_title(path: Path) -> str | None:
     except OSError:
         return None
     text = head.lstrip(b"\xef\xbb\xbf \t\r\n").lower()
-    if not (text.startswith((b"<!doctype html", b"<html", b"<head", b"<meta")) or b"<html" in text):
+    if not text.startswith(b"<"):  # a JSON file or archive may hold "<html" in its data
         return None
-    if head.startswith((b"PK\x03\x04", b"PK\x05\x06", b"\x1f\x8b")):
+    if not (text.startswith((b"<!doctype html", b"<head", b"<meta")) or b"<html" in text):
         return None
     match = _TITLE.search(head)
     title = match[1].decode("utf-8", "replace").strip() if match else ""
@@ -201,12 +202,16 @@ def unpack_routed(archive: Path, root: Path, route: Route, *, nested: bool = Tru
             target = root.joinpath(*destination.parts)
             target.parent.mkdir(parents=True, exist_ok=True)
             partial = target.with_name(target.name + ".unpacking")
-            with open_member() as src, partial.open("wb") as dst:
-                shutil.copyfileobj(src, dst, 1 << 20)
+            try:
+                with open_member() as src, partial.open("wb") as dst:
+                    shutil.copyfileobj(src, dst, 1 << 20)
+            except (zipfile.BadZipFile, tarfile.TarError, EOFError, zlib.error) as exc:
+                partial.unlink(missing_ok=True)
+                raise FetchError(f"{archive}: member {name!r} is damaged ({exc})") from None
             partial.replace(target)
             if nested and target.suffix == ".zip" and zipfile.is_zipfile(target):
                 inner = unpack_routed(target, target.parent, lambda m: m, nested=True)
-                target.unlink()
+                target.unlink(missing_ok=True)  # gone when it held a zip of its own name
                 written += inner
             else:
                 written.append(target)

@@ -14,7 +14,14 @@ from typer.testing import CliRunner
 
 from querybench import releases
 from querybench.cli import app
-from querybench.fetch import FetchError, HtmlPageError, download, html_title, unpack
+from querybench.fetch import (
+    FetchError,
+    HtmlPageError,
+    download,
+    html_title,
+    unpack,
+    unpack_routed,
+)
 from tests.file_server import FileHandler as _Handler
 from tests.file_server import server
 
@@ -108,6 +115,31 @@ def test_unpack_refuses_escaping_members(tmp_path: Path) -> None:
         unpack(tmp_path / "cut.zip", tmp_path / "out")
 
 
+def _zip_of(name: str, data: bytes) -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as zf:
+        zf.writestr(name, data)
+    return buffer.getvalue()
+
+
+def test_a_nested_zip_holding_a_zip_of_its_own_name_unpacks(tmp_path: Path) -> None:
+    # x.zip holds x.zip holds data.txt: as by hand, each unzip overwrites x.zip, then it goes
+    archive = tmp_path / "a.zip"
+    archive.write_bytes(_zip_of("x.zip", _zip_of("x.zip", _zip_of("data.txt", b"hi"))))
+    out = tmp_path / "out"
+    assert unpack_routed(archive, out, lambda m: m) == [out / "data.txt"]
+    assert sorted(p.name for p in out.iterdir()) == ["data.txt"]
+
+
+def test_a_damaged_member_is_a_fetch_error_and_leaves_no_partial(tmp_path: Path) -> None:
+    data = bytearray(_zip_of("d.txt", b"hello world" * 10))
+    data[data.index(b"hello")] ^= 1  # the stored CRC no longer matches
+    (tmp_path / "c.zip").write_bytes(bytes(data))
+    with pytest.raises(FetchError, match=r"member 'd\.txt' is damaged"):
+        unpack(tmp_path / "c.zip", tmp_path / "out")
+    assert list((tmp_path / "out").iterdir()) == []
+
+
 DRIVE_PAGE = (
     b"<!DOCTYPE html><html><head><title>Google Drive - Virus scan warning</title></head>"
     b"<body>Google Drive can't scan this file for viruses.<form action='/download'>"
@@ -138,6 +170,7 @@ def test_html_detection_reads_content_not_names(tmp_path: Path) -> None:
         "page.zip": (DRIVE_PAGE, "Google Drive - Virus scan warning"),
         "bare.zip": (b"<html><body>Too many users</body></html>", "untitled"),
         "data.json": (b'[{"question_id": 0}]', None),
+        "html_in.json": (b'[{"question": "what does <html> do?"}]', None),
         "real.zip": (_archive(), None),
     }
     for name, (content, title) in cases.items():
