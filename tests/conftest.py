@@ -57,3 +57,26 @@ def data(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
     monkeypatch.setenv("QUERYBENCH_CACHE", str(tmp_path / "cache"))
     return make_data(tmp_path / "data")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> object:
+    """Under CI=true a skipped test is a failure, whatever skipped it (marker, importorskip,
+    a skip inside the test): CI must run everything."""
+    outcome = yield
+    report = outcome.get_result()  # type: ignore[attr-defined]
+    if os.environ.get("CI") == "true" and report.skipped and not hasattr(report, "wasxfail"):
+        report.outcome = "failed"
+        report.longrepr = f"skipped under CI=true: {report.longrepr}"
+    return None
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_make_collect_report(collector: pytest.Collector) -> object:
+    """A module skipped at import (module-level importorskip / skipif) fails under CI=true."""
+    outcome = yield
+    report = outcome.get_result()  # type: ignore[attr-defined]
+    if os.environ.get("CI") == "true" and report.skipped:
+        report.outcome = "failed"
+        report.longrepr = f"skipped under CI=true: {report.longrepr}"
+    return None

@@ -160,3 +160,10 @@ def test_truncation_drops_a_tool_call_with_its_answers() -> None:
     kept, truncation = fit_messages(messages, 30, count=lambda t: len(t.split()))
     assert [m.role for m in kept] == ["system", "user"]
     assert truncation is not None and truncation.dropped_messages == 2
+
+
+def test_arguments_nested_past_the_json_limit_are_an_error_not_a_crash() -> None:
+    """A hostile model's tool call nests its arguments deeper than json can read."""
+    call = ToolCall.parse("c1", "execute_sql", "[" * 100_000 + "]" * 100_000)
+    assert call.arguments is None
+    assert call.error is not None and "not valid JSON" in call.error

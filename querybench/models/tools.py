@@ -49,7 +49,7 @@ class ToolCall:
     def parse(cls, id: str, name: str, raw: str) -> ToolCall:
         try:
             value = json.loads(raw) if raw.strip() else {}
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:  # a hostile reply may nest past the limit
             return cls(id, name, raw, None, f"arguments of {name!r} are not valid JSON: {exc}")
         if not isinstance(value, dict):
             kind = type(value).__name__
