@@ -65,8 +65,9 @@ def _read_csv(path: PathLike, code: ErrorCode, *, low_memory: bool = False) -> p
         where = Path(path)
         with open_prediction(where, where.parent, ReadLimits()) as scanned:
             return pd.read_csv(scanned.handle, low_memory=low_memory)
-    except PredictionRefused as refused:
-        raise _Problem(refused.code, str(refused)) from None
+    except PredictionRefused as refused:  # a missing file stays a read failure, as officially
+        missing = refused.code is ErrorCode.MISSING_PREDICTION
+        raise _Problem(code if missing else refused.code, str(refused)) from None
     except Exception as exc:  # the official driver treats any read failure alike
         raise _Problem(code, f"cannot read {os.fspath(path)!r}: {exc}") from None
 
