@@ -8,8 +8,10 @@ import json
 import os
 import socket
 import sqlite3
+import threading
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pytest
@@ -296,7 +298,6 @@ def test_a_read_past_its_deadline_is_that_instances_verdict(
 ) -> None:
     # A regular file whose read never returns (as /proc/kmsg's, or a dead network mount) cannot
     # be made here, so the read is pointed at a real pipe no one writes to: it blocks for real.
-    import threading
 
     from querybench.evaluation import prediction_file
 
@@ -326,6 +327,44 @@ def test_a_read_past_its_deadline_is_that_instances_verdict(
     assert "did not finish within 0.5 s" in str(results["local001"].message)
     assert results["local002"].score == 1  # the eval went on
     assert threading.active_count() <= started + 1
+
+
+def test_an_abandoned_slow_read_closes_its_descriptor_when_the_read_returns(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from querybench.evaluation import prediction_file
+
+    (tmp_path / "local001.csv").write_text("a\n1\n")
+    silent, writer = os.pipe()
+    opened: list[int] = []
+    readers: list[threading.Thread] = []
+    real_read, real_thread = prediction_file._read_all, threading.Thread
+
+    def blocking(fd: int, scan: object) -> None:
+        opened.append(fd)
+        os.read(silent, 1)  # blocks until the test closes the pipe
+        real_read(fd, scan)  # type: ignore[arg-type]
+
+    def recorded(*args: Any, **kwargs: Any) -> threading.Thread:
+        readers.append(real_thread(*args, **kwargs))
+        return readers[-1]
+
+    monkeypatch.setattr(prediction_file, "_read_all", blocking)
+    monkeypatch.setattr(prediction_file.threading, "Thread", recorded)
+    try:
+        with pytest.raises(prediction_file.PredictionRefused, match="did not finish within"):
+            prediction_file.read_prediction_text(
+                tmp_path / "local001.csv", tmp_path, ReadLimits(seconds=0.2)
+            )
+        (fd,) = opened
+        os.fstat(fd)  # still the reader's while its read blocks
+    finally:
+        os.close(writer)
+    readers[0].join(5)
+    os.close(silent)
+    assert not readers[0].is_alive()
+    with pytest.raises(OSError, match="Bad file descriptor"):
+        os.fstat(fd)  # closed by the reader, not leaked
 
 
 # -- odd bytes: the official verdict is the reference's, every failure has a reason ------------
