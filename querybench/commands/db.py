@@ -137,6 +137,10 @@ def check_command(
             "bigquery_credential.json), postgresql://…, a file, …"
         ),
     ],
+    timeout: Annotated[
+        float,
+        typer.Option(help="Seconds to wait for the connection and the query in all.", min=0.1),
+    ] = 30.0,
 ) -> None:
     """Connect, run `SELECT 1`, and say what failed in words (exit 1 on failure).
 
@@ -145,7 +149,7 @@ def check_command(
     """
     from querybench.engines.check import check_connection
 
-    outcome = check_connection(target)
+    outcome = check_connection(target, timeout=timeout)
     if outcome.ok:
         typer.echo(f"ok: {target}: {outcome.message} ({outcome.seconds:.2f} s)")
         return
