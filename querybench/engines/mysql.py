@@ -19,7 +19,8 @@ from typing import Any
 import pymysql
 import pymysql.cursors
 
-from querybench.engines.base import Closing, Column, Result, Table, backstop, fetch_capped
+from querybench.engines.base import Column, EngineBase, Result, Table, backstop, fetch_capped
+from querybench.engines.registry import ENGINES
 from querybench.engines.transpile import read_only_statement
 from querybench.engines.url import ServerUrl, mask_secrets, parse_server_url
 from querybench.errors import (
@@ -54,10 +55,11 @@ def connect_args(url: ServerUrl, **extra: Any) -> dict[str, Any]:
     return args
 
 
-class MySQLEngine(Closing):
+class MySQLEngine(EngineBase):
     """A read-only connection to one MySQL or MariaDB database (`mariadb` tells which)."""
 
-    dialect = "mysql"
+    spec = ENGINES["mysql"]
+    dialect = spec.dialect
 
     def __init__(self, url: str | ServerUrl, *, connect_timeout: float = 10.0) -> None:
         self.url = parse_server_url(url, "mysql") if isinstance(url, str) else url
