@@ -69,6 +69,7 @@ class MySQLEngine(EngineBase):
         self._conn = self._open()
         self.mariadb = "mariadb" in str(self._conn.get_server_info()).lower()
         self._lock = threading.Lock()
+        self._closed = False  # a dropped connection is reopened, a closed engine is not
 
     def _open(self) -> pymysql.connections.Connection[Any]:
         try:
@@ -79,6 +80,7 @@ class MySQLEngine(EngineBase):
 
     def close(self) -> None:
         with self._lock:
+            self._closed = True
             if self._conn.open:
                 self._conn.close()
 
@@ -110,6 +112,8 @@ class MySQLEngine(EngineBase):
         if denied:
             raise QueryRefused(f"refused: {denied.group(1)}() reaches outside the database")
         with self._lock:
+            if self._closed:
+                raise EngineError(f"the engine for {self.url.masked()} is closed")
             if not self._conn.open:
                 self._conn = self._open()
             start = time.monotonic()
