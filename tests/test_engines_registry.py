@@ -228,3 +228,18 @@ def test_with_connect_type_checks_under_mypy_strict(
         ["--strict", "--cache-dir", str(tmp_path / "cache"), "--no-incremental", str(snippet)]
     )
     assert status == 0, out + err
+
+
+@pytest.mark.parametrize(
+    ("engine", "variable"),
+    [("postgres", "PGPASSWORD"), ("mysql", "MYSQL_PWD"), ("clickhouse", "CLICKHOUSE_PASSWORD")],
+)
+def test_a_server_password_falls_back_to_its_entrys_variable(
+    engine: str, variable: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from querybench.engines.url import parse_server_url
+
+    monkeypatch.setenv(variable, "from-env")
+    assert parse_server_url(f"{engine}://u@h/db", engine).password == "from-env"
+    assert parse_server_url(f"{engine}://u:given@h/db", engine).password == "given"
+    assert parse_server_url(f"{engine}://u@h/db", "sqlite").password is None

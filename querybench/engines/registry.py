@@ -65,6 +65,7 @@ class EngineSpec:
     suffixes: tuple[str, ...] = ()  # file engines only: bare paths ending so are theirs
     magic: tuple[int, bytes] | None = None  # (offset, bytes) every file of the engine holds
     aliases: tuple[str, ...] = ()  # further spellings of the dialect (`transpile --from pg`)
+    password_env: str | None = None  # where a password comes from when the URL has none
 
     @property
     def is_file(self) -> bool:
@@ -107,6 +108,7 @@ _SPECS = (
         opener="querybench.engines.postgres:from_url",
         schemes=("postgresql", "postgres"),
         aliases=("pg",),
+        password_env="PGPASSWORD",
     ),
     EngineSpec(
         "mysql",
@@ -116,6 +118,7 @@ _SPECS = (
         embedded=False,
         opener="querybench.engines.mysql:from_url",
         schemes=("mysql", "mariadb"),
+        password_env="MYSQL_PWD",
     ),
     EngineSpec(
         "clickhouse",
@@ -125,6 +128,7 @@ _SPECS = (
         embedded=False,
         opener="querybench.engines.clickhouse:from_url",
         schemes=("clickhouse",),
+        password_env="CLICKHOUSE_PASSWORD",
     ),
     EngineSpec(
         "chdb",
