@@ -243,3 +243,26 @@ def test_a_server_password_falls_back_to_its_entrys_variable(
     assert parse_server_url(f"{engine}://u@h/db", engine).password == "from-env"
     assert parse_server_url(f"{engine}://u:given@h/db", engine).password == "given"
     assert parse_server_url(f"{engine}://u@h/db", "sqlite").password is None
+
+
+@pytest.mark.parametrize(("name", "streams"), [("sqlite", True), ("duckdb", False)])
+@pytest.mark.parametrize("isolated", [False, True])
+def test_an_answer_streams_where_its_engine_declares_it(
+    name: str, streams: bool, isolated: bool, tmp_path: Path
+) -> None:
+    from querybench.engines.base import Result
+    from querybench.engines.isolated import connect_isolated
+    from querybench.envs.match import run_answer
+    from querybench.evaluation.bird import StreamedMatch
+
+    path = build_database(name, tmp_path)
+    gold = Result(("n",), [(0,), (1,)])
+    with connect_isolated(path) if isolated else connect(path) as engine:
+        assert engine.spec is ENGINES[name]
+        assert engine.spec.capabilities.streams is streams
+        answer = run_answer(engine, NUMS, gold, timeout=30, max_rows=None)
+    if streams:
+        assert isinstance(answer, StreamedMatch)
+        assert not answer.matched and answer.rows_read == 3  # stopped at its first foreign row
+    else:
+        assert isinstance(answer, Result) and len(answer.rows) == ROWS
