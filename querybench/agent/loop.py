@@ -28,6 +28,7 @@ from querybench.agent.prompts import ACTION_SPACE, OBSERVATION, SYSTEM, UNREADAB
 from querybench.agent.protocol import ProtocolError, parse_reply
 from querybench.agent.workspace import Workspace, readme
 from querybench.context.tokens import count_tokens
+from querybench.engines.registry import dialect_label
 from querybench.models.base import ChatRequest, Completion, Message, Sampling
 from querybench.models.tools import Tool
 
@@ -35,7 +36,6 @@ if TYPE_CHECKING:
     from querybench.models.base import ChatModel
 
 START = "Begin: take your first step."
-DIALECTS = {"sqlite": "SQLite", "duckdb": "DuckDB", "postgres": "PostgreSQL", "mysql": "MySQL"}
 
 
 @dataclass(frozen=True)
@@ -133,7 +133,7 @@ def prompt_fields(workspace: Workspace, config: AgentConfig) -> dict[str, object
     """What both drivers' system prompts are filled with."""
     task = workspace.task
     return {
-        "dialect": DIALECTS.get(task.engine, task.engine),
+        "dialect": dialect_label(task.engine),
         "readme": readme(task),
         "max_steps": config.max_steps,
     }
