@@ -51,7 +51,7 @@ class Spec:
     cli_default: Any = UNSET  # the command line's default, where it differs from the field's
 
     def flags(self, name: str) -> str | None:
-        if self.flag == "":
+        if self.flag == "" or self.argument:
             return None
         return self.flag or "--" + name.replace("_", "-")
 
