@@ -178,7 +178,7 @@ def test_every_declared_option_is_a_flag_of_run_with_its_default() -> None:
     for f, _ in _method_fields():  # a method's own: left out unless given
         param = params.pop(f.name)
         assert param.default in (None, False) and param.opts == ["--" + f.name.replace("_", "-")]
-    assert set(params) == {"benchmark"}
+    assert set(params) == {"benchmark", "config_file"}  # `--config`: the command line's own
     text = CliRunner().invoke(app, ["run", "--help"], env={"COLUMNS": "200"}).output
     for flag in FLAGS:
         assert flag in text, flag
@@ -188,7 +188,7 @@ def test_the_flags_keep_their_spelling_and_defaults() -> None:
     params = {p.opts[0]: p for p in _command().params if p.opts[0].startswith("--")}
     assert {flag: params[flag].default for flag in FLAGS} == FLAGS
     assert params["--cache"].secondary_opts == ["--no-cache"]
-    assert set(params) == set(FLAGS)
+    assert set(params) == {*FLAGS, "--config"}
 
 
 def test_the_declared_identity_is_the_earlier_one() -> None:
@@ -300,6 +300,37 @@ def test_the_library_entry_is_the_run_command(
     assert cli_summary | {"wall_s": outcome.summary.wall_s} == outcome.summary.to_json()
     cli_config = json.loads((cli_out / "config.json").read_text())
     assert cli_config | {"out": str(lib_out)} == json.loads((lib_out / "config.json").read_text())
+
+
+def test_a_config_file_gives_the_options_and_a_typed_flag_wins(
+    data: Path,  # noqa: F811
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("QUERYBENCH_DATA", str(data))
+    runner = CliRunner()
+    toml = tmp_path / "run.toml"
+    toml.write_text('limit = 3\nstop = ["x"]\neval_workers = 1\nworkers = 1\n')
+    out = tmp_path / "run"
+    argv = ["run", "spider1", "--config", str(toml), "--limit", "2", "--out", str(out)]
+    result = runner.invoke(app, argv)
+    assert result.exit_code == 0, result.output
+    written = json.loads((out / "config.json").read_text())
+    assert (written["limit"], written["stop"], written["eval_workers"]) == (2, ["x"], 1)
+    assert written["workers"] == 1 and written["method"] == "zero-shot"
+    records = (out / "records.jsonl").read_bytes()
+    assert len(records.splitlines()) == 2
+    # a run's own config.json is the same experiment again: resumed, nothing run anew
+    again = runner.invoke(app, ["run", "spider1", "--config", str(out / "config.json")])
+    assert again.exit_code == 0, again.output
+    assert (out / "records.jsonl").read_bytes() == records
+    wrong = tmp_path / "wrong.toml"
+    wrong.write_text('workers = "two"\n')
+    refused = runner.invoke(app, ["run", "spider1", "--config", str(wrong)])
+    assert refused.exit_code == 2
+    assert "workers: expected int, got 'two' (str)" in " ".join(refused.output.split())
+    other = runner.invoke(app, ["run", "bird", "--config", str(out / "config.json")])
+    assert other.exit_code == 2 and "is a spider1 run, not bird" in other.output
 
 
 def test_a_run_folder_of_the_earlier_layout_resumes_unchanged(

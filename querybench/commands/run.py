@@ -7,7 +7,9 @@ panel per concern, then the methods' own options): a field added there is a flag
 from __future__ import annotations
 
 import inspect
+import json
 import time
+import tomllib
 import typing
 from dataclasses import MISSING, Field
 from pathlib import Path
@@ -28,7 +30,7 @@ from rich.progress import (
 from querybench.declared import UNSET, OptionError, Spec, declared_fields
 from querybench.errors import QuerybenchError
 from querybench.methods import METHODS, options_type
-from querybench.runs.config import RunConfig, concerns, declarations
+from querybench.runs.config import OPTIONS_KEY, RunConfig, concerns, declarations
 
 console = Console(stderr=True)
 
@@ -111,33 +113,60 @@ def run(**values: Any) -> None:
 
 
 def _config(values: dict[str, Any]) -> RunConfig:
-    """The command line's values as a `RunConfig`; a method's own option is accepted for a
-    method that has it, and one left out keeps the method's default."""
-    method = values.pop("method")
+    """The command line's values, over those of the --config file, as a `RunConfig`; a
+    method's own option is accepted for a method that has it, and one left out keeps the
+    method's default."""
+    ctx: typer.Context = values.pop("ctx")
+    file = _read_config_file(values.pop("config_file"))
     given = {}
     for name in _method_option_names():
         value = values.pop(name)
         if value is not None and value is not False:  # left out (or at --no-...)
             given[name] = value
+    for f, spec, _ in declarations():
+        if spec.split and values.get(f.name) is not None:
+            values[f.name] = [v for item in values[f.name] for v in item.split(spec.split) if v]
+    if file.get("benchmark", values["benchmark"]) != values["benchmark"]:
+        _fail(f"--config is a {file['benchmark']} run, not {values['benchmark']}")
+    options = dict(file.pop(OPTIONS_KEY, None) or {})
+    for name, value in file.items():
+        source = ctx.get_parameter_source(name)
+        if source is None or source.name != "COMMANDLINE":  # a flag typed wins
+            values[name] = value
+    method = values.pop("method")
     kind = options_type(method)
     foreign = [name for name in given if name not in _names(kind)]
     if foreign:
         flags = ", ".join("--" + k.replace("_", "-") for k in foreign)
         owners = [m for m, entry in METHODS.items() if set(foreign) <= _names(entry.options)]
-        console.print(f"[red]error:[/red] {flags}: options of {' and '.join(owners)} only")
-        raise typer.Exit(2)
-    for f, spec, _ in declarations():
-        if spec.split and values.get(f.name) is not None:
-            values[f.name] = [v for item in values[f.name] for v in item.split(spec.split) if v]
-    flat = {k: v for k, v in values.items() if v is not None or k == "out"}
+        _fail(f"{flags}: options of {' and '.join(owners)} only")
+    flat = {k: v for k, v in values.items() if v is not None or k in file or k == "out"}
     if flat["out"] is None:
         safe_model = flat["model"].replace("/", "_")
         flat["out"] = Path("runs") / f"{flat['benchmark']}-{method}-{safe_model}"
     try:
-        return RunConfig(method=method, options=kind(**given), **flat)
+        return RunConfig(method=method, options=kind.from_values(options | given, method), **flat)
     except OptionError as exc:
-        console.print(f"[red]error:[/red] {escape(str(exc))}")
-        raise typer.Exit(2) from None
+        _fail(str(exc))
+
+
+def _read_config_file(path: Path | None) -> dict[str, Any]:
+    """`--config FILE`: JSON (a run's config.json) or TOML, keyed by the flat field names."""
+    if path is None:
+        return {}
+    try:
+        text = path.read_text(encoding="utf-8")
+        data = tomllib.loads(text) if path.suffix == ".toml" else json.loads(text)
+    except (OSError, ValueError) as exc:  # TOMLDecodeError is a ValueError
+        _fail(f"--config {path}: {exc}")
+    if not isinstance(data, dict):
+        _fail(f"--config {path}: not an object of options")
+    return data
+
+
+def _fail(message: str) -> typing.NoReturn:
+    console.print(f"[red]error:[/red] {escape(message)}")
+    raise typer.Exit(2)
 
 
 def _names(kind: type) -> set[str]:
@@ -203,6 +232,18 @@ def _signature() -> inspect.Signature:
                 seen.add(f.name)
                 panel = f"Options of {' and '.join(owners)}"
                 params.append(_parameter(f, spec, kind, panel, optional=True))
+    config_file = typer.Option(
+        "--config",
+        help="Options from a file: JSON (a run's config.json: the same experiment again) or "
+        "TOML, keyed by the option names with underscores; a flag typed here wins.",
+    )
+    kw = inspect.Parameter.KEYWORD_ONLY
+    params.append(
+        inspect.Parameter(
+            "config_file", kw, default=None, annotation=Annotated[Path | None, config_file]
+        )
+    )
+    params.append(inspect.Parameter("ctx", kw, annotation=typer.Context))
     return inspect.Signature(params)
 
 
