@@ -18,7 +18,7 @@ import types
 import typing
 from dataclasses import MISSING, dataclass
 from pathlib import Path
-from typing import Any, TypeVar, overload
+from typing import Any, TypeVar
 
 from querybench.errors import DataError
 
@@ -56,7 +56,6 @@ class Spec:
         return self.flag or "--" + name.replace("_", "-")
 
 
-@overload
 def option(
     default: T,
     *,
@@ -65,34 +64,15 @@ def option(
     identity: bool = False,
     min: float | None = None,
     split: str | None = None,
-    argument: bool = False,
-    cli_default: Any = UNSET,
-) -> T: ...
-@overload
-def option(
-    *,
-    help: str = "",
-    flag: str | None = None,
-    identity: bool = False,
-    min: float | None = None,
-    split: str | None = None,
-    argument: bool = False,
-    cli_default: Any = UNSET,
-) -> Any: ...
-def option(
-    default: Any = MISSING,
-    *,
-    help: str = "",
-    flag: str | None = None,
-    identity: bool = False,
-    min: float | None = None,
-    split: str | None = None,
-    argument: bool = False,
-    cli_default: Any = UNSET,
-) -> Any:
-    """A dataclass field with its declaration (no default: a required field)."""
-    spec = Spec(help, flag, identity, min, split, argument, cli_default)
+) -> T:
+    """A dataclass field with its default and its declaration."""
+    spec = Spec(help, flag, identity, min, split)
     return dataclasses.field(default=default, metadata={SPEC: spec})
+
+
+def required(spec: Spec) -> Any:
+    """A dataclass field without a default, with its declaration."""
+    return dataclasses.field(metadata={SPEC: spec})
 
 
 def spec_of(field: dataclasses.Field[Any]) -> Spec:

@@ -31,6 +31,7 @@ from querybench.declared import (
     declared_fields,
     default_json,
     option,
+    required,
     spec_of,
     to_json_value,
 )
@@ -158,21 +159,25 @@ class Scoring(Declared):
 
 @dataclass(frozen=True, init=False)
 class RunConfig:
-    benchmark: str = option(
-        argument=True, identity=True, help="spider1, bird, spider2-lite, spider2-snow, …"
+    benchmark: str = required(
+        Spec(argument=True, identity=True, help="spider1, bird, spider2-lite, spider2-snow, …")
     )
-    method: str = option(
-        identity=True,
-        cli_default="zero-shot",
-        help="zero-shot, dail-sql, din-sql, chess, spider-agent or tool-agent.",
+    method: str = required(
+        Spec(
+            identity=True,
+            cli_default="zero-shot",
+            help="zero-shot, dail-sql, din-sql, chess, spider-agent or tool-agent.",
+        )
     )
-    model: str = option(
-        identity=True,
-        cli_default="oracle",
-        help="Model name at the endpoint, or the labelled oracle / constant.",
+    model: str = required(
+        Spec(
+            identity=True,
+            cli_default="oracle",
+            help="Model name at the endpoint, or the labelled oracle / constant.",
+        )
     )
-    out: Path = option(
-        cli_default=None, help="Run folder (default `runs/<bench>-<method>-<model>`)."
+    out: Path = required(
+        Spec(cli_default=None, help="Run folder (default `runs/<bench>-<method>-<model>`).")
     )
     endpoint: Endpoint = field(default_factory=Endpoint)
     sampling: Sampling = field(default_factory=Sampling)
