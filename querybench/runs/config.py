@@ -264,6 +264,7 @@ class RunConfig:
         return cls(*core, **values)
 
 
+@functools.cache
 def concerns() -> dict[str, type[Declared]]:
     """RunConfig's concern attributes and their types, in order."""
     return {
@@ -280,8 +281,10 @@ def _hints() -> dict[str, Any]:
 
 @functools.cache
 def _core_types() -> dict[str, Any]:
-    names = ("benchmark", "method", "model", "out")
-    return {name: _hints()[name] for name in names}
+    """The fields of the run itself (benchmark, method, model, out): neither a concern nor the
+    method's options."""
+    rest = {*concerns(), "options"}
+    return {f.name: _hints()[f.name] for f in fields(RunConfig) if f.name not in rest}
 
 
 @functools.cache

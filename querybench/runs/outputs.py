@@ -309,10 +309,7 @@ def finish_run(
     with (config.out / "results.jsonl").open("w", encoding="utf-8") as f:
         for r in results:
             f.write(json.dumps(r.to_json(), ensure_ascii=False) + "\n")
-    identity = (config.benchmark, config.method, config.model)
-    summary = summarise_run(
-        config.oracle_settings, identity, tasks, records, results, _wall(config.out)
-    )
+    summary = summarise_run(config, tasks, records, results, _wall(config.out))
     if config.sampling.n > 1 and tasks:
         pass_at_k = pass_at_k_scores(config, tasks, records)
         summary = replace(summary, pass_at_k=pass_at_k, majority_at_n=summary.score)

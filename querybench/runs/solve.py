@@ -22,16 +22,15 @@ from querybench.tasks.model import Task
 
 
 def build_model(config: RunConfig) -> ChatModel:
-    prices = (
-        PriceTable.from_file(config.endpoint.prices_file) if config.endpoint.prices_file else None
-    )
+    endpoint = config.endpoint
+    prices = PriceTable.from_file(endpoint.prices_file) if endpoint.prices_file else None
     return make_model(
         config.model,
-        base_url=config.endpoint.base_url,
-        api_key_env=config.endpoint.api_key_env,
-        constant_sql=config.endpoint.constant_sql,
-        timeout=config.endpoint.timeout,
-        retry=RetryPolicy(max_retries=config.endpoint.max_retries),
+        base_url=endpoint.base_url,
+        api_key_env=endpoint.api_key_env,
+        constant_sql=endpoint.constant_sql,
+        timeout=endpoint.timeout,
+        retry=RetryPolicy(max_retries=endpoint.max_retries),
         concurrency=config.execution.concurrency,
         max_requests=config.execution.max_requests,
         cache_dir=config.cache.cache_dir,
@@ -42,15 +41,12 @@ def build_model(config: RunConfig) -> ChatModel:
 
 
 def method_settings(config: RunConfig) -> MethodSettings:
+    sampling = config.sampling
     return MethodSettings(
         sampling=Sampling(
-            config.sampling.temperature,
-            config.sampling.top_p,
-            config.sampling.max_tokens,
-            config.sampling.seed,
-            config.sampling.stop,
+            sampling.temperature, sampling.top_p, sampling.max_tokens, sampling.seed, sampling.stop
         ),
-        n=config.sampling.n,
+        n=sampling.n,
         context_budget=config.prompt.context_budget,
         data_dir=config.selection.data_dir,
         examples=config.prompt.examples,

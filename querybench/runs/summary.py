@@ -14,6 +14,7 @@ from typing import Any
 
 from querybench.evaluation.record import InstanceResult
 from querybench.evaluation.verdict import ENGINE_UNAVAILABLE
+from querybench.runs.config import RunConfig
 from querybench.runs.store import InstanceRecord
 from querybench.tasks.model import Task
 
@@ -127,14 +128,14 @@ _OPTIONAL = frozenset(
 
 
 def summarise_run(
-    oracle_settings: list[str],
-    identity: tuple[str, str, str],
+    config: RunConfig,
     tasks: list[Task],
     records: dict[str, InstanceRecord],
     results: list[InstanceResult],
     wall_s: float,
 ) -> RunSummary:
     """The summary of `results` (one per task) and the tasks' `records`."""
+    oracle_settings = config.oracle_settings
     done = [records[t.instance_id] for t in tasks if t.instance_id in records]
     errors: dict[str, int] = {}
     for r in results:
@@ -151,11 +152,10 @@ def summarise_run(
         from querybench.evaluation.spider2_dbt import with_gold_summary
 
         with_gold = with_gold_summary(results)
-    benchmark, method, model = identity
     return RunSummary(
-        benchmark=benchmark,
-        method=method,
-        model=model,
+        benchmark=config.benchmark,
+        method=config.method,
+        model=config.model,
         n=len(tasks),
         score=mean([r.score for r in results]),
         correct=sum(r.score == 1.0 for r in results),
