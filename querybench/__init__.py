@@ -22,6 +22,8 @@ if TYPE_CHECKING:
     from querybench.evaluation.spider2_dbt import evaluate_spider2_dbt
     from querybench.evaluation.spider2_eval import evaluate_spider2
     from querybench.evaluation.verdict import Verdict
+    from querybench.runs.config import RunConfig
+    from querybench.runs.runner import run
     from querybench.tasks import load_tasks
     from querybench.tasks.model import Task
 
@@ -39,6 +41,8 @@ _LAZY = {
     "evaluate_spider2_dbt": "querybench.evaluation.spider2_dbt",
     "InstanceResult": "querybench.evaluation.record",
     "Verdict": "querybench.evaluation.verdict",
+    "RunConfig": "querybench.runs.config",
+    "run": "querybench.runs.runner",
     "load_tasks": "querybench.tasks",
     "Task": "querybench.tasks.model",
 }
@@ -51,6 +55,7 @@ __all__ = [
     "InstanceResult",
     "QuerybenchError",
     "Result",
+    "RunConfig",
     "Task",
     "Verdict",
     "__version__",
@@ -61,6 +66,7 @@ __all__ = [
     "evaluate_spider2_agentic",
     "evaluate_spider2_dbt",
     "load_tasks",
+    "run",
 ]
 
 

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from querybench.agent import files
 from querybench.agent.actions import Action, Fail, Terminate, action_name, to_json
 from querybench.agent.files import UnsafePath
+from querybench.agent.options import AgentOptions
 from querybench.agent.prompts import ACTION_SPACE, OBSERVATION, SYSTEM, UNREADABLE
 from querybench.agent.protocol import ProtocolError, parse_reply
 from querybench.agent.workspace import Workspace, readme
@@ -40,10 +41,10 @@ START = "Begin: take your first step."
 
 @dataclass(frozen=True)
 class AgentConfig:
-    max_steps: int = 30
+    max_steps: int = AgentOptions.max_steps
     repeat_limit: int = 3
-    max_observation_chars: int = 5000
-    context_tokens: int = 100_000
+    max_observation_chars: int = AgentOptions.max_observation_chars
+    context_tokens: int = AgentOptions.context_tokens
     temperature: float = 1.0
     top_p: float = 0.9
 
