@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from querybench.evaluation.spider2_dbt import evaluate_spider2_dbt
     from querybench.evaluation.spider2_eval import evaluate_spider2
     from querybench.evaluation.verdict import Verdict
+    from querybench.runs.evaluate import evaluate
     from querybench.tasks import load_tasks
     from querybench.tasks.model import Task
 
@@ -32,6 +33,7 @@ _LAZY = {
     "connect": "querybench.engines",
     "Engine": "querybench.engines.base",
     "Result": "querybench.engines.base",
+    "evaluate": "querybench.runs.evaluate",
     "evaluate_bird": "querybench.evaluation.bird",
     "evaluate_spider1": "querybench.evaluation.spider1",
     "evaluate_spider2": "querybench.evaluation.spider2_eval",
@@ -55,6 +57,7 @@ __all__ = [
     "Verdict",
     "__version__",
     "connect",
+    "evaluate",
     "evaluate_bird",
     "evaluate_spider1",
     "evaluate_spider2",

@@ -82,7 +82,7 @@ def _score_spider1(
     else:
         db_dir = _database_folder(config, tasks, root / "spider1" / "database")
     results = evaluate_spider1(
-        gold, pred, db_dir, timeout=config.eval_timeout, workers=config.eval_workers
+        pred, gold=gold, db_dir=db_dir, timeout=config.eval_timeout, workers=config.eval_workers
     )
     return [
         replace(r, instance_id=t.instance_id, difficulty=t.difficulty or r.difficulty)
@@ -133,7 +133,11 @@ def _score_bird(
     pred.write_text(json.dumps(predictions, indent=1, ensure_ascii=False), encoding="utf-8")
     db_dir = _database_folder(config, tasks, root / "bird" / "dev_databases")
     return evaluate_bird(
-        questions, pred, db_dir, timeout=config.eval_timeout, workers=config.eval_workers
+        pred,
+        questions=questions,
+        db_dir=db_dir,
+        timeout=config.eval_timeout,
+        workers=config.eval_workers,
     )
 
 
@@ -162,9 +166,9 @@ def _score_spider2(
     gold = default_gold_dir(benchmark, config.data_dir)  # type: ignore[arg-type]
     tasks_file = gold.parent.parent / f"{benchmark}.jsonl"
     results = evaluate_spider2(
-        benchmark,  # type: ignore[arg-type]
         folder,
-        gold,
+        benchmark=benchmark,  # type: ignore[arg-type]
+        gold_dir=gold,
         mode="sql",
         db_dir=spider2_database_dirs(config.data_dir),
         tasks_file=tasks_file if tasks_file.is_file() else None,
@@ -187,9 +191,9 @@ def _score_dbt(config: RunConfig, tasks: list[Task], root: Path) -> list[Instanc
         for t in load_tasks("spider2-dbt", data_dir=root, path=config.task_file, with_gold=True)
     }
     return evaluate_spider2_dbt(
-        [graded.get(t.instance_id, t) for t in tasks],
         config.out / "predictions",
-        dbt_gold_dir(root),
+        tasks=[graded.get(t.instance_id, t) for t in tasks],
+        gold_dir=dbt_gold_dir(root),
         workers=config.eval_workers,
     )
 
@@ -220,9 +224,9 @@ def _score_agentic(
         for t in load_tasks("spider2", data_dir=root, path=config.task_file, with_gold=True)
     }
     evaluation = evaluate_spider2_agentic(
-        [graded.get(t.instance_id, t) for t in tasks],
         folder,
-        gold_dir(root / "spider2"),
+        tasks=[graded.get(t.instance_id, t) for t in tasks],
+        gold_dir=gold_dir(root / "spider2"),
         run_sql=engine_runner(config.data_dir, config.eval_timeout),
         workers=config.eval_workers,
     )
