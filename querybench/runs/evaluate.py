@@ -36,8 +36,8 @@ _LAYOUT_OPTIONS: dict[str, dict[str, Any]] = {
     "spider2": {"data_dir": None, "timeout": 120.0},  # seconds per query of a .sql answer
     "bird-mini-dev": {"dialect": "sqlite"},
 }
-# Keywords the name itself fixes, or `evaluate` sets itself.
-_FIXED = frozenset({"benchmark", "on_result", "instance_ids"})
+# Keywords the benchmark's name fixes, or `evaluate` sets itself.
+_FIXED = frozenset({"benchmark", "on_result"})
 
 
 class SubmissionWarning(UserWarning):
@@ -60,16 +60,18 @@ def evaluate(
     evaluator = _evaluator(benchmark)
     if executor not in EXECUTORS:
         raise ValueError(f"executor must be one of {', '.join(EXECUTORS)}, not {executor!r}")
-    arguments = _resolved(benchmark, _checked(benchmark, evaluator, options))
+    checked = _checked(benchmark, evaluator, options)
     pred = Path(predictions)
     if executor == "local":
-        return score(benchmark, pred, arguments, on_result=on_result)
-    from querybench.runs.ray_eval import evaluate_on_ray
+        return score(benchmark, pred, _resolved(benchmark, checked), on_result=on_result)
+    from querybench.runs.ray_eval import ON_RAY, evaluate_on_ray
 
+    if benchmark not in ON_RAY:
+        raise ValueError(f"executor='ray' scores {', '.join(ON_RAY)}; {benchmark} runs locally")
+    arguments = _resolved(benchmark, {k: v for k, v in checked.items() if not k.startswith("_")})
     workers = arguments.get("workers", _parameters(evaluator)["workers"].default)
-    shipped = {k: v for k, v in arguments.items() if not k.startswith("_")}  # no local ticks
     return evaluate_on_ray(
-        benchmark, pred, shipped, score, workers=workers, address=address, on_result=on_result
+        benchmark, pred, arguments, score, workers=workers, address=address, on_result=on_result
     )
 
 
