@@ -2,7 +2,9 @@
 
 The names below are the library's public surface; everything else is reached through its
 module and may change. They are imported on first use, so `import querybench` (and the CLI's
-`--help`) stays fast.
+`--help`) stays fast. `evaluate` is the one way to score a benchmark's predictions; the
+`evaluate_<benchmark>` functions it dispatches to stay public for their static types, all of
+one shape: `(predictions, *, <gold and database locations>, <options>, on_result=None)`.
 """
 
 from __future__ import annotations

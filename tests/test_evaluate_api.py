@@ -56,6 +56,20 @@ def test_spider2_lite_sample_folder_needs_no_other_argument(tmp_path: Path) -> N
     assert {r.instance_id for r in results if r.error != MISSING_PREDICTION} == submitted
 
 
+def test_agentic_submission_warnings_are_python_warnings(tmp_path: Path) -> None:
+    from querybench.runs.evaluate import SubmissionWarning
+
+    suite = require_data("spider2", "spider2", "evaluation_suite")
+    sample = suite / "example_submission_folder"
+    with pytest.warns(SubmissionWarning) as caught:
+        results = _evaluate("spider2", sample, workers=1)
+    cli = CliRunner().invoke(app, ["eval", "spider2", "--predictions", str(sample)])
+    assert cli.exit_code == 0, cli.output
+    for warning in caught:  # the CLI prints each as `warning: ...`, as before
+        assert " ".join(f"warning: {warning.message}".split()) in " ".join(cli.output.split())
+    assert len(results) == 632
+
+
 def test_spider1_on_a_fixture_scores_as_the_cli(tmp_path: Path) -> None:
     db_dir = _shop(tmp_path)
     gold = tmp_path / "gold.sql"

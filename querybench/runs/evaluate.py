@@ -142,7 +142,7 @@ def _checked(benchmark: str, evaluator: Callable[..., Any], options: Arguments) 
             f"evaluate({benchmark!r}) got unknown option(s) {', '.join(unknown)}; "
             f"valid options: {', '.join(valid)}"
         )
-    resolvable = {"gold_dir", "db_dir", "tasks_file", "tasks", "questions", "run_sql"}
+    resolvable = {"gold_dir", "db_dir", "tasks_file", "tasks", "questions"}
     missing = [
         n
         for n, p in parameters.items()
