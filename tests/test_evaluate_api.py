@@ -118,6 +118,25 @@ def test_bird_on_a_fixture_scores_as_the_cli(tmp_path: Path) -> None:
     assert [r.to_json() for r in results] == cli
 
 
+def test_mini_dev_questions_and_databases_default_to_the_data(tmp_path: Path) -> None:
+    from querybench.evaluation.bird import load_bird_questions
+    from querybench.evaluation.verdict import ENGINE_UNAVAILABLE
+    from querybench.tasks.bird import mini_dev_dir, mini_dev_file
+
+    require_data("bird", "mini_dev_sqlite.json")
+    listed = load_bird_questions(mini_dev_file("sqlite"))[:3]
+    empty = tmp_path / "predict.json"
+    empty.write_text("{}", encoding="utf-8")
+    ids = [q.question_id for q in listed]
+    results = _evaluate("bird-mini-dev", empty, instance_ids=ids, workers=1)
+    assert [(r.instance_id, r.difficulty) for r in results] == [
+        (q.question_id, q.difficulty) for q in listed
+    ]
+    for q, r in zip(listed, results, strict=True):
+        here = (mini_dev_dir() / q.db_id / f"{q.db_id}.sqlite").is_file()
+        assert r.error == (MISSING_PREDICTION if here else ENGINE_UNAVAILABLE)
+
+
 def test_options_are_checked_by_name(tmp_path: Path) -> None:
     with pytest.raises(TypeError, match=r"unknown option\(s\) gold_file; valid options: .*gold"):
         querybench.evaluate("spider1", tmp_path / "pred.sql", gold_file=tmp_path / "gold.sql")
@@ -131,6 +150,8 @@ def test_options_are_checked_by_name(tmp_path: Path) -> None:
         querybench.evaluate("spider2-lite", tmp_path, executor="dask")
     with pytest.raises(ValueError, match=r"mode must be exec_result or sql, not 'csv'"):
         querybench.evaluate("spider2-lite", tmp_path, mode="csv")
+    with pytest.raises(ValueError, match=r"scoring must be official or strict, not 'lenient'"):
+        querybench.evaluate("spider2", tmp_path, scoring="lenient")
 
 
 def test_ray_refuses_a_benchmark_it_does_not_shard(tmp_path: Path) -> None:

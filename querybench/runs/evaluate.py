@@ -154,7 +154,14 @@ def _checked(benchmark: str, evaluator: Callable[..., Any], options: Arguments) 
     if missing:
         needed = " and ".join(f"{n}=" for n in missing)
         raise TypeError(f"evaluate({benchmark!r}) needs {needed} (no default in the data layout)")
+    for name, allowed in _CHOICES.items():
+        if name in options and options[name] not in allowed:
+            raise ValueError(f"{name} must be {' or '.join(allowed)}, not {options[name]!r}")
     return dict(options)
+
+
+# Options whose values are words, checked here: the evaluators read any other word as the last.
+_CHOICES = {"mode": ("exec_result", "sql"), "scoring": ("official", "strict")}
 
 
 def _resolved(benchmark: str, options: Arguments) -> Arguments:
@@ -188,17 +195,11 @@ def _resolved(benchmark: str, options: Arguments) -> Arguments:
     return out
 
 
-_CHOICES = {"mode": ("exec_result", "sql"), "scoring": ("official", "strict")}
-
-
 def _spider2(benchmark: str, options: Arguments, data_dir: Path | None) -> Arguments:
     """Lite/snow: the gold folder, the task file beside it, the local database folders."""
     from querybench.evaluation.spider2_gold import default_gold_dir
     from querybench.tasks.databases import spider2_database_dirs
 
-    for name, allowed in _CHOICES.items():
-        if name in options and options[name] not in allowed:
-            raise ValueError(f"{name} must be {' or '.join(allowed)}, not {options[name]!r}")
     out = dict(options)
     gold = Path(out.get("gold_dir") or default_gold_dir(benchmark, data_dir))  # type: ignore[arg-type]
     out["gold_dir"] = gold
