@@ -416,7 +416,7 @@ def _bird(
         _fail("--executor ray scores EX on SQLite files only; drop --metrics/--db-url or use local")
     extra: dict[str, Any] = dict(layout or {})
     if executor == "local":
-        extra = {"metrics": chosen, "db_url": db_url, "ves_repeats": ves_repeats}
+        extra |= {"metrics": chosen, "db_url": db_url, "ves_repeats": ves_repeats}
     if BirdMetric.R_VES in chosen:
         console.print(
             f"r_ves: timing every matched pair {ves_repeats} times; slow, and the figures "

@@ -137,6 +137,29 @@ def test_mini_dev_questions_and_databases_default_to_the_data(tmp_path: Path) ->
         assert r.error == (MISSING_PREDICTION if here else ENGINE_UNAVAILABLE)
 
 
+def test_mini_dev_dialect_picks_its_questions(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`eval bird-mini-dev --dialect mysql` hands the dialect on: the mysql questions file."""
+    import querybench.runs.evaluate as api
+    from querybench.tasks.bird import mini_dev_file
+
+    seen: dict[str, Any] = {}
+
+    def spy(benchmark: str, predictions: Path, **options: Any) -> list[InstanceResult]:
+        seen.update(api._resolved(benchmark, options))
+        return []
+
+    monkeypatch.setattr(api, "evaluate", spy)
+    empty = tmp_path / "predict.json"
+    empty.write_text("{}", encoding="utf-8")
+    url = "mysql://root@127.0.0.1:3306/BIRD"
+    args = ["eval", "bird-mini-dev", "--dialect", "mysql", "--db-url", url]
+    result = CliRunner().invoke(app, [*args, "--predictions", str(empty)])
+    assert result.exit_code == 0, result.output
+    assert seen["questions"] == mini_dev_file("mysql") and seen["db_url"] == url
+
+
 def test_options_are_checked_by_name(tmp_path: Path) -> None:
     with pytest.raises(TypeError, match=r"unknown option\(s\) gold_file; valid options: .*gold"):
         querybench.evaluate("spider1", tmp_path / "pred.sql", gold_file=tmp_path / "gold.sql")
