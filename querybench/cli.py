@@ -175,9 +175,9 @@ def _evaluate(
                 options["_on_query"] = lambda: progress.advance(task)
             else:
                 options["on_result"] = lambda _result: progress.advance(task)
-            results = evaluate(
-                benchmark, predictions, executor=executor, address=address, **options
-            )
+            # names read from the command line: `evaluate` checks them at run time
+            untyped: Callable[..., list[InstanceResult]] = evaluate
+            results = untyped(benchmark, predictions, executor=executor, address=address, **options)
     except QuerybenchError as exc:
         _fail(str(exc))
     for warning in caught:

@@ -12,6 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 import querybench
+import querybench.runs.evaluate
 from querybench.cli import app
 from querybench.evaluation.bird import BIRD_SEPARATOR
 from querybench.evaluation.record import InstanceResult
@@ -180,3 +181,19 @@ def test_options_are_checked_by_name(tmp_path: Path) -> None:
 def test_ray_refuses_a_benchmark_it_does_not_shard(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match=r"executor='ray' scores .*; spider2-dbt runs locally"):
         querybench.evaluate("spider2-dbt", tmp_path, executor="ray")
+
+
+@pytest.mark.parametrize("benchmark", querybench.runs.evaluate.BENCHMARKS)
+def test_typed_options_are_the_options_accepted(benchmark: str) -> None:
+    """What a user's type checker sees (`evaluate_options`) is what `evaluate` accepts."""
+    from querybench.runs.evaluate import valid_options
+    from querybench.runs.evaluate_options import OPTIONS
+
+    typed = OPTIONS[benchmark]
+    assert sorted(typed.__required_keys__ | typed.__optional_keys__) == valid_options(benchmark)  # type: ignore[attr-defined]
+    required = {"spider1": ("gold", "db_dir"), "bird": ("questions", "db_dir")}
+    assert typed.__required_keys__ == set(required.get(benchmark, ()))  # type: ignore[attr-defined]
+    if benchmark in required:  # and `evaluate` refuses to run without them
+        needed = " and ".join(f"{n}=" for n in required[benchmark])
+        with pytest.raises(TypeError, match=f"needs {needed} "):
+            querybench.evaluate(benchmark, "predictions")

@@ -16,9 +16,19 @@ import warnings
 from collections.abc import Callable, Collection
 from functools import partial
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import TYPE_CHECKING, Any, Literal, Unpack, get_args, overload
 
 from querybench.evaluation.record import InstanceResult, OnResult
+
+if TYPE_CHECKING:
+    from querybench.runs.evaluate_options import (
+        AgenticOptions,
+        BirdOptions,
+        DbtOptions,
+        MiniDevOptions,
+        Spider1Options,
+        Spider2Options,
+    )
 
 Benchmark = Literal[
     "spider2-lite", "spider2-snow", "spider2-dbt", "spider2", "spider1", "bird", "bird-mini-dev"
@@ -42,6 +52,78 @@ _FIXED = frozenset({"benchmark", "on_result"})
 
 class SubmissionWarning(UserWarning):
     """A submission line `eval spider2` ignores or reads differently from what it says."""
+
+
+@overload
+def evaluate(
+    benchmark: Literal["spider2-lite", "spider2-snow"],
+    predictions: str | Path,
+    *,
+    on_result: OnResult | None = ...,
+    executor: Executor = ...,
+    address: str | None = ...,
+    **options: Unpack[Spider2Options],
+) -> list[InstanceResult]: ...
+
+
+@overload
+def evaluate(
+    benchmark: Literal["spider1"],
+    predictions: str | Path,
+    *,
+    on_result: OnResult | None = ...,
+    executor: Executor = ...,
+    address: str | None = ...,
+    **options: Unpack[Spider1Options],
+) -> list[InstanceResult]: ...
+
+
+@overload
+def evaluate(
+    benchmark: Literal["bird"],
+    predictions: str | Path,
+    *,
+    on_result: OnResult | None = ...,
+    executor: Executor = ...,
+    address: str | None = ...,
+    **options: Unpack[BirdOptions],
+) -> list[InstanceResult]: ...
+
+
+@overload
+def evaluate(
+    benchmark: Literal["bird-mini-dev"],
+    predictions: str | Path,
+    *,
+    on_result: OnResult | None = ...,
+    executor: Executor = ...,
+    address: str | None = ...,
+    **options: Unpack[MiniDevOptions],
+) -> list[InstanceResult]: ...
+
+
+@overload
+def evaluate(
+    benchmark: Literal["spider2-dbt"],
+    predictions: str | Path,
+    *,
+    on_result: OnResult | None = ...,
+    executor: Executor = ...,
+    address: str | None = ...,
+    **options: Unpack[DbtOptions],
+) -> list[InstanceResult]: ...
+
+
+@overload
+def evaluate(
+    benchmark: Literal["spider2"],
+    predictions: str | Path,
+    *,
+    on_result: OnResult | None = ...,
+    executor: Executor = ...,
+    address: str | None = ...,
+    **options: Unpack[AgenticOptions],
+) -> list[InstanceResult]: ...
 
 
 def evaluate(
@@ -130,12 +212,19 @@ def _parameters(evaluator: Callable[..., Any]) -> dict[str, inspect.Parameter]:
     }
 
 
+def valid_options(benchmark: str) -> list[str]:
+    """The options `evaluate(benchmark, ...)` accepts: its evaluator's keyword parameters and
+    the data-layout options read here."""
+    parameters = _parameters(_evaluator(benchmark))
+    public = {n for n in parameters if n not in _FIXED and not n.startswith("_")}
+    return sorted(public | set(_LAYOUT_OPTIONS.get(benchmark, {})))
+
+
 def _checked(benchmark: str, evaluator: Callable[..., Any], options: Arguments) -> Arguments:
     """`options` when every one is the benchmark's (a leading `_` marks a private one, such as
     the per-query progress tick, accepted but not advertised); else a `TypeError`."""
     parameters = _parameters(evaluator)
-    layout = _LAYOUT_OPTIONS.get(benchmark, {})
-    valid = sorted({n for n in parameters if n not in _FIXED and not n.startswith("_")} | {*layout})
+    valid = valid_options(benchmark)
     unknown = sorted(set(options) - set(valid) - {n for n in parameters if n.startswith("_")})
     if unknown:
         raise TypeError(
@@ -189,7 +278,7 @@ def _resolved(benchmark: str, options: Arguments) -> Arguments:
             from querybench.tasks import load_tasks
 
             out["tasks"] = load_tasks("spider2-dbt", data_dir=root)
-        out["gold_dir"] = out.get("gold_dir") or dbt_gold_dir(root)
+        out["gold_dir"] = Path(out.get("gold_dir") or dbt_gold_dir(root))
     elif benchmark == "spider2":
         out |= _agentic(out, data_dir, float(layout["timeout"]))
     return out
@@ -228,7 +317,9 @@ def _agentic(options: Arguments, data_dir: Path | None, timeout: float) -> Argum
 
             tasks = with_eval_config(tasks, config)
         out["tasks"] = tasks
-    out["gold_dir"] = gold_dir or default_gold(benchmark_root("spider2", data_dir) / "spider2")
+    out["gold_dir"] = Path(
+        gold_dir or default_gold(benchmark_root("spider2", data_dir) / "spider2")
+    )
     if options.get("run_sql") is None:
         from querybench.evaluation.spider2_agentic import engine_runner
 
