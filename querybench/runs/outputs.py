@@ -82,7 +82,11 @@ def _score_spider1(
     else:
         db_dir = _database_folder(config, tasks, root / "spider1" / "database")
     results = evaluate_spider1(
-        gold, pred, db_dir, timeout=config.scoring.eval_timeout, workers=config.scoring.eval_workers
+        pred,
+        gold=gold,
+        db_dir=db_dir,
+        timeout=config.scoring.eval_timeout,
+        workers=config.scoring.eval_workers,
     )
     return [
         replace(r, instance_id=t.instance_id, difficulty=t.difficulty or r.difficulty)
@@ -133,9 +137,9 @@ def _score_bird(
     pred.write_text(json.dumps(predictions, indent=1, ensure_ascii=False), encoding="utf-8")
     db_dir = _database_folder(config, tasks, root / "bird" / "dev_databases")
     return evaluate_bird(
-        questions,
         pred,
-        db_dir,
+        questions=questions,
+        db_dir=db_dir,
         timeout=config.scoring.eval_timeout,
         workers=config.scoring.eval_workers,
     )
@@ -166,9 +170,9 @@ def _score_spider2(
     gold = default_gold_dir(benchmark, config.selection.data_dir)  # type: ignore[arg-type]
     tasks_file = gold.parent.parent / f"{benchmark}.jsonl"
     results = evaluate_spider2(
-        benchmark,  # type: ignore[arg-type]
         folder,
-        gold,
+        benchmark=benchmark,  # type: ignore[arg-type]
+        gold_dir=gold,
         mode="sql",
         db_dir=spider2_database_dirs(config.selection.data_dir),
         tasks_file=tasks_file if tasks_file.is_file() else None,
@@ -193,9 +197,9 @@ def _score_dbt(config: RunConfig, tasks: list[Task], root: Path) -> list[Instanc
         )
     }
     return evaluate_spider2_dbt(
-        [graded.get(t.instance_id, t) for t in tasks],
         config.out / "predictions",
-        dbt_gold_dir(root),
+        tasks=[graded.get(t.instance_id, t) for t in tasks],
+        gold_dir=dbt_gold_dir(root),
         workers=config.scoring.eval_workers,
     )
 
@@ -228,9 +232,9 @@ def _score_agentic(
         )
     }
     evaluation = evaluate_spider2_agentic(
-        [graded.get(t.instance_id, t) for t in tasks],
         folder,
-        gold_dir(root / "spider2"),
+        tasks=[graded.get(t.instance_id, t) for t in tasks],
+        gold_dir=gold_dir(root / "spider2"),
         run_sql=engine_runner(config.selection.data_dir, config.scoring.eval_timeout),
         workers=config.scoring.eval_workers,
     )
