@@ -77,7 +77,7 @@ def plain_value(annotation: Any, info: Any, value: Any) -> Any:
 if RuntimeParam is not None:
 
     @dataclass(frozen=True)
-    class _PlainParam(RuntimeParam):  # type: ignore[misc]
+    class _PlainParam(RuntimeParam):
         """Coerces plain values itself, anything else through typer's own coercion."""
 
         descriptor: Any

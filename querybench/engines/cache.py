@@ -30,7 +30,7 @@ import warnings
 import zoneinfo
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from querybench.engines import Target, parse_target
 from querybench.engines.base import Result
@@ -66,6 +66,7 @@ _KEYS_PER_SELECT = 500  # below SQLite's oldest bound on bound parameters (999)
 
 Identity = tuple[int, int, int, int, int]
 Query = tuple[str | Path, str]  # (database, SQL)
+Q = TypeVar("Q", bound=Query)
 
 _fingerprints: dict[Identity, str] = {}
 _fingerprints_lock = threading.Lock()
@@ -128,10 +129,10 @@ class ResultCache:
         key = self.key(database, sql)
         return self._read([key]).get(key)
 
-    def get_many(self, queries: Iterable[Query]) -> dict[Query, Result]:
+    def get_many(self, queries: Iterable[Q]) -> dict[Q, Result]:
         """The cached result of each query that has one, read in one pass over the store;
         a query whose database cannot be fingerprinted (missing, a server) is left out."""
-        keys: dict[str, list[Query]] = {}
+        keys: dict[str, list[Q]] = {}
         for query in queries:
             try:
                 keys.setdefault(self.key(*query), []).append(query)
