@@ -6,7 +6,8 @@ The official scripts are never vendored: point the script at checkouts of them.
 
     python -m bench.bench_official --official-spider2 SPIDER2 --official-test-suite TEST_SUITE \\
         --official-bird MINI_DEV --official-python /tmp/official-venv/bin/python \\
-        [--works sample,lite,snow,spider1,bird,bird-small] [--rounds 5] [--predictions gold|perturbed] [--cold]
+        [--works sample,lite,snow,spider1,bird,bird-small] [--rounds 5] \\
+        [--predictions gold|perturbed] [--cold]
 
 SPIDER2 is a checkout of xlang-ai/Spider2 (`spider2-lite/evaluation_suite/evaluate.py` and the
 `spider2-lite.jsonl` beside it), TEST_SUITE of taoyds/test-suite-sql-eval, MINI_DEV of
@@ -31,8 +32,10 @@ query (its leading SELECT in the other case), so that no prediction is its gold'
 every one runs, as real predictions do; with `gold`, querybench runs a query shared by a gold and
 its prediction once. `--cold` gives each querybench run an empty result cache
 ($QUERYBENCH_CACHE in a fresh folder); without it, every run after the first is warm. Besides
-the wall times, each side's CPU seconds (user + system, its child processes included) are
-printed: on a loaded machine they say more about the work done than the wall time does.
+the wall times, each side's CPU seconds (user + system, its child processes included, and on
+Linux the processes it leaves behind, such as multiprocessing's forkserver, which this script
+adopts and waits for) are printed: on a loaded machine they say more about the work done than
+the wall time does.
 
 Without a checkout for a work, that work is skipped with the reason. Missing Python packages of
 the official scripts (google-cloud-bigquery, snowflake-connector-python, tqdm, nltk, sqlparse,
@@ -196,12 +199,33 @@ def _children_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
+def _adopt_orphans() -> None:
+    """Become the reaper of orphaned descendants (Linux), so that a process a command leaves
+    running (multiprocessing's forkserver, which outlives querybench by a moment) is waited
+    for and its CPU counted, as the official scripts' pool workers are."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
+    except (OSError, AttributeError):
+        pass
+
+
+def _reap_orphans() -> None:
+    try:
+        while True:
+            os.wait()
+    except ChildProcessError:
+        pass
+
+
 def _wall(cmd: list[str], cwd: Path, env: dict[str, str] | None = None) -> tuple[float, float, str]:
     """Wall seconds, CPU seconds (the process and the children it waited for), error text."""
     cpu = _children_cpu()
     start = time.perf_counter()
     proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, check=False, env=env)
     elapsed = time.perf_counter() - start
+    _reap_orphans()
     # The Spider 2.0 scripts send stderr to stdout (their TeeOutput): keep both.
     error = (proc.stdout + proc.stderr)[-2000:] if proc.returncode else ""
     return elapsed, _children_cpu() - cpu, error
@@ -241,6 +265,7 @@ def main() -> int:
     parser.add_argument("--predictions", choices=("gold", "perturbed"), default="gold")
     parser.add_argument("--cold", action="store_true", help="an empty result cache per run")
     args = parser.parse_args()
+    _adopt_orphans()
     py = args.official_python
     with tempfile.TemporaryDirectory() as name:
         tmp = Path(name)
