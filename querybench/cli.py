@@ -601,12 +601,29 @@ def _named(argv: Sequence[str]) -> Collection[str]:
     """The commands a command line needs: the one it names, or every one (help, completion,
     an unknown name: typer's listing and suggestions then see them all)."""
     every = [name for name, *_ in _COMMANDS]
-    if any(key.startswith("_") and key.endswith("_COMPLETE") for key in os.environ):
+    if _completing():
         return every
     first = next((arg for arg in argv if not arg.startswith("-")), None)
     if first == "eval":
         return ()
     return [first] if first in every else every
+
+
+def _completing() -> bool:
+    """Shell completion is asking (typer's `_<PROG>_COMPLETE`): it needs every command."""
+    return any(key.startswith("_") and key.endswith("_COMPLETE") for key in os.environ)
+
+
+def _only_the_named_eval(argv: Sequence[str]) -> None:
+    """`querybench eval <name> …` builds that one eval command: typer builds the options of
+    every command of a group before it runs one (an unknown name keeps them all)."""
+    if any(key.startswith("_") and key.endswith("_COMPLETE") for key in os.environ):
+        return
+    words = [arg for arg in argv if not arg.startswith("-")]
+    if len(words) >= 2 and words[0] == "eval":
+        named = [c for c in eval_app.registered_commands if c.name == words[1]]
+        if named:
+            eval_app.registered_commands = named
 
 
 def __getattr__(name: str) -> Any:
@@ -739,4 +756,5 @@ def eval_spider2(
 
 def main() -> None:
     _register(_named(sys.argv[1:]))
+    _only_the_named_eval(sys.argv[1:])
     _root()
