@@ -188,10 +188,14 @@ def test_a_missing_database_is_left_out_of_get_many(cache: ResultCache, tmp_path
     assert not cache.path.exists()  # a read creates no store
 
 
-def test_a_store_that_is_not_a_database_is_set_aside(cache: ResultCache, sqlite_db: Path) -> None:
+def test_a_store_that_is_not_a_database_is_set_aside(
+    cache: ResultCache, sqlite_db: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     cache.directory.mkdir(parents=True)
     cache.path.write_bytes(b"not a database at all" * 100)
-    assert cache.get(sqlite_db, "SELECT 1") is None
+    with caplog.at_level("WARNING", logger="querybench.engines.cache"):
+        assert cache.get(sqlite_db, "SELECT 1") is None
+    assert "is damaged" in caplog.text
     compute = Counter(sqlite_db, "SELECT 1")
     assert cache.get_or_compute(sqlite_db, "SELECT 1", compute).result is not None
     assert ResultCache(cache.directory.parent).get(sqlite_db, "SELECT 1") is not None

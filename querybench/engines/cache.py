@@ -21,7 +21,6 @@ from __future__ import annotations
 import hashlib
 import io
 import json
-import logging
 import os
 import pickle
 import sqlite3
@@ -37,9 +36,18 @@ from querybench.engines.base import Result
 from querybench.errors import EngineError
 
 if TYPE_CHECKING:  # the pool (and multiprocessing) loads only when a query must run
+    import logging
+
     from querybench.engines.pool import QueryOutcome
 
-log = logging.getLogger(__name__)
+
+def _log() -> logging.Logger:
+    """This module's logger; `logging` is imported only when there is something to say (a
+    warm `eval` never does, and it is 2 ms of its start-up)."""
+    import logging
+
+    return logging.getLogger(__name__)
+
 
 _MAGIC = b"querybench result cache v1\n"
 _SAFE_GLOBALS = frozenset(
@@ -255,7 +263,7 @@ class ResultCache:
                     marks = ",".join("?" * len(chunk))
                     found.update(db.execute(f"{head} ({marks})", chunk).fetchall())
             except sqlite3.Error as exc:
-                log.debug("result cache %s not read: %s", self.path, exc)
+                _log().debug("result cache %s not read: %s", self.path, exc)
         return found
 
     def _connect(self, *, create: bool) -> sqlite3.Connection | None:
@@ -272,7 +280,7 @@ class ResultCache:
         except sqlite3.DatabaseError as exc:
             if isinstance(exc, sqlite3.OperationalError):
                 raise  # locked, read-only, ...: not a damaged store
-            log.warning("result cache %s is damaged (%s): starting a new one", self.path, exc)
+            _log().warning("result cache %s is damaged (%s): starting a new one", self.path, exc)
             os.replace(self.path, self.path.with_name(f"{_STORE}.damaged"))
             db = _open_store(self.path)
         self._db, self._pid = db, os.getpid()
