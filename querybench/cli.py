@@ -617,7 +617,7 @@ def _completing() -> bool:
 def _only_the_named_eval(argv: Sequence[str]) -> None:
     """`querybench eval <name> …` builds that one eval command: typer builds the options of
     every command of a group before it runs one (an unknown name keeps them all)."""
-    if any(key.startswith("_") and key.endswith("_COMPLETE") for key in os.environ):
+    if _completing():
         return
     words = [arg for arg in argv if not arg.startswith("-")]
     if len(words) >= 2 and words[0] == "eval":
