@@ -62,3 +62,18 @@ def test_an_unknown_command_is_refused_with_every_command_known() -> None:
     assert code == 2
     assert "tasx" in output and "tasks" in output  # typer's "did you mean"
     assert all(loaded.values())
+
+
+def test_the_console_entry_point_imports_no_cli_until_it_runs() -> None:
+    """The forkserver of the query children imports the console script's module: with the
+    entry point, that is no typer and no rich."""
+    import tomllib
+
+    scripts = tomllib.loads((_ROOT / "pyproject.toml").read_text())["project"]["scripts"]
+    module = scripts["querybench"].split(":")[0]
+    script = f"import sys, {module}\nprint('typer' in sys.modules, 'querybench.cli' in sys.modules)"
+    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(_ROOT)}
+    proc = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=60
+    )
+    assert proc.stdout.split() == ["False", "False"], proc.stderr
