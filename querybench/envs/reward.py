@@ -25,13 +25,11 @@ from __future__ import annotations
 
 import asyncio
 import math
-import multiprocessing
 import os
 import threading
 import weakref
 from collections.abc import Iterable, Sequence
-from concurrent.futures import Future, ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
+from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -49,16 +47,14 @@ from querybench.envs.match import (
     run_answer,
 )
 from querybench.envs.reward_workers import (
+    RewardWorkers,
     WorkerConfig,
     WorkItem,
     cache_get,
     cache_put,
-    ready,
-    score_batch,
-    start_worker,
+    crashed,
 )
 from querybench.errors import EngineError
-from querybench.evaluation.verdict import EXEC_ERROR, Verdict
 
 ANSWER_TIMEOUT = 30.0
 GOLD_TIMEOUT = 120.0
@@ -183,7 +179,8 @@ class SQLReward:
             None if cache_dir is None else str(cache_dir),
             disk_cache,
         )
-        self._executor: ProcessPoolExecutor | None = None
+        # Started now, so the children start while the caller does whatever comes first.
+        self._workers = RewardWorkers(self._config, self.workers) if processes else None
         self._answers = QueryPool(self.workers, answer_timeout, answer_max_rows)
         self._golds = QueryPool(self.workers, gold_timeout, None)
         self._cache = ResultCache(cache_dir) if disk_cache else None
@@ -202,9 +199,9 @@ class SQLReward:
 
     def close(self) -> None:
         with self._lock:
-            executor, self._executor = self._executor, None
-        if executor is not None:
-            executor.shutdown(wait=True, cancel_futures=True)
+            workers, self._workers = self._workers, None
+        if workers is not None:
+            workers.close()
         self._answers.close()
         self._golds.close()
 
@@ -317,25 +314,14 @@ class SQLReward:
             self._gold[todo[int(key)]] = result
 
     def _batch(self, items: list[WorkItem]) -> Future[list[RewardOutcome]]:
-        """`items` scored in a worker process; a crashed worker fails only its own batch
-        (every answer in it scores 0 with `error`), and the pool is started afresh."""
-        executor = self._processes()
-        try:
-            submitted = executor.submit(score_batch, items)
-        except BrokenProcessPool:
-            submitted = Future()
-            submitted.set_exception(BrokenProcessPool("the worker processes stopped"))
-        done: Future[list[RewardOutcome]] = Future()
-
-        def finish(future: Future[list[RewardOutcome]]) -> None:
-            try:
-                done.set_result(future.result())
-            except Exception as exc:  # BrokenProcessPool above all: a worker was killed
-                self._discard(executor)
-                done.set_result([_crashed(exc) for _ in items])
-
-        submitted.add_done_callback(finish)
-        return done
+        """`items` scored in a child process; the future never fails (a crashed child scores
+        only what it was running 0 with `error`, and a closed reward everything it held)."""
+        workers = self._workers
+        if workers is None:
+            done: Future[list[RewardOutcome]] = Future()
+            done.set_result([crashed(EngineError("the reward is closed")) for _ in items])
+            return done
+        return workers.submit(items)
 
     def _coalescer(self) -> Coalescer:
         loop = asyncio.get_running_loop()
@@ -347,28 +333,6 @@ class SQLReward:
                 self._coalescers[loop] = coalescer
             return coalescer
 
-    def _processes(self) -> ProcessPoolExecutor:
-        with self._lock:
-            if self._executor is None:
-                executor = ProcessPoolExecutor(
-                    self.workers,
-                    mp_context=multiprocessing.get_context("spawn"),  # safe beside threads
-                    initializer=start_worker,
-                    initargs=(self._config,),
-                )
-                # Submitting one call per worker before any returns starts them all now, so
-                # a later slow answer never waits for a process to be spawned beside it.
-                for ping in [executor.submit(ready) for _ in range(self.workers)]:
-                    ping.result()
-                self._executor = executor
-            return self._executor
-
-    def _discard(self, executor: ProcessPoolExecutor) -> None:
-        with self._lock:
-            if self._executor is executor:
-                self._executor = None
-        executor.shutdown(wait=False, cancel_futures=True)
-
     def _compute_gold(self, database: str | Path, gold_sql: str) -> QueryOutcome:
         def compute() -> QueryOutcome:
             return _first(self._golds, database, gold_sql)
@@ -376,14 +340,6 @@ class SQLReward:
         if self._cache is None:
             return compute()
         return self._cache.get_or_compute(database, gold_sql, compute)
-
-
-def _crashed(exc: BaseException) -> RewardOutcome:
-    message = f"the reward worker failed: {type(exc).__name__}: {exc}"
-    return RewardOutcome(0.0, Verdict.fail(EXEC_ERROR, message), _CRASH_METRICS)
-
-
-_CRASH_METRICS = {"error": 1.0, "trivial": 0.0, "gold_error": 0.0}
 
 
 def _first(pool: QueryPool, database: str | Path, sql: str) -> QueryOutcome:

@@ -1,32 +1,64 @@
-"""Reward work in worker processes, so rewards do not share one interpreter's GIL.
+"""Reward work in child processes that are killed at their deadline: one message per batch.
 
-Each process keeps its own read-only engines (one per database, least recently used closed
-first) and its own gold results, read from the shared disk `ResultCache` when the parent has
-warmed it, else computed there once. Work arrives in batches of (database, gold SQL, answer
-SQL) and only the small `RewardOutcome`s travel back: the rows never cross the pipe.
-Every query goes through the engine (`execute`, or for an answer on SQLite `execute_batches`,
-streamed against the gold set), so read-only opening, the authorizer, the one-statement
-rule, the row cap and the timeout (started when the process picks the query up) all hold here
-exactly as on the thread pool; the engines run in the worker's own `QueryProcess`
-(`engines.isolated`), killed when a query outlives its timeout, so no answer costs more.
+Each child (`RewardProcess`) is the killable process of `engines.isolated` and the reward
+worker at once: it keeps its read-only engines open (`connect`, the same engines with the same
+authorizer, one-statement rule, row and byte caps and timeouts) and its gold results, read from
+the shared disk `ResultCache` when someone warmed it, else computed there once. A batch of
+(database, gold SQL, answer SQL) goes in as one message and its `RewardOutcome`s come back as
+one reply: no rows cross a pipe, and no answer costs a round trip of its own.
+
+Nothing an engine can interrupt lets a single call (SQLite's `printf` or `LIKE`) outlive its
+timeout, so the child writes where it is (item, step, deadline) into a few shared bytes before
+every step; the parent waits for the reply until the step's deadline plus `GRACE_S`, then kills
+the child. The step's outcome becomes that item's error (a killed answer a `QueryTimeout`, a
+killed gold a failed gold, remembered), and the rest of the batch goes to a fresh child.
+
+The children are started with `subprocess` running only this module's imports (no
+`multiprocessing` spawn re-importing the caller's `__main__`, no pool start-up handshake), at
+once when the reward is made, so their start overlaps whatever the caller does first.
 """
 
 from __future__ import annotations
 
 import contextlib
+import mmap
+import os
+import queue
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import time
 from collections import OrderedDict
+from collections.abc import Callable
+from concurrent.futures import Future
 from dataclasses import dataclass
+from multiprocessing.connection import Connection
 from pathlib import Path
 
-from querybench.engines import Engine
+from querybench.engines import Engine, connect
 from querybench.engines.base import Result
 from querybench.engines.cache import ResultCache
-from querybench.engines.isolated import QueryProcess
+from querybench.engines.isolated import GRACE_S, OPEN_TIMEOUT_S
 from querybench.envs.match import AnswerOutcome, Outcome, RewardOutcome, execution_match, run_answer
-from querybench.errors import EngineError
+from querybench.errors import EngineError, QueryTimeout
+from querybench.evaluation.verdict import EXEC_ERROR, Verdict
 
-# One reward to compute in a worker: (database, gold SQL, the answer's SQL or None).
+# One reward to compute: (database, gold SQL, the answer's SQL or None).
 WorkItem = tuple[str, str, str | None]
+# A work item as the child gets it, with the gold and answer outcomes already settled by a
+# kill (None: compute it), so the verdict is always made by the same code.
+_Task = tuple[str, str, str | None, EngineError | None, EngineError | None]
+
+# The child's steps, as written to its progress bytes.
+IDLE, OPENING, GOLD, ANSWER = 0.0, 1.0, 2.0, 3.0
+_PROGRESS = struct.Struct("ddd")  # deadline (monotonic, 0: none), item index, step
+# A gold computed in less is not written to the disk cache: creating the file costs more
+# (milliseconds on a busy disk) than running it again in the next process.
+DISK_CACHE_MIN_S = 0.01
+# How often the parent reads the progress bytes while a batch runs long.
+_TICK_S = GRACE_S / 5
 
 
 @dataclass(frozen=True)
@@ -36,68 +68,271 @@ class WorkerConfig:
     answer_max_rows: int | None
     cache_dir: str | None
     disk_cache: bool
-    open_databases: int = 16
+    # Spider 1.0 dev has 20 databases, BIRD dev 11: a smaller LRU reopens them in turn.
+    open_databases: int = 64
 
 
-class _Worker:
-    def __init__(self, config: WorkerConfig) -> None:
-        self.config = config
-        self.cache = ResultCache(config.cache_dir) if config.disk_cache else None
-        self.engines: OrderedDict[str, Engine] = OrderedDict()
-        self.process = QueryProcess(open_databases=config.open_databases)
-        self.gold: dict[tuple[str, str], Outcome] = {}
+# --- the parent ----------------------------------------------------------------------------
 
-    def score(self, item: WorkItem) -> RewardOutcome:
-        database, gold_sql, sql = item
-        gold = self.gold_of(database, gold_sql)
-        config = self.config
-        answer: AnswerOutcome | None = None
-        if sql is not None:
-            try:
-                engine = self.engine(database)
-            except Exception as exc:  # as in `run`: the error is this answer's outcome
-                answer = exc if isinstance(exc, EngineError) else EngineError(str(exc))
-            else:
-                answer = run_answer(
-                    engine,
-                    sql,
-                    gold,
-                    timeout=config.answer_timeout,
-                    max_rows=config.answer_max_rows,
-                )
-        return execution_match(gold, answer)
 
-    def gold_of(self, database: str, gold_sql: str) -> Outcome:
-        key = (database, gold_sql)
-        known = self.gold.get(key)
-        if known is None:
-            known = None if self.cache is None else cache_get(self.cache, database, gold_sql)
-            if known is None:
-                known = self.run(database, gold_sql, self.config.gold_timeout, None)
-                if self.cache is not None and not isinstance(known, EngineError):
-                    cache_put(self.cache, database, gold_sql, known)
-            self.gold[key] = known
-        return known
+class RewardWorkers:
+    """`workers` children fed batches from one queue, each by a thread of its own; `submit`
+    returns a future that never fails (a crash or a close scores 0 with `error` instead)."""
 
-    def run(self, database: str, sql: str, timeout: float, max_rows: int | None) -> Outcome:
+    def __init__(self, config: WorkerConfig, workers: int) -> None:
+        self._queue: queue.SimpleQueue[tuple[list[WorkItem], Future[list[RewardOutcome]]] | None]
+        self._queue = queue.SimpleQueue()
+        self._known = KnownFailures()
+        self._processes = [RewardProcess(config, self._known) for _ in range(max(1, workers))]
+        self._threads = [
+            threading.Thread(target=self._serve, args=(p,), name="querybench-reward", daemon=True)
+            for p in self._processes
+        ]
+        for thread in self._threads:
+            thread.start()
+
+    def submit(self, items: list[WorkItem]) -> Future[list[RewardOutcome]]:
+        future: Future[list[RewardOutcome]] = Future()
+        self._queue.put((items, future))
+        return future
+
+    def close(self) -> None:
+        """Finish the batches being scored, score the queued ones 0, stop the children."""
+        closed = EngineError("the reward was closed before the answer ran")
+        with contextlib.suppress(queue.Empty):
+            while (job := self._queue.get_nowait()) is not None:
+                job[1].set_result([crashed(closed) for _ in job[0]])
+        for _ in self._threads:
+            self._queue.put(None)
+        for thread in self._threads:
+            thread.join()
+
+    def _serve(self, process: RewardProcess) -> None:
         try:
-            return self.engine(database).execute(sql, timeout=timeout, max_rows=max_rows)
-        except EngineError as exc:
-            return exc
-        except Exception as exc:  # a bug on one answer must not take the batch down
-            return EngineError(f"unexpected {type(exc).__name__}: {exc}")
+            while (job := self._queue.get()) is not None:
+                items, future = job
+                try:
+                    outcomes = process.score(items)
+                except Exception as exc:  # a bug here must not leave the caller waiting
+                    outcomes = [crashed(exc) for _ in items]
+                future.set_result(outcomes)
+        finally:
+            process.close()
 
-    def engine(self, database: str) -> Engine:
-        engine = self.engines.get(database)
-        if engine is not None:
-            self.engines.move_to_end(database)
-            return engine
-        engine = self.process.engine(database)
-        self.engines[database] = engine
-        if len(self.engines) > self.config.open_databases:
-            _, oldest = self.engines.popitem(last=False)
-            oldest.close()
-        return engine
+
+class KnownFailures:
+    """Outcomes settled by a kill, shared by the children: a gold that outlived its timeout
+    (never computed again, as the in-memory gold keeps failures) and databases that could
+    not be opened in time."""
+
+    def __init__(self) -> None:
+        self.golds: dict[tuple[str, str], EngineError] = {}
+        self.databases: dict[str, EngineError] = {}
+
+    def task(self, item: WorkItem) -> _Task:
+        return self.refresh((*item, None, None))
+
+    def refresh(self, task: _Task) -> _Task:
+        """`task` with what is known by now of its gold and database filled in."""
+        database, gold_sql, sql, gold, answer = task
+        unopened = self.databases.get(database)
+        if unopened is not None:
+            gold = unopened if gold is None else gold
+            answer = unopened if answer is None else answer
+        elif gold is None:
+            gold = self.golds.get((database, gold_sql))
+        return database, gold_sql, sql, gold, answer
+
+
+class RewardProcess:
+    """One child scoring batches (one at a time: each is driven by one thread)."""
+
+    def __init__(self, config: WorkerConfig, known: KnownFailures | None = None) -> None:
+        self._config = config
+        self._known = known if known is not None else KnownFailures()
+        self._child: subprocess.Popen[bytes] | None = None
+        self._requests: Connection | None = None
+        self._replies: Connection | None = None
+        self._progress: mmap.mmap | None = None
+        self._start()
+
+    def score(self, items: list[WorkItem]) -> list[RewardOutcome]:
+        tasks = [self._known.task(item) for item in items]
+        outcomes: list[RewardOutcome] = []
+        while len(outcomes) < len(tasks):
+            reply = self._exchange(tasks[len(outcomes) :])
+            if isinstance(reply, list):
+                outcomes += reply
+                break
+            stopped, step, error = reply
+            if stopped < 0 or step == IDLE:  # not inside any item: the rest is lost
+                outcomes += [crashed(error) for _ in tasks[len(outcomes) :]]
+                break
+            # The items before the stopped one are scored again: their outcomes died with it.
+            index = len(outcomes) + stopped
+            database, gold_sql = tasks[index][:2]
+            if step == OPENING:
+                self._known.databases[database] = error
+            elif step == GOLD:
+                self._known.golds[(database, gold_sql)] = error
+            tasks[index] = _settled(tasks[index], step, error)
+            tasks = [self._known.refresh(task) for task in tasks]
+        return outcomes
+
+    @property
+    def pid(self) -> int | None:
+        """The child's process id (None between a kill and the next batch)."""
+        return None if self._child is None else self._child.pid
+
+    def close(self) -> None:
+        self._stop(kill=False)
+
+    def _exchange(self, tasks: list[_Task]) -> list[RewardOutcome] | tuple[int, float, EngineError]:
+        """The batch's outcomes, or where the child stopped: (item, step, the error)."""
+        requests, replies = self._start()
+        try:
+            requests.send(tasks)
+        except OSError:  # the child ended since its last reply (killed from outside)
+            self._stop(kill=True)
+            requests, replies = self._start()
+            requests.send(tasks)
+        while True:
+            where = self._where()
+            deadline = where[2]
+            # Looked at again every tick: a later step may have a nearer deadline.
+            wait = _TICK_S if deadline == 0.0 else deadline + GRACE_S - time.monotonic()
+            wait = max(0.0, min(wait, _TICK_S))
+            try:
+                if replies.poll(wait):
+                    outcomes: list[RewardOutcome] = replies.recv()
+                    return outcomes
+            except (EOFError, OSError):
+                return self._ended()
+            past = deadline != 0.0 and time.monotonic() > deadline + GRACE_S
+            # Read again after a beat: the step may have just begun.
+            if past and not replies.poll(0.001) and self._where() == where:
+                return self._killed(*where[:2])
+
+    def _where(self) -> tuple[int, float, float]:
+        """(item index, step, deadline) as the child last wrote them."""
+        assert self._progress is not None
+        deadline, index, step = _PROGRESS.unpack_from(self._progress)
+        return int(index), step, deadline
+
+    def _killed(self, index: int, step: float) -> tuple[int, float, EngineError]:
+        """Kill the child stuck in `step` of item `index`: that step's outcome is an error."""
+        self._stop(kill=True)
+        config = self._config
+        error: EngineError
+        if step == ANSWER:
+            error = _timeout(config.answer_timeout)
+        elif step == GOLD:
+            error = _timeout(config.gold_timeout)
+        else:
+            error = EngineError("the database could not be opened in time; it was given up")
+        return index, step, error
+
+    def _ended(self) -> tuple[int, float, EngineError]:
+        child = self._child
+        if child is not None:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                child.wait(5.0)
+        index, step, _ = self._where()
+        code = None if child is None else child.returncode
+        self._stop(kill=True)
+        return index, step, EngineError(f"the query's process ended ({exit_reason(code)})")
+
+    def _start(self) -> tuple[Connection, Connection]:
+        if self._requests is not None and self._replies is not None:
+            return self._requests, self._replies
+        progress_fd = _shared_file(_PROGRESS.size)
+        to_child, from_parent = os.pipe()
+        to_parent, from_child = os.pipe()
+        try:
+            progress = mmap.mmap(progress_fd, _PROGRESS.size)
+            # Until the child is up, its start-up has the time a database gets to open.
+            _PROGRESS.pack_into(progress, 0, time.monotonic() + OPEN_TIMEOUT_S, -1.0, OPENING)
+            boot = (
+                f"import sys; sys.path[:] = {sys.path!r}; "
+                "from querybench.envs.reward_workers import serve; "
+                f"serve({to_child}, {from_child}, {progress_fd})"
+            )
+            child = subprocess.Popen(
+                [sys.executable, "-c", boot], pass_fds=(to_child, from_child, progress_fd)
+            )
+        except BaseException:
+            for fd in (to_child, from_parent, to_parent, from_child):
+                os.close(fd)
+            raise
+        finally:
+            os.close(progress_fd)
+        os.close(to_child)
+        os.close(from_child)
+        self._requests = Connection(from_parent, readable=False)
+        self._replies = Connection(to_parent, writable=False)
+        self._requests.send(self._config)
+        self._child, self._progress = child, progress
+        return self._requests, self._replies
+
+    def _stop(self, *, kill: bool) -> None:
+        child, requests, replies = self._child, self._requests, self._replies
+        self._child = self._requests = self._replies = None
+        if self._progress is not None:
+            self._progress.close()
+            self._progress = None
+        for connection in (requests, replies):
+            if connection is not None:
+                connection.close()  # the child reads EOF and ends
+        if child is not None:
+            if kill:
+                with contextlib.suppress(ProcessLookupError):
+                    child.kill()
+            try:
+                child.wait(None if kill else 5.0)
+            except subprocess.TimeoutExpired:
+                child.kill()
+                child.wait()
+
+
+def _shared_file(size: int) -> int:
+    """A file descriptor of `size` zero bytes that parent and child both map."""
+    memfd: Callable[[str], int] | None = getattr(os, "memfd_create", None)
+    if memfd is not None:
+        fd = memfd("querybench-reward-progress")
+    else:  # not Linux
+        fd, name = tempfile.mkstemp(prefix="querybench-reward-")
+        os.unlink(name)
+    os.ftruncate(fd, size)
+    return fd
+
+
+def _settled(task: _Task, step: float, error: EngineError) -> _Task:
+    database, gold_sql, sql, gold, answer = task
+    if step == ANSWER:
+        return database, gold_sql, sql, gold, error
+    if step == GOLD:
+        return database, gold_sql, sql, error, answer
+    return database, gold_sql, sql, error, error
+
+
+def _timeout(timeout: float) -> QueryTimeout:
+    return QueryTimeout(f"the query ran past its {timeout}s timeout and was stopped")
+
+
+def exit_reason(code: int | None) -> str:
+    if code is None:
+        return "no exit status"
+    if code == -9:
+        return "killed by signal 9, e.g. out of memory"
+    return f"signal {-code}" if code < 0 else f"exit status {code}"
+
+
+def crashed(exc: BaseException) -> RewardOutcome:
+    message = f"the reward worker failed: {type(exc).__name__}: {exc}"
+    return RewardOutcome(0.0, Verdict.fail(EXEC_ERROR, message), _CRASH_METRICS)
+
+
+_CRASH_METRICS = {"error": 1.0, "trivial": 0.0, "gold_error": 0.0}
 
 
 def cache_get(cache: ResultCache, database: str | Path, sql: str) -> Result | None:
@@ -115,21 +350,124 @@ def cache_put(cache: ResultCache, database: str | Path, sql: str, result: Result
         cache.put(database, sql, result)
 
 
-_worker: _Worker | None = None
+# --- the child -----------------------------------------------------------------------------
 
 
-def start_worker(config: WorkerConfig) -> None:
-    """The process pool's initializer."""
-    global _worker
-    _worker = _Worker(config)
+class _Progress:
+    """The child's side of the progress bytes: each step announced before it runs, and its
+    end (the time between steps, comparing rows, is not the query's)."""
+
+    def __init__(self, fd: int) -> None:
+        self._map = mmap.mmap(fd, _PROGRESS.size)
+        self.index = 0
+
+    def step(self, step: float, timeout: float) -> None:
+        _PROGRESS.pack_into(self._map, 0, time.monotonic() + timeout, self.index, step)
+
+    def done(self) -> None:
+        _PROGRESS.pack_into(self._map, 0, 0.0, self.index, IDLE)
 
 
-def ready() -> bool:
-    return _worker is not None
+class _Worker:
+    def __init__(self, config: WorkerConfig, progress: _Progress) -> None:
+        self.config = config
+        self.progress = progress
+        self.cache = ResultCache(config.cache_dir) if config.disk_cache else None
+        self.engines: OrderedDict[str, Engine] = OrderedDict()
+        self.gold: dict[tuple[str, str], Outcome] = {}
+
+    def score(self, task: _Task) -> RewardOutcome:
+        database, gold_sql, sql, gold_known, answer_known = task
+        gold = gold_known if gold_known is not None else self.gold_of(database, gold_sql)
+        answer: AnswerOutcome | None = answer_known
+        if answer is None and sql is not None:
+            answer = self.answer(database, sql, gold)
+        return execution_match(gold, answer)
+
+    def answer(self, database: str, sql: str, gold: Outcome) -> AnswerOutcome:
+        try:
+            engine = self.engine(database)
+        except Exception as exc:  # as in `run`: the error is this answer's outcome
+            return exc if isinstance(exc, EngineError) else EngineError(str(exc))
+        config, progress = self.config, self.progress
+        progress.step(ANSWER, config.answer_timeout)
+        try:
+            return run_answer(
+                engine, sql, gold, timeout=config.answer_timeout, max_rows=config.answer_max_rows
+            )
+        finally:
+            progress.done()
+
+    def gold_of(self, database: str, gold_sql: str) -> Outcome:
+        key = (database, gold_sql)
+        known = self.gold.get(key)
+        if known is None:
+            cache, progress = self.cache, self.progress
+            if cache is not None:
+                progress.step(OPENING, OPEN_TIMEOUT_S)
+                known = cache_get(cache, database, gold_sql)
+                progress.done()
+            if known is None:
+                start = time.monotonic()
+                known = self.run(database, gold_sql)
+                took = time.monotonic() - start
+                if cache is not None and isinstance(known, Result) and took >= DISK_CACHE_MIN_S:
+                    progress.step(OPENING, OPEN_TIMEOUT_S)
+                    cache_put(cache, database, gold_sql, known)
+                    progress.done()
+            self.gold[key] = known
+        return known
+
+    def run(self, database: str, sql: str) -> Outcome:
+        try:
+            engine = self.engine(database)
+            self.progress.step(GOLD, self.config.gold_timeout)
+            return engine.execute(sql, timeout=self.config.gold_timeout, max_rows=None)
+        except EngineError as exc:
+            return exc
+        except Exception as exc:  # a bug on one answer must not take the batch down
+            return EngineError(f"unexpected {type(exc).__name__}: {exc}")
+        finally:
+            self.progress.done()
+
+    def engine(self, database: str) -> Engine:
+        engine = self.engines.get(database)
+        if engine is not None:
+            self.engines.move_to_end(database)
+            return engine
+        self.progress.step(OPENING, OPEN_TIMEOUT_S)
+        try:
+            engine = self.engines[database] = connect(database)
+            if len(self.engines) > self.config.open_databases:
+                _, oldest = self.engines.popitem(last=False)
+                oldest.close()
+        finally:
+            self.progress.done()
+        return engine
 
 
-def score_batch(items: list[WorkItem]) -> list[RewardOutcome]:
-    """The rewards of `items`, in order (runs in a worker process)."""
-    if _worker is None:
-        raise RuntimeError("score_batch runs only in a process started by start_worker")
-    return [_worker.score(item) for item in items]
+def serve(requests_fd: int, replies_fd: int, progress_fd: int) -> None:
+    """The child's loop: the config, then batches of tasks in and their outcomes out, until
+    the parent closes the pipe."""
+    requests = Connection(requests_fd, writable=False)
+    replies = Connection(replies_fd, readable=False)
+    progress = _Progress(progress_fd)
+    os.close(progress_fd)
+    worker = _Worker(requests.recv(), progress)
+    progress.done()
+    while True:
+        try:
+            tasks: list[_Task] = requests.recv()
+        except (EOFError, OSError):
+            break
+        outcomes = []
+        for index, task in enumerate(tasks):
+            progress.index = index
+            outcomes.append(worker.score(task))
+        try:
+            replies.send(outcomes)
+        except (BrokenPipeError, OSError):
+            break
+    # Nothing to flush (the cache files are written whole), and a teardown costs more than
+    # the child's last batch did.
+    os._exit(0)
