@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from querybench.envs.reward_workers import KnownFailures, RewardProcess, WorkerConfig
+from querybench.envs.reward_child import WorkerConfig
+from querybench.envs.reward_workers import KnownFailures, RewardProcess
 
 GOLD = "SELECT name FROM t WHERE x > 1"
 BOMB = "SELECT printf('%.*c', 2147483647, 'x')"  # one call, ~20 s, deaf to the progress handler

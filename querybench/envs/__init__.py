@@ -1,11 +1,12 @@
 """RL environments: the execution-match rule (`match.py`) and reward (`reward.py`, with its
-worker processes in `reward_workers.py` and `ascore` batching in `coalesce.py`), the multi-turn
+worker processes in `reward_workers.py` / `reward_child.py` and `ascore` batching in
+`coalesce.py`), the multi-turn
 SQL tools and turn loop (`multi_turn.py`), the BIRD train skip list (`skiplist.py`), all
 without extra dependencies; the verifiers tasksets built on them (`single_turn.py`,
 `multi_turn_env.py` with its tool server `sql_toolset.py`) need `querybench[rl]`.
 
 The names below are imported on first use, so that a reward worker process, which imports
-`querybench.envs.reward_workers` and so this package, starts without `reward.py`'s asyncio.
+`querybench.envs.reward_child` and so this package, starts without `reward.py`'s asyncio.
 """
 
 from __future__ import annotations

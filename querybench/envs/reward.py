@@ -46,14 +46,8 @@ from querybench.envs.match import (
     execution_match,
     run_answer,
 )
-from querybench.envs.reward_workers import (
-    RewardWorkers,
-    WorkerConfig,
-    WorkItem,
-    cache_get,
-    cache_put,
-    crashed,
-)
+from querybench.envs.reward_child import WorkerConfig, WorkItem, cache_get, cache_put
+from querybench.envs.reward_workers import RewardWorkers, crashed
 from querybench.errors import EngineError
 
 ANSWER_TIMEOUT = 30.0

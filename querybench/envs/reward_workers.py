@@ -1,21 +1,19 @@
-"""Reward work in child processes that are killed at their deadline: one message per batch.
+"""The reward's child processes, seen from the parent: a batch per message, a kill per step.
 
-Each child (`RewardProcess`) is the killable process of `engines.isolated` and the reward
-worker at once: it keeps its read-only engines open (`connect`, the same engines with the same
-authorizer, one-statement rule, row and byte caps and timeouts) and its gold results, read from
-the shared disk `ResultCache` when someone warmed it, else computed there once. A batch of
-(database, gold SQL, answer SQL) goes in as one message and its `RewardOutcome`s come back as
-one reply: no rows cross a pipe, and no answer costs a round trip of its own.
+Each `RewardProcess` drives one child (`reward_child.py`), the killable process of
+`engines.isolated` and the reward worker at once: a batch of (database, gold SQL, answer SQL)
+goes in as one message and its `RewardOutcome`s come back as one reply, so no rows cross a
+pipe and no answer costs a round trip of its own.
 
-Nothing an engine can interrupt lets a single call (SQLite's `printf` or `LIKE`) outlive its
-timeout, so the child writes where it is (item, step, deadline) into a few shared bytes before
-every step; the parent waits for the reply until the step's deadline plus `GRACE_S`, then kills
-the child. The step's outcome becomes that item's error (a killed answer a `QueryTimeout`, a
-killed gold a failed gold, remembered), and the rest of the batch goes to a fresh child.
+No engine can interrupt every single call (SQLite's `printf` or `LIKE`), so the child writes
+where it is (item, step, deadline) into a few shared bytes before every step; the parent waits
+for the reply until that step's deadline plus `GRACE_S`, then kills the child. The step's
+outcome becomes that item's error (a killed answer a `QueryTimeout`, a killed gold a failed
+gold, remembered by every child), and the rest of the batch goes to a fresh child.
 
-The children are started with `subprocess` running only this module's imports (no
-`multiprocessing` spawn re-importing the caller's `__main__`, no pool start-up handshake), at
-once when the reward is made, so their start overlaps whatever the caller does first.
+The children are started with `subprocess` importing only `reward_child.py` (no
+`multiprocessing` spawn re-importing the caller's `__main__`, no pool start-up handshake),
+when the reward is made, so their start overlaps whatever the caller does first.
 """
 
 from __future__ import annotations
@@ -24,55 +22,32 @@ import contextlib
 import mmap
 import os
 import queue
-import struct
 import subprocess
 import sys
 import tempfile
 import threading
 import time
-from collections import OrderedDict
 from collections.abc import Callable
 from concurrent.futures import Future
-from dataclasses import dataclass
 from multiprocessing.connection import Connection
-from pathlib import Path
 
-from querybench.engines import Engine, connect
-from querybench.engines.base import Result
-from querybench.engines.cache import ResultCache
 from querybench.engines.isolated import GRACE_S, OPEN_TIMEOUT_S
-from querybench.envs.match import AnswerOutcome, Outcome, RewardOutcome, execution_match, run_answer
+from querybench.envs.match import RewardOutcome
+from querybench.envs.reward_child import (
+    ANSWER,
+    GOLD,
+    IDLE,
+    OPENING,
+    PROGRESS,
+    Task,
+    WorkerConfig,
+    WorkItem,
+)
 from querybench.errors import EngineError, QueryTimeout
 from querybench.evaluation.verdict import EXEC_ERROR, Verdict
 
-# One reward to compute: (database, gold SQL, the answer's SQL or None).
-WorkItem = tuple[str, str, str | None]
-# A work item as the child gets it, with the gold and answer outcomes already settled by a
-# kill (None: compute it), so the verdict is always made by the same code.
-_Task = tuple[str, str, str | None, EngineError | None, EngineError | None]
-
-# The child's steps, as written to its progress bytes.
-IDLE, OPENING, GOLD, ANSWER = 0.0, 1.0, 2.0, 3.0
-_PROGRESS = struct.Struct("ddd")  # deadline (monotonic, 0: none), item index, step
-# A gold computed in less is not written to the disk cache: creating the file costs more
-# (milliseconds on a busy disk) than running it again in the next process.
-DISK_CACHE_MIN_S = 0.01
 # How often the parent reads the progress bytes while a batch runs long.
 _TICK_S = GRACE_S / 5
-
-
-@dataclass(frozen=True)
-class WorkerConfig:
-    answer_timeout: float
-    gold_timeout: float
-    answer_max_rows: int | None
-    cache_dir: str | None
-    disk_cache: bool
-    # Spider 1.0 dev has 20 databases, BIRD dev 11: a smaller LRU reopens them in turn.
-    open_databases: int = 64
-
-
-# --- the parent ----------------------------------------------------------------------------
 
 
 class RewardWorkers:
@@ -129,10 +104,10 @@ class KnownFailures:
         self.golds: dict[tuple[str, str], EngineError] = {}
         self.databases: dict[str, EngineError] = {}
 
-    def task(self, item: WorkItem) -> _Task:
+    def task(self, item: WorkItem) -> Task:
         return self.refresh((*item, None, None))
 
-    def refresh(self, task: _Task) -> _Task:
+    def refresh(self, task: Task) -> Task:
         """`task` with what is known by now of its gold and database filled in."""
         database, gold_sql, sql, gold, answer = task
         unopened = self.databases.get(database)
@@ -157,6 +132,14 @@ class RewardProcess:
         self._start()
 
     def score(self, items: list[WorkItem]) -> list[RewardOutcome]:
+        """The outcomes of `items`, in order."""
+        try:
+            return self._score(items)
+        except BaseException:
+            self._stop(kill=True)  # a child left mid-batch would answer the next one with it
+            raise
+
+    def _score(self, items: list[WorkItem]) -> list[RewardOutcome]:
         tasks = [self._known.task(item) for item in items]
         outcomes: list[RewardOutcome] = []
         while len(outcomes) < len(tasks):
@@ -187,7 +170,7 @@ class RewardProcess:
     def close(self) -> None:
         self._stop(kill=False)
 
-    def _exchange(self, tasks: list[_Task]) -> list[RewardOutcome] | tuple[int, float, EngineError]:
+    def _exchange(self, tasks: list[Task]) -> list[RewardOutcome] | tuple[int, float, EngineError]:
         """The batch's outcomes, or where the child stopped: (item, step, the error)."""
         requests, replies = self._start()
         try:
@@ -205,6 +188,8 @@ class RewardProcess:
             try:
                 if replies.poll(wait):
                     outcomes: list[RewardOutcome] = replies.recv()
+                    if len(outcomes) != len(tasks):
+                        raise EngineError(f"{len(outcomes)} outcomes for {len(tasks)} items")
                     return outcomes
             except (EOFError, OSError):
                 return self._ended()
@@ -216,7 +201,7 @@ class RewardProcess:
     def _where(self) -> tuple[int, float, float]:
         """(item index, step, deadline) as the child last wrote them."""
         assert self._progress is not None
-        deadline, index, step = _PROGRESS.unpack_from(self._progress)
+        deadline, index, step = PROGRESS.unpack_from(self._progress)
         return int(index), step, deadline
 
     def _killed(self, index: int, step: float) -> tuple[int, float, EngineError]:
@@ -245,16 +230,16 @@ class RewardProcess:
     def _start(self) -> tuple[Connection, Connection]:
         if self._requests is not None and self._replies is not None:
             return self._requests, self._replies
-        progress_fd = _shared_file(_PROGRESS.size)
+        progress_fd = _shared_file(PROGRESS.size)
         to_child, from_parent = os.pipe()
         to_parent, from_child = os.pipe()
         try:
-            progress = mmap.mmap(progress_fd, _PROGRESS.size)
+            progress = mmap.mmap(progress_fd, PROGRESS.size)
             # Until the child is up, its start-up has the time a database gets to open.
-            _PROGRESS.pack_into(progress, 0, time.monotonic() + OPEN_TIMEOUT_S, -1.0, OPENING)
+            PROGRESS.pack_into(progress, 0, time.monotonic() + OPEN_TIMEOUT_S, -1.0, OPENING)
             boot = (
                 f"import sys; sys.path[:] = {sys.path!r}; "
-                "from querybench.envs.reward_workers import serve; "
+                "from querybench.envs.reward_child import serve; "
                 f"serve({to_child}, {from_child}, {progress_fd})"
             )
             child = subprocess.Popen(
@@ -306,7 +291,7 @@ def _shared_file(size: int) -> int:
     return fd
 
 
-def _settled(task: _Task, step: float, error: EngineError) -> _Task:
+def _settled(task: Task, step: float, error: EngineError) -> Task:
     database, gold_sql, sql, gold, answer = task
     if step == ANSWER:
         return database, gold_sql, sql, gold, error
@@ -333,141 +318,3 @@ def crashed(exc: BaseException) -> RewardOutcome:
 
 
 _CRASH_METRICS = {"error": 1.0, "trivial": 0.0, "gold_error": 0.0}
-
-
-def cache_get(cache: ResultCache, database: str | Path, sql: str) -> Result | None:
-    """The cached result, None when there is none or it cannot be read."""
-    try:
-        return cache.get(database, sql)
-    except (EngineError, OSError):
-        return None
-
-
-def cache_put(cache: ResultCache, database: str | Path, sql: str, result: Result) -> None:
-    # A read-only or full cache (or a database that cannot be fingerprinted) costs speed, not
-    # results.
-    with contextlib.suppress(OSError, EngineError):
-        cache.put(database, sql, result)
-
-
-# --- the child -----------------------------------------------------------------------------
-
-
-class _Progress:
-    """The child's side of the progress bytes: each step announced before it runs, and its
-    end (the time between steps, comparing rows, is not the query's)."""
-
-    def __init__(self, fd: int) -> None:
-        self._map = mmap.mmap(fd, _PROGRESS.size)
-        self.index = 0
-
-    def step(self, step: float, timeout: float) -> None:
-        _PROGRESS.pack_into(self._map, 0, time.monotonic() + timeout, self.index, step)
-
-    def done(self) -> None:
-        _PROGRESS.pack_into(self._map, 0, 0.0, self.index, IDLE)
-
-
-class _Worker:
-    def __init__(self, config: WorkerConfig, progress: _Progress) -> None:
-        self.config = config
-        self.progress = progress
-        self.cache = ResultCache(config.cache_dir) if config.disk_cache else None
-        self.engines: OrderedDict[str, Engine] = OrderedDict()
-        self.gold: dict[tuple[str, str], Outcome] = {}
-
-    def score(self, task: _Task) -> RewardOutcome:
-        database, gold_sql, sql, gold_known, answer_known = task
-        gold = gold_known if gold_known is not None else self.gold_of(database, gold_sql)
-        answer: AnswerOutcome | None = answer_known
-        if answer is None and sql is not None:
-            answer = self.answer(database, sql, gold)
-        return execution_match(gold, answer)
-
-    def answer(self, database: str, sql: str, gold: Outcome) -> AnswerOutcome:
-        try:
-            engine = self.engine(database)
-        except Exception as exc:  # as in `run`: the error is this answer's outcome
-            return exc if isinstance(exc, EngineError) else EngineError(str(exc))
-        config, progress = self.config, self.progress
-        progress.step(ANSWER, config.answer_timeout)
-        try:
-            return run_answer(
-                engine, sql, gold, timeout=config.answer_timeout, max_rows=config.answer_max_rows
-            )
-        finally:
-            progress.done()
-
-    def gold_of(self, database: str, gold_sql: str) -> Outcome:
-        key = (database, gold_sql)
-        known = self.gold.get(key)
-        if known is None:
-            cache, progress = self.cache, self.progress
-            if cache is not None:
-                progress.step(OPENING, OPEN_TIMEOUT_S)
-                known = cache_get(cache, database, gold_sql)
-                progress.done()
-            if known is None:
-                start = time.monotonic()
-                known = self.run(database, gold_sql)
-                took = time.monotonic() - start
-                if cache is not None and isinstance(known, Result) and took >= DISK_CACHE_MIN_S:
-                    progress.step(OPENING, OPEN_TIMEOUT_S)
-                    cache_put(cache, database, gold_sql, known)
-                    progress.done()
-            self.gold[key] = known
-        return known
-
-    def run(self, database: str, sql: str) -> Outcome:
-        try:
-            engine = self.engine(database)
-            self.progress.step(GOLD, self.config.gold_timeout)
-            return engine.execute(sql, timeout=self.config.gold_timeout, max_rows=None)
-        except EngineError as exc:
-            return exc
-        except Exception as exc:  # a bug on one answer must not take the batch down
-            return EngineError(f"unexpected {type(exc).__name__}: {exc}")
-        finally:
-            self.progress.done()
-
-    def engine(self, database: str) -> Engine:
-        engine = self.engines.get(database)
-        if engine is not None:
-            self.engines.move_to_end(database)
-            return engine
-        self.progress.step(OPENING, OPEN_TIMEOUT_S)
-        try:
-            engine = self.engines[database] = connect(database)
-            if len(self.engines) > self.config.open_databases:
-                _, oldest = self.engines.popitem(last=False)
-                oldest.close()
-        finally:
-            self.progress.done()
-        return engine
-
-
-def serve(requests_fd: int, replies_fd: int, progress_fd: int) -> None:
-    """The child's loop: the config, then batches of tasks in and their outcomes out, until
-    the parent closes the pipe."""
-    requests = Connection(requests_fd, writable=False)
-    replies = Connection(replies_fd, readable=False)
-    progress = _Progress(progress_fd)
-    os.close(progress_fd)
-    worker = _Worker(requests.recv(), progress)
-    progress.done()
-    while True:
-        try:
-            tasks: list[_Task] = requests.recv()
-        except (EOFError, OSError):
-            break
-        outcomes = []
-        for index, task in enumerate(tasks):
-            progress.index = index
-            outcomes.append(worker.score(task))
-        try:
-            replies.send(outcomes)
-        except (BrokenPipeError, OSError):
-            break
-    # Nothing to flush (the cache files are written whole), and a teardown costs more than
-    # the child's last batch did.
-    os._exit(0)
