@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from querybench.envs.reward_child import WorkerConfig
-from querybench.envs.reward_workers import KnownFailures, RewardProcess
+from querybench.envs.reward_workers import KnownFailures, RewardProcess, RewardWorkers
 
 GOLD = "SELECT name FROM t WHERE x > 1"
 BOMB = "SELECT printf('%.*c', 2147483647, 'x')"  # one call, ~20 s, deaf to the progress handler
@@ -114,3 +114,16 @@ def test_a_missing_database_is_each_answers_error(process: RewardProcess, tmp_pa
     outcome = process.score([(missing, GOLD, GOLD)])[0]
     assert outcome.reward == 0.0 and outcome.verdict.error == "gold_error"
     assert outcome.metrics == {"error": 1.0, "trivial": 0.0, "gold_error": 1.0}
+
+
+def test_closing_finishes_the_running_batch_and_fails_the_queued_ones(db: str) -> None:
+    workers = RewardWorkers(config(), 1)
+    running = workers.submit([(db, GOLD, ENDLESS)])  # stopped by its 1 s timeout
+    time.sleep(0.5)  # picked up by the worker's thread
+    queued = [workers.submit([(db, GOLD, GOLD)]) for _ in range(3)]
+    workers.close()
+    assert running.result()[0].verdict.error == "timeout"
+    for future in queued:
+        outcome = future.result()[0]
+        assert outcome.reward == 0.0 and outcome.metrics["error"] == 1.0
+        assert "closed" in (outcome.verdict.message or "")
