@@ -3,17 +3,19 @@
 `execution_match` is the pure rule (`match.py`: BIRD's `bird_verdict` / `bird_metrics`, never
 a second copy). `SQLReward` runs the queries it needs:
 
-* by default in `workers` worker processes (`reward_workers.py`), each with its own
-  persistent read-only connections and gold results, fed batches by `score_many` and single
-  rewards by `score` / `ascore`; `processes=False` runs them on threads in this process
-  instead (no process start-up, but every reward shares this interpreter's GIL);
-* on threads, answers on a `QueryPool` with a 30 s timeout and gold queries on another with
-  120 s; either way sized by `QUERYBENCH_SQL_WORKERS` (default: the CPU cores this process
-  may use, by its cgroup quota and affinity mask); a query's timeout starts when a worker
-  picks it up, so a busy machine queues instead of timing out;
-* every worker keeps its read-only connection per database open between rewards;
-* gold results are computed once per (database, SQL): in memory per process (each worker
-  process keeps its own), and on disk through `ResultCache` across processes;
+* by default in `workers` child processes (`reward_workers.py`, `reward_child.py`), started
+  with the reward: each keeps its read-only connections and its gold results, takes a batch of
+  rewards per message (`score_many`'s slices, `ascore`'s coalesced calls, one `score`) and
+  sends back only their outcomes, and is killed when a step outlives its timeout (+0.5 s);
+  `processes=False` runs them on threads in this process instead (every reward then shares
+  this interpreter's GIL), answers on a `QueryPool` with a 30 s timeout and gold queries on
+  another with 120 s, each query in an `engines.isolated` child;
+* sized by `QUERYBENCH_SQL_WORKERS` (default: the CPU cores this process may use, by its
+  cgroup quota and affinity mask); a query's timeout starts when its worker starts it, so a
+  busy machine queues instead of timing out;
+* gold results are computed once per (database, SQL) and kept in memory (each worker its
+  own); on disk through `ResultCache` across processes: `warm` writes every gold there, a
+  worker those that took 10 ms or more (a cheaper one is cheaper to run again than to store);
 * on SQLite an answer's rows are streamed and compared against the gold set batch by batch
   (`match.run_answer`): the first row that is not a gold row ends the query with 0, so a huge
   wrong result is never read to its end and memory holds one batch plus the gold set; an
@@ -184,6 +186,7 @@ class SQLReward:
         self._coalescers: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Coalescer] = (
             weakref.WeakKeyDictionary()
         )
+        self._last_coalescer: Coalescer | None = None
 
     def __enter__(self) -> SQLReward:
         return self
@@ -319,12 +322,16 @@ class SQLReward:
 
     def _coalescer(self) -> Coalescer:
         loop = asyncio.get_running_loop()
+        last = self._last_coalescer  # one loop calls ascore thousands of times
+        if last is not None and last.loop is loop:
+            return last
         with self._lock:
             coalescer = self._coalescers.get(loop)
             if coalescer is None:
                 # One batch queued behind each running one keeps every worker fed.
                 coalescer = Coalescer(loop, self._batch, 2 * self.workers, self.batch_size)
                 self._coalescers[loop] = coalescer
+            self._last_coalescer = coalescer
             return coalescer
 
     def _compute_gold(self, database: str | Path, gold_sql: str) -> QueryOutcome:
