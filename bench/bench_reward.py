@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import resource
@@ -99,11 +100,15 @@ def naive_reuse(items: Sequence[RewardItem]) -> float:
 
 
 def tree_cpu() -> float:
-    """User+sys seconds of this process and its live children (Linux `/proc`), plus the
-    children already reaped."""
-    pids = {os.getpid()}
-    for tasks in Path(f"/proc/{os.getpid()}/task").glob("*/children"):
-        pids |= {int(pid) for pid in tasks.read_text().split()}
+    """User+sys seconds of this process and all its live descendants (Linux `/proc`), plus
+    the children already reaped (a process pool's workers, and their own query processes)."""
+    pids, todo = set(), [os.getpid()]
+    while todo:
+        pid = todo.pop()
+        pids.add(pid)
+        for tasks in Path(f"/proc/{pid}/task").glob("*/children"):
+            with contextlib.suppress(OSError):
+                todo += [int(child) for child in tasks.read_text().split()]
     ticks = 0
     for pid in pids:
         try:
