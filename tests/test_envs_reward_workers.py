@@ -8,6 +8,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Iterator
+from concurrent.futures import Future
 from pathlib import Path
 
 import pytest
@@ -127,3 +128,29 @@ def test_closing_finishes_the_running_batch_and_fails_the_queued_ones(db: str) -
         outcome = future.result()[0]
         assert outcome.reward == 0.0 and outcome.metrics["error"] == 1.0
         assert "closed" in (outcome.verdict.message or "")
+
+
+def test_a_kill_in_one_batch_sends_the_next_one_to_a_fresh_child(
+    process: RewardProcess, db: str
+) -> None:
+    first = process.send([(db, GOLD, GOLD), (db, GOLD, BOMB), (db, GOLD, GOLD)], Future())
+    second = process.send([(db, GOLD, GOLD), (db, GOLD, "SELECT 1")], Future())
+    assert process.owed == 2
+    start = time.monotonic()
+    while process.owed:
+        process.receive()
+    assert time.monotonic() - start < DID_NOT_HANG
+    assert [o.verdict.error for o in first.result()] == [None, "timeout", None]
+    assert [o.verdict.error for o in second.result()] == [None, "wrong_result"]
+
+
+def test_a_child_killed_while_idle_is_replaced_without_losing_work(
+    process: RewardProcess, db: str
+) -> None:
+    assert process.score([(db, GOLD, GOLD)])[0].reward == 1.0
+    pid = process.pid
+    assert pid is not None
+    os.kill(pid, signal.SIGKILL)
+    time.sleep(0.2)  # dead before the next batch is sent
+    outcomes = process.score([(db, GOLD, GOLD), (db, GOLD, "SELECT name FROM t")])
+    assert [o.verdict.error for o in outcomes] == [None, "wrong_result"]

@@ -37,7 +37,8 @@ Task = tuple[str, str, str | None, EngineError | None, EngineError | None]
 
 # The steps, as written to the progress bytes.
 IDLE, OPENING, GOLD, ANSWER = 0.0, 1.0, 2.0, 3.0
-PROGRESS = struct.Struct("ddd")  # deadline (monotonic, 0: none), item index, step
+# deadline (monotonic, 0: none), batch number, item index (in the batch as sent), step
+PROGRESS = struct.Struct("dqqd")
 # A gold computed in less is not written to the disk cache: creating the file costs more
 # (milliseconds on a busy disk) than running it again in the next process.
 DISK_CACHE_MIN_S = 0.01
@@ -75,13 +76,14 @@ class _Progress:
 
     def __init__(self, fd: int) -> None:
         self._map = mmap.mmap(fd, PROGRESS.size)
-        self.index = 0
+        self.batch, self.index = -1, 0  # no batch yet
 
     def step(self, step: float, timeout: float) -> None:
-        PROGRESS.pack_into(self._map, 0, time.monotonic() + timeout, self.index, step)
+        deadline = time.monotonic() + timeout
+        PROGRESS.pack_into(self._map, 0, deadline, self.batch, self.index, step)
 
     def done(self) -> None:
-        PROGRESS.pack_into(self._map, 0, 0.0, self.index, IDLE)
+        PROGRESS.pack_into(self._map, 0, 0.0, self.batch, self.index, IDLE)
 
 
 class _Worker:
@@ -175,13 +177,16 @@ def serve(requests_fd: int, replies_fd: int, progress_fd: int) -> None:
     progress.done()
     while True:
         try:
-            tasks: list[Task] = requests.recv()
+            number, tasks = requests.recv()
         except (EOFError, OSError):
             break
+        progress.batch = number
         outcomes = []
         for index, task in enumerate(tasks):
             progress.index = index
             outcomes.append(worker.score(task))
+        progress.index = len(tasks)  # past the last item: a failure now loses the reply
+        progress.done()
         try:
             replies.send(outcomes)
         except (BrokenPipeError, OSError):

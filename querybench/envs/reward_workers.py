@@ -19,6 +19,7 @@ when the reward is made, so their start overlaps whatever the caller does first.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import mmap
 import os
 import queue
@@ -27,8 +28,10 @@ import sys
 import tempfile
 import threading
 import time
+from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Future
+from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 
 from querybench.engines.isolated import GRACE_S, OPEN_TIMEOUT_S
@@ -36,7 +39,6 @@ from querybench.envs.match import RewardOutcome
 from querybench.envs.reward_child import (
     ANSWER,
     GOLD,
-    IDLE,
     OPENING,
     PROGRESS,
     Task,
@@ -48,16 +50,22 @@ from querybench.evaluation.verdict import EXEC_ERROR, Verdict
 
 # How often the parent reads the progress bytes while a batch runs long.
 _TICK_S = GRACE_S / 5
+# Batches in a child's pipe at once: the one it runs and the next.
+PIPELINE = 2
 
 
 class RewardWorkers:
-    """`workers` children fed batches from one queue, each by a thread of its own; `submit`
-    returns a future that never fails (a crash or a close scores 0 with `error` instead)."""
+    """`workers` children fed batches from one queue, each by a thread of its own that keeps
+    `PIPELINE` batches in its child's pipe (the child starts the next one without waiting for
+    this process to be scheduled); `submit` returns a future that never fails (a crash or a
+    close scores 0 with `error` instead)."""
 
     def __init__(self, config: WorkerConfig, workers: int) -> None:
         self._queue: queue.SimpleQueue[tuple[list[WorkItem], Future[list[RewardOutcome]]] | None]
         self._queue = queue.SimpleQueue()
         self._known = KnownFailures()
+        self._idle = 0  # threads waiting for work
+        self._idle_lock = threading.Lock()
         self._processes = [RewardProcess(config, self._known) for _ in range(max(1, workers))]
         self._threads = [
             threading.Thread(target=self._serve, args=(p,), name="querybench-reward", daemon=True)
@@ -72,7 +80,7 @@ class RewardWorkers:
         return future
 
     def close(self) -> None:
-        """Finish the batches being scored, score the queued ones 0, stop the children."""
+        """Finish the batches sent to the children, score the queued ones 0, stop them."""
         closed = EngineError("the reward was closed before the answer ran")
         with contextlib.suppress(queue.Empty):
             while (job := self._queue.get_nowait()) is not None:
@@ -82,15 +90,39 @@ class RewardWorkers:
         for thread in self._threads:
             thread.join()
 
-    def _serve(self, process: RewardProcess) -> None:
+    def _next(self, *, block: bool) -> tuple[list[WorkItem], Future[list[RewardOutcome]]] | None:
+        if not block:
+            return self._queue.get_nowait()
+        with self._idle_lock:
+            self._idle += 1
         try:
-            while (job := self._queue.get()) is not None:
-                items, future = job
-                try:
-                    outcomes = process.score(items)
-                except Exception as exc:  # a bug here must not leave the caller waiting
-                    outcomes = [crashed(exc) for _ in items]
-                future.set_result(outcomes)
+            return self._queue.get()
+        finally:
+            with self._idle_lock:
+                self._idle -= 1
+
+    def _serve(self, process: RewardProcess) -> None:
+        stopping = False
+        try:
+            while not stopping or process.owed:
+                # A batch goes ahead into a busy child only while no other thread is idle:
+                # it would wait behind a slow one that an idle child could have run at once.
+                while not stopping and process.owed < PIPELINE:
+                    if process.owed and self._idle:
+                        break
+                    try:
+                        job = self._next(block=not process.owed)
+                    except queue.Empty:
+                        break
+                    if job is None:
+                        stopping = True
+                    else:
+                        process.send(*job)
+                if process.owed:
+                    try:
+                        process.receive()
+                    except Exception as exc:  # a bug here must not leave a caller waiting
+                        process.fail(exc)
         finally:
             process.close()
 
@@ -119,8 +151,23 @@ class KnownFailures:
         return database, gold_sql, sql, gold, answer
 
 
+@dataclass
+class _Batch:
+    """Work sent to a child: its tasks, the outcomes back so far, who waits for them."""
+
+    tasks: list[Task]
+    future: Future[list[RewardOutcome]]
+    outcomes: list[RewardOutcome] = field(default_factory=list)
+    number: int = -1  # as last sent
+    resent: int = 0  # times sent again without the child reaching it
+
+    def rest(self) -> list[Task]:
+        return self.tasks[len(self.outcomes) :]
+
+
 class RewardProcess:
-    """One child scoring batches (one at a time: each is driven by one thread)."""
+    """One child scoring batches in order, driven by one thread: `send` them (a few ahead),
+    `receive` each in turn; or `score` one and wait."""
 
     def __init__(self, config: WorkerConfig, known: KnownFailures | None = None) -> None:
         self._config = config
@@ -129,83 +176,124 @@ class RewardProcess:
         self._requests: Connection | None = None
         self._replies: Connection | None = None
         self._progress: mmap.mmap | None = None
+        self._owed: deque[_Batch] = deque()
+        self._numbers = itertools.count()
         self._start()
 
-    def score(self, items: list[WorkItem]) -> list[RewardOutcome]:
-        """The outcomes of `items`, in order."""
-        try:
-            return self._score(items)
-        except BaseException:
-            self._stop(kill=True)  # a child left mid-batch would answer the next one with it
-            raise
-
-    def _score(self, items: list[WorkItem]) -> list[RewardOutcome]:
-        tasks = [self._known.task(item) for item in items]
-        outcomes: list[RewardOutcome] = []
-        while len(outcomes) < len(tasks):
-            reply = self._exchange(tasks[len(outcomes) :])
-            if isinstance(reply, list):
-                outcomes += reply
-                break
-            stopped, step, error = reply
-            if stopped < 0 or step == IDLE:  # not inside any item: the rest is lost
-                outcomes += [crashed(error) for _ in tasks[len(outcomes) :]]
-                break
-            # The items before the stopped one are scored again: their outcomes died with it.
-            index = len(outcomes) + stopped
-            database, gold_sql = tasks[index][:2]
-            if step == OPENING:
-                self._known.databases[database] = error
-            elif step == GOLD:
-                self._known.golds[(database, gold_sql)] = error
-            tasks[index] = _settled(tasks[index], step, error)
-            tasks = [self._known.refresh(task) for task in tasks]
-        return outcomes
+    @property
+    def owed(self) -> int:
+        """Batches sent and not yet received."""
+        return len(self._owed)
 
     @property
     def pid(self) -> int | None:
         """The child's process id (None between a kill and the next batch)."""
         return None if self._child is None else self._child.pid
 
+    def score(self, items: list[WorkItem]) -> list[RewardOutcome]:
+        """The outcomes of `items`, in order (nothing else may be owed)."""
+        future = self.send(items, Future())
+        try:
+            while self.owed:
+                self.receive()
+        except Exception as exc:
+            self.fail(exc)
+        return future.result()
+
+    def send(
+        self, items: list[WorkItem], future: Future[list[RewardOutcome]]
+    ) -> Future[list[RewardOutcome]]:
+        batch = _Batch([self._known.task(item) for item in items], future)
+        self._owed.append(batch)
+        self._transmit(batch)
+        return future
+
+    def receive(self) -> None:
+        """Wait for the oldest batch owed and set its future; a kill or a crash on the way
+        settles the step it stopped (and sends what is still owed to a fresh child)."""
+        batch = self._owed[0]
+        while True:
+            reply = self._wait(batch)
+            if isinstance(reply, list):
+                batch.outcomes += reply
+                break
+            if not self._recover(batch, *reply):
+                break
+            for owed in self._owed:  # the batches after it had not been started
+                owed.tasks = [self._known.refresh(task) for task in owed.tasks]
+                self._transmit(owed)
+        self._owed.popleft()
+        batch.future.set_result(batch.outcomes)
+
+    def fail(self, exc: BaseException) -> None:
+        """Score every owed batch 0 with `error` and stop the child (it may be mid-batch)."""
+        self._stop(kill=True)
+        while self._owed:
+            batch = self._owed.popleft()
+            batch.future.set_result(batch.outcomes + [crashed(exc) for _ in batch.rest()])
+
     def close(self) -> None:
         self._stop(kill=False)
 
-    def _exchange(self, tasks: list[Task]) -> list[RewardOutcome] | tuple[int, float, EngineError]:
-        """The batch's outcomes, or where the child stopped: (item, step, the error)."""
-        requests, replies = self._start()
-        try:
-            requests.send(tasks)
-        except OSError:  # the child ended since its last reply (killed from outside)
-            self._stop(kill=True)
-            requests, replies = self._start()
-            requests.send(tasks)
+    def _recover(
+        self, batch: _Batch, number: int, index: int, step: float, error: EngineError
+    ) -> bool:
+        """Settle what the stopped child left of `batch`; False when the rest is lost."""
+        rest = batch.rest()
+        if number != batch.number:  # it never reached this batch (killed idle, or at start)
+            batch.resent += 1
+            if batch.resent <= 1:
+                return True
+        elif index < len(rest):
+            # The items before the stopped one are scored again: their outcomes died with it.
+            task = rest[index]
+            database, gold_sql = task[:2]
+            if step == OPENING:
+                self._known.databases[database] = error
+            elif step == GOLD:
+                self._known.golds[(database, gold_sql)] = error
+            batch.tasks[len(batch.outcomes) + index] = _settled(task, step, error)
+            return True
+        batch.outcomes += [crashed(error) for _ in rest]  # replying failed, or twice unreached
+        return False
+
+    def _transmit(self, batch: _Batch) -> None:
+        batch.number = next(self._numbers)
+        message = (batch.number, batch.rest())
+        requests, _ = self._start()
+        with contextlib.suppress(OSError):  # a dead child: `_wait` reads its end
+            requests.send(message)
+
+    def _wait(self, batch: _Batch) -> list[RewardOutcome] | tuple[int, int, float, EngineError]:
+        """`batch`'s outcomes, or where the child stopped: (batch, item, step, the error)."""
+        _, replies = self._start()
         while True:
             where = self._where()
-            deadline = where[2]
+            deadline = where[3]
             # Looked at again every tick: a later step may have a nearer deadline.
             wait = _TICK_S if deadline == 0.0 else deadline + GRACE_S - time.monotonic()
             wait = max(0.0, min(wait, _TICK_S))
             try:
                 if replies.poll(wait):
                     outcomes: list[RewardOutcome] = replies.recv()
-                    if len(outcomes) != len(tasks):
-                        raise EngineError(f"{len(outcomes)} outcomes for {len(tasks)} items")
+                    if len(outcomes) != len(batch.rest()):
+                        raise EngineError(f"{len(outcomes)} outcomes for {len(batch.rest())} items")
                     return outcomes
             except (EOFError, OSError):
                 return self._ended()
             past = deadline != 0.0 and time.monotonic() > deadline + GRACE_S
             # Read again after a beat: the step may have just begun.
             if past and not replies.poll(0.001) and self._where() == where:
-                return self._killed(*where[:2])
+                return self._killed(*where[:3])
 
-    def _where(self) -> tuple[int, float, float]:
-        """(item index, step, deadline) as the child last wrote them."""
+    def _where(self) -> tuple[int, int, float, float]:
+        """(batch number, item index, step, deadline) as the child last wrote them."""
         assert self._progress is not None
-        deadline, index, step = PROGRESS.unpack_from(self._progress)
-        return int(index), step, deadline
+        deadline, number, index, step = PROGRESS.unpack_from(self._progress)
+        return int(number), int(index), step, deadline
 
-    def _killed(self, index: int, step: float) -> tuple[int, float, EngineError]:
-        """Kill the child stuck in `step` of item `index`: that step's outcome is an error."""
+    def _killed(self, number: int, index: int, step: float) -> tuple[int, int, float, EngineError]:
+        """Kill the child stuck in `step` of an item: that step's outcome is an error."""
         self._stop(kill=True)
         config = self._config
         error: EngineError
@@ -215,17 +303,17 @@ class RewardProcess:
             error = _timeout(config.gold_timeout)
         else:
             error = EngineError("the database could not be opened in time; it was given up")
-        return index, step, error
+        return number, index, step, error
 
-    def _ended(self) -> tuple[int, float, EngineError]:
+    def _ended(self) -> tuple[int, int, float, EngineError]:
         child = self._child
         if child is not None:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 child.wait(5.0)
-        index, step, _ = self._where()
+        number, index, step, _ = self._where()
         code = None if child is None else child.returncode
         self._stop(kill=True)
-        return index, step, EngineError(f"the query's process ended ({exit_reason(code)})")
+        return number, index, step, EngineError(f"the query's process ended ({exit_reason(code)})")
 
     def _start(self) -> tuple[Connection, Connection]:
         if self._requests is not None and self._replies is not None:
@@ -236,7 +324,7 @@ class RewardProcess:
         try:
             progress = mmap.mmap(progress_fd, PROGRESS.size)
             # Until the child is up, its start-up has the time a database gets to open.
-            PROGRESS.pack_into(progress, 0, time.monotonic() + OPEN_TIMEOUT_S, -1.0, OPENING)
+            PROGRESS.pack_into(progress, 0, time.monotonic() + OPEN_TIMEOUT_S, -1, -1, OPENING)
             boot = (
                 f"import sys; sys.path[:] = {sys.path!r}; "
                 "from querybench.envs.reward_child import serve; "
