@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import signal
 import sqlite3
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -154,3 +155,21 @@ def test_a_child_killed_while_idle_is_replaced_without_losing_work(
     time.sleep(0.2)  # dead before the next batch is sent
     outcomes = process.score([(db, GOLD, GOLD), (db, GOLD, "SELECT name FROM t")])
     assert [o.verdict.error for o in outcomes] == [None, "wrong_result"]
+
+
+def test_a_child_that_cannot_start_fails_every_batch_instead_of_hanging(
+    monkeypatch: pytest.MonkeyPatch, db: str
+) -> None:
+    monkeypatch.setattr(sys, "executable", "/bin/false")  # every child exits at once
+    process = RewardProcess(config())
+    try:
+        batches = [process.send([(db, GOLD, GOLD)] * 2, Future()) for _ in range(2)]
+        receiving = threading.Thread(target=lambda: [process.receive() for _ in batches])
+        receiving.start()
+        receiving.join(DID_NOT_HANG)
+        assert not receiving.is_alive()
+        for future in batches:
+            assert [o.metrics["error"] for o in future.result(0)] == [1.0, 1.0]
+            assert "exit status 1" in (future.result(0)[0].verdict.message or "")
+    finally:
+        process.close()

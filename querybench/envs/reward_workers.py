@@ -210,18 +210,19 @@ class RewardProcess:
 
     def receive(self) -> None:
         """Wait for the oldest batch owed and set its future; a kill or a crash on the way
-        settles the step it stopped (and sends what is still owed to a fresh child)."""
+        settles the step it stopped, and what the child still owed goes to a fresh one."""
         batch = self._owed[0]
         while True:
             reply = self._wait(batch)
             if isinstance(reply, list):
                 batch.outcomes += reply
                 break
-            if not self._recover(batch, *reply):
-                break
-            for owed in self._owed:  # the batches after it had not been started
+            lost = not self._recover(batch, *reply)
+            for owed in list(self._owed)[1 if lost else 0 :]:  # those after it never started
                 owed.tasks = [self._known.refresh(task) for task in owed.tasks]
                 self._transmit(owed)
+            if lost:
+                break
         self._owed.popleft()
         batch.future.set_result(batch.outcomes)
 
@@ -343,7 +344,8 @@ class RewardProcess:
         os.close(from_child)
         self._requests = Connection(from_parent, readable=False)
         self._replies = Connection(to_parent, writable=False)
-        self._requests.send(self._config)
+        with contextlib.suppress(OSError):  # a child dead at once: `_wait` reads its end
+            self._requests.send(self._config)
         self._child, self._progress = child, progress
         return self._requests, self._replies
 
