@@ -62,17 +62,22 @@ def _sql(completion: str) -> str:
     return completion.split("```sql\n", 1)[1].rsplit("\n```", 1)[0]
 
 
+def _matches(conn: sqlite3.Connection, item: RewardItem) -> bool:
+    """Execute the gold and the answer, `fetchall` both, compare them as sets."""
+    try:
+        gold = conn.execute(item.gold_sql).fetchall()
+        return set(gold) == set(conn.execute(_sql(item.completion)).fetchall())
+    except sqlite3.Error:
+        return False
+
+
 def naive(items: Sequence[RewardItem]) -> float:
     """Connect, execute, fetchall, compare sets, one thread: a new connection per answer."""
     matched = 0.0
     for item in items:
         conn = sqlite3.connect(item.database)
         try:
-            gold = conn.execute(item.gold_sql).fetchall()
-            answer = conn.execute(_sql(item.completion)).fetchall()
-            matched += set(gold) == set(answer)
-        except sqlite3.Error:
-            pass
+            matched += _matches(conn, item)
         finally:
             conn.close()
     return matched
@@ -87,12 +92,7 @@ def naive_reuse(items: Sequence[RewardItem]) -> float:
             conn = connections.get(str(item.database))
             if conn is None:
                 conn = connections[str(item.database)] = sqlite3.connect(item.database)
-            try:
-                gold = conn.execute(item.gold_sql).fetchall()
-                answer = conn.execute(_sql(item.completion)).fetchall()
-                matched += set(gold) == set(answer)
-            except sqlite3.Error:
-                pass
+            matched += _matches(conn, item)
     finally:
         for conn in connections.values():
             conn.close()
