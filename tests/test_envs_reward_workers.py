@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import signal
 import sqlite3
@@ -14,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from querybench.envs import SQLReward
 from querybench.envs.reward_child import WorkerConfig
 from querybench.envs.reward_workers import KnownFailures, RewardProcess, RewardWorkers
 
@@ -173,3 +175,15 @@ def test_a_child_that_cannot_start_fails_every_batch_instead_of_hanging(
             assert "exit status 1" in (future.result(0)[0].verdict.message or "")
     finally:
         process.close()
+
+
+def test_a_reward_left_unclosed_stops_its_children_when_collected(db: str) -> None:
+    reward = SQLReward(workers=1, disk_cache=False)
+    assert reward.score(db, GOLD, f"```sql\n{GOLD}\n```").reward == 1.0
+    pids = [p.pid for p in reward._workers._processes]  # type: ignore[union-attr]
+    del reward
+    gc.collect()
+    for pid in pids:
+        assert pid is not None
+        with pytest.raises(ProcessLookupError):  # stopped and reaped
+            os.kill(pid, 0)

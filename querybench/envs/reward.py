@@ -175,8 +175,10 @@ class SQLReward:
             None if cache_dir is None else str(cache_dir),
             disk_cache,
         )
-        # Started now, so the children start while the caller does whatever comes first.
+        # Started now, so the children start while the caller does whatever comes first;
+        # stopped by `close`, or when the reward is collected (or the interpreter exits).
         self._workers = RewardWorkers(self._config, self.workers) if processes else None
+        self._stop_workers = weakref.finalize(self, _close, self._workers)
         self._answers = QueryPool(self.workers, answer_timeout, answer_max_rows)
         self._golds = QueryPool(self.workers, gold_timeout, None)
         self._cache = ResultCache(cache_dir) if disk_cache else None
@@ -196,9 +198,8 @@ class SQLReward:
 
     def close(self) -> None:
         with self._lock:
-            workers, self._workers = self._workers, None
-        if workers is not None:
-            workers.close()
+            self._workers = None
+        self._stop_workers()
         self._answers.close()
         self._golds.close()
 
@@ -341,6 +342,11 @@ class SQLReward:
         if self._cache is None:
             return compute()
         return self._cache.get_or_compute(database, gold_sql, compute)
+
+
+def _close(workers: RewardWorkers | None) -> None:
+    if workers is not None:
+        workers.close()
 
 
 def _first(pool: QueryPool, database: str | Path, sql: str) -> QueryOutcome:

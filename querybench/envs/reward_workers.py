@@ -88,7 +88,8 @@ class RewardWorkers:
         for _ in self._threads:
             self._queue.put(None)
         for thread in self._threads:
-            thread.join()
+            if thread is not threading.current_thread():  # a collection on our own thread
+                thread.join()
 
     def _next(self, *, block: bool) -> tuple[list[WorkItem], Future[list[RewardOutcome]]] | None:
         if not block:
