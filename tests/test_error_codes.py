@@ -26,7 +26,7 @@ NOT_A_CODE = {
     ("report/taxonomy.py", "timeout"),  # a fragment looked for in an engine's message
     ("runs/evaluate.py", "timeout"),  # the name of an option
     ("evaluation/bird.py", "gold_error"),  # BIRD's metric, a flag named after the code
-    ("envs/reward.py", "gold_error"),  # the same BIRD metric
+    ("envs/reward_workers.py", "gold_error"),  # the same BIRD metric
 }
 
 # Where a code is given: keyword arguments, the constructors' positional slot, class attributes.
