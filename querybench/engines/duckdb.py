@@ -26,7 +26,13 @@ from querybench.engines.base import (
     quote_identifier,
     too_many_bytes,
 )
-from querybench.errors import EngineError, QueryRefused, QueryTimeout, ResultTooLarge
+from querybench.errors import (
+    SEVERAL_STATEMENTS,
+    EngineError,
+    QueryRefused,
+    QueryTimeout,
+    ResultTooLarge,
+)
 
 
 class DuckDBEngine(Closing):
@@ -141,10 +147,11 @@ class DuckDBEngine(Closing):
         if not statements:
             raise EngineError("empty statement")
         if len(statements) > 1:
-            raise QueryRefused("only one statement per query is allowed")
+            raise QueryRefused("only one statement per query is allowed", SEVERAL_STATEMENTS)
         kind = statements[0].type
         if kind != duckdb.StatementType.SELECT:
-            raise QueryRefused(f"{kind.name} statements are not allowed (read-only, SELECT only)")
+            message = f"{kind.name} statements are not allowed (read-only, SELECT only)"
+            raise QueryRefused(message, kind.name)
 
 
 class _Watchdog:

@@ -380,7 +380,7 @@ class SQLReward:
 
 def _crashed(exc: BaseException) -> RewardOutcome:
     message = f"the reward worker failed: {type(exc).__name__}: {exc}"
-    return RewardOutcome(0.0, Verdict.fail(EXEC_ERROR, message), _CRASH_METRICS)
+    return RewardOutcome(0.0, Verdict.statement_failed(EXEC_ERROR, message), _CRASH_METRICS)
 
 
 _CRASH_METRICS = {"error": 1.0, "trivial": 0.0, "gold_error": 0.0}

@@ -14,6 +14,7 @@ from querybench.errors import DataError
 from querybench.evaluation import large_scoring as large
 from querybench.evaluation import spider2_official as official
 from querybench.evaluation import spider2_strict as strict
+from querybench.evaluation.detail import Shape, VerdictDetail
 from querybench.evaluation.large_result import ResultTable
 from querybench.evaluation.record import InstanceResult
 from querybench.evaluation.result_csv import column_arrays
@@ -84,6 +85,11 @@ def _shape(frame: ResultTable) -> str:
     return f"{frame.shape[0]}x{frame.shape[1]}"
 
 
+def _shapes(pred: ResultTable, golds: Sequence[ResultTable]) -> VerdictDetail:
+    """A wrong prediction's shape against every gold alternative's, in their order."""
+    return VerdictDetail.of_shapes(Shape(*pred.shape), [Shape(*gold.shape) for gold in golds])
+
+
 def _official_verdict(
     pred: ResultTable,
     arrays: PredArrays,
@@ -121,6 +127,7 @@ def _official_verdict(
         f"prediction {_shape(pred)} matches no gold "
         f"({', '.join(_shape(g) for g in golds)}; condition_cols={spec.condition_cols}, "
         f"ignore_order={spec.ignore_order})",
+        _shapes(pred, golds),
     )
 
 
@@ -179,6 +186,7 @@ def _strict_verdict(
         WRONG_RESULT,
         f"prediction {_shape(pred)} matches no gold row for row "
         f"({', '.join(_shape(g) for g in golds)})",
+        _shapes(pred, golds),
     )
 
 
@@ -198,6 +206,7 @@ def instance_result(
         strict_score=verdicts.strict.score,
         difficulty=gold.difficulty(instance_id),
         engine=engine_family(instance_id),
+        detail=None if chosen.passed else chosen.detail,
     )
 
 

@@ -91,7 +91,9 @@ def evaluate_spider1_ray(
         result = replace(scored[i], difficulty=instances[i].difficulty)
         if instances[i].past_end:  # a shard's own file has the line: say what the local run says
             past = PAST_END
-            result = replace(result, score=past.score, error=past.error, message=past.message)
+            result = replace(
+                result, score=past.score, error=past.error, message=past.message, detail=past.detail
+            )
         out.append(result)
     return out
 
