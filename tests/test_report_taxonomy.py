@@ -150,6 +150,27 @@ def test_each_difference_from_the_spider2_scorer(tmp_path: Path, scoring: str) -
         assert r.detail.gold_shapes == tuple(Shape(*s) for s in alternatives)
 
 
+def test_spider2_names_the_closest_gold_and_its_columns(tmp_path: Path) -> None:
+    """Alternative b shares two of its three columns with the prediction, a only one of two."""
+    gold = _make_gold(
+        tmp_path,
+        {
+            "local001_a.csv": "x,y\n1,4\n2,5\n3,6\n",
+            "local001_b.csv": "x,z,w\n1,7,0\n2,8,0\n3,9,1\n",
+        },
+    )
+    pred = tmp_path / "pred"
+    pred.mkdir()
+    (pred / "local001.csv").write_text("p,q,r\n1,7,5\n2,8,5\n3,9,5\n")
+    (official,) = evaluate_spider2("spider2-lite", pred, gold)
+    assert _label(official) == "wrong_values"
+    assert official.detail is not None
+    assert official.detail.closest_gold == 1
+    assert (official.detail.matched_columns, official.detail.missing_columns) == ((0, 1), (2,))
+    again = result_from_json(json.loads(json.dumps(official.to_json())))
+    assert again.detail == official.detail
+
+
 def test_each_difference_from_the_bird_scorer(tmp_path: Path) -> None:
     db = tmp_path / "dbs" / "shop" / "shop.sqlite"
     db.parent.mkdir(parents=True)

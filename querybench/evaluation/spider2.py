@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+import logging
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field, replace
 from functools import cache
 from typing import Any
 
@@ -27,6 +28,7 @@ from querybench.evaluation.verdict import (
     Verdict,
 )
 
+_log = logging.getLogger(__name__)
 OnResult = Callable[[InstanceResult], None]
 PredArrays = Callable[[], list[npt.NDArray[Any]]]
 
@@ -90,6 +92,17 @@ def _shapes(pred: ResultTable, golds: Sequence[ResultTable]) -> VerdictDetail:
     return VerdictDetail.of_shapes(Shape(*pred.shape), [Shape(*gold.shape) for gold in golds])
 
 
+@dataclass
+class _Compared:
+    """One gold alternative's official comparison, kept to say which columns matched."""
+
+    index: int
+    width: int  # the gold's columns
+    condition_cols: Any  # of which these were compared
+    matches: Iterator[bool]  # `column_matches`, consumed up to the official loop's first miss
+    hits: list[bool] = field(default_factory=list)
+
+
 def _official_verdict(
     pred: ResultTable,
     arrays: PredArrays,
@@ -99,21 +112,32 @@ def _official_verdict(
     variant: official.Variant,
 ) -> Verdict:
     columns: list[official.OfficialColumn] = []
+    compared: list[_Compared] = []
 
-    def match(gold: ResultTable, condition_cols: Any) -> bool:
+    def match(index: int, gold: ResultTable, condition_cols: Any) -> bool:
         """`official.table_match`; `multi_table_match`'s loop is spelled out below."""
         if isinstance(pred, pd.DataFrame) and isinstance(gold, pd.DataFrame):
             if not columns:
                 columns.extend(official.official_columns(arrays()))
-            return official.table_match(columns, gold, condition_cols, spec.ignore_order, variant)
+            gold_columns = official.official_columns(
+                official.project_gold(gold, condition_cols, variant)
+            )
+            matches = official.column_matches(columns, gold_columns, spec.ignore_order)
+            one = _Compared(index, gold.shape[1], condition_cols, matches)
+            compared.append(one)
+            for hit in one.matches:  # `all`, keeping each answer
+                one.hits.append(hit)
+                if not hit:
+                    return False
+            return True
         return large.official_match(pred, gold, condition_cols, spec.ignore_order, variant)
 
     try:
         if single:
-            ok = match(golds[0], spec.condition_cols)
+            ok = match(0, golds[0], spec.condition_cols)
         else:
             per_gold = official.per_gold_condition_cols(spec.condition_cols, len(golds))
-            ok = any(match(gold, per_gold[i]) for i, gold in enumerate(golds))
+            ok = any(match(i, gold, per_gold[i]) for i, gold in enumerate(golds))
     except (MemoryError, DataError):
         raise  # not the comparison's doing: `guarded` names it
     except OverflowError as exc:  # an int beyond float64 met a number: the official float() fails
@@ -127,8 +151,34 @@ def _official_verdict(
         f"prediction {_shape(pred)} matches no gold "
         f"({', '.join(_shape(g) for g in golds)}; condition_cols={spec.condition_cols}, "
         f"ignore_order={spec.ignore_order})",
-        _shapes(pred, golds),
+        _with_columns(_shapes(pred, golds), compared, variant),
     )
+
+
+def _with_columns(
+    detail: VerdictDetail, compared: Sequence[_Compared], variant: official.Variant
+) -> VerdictDetail:
+    """The gold alternative with the most columns some predicted column matches, and which.
+
+    Read once the verdict is final: each comparison is finished from where the official loop
+    stopped at its first miss; one that raises there is left out (as are compact tables, which
+    keep no per-column answers), so the verdict never depends on it.
+    """
+    best: tuple[int, tuple[int, ...], tuple[int, ...]] | None = None
+    for one in compared:
+        try:
+            hits = one.hits + list(one.matches)
+            positions = official.compared_positions(one.width, one.condition_cols, variant)
+        except Exception as exc:  # past the official loop's first miss: no column detail
+            _log.debug("no column detail for gold alternative %d: %r", one.index, exc)
+            continue
+        matched = tuple(p for p, hit in zip(positions, hits, strict=True) if hit)
+        missing = tuple(p for p, hit in zip(positions, hits, strict=True) if not hit)
+        if best is None or len(matched) > len(best[1]):
+            best = one.index, matched, missing
+    if best is None:
+        return detail
+    return replace(detail, closest_gold=best[0], matched_columns=best[1], missing_columns=best[2])
 
 
 def strict_condition_cols(condition_cols: Any, n_golds: int) -> list[list[int] | None]:
