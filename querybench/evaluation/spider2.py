@@ -158,13 +158,16 @@ def _official_verdict(
 def _with_columns(
     detail: VerdictDetail, compared: Sequence[_Compared], variant: official.Variant
 ) -> VerdictDetail:
-    """The gold alternative with the most columns some predicted column matches, and which.
+    """The gold alternative closest to the prediction, and which of its columns matched.
 
-    Read once the verdict is final: each comparison is finished from where the official loop
-    stopped at its first miss; one that raises there is left out (as are compact tables, which
-    keep no per-column answers), so the verdict never depends on it.
+    Closest: the most compared columns matched, then the prediction's width, then the
+    nearest row count (the first alternative on a tie). Read once the verdict is final: each
+    comparison is finished from where the official loop stopped at its first miss; one that
+    raises there is left out (as are compact tables, which keep no per-column answers), so
+    the verdict never depends on it.
     """
-    best: tuple[int, tuple[int, ...], tuple[int, ...]] | None = None
+    pred = detail.prediction_shape
+    best: tuple[tuple[int, bool, int], int, tuple[int, ...], tuple[int, ...]] | None = None
     for one in compared:
         try:
             hits = one.hits + list(one.matches)
@@ -174,11 +177,17 @@ def _with_columns(
             continue
         matched = tuple(p for p, hit in zip(positions, hits, strict=True) if hit)
         missing = tuple(p for p, hit in zip(positions, hits, strict=True) if not hit)
-        if best is None or len(matched) > len(best[1]):
-            best = one.index, matched, missing
+        shape = detail.gold_shapes[one.index]
+        key = (
+            len(matched),
+            pred is not None and shape.columns == pred.columns,
+            -abs(shape.rows - pred.rows) if pred is not None else 0,
+        )
+        if best is None or key > best[0]:
+            best = key, one.index, matched, missing
     if best is None:
         return detail
-    return replace(detail, closest_gold=best[0], matched_columns=best[1], missing_columns=best[2])
+    return replace(detail, closest_gold=best[1], matched_columns=best[2], missing_columns=best[3])
 
 
 def strict_condition_cols(condition_cols: Any, n_golds: int) -> list[list[int] | None]:
