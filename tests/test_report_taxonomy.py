@@ -171,6 +171,23 @@ def test_spider2_names_the_closest_gold_and_its_columns(tmp_path: Path) -> None:
     assert again.detail == official.detail
 
 
+def test_agentic_tables_keep_their_category_and_carry_shapes(tmp_path: Path) -> None:
+    from querybench.evaluation.agentic_tables import table_match
+
+    gold = tmp_path / "gold.csv"
+    gold.write_text("a,b\n1,2\n3,4\n")
+    pred = tmp_path / "pred.csv"
+    pred.write_text("a,b\n")  # empty: officially a mismatch like any other
+    verdict = table_match(pred, gold)
+    result = InstanceResult("x", 0.0, verdict.error, verdict.message, detail=verdict.detail)
+    assert _label(result) == _label(_reworded(result)) == "wrong_values"
+    assert verdict.detail is not None and verdict.detail.difference is None
+    assert (verdict.detail.prediction_shape, verdict.detail.gold_shapes) == (
+        Shape(0, 2),
+        (Shape(2, 2),),
+    )
+
+
 def test_each_difference_from_the_bird_scorer(tmp_path: Path) -> None:
     db = tmp_path / "dbs" / "shop" / "shop.sqlite"
     db.parent.mkdir(parents=True)
