@@ -22,6 +22,7 @@ from querybench.report.runs import result_from_json
 from querybench.report.taxonomy import diagnose
 from querybench.runs.outputs import with_record_errors
 from querybench.runs.store import InstanceRecord
+from tests.test_spider2_eval_input import make_gold
 
 GOLD = "SELECT name, age FROM singer ORDER BY age"
 # prediction -> the label the report gives it, each scored by the Spider 1.0 evaluator
@@ -98,18 +99,7 @@ def test_spider1_details_carry_the_shapes(scored: list[InstanceResult]) -> None:
 
 
 def _make_gold(root: Path, golds: dict[str, str]) -> Path:
-    gold = root / "gold"
-    (gold / "exec_result").mkdir(parents=True)
-    ids = sorted({name.removesuffix(".csv").split("_")[0] for name in golds})
-    (gold / "spider2lite_eval.jsonl").write_text(
-        "".join(
-            json.dumps({"instance_id": i, "condition_cols": [], "ignore_order": True}) + "\n"
-            for i in ids
-        )
-    )
-    for name, text in golds.items():
-        (gold / "exec_result" / name).write_text(text)
-    return gold
+    return make_gold(root, {name: text.encode() for name, text in golds.items()})
 
 
 def _table(rows: int, columns: int, offset: int = 0) -> str:
