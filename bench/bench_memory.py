@@ -48,7 +48,7 @@ CHILD = """
 import sys, time, resource
 from querybench.evaluation.spider2_eval import evaluate_spider2
 start = time.perf_counter()
-[r] = evaluate_spider2("spider2-lite", sys.argv[2], sys.argv[1], workers=1)
+[r] = evaluate_spider2(sys.argv[2], benchmark="spider2-lite", gold_dir=sys.argv[1], workers=1)
 print(r.official_score, r.strict_score, round(time.perf_counter() - start, 1),
       resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024)
 """

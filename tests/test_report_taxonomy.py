@@ -58,7 +58,7 @@ def scored(tmp_path_factory: pytest.TempPathFactory) -> list[InstanceResult]:
     (root / "gold.sql").write_text("".join(f"{GOLD}\tconcert\n" for _ in CASES), "utf-8")
     (root / "pred.txt").write_text("".join(f"{sql}\n" for sql, _ in CASES), "utf-8")
     return evaluate_spider1(
-        root / "gold.sql", root / "pred.txt", root / "db", timeout=0.5, workers=2,
+        root / "pred.txt", gold=root / "gold.sql", db_dir=root / "db", timeout=0.5, workers=2,
         cache_dir=root / "cache",
     )  # fmt: skip
 
@@ -132,7 +132,7 @@ def test_each_difference_from_the_spider2_scorer(tmp_path: Path, scoring: str) -
     pred.mkdir()
     for iid, (_, (rows, columns), _) in SPIDER2.items():
         (pred / f"{iid}.csv").write_text(_table(rows, columns, offset=1000))
-    results = evaluate_spider2("spider2-lite", pred, gold, scoring=scoring)
+    results = evaluate_spider2(pred, benchmark="spider2-lite", gold_dir=gold, scoring=scoring)
     for r in results:
         alternatives, (rows, columns), label = SPIDER2[r.instance_id]
         assert (_label(r), _label(_reworded(r))) == (label, label), r
@@ -152,7 +152,7 @@ def test_spider2_names_the_closest_gold_and_its_columns(tmp_path: Path) -> None:
     pred = tmp_path / "pred"
     pred.mkdir()
     (pred / "local001.csv").write_text("p,q,r\n1,7,5\n2,8,5\n3,9,5\n")
-    (official,) = evaluate_spider2("spider2-lite", pred, gold)
+    (official,) = evaluate_spider2(pred, benchmark="spider2-lite", gold_dir=gold)
     assert _label(official) == "wrong_values"
     assert official.detail is not None
     assert official.detail.closest_gold == 1
@@ -204,8 +204,8 @@ def test_each_difference_from_the_bird_scorer(tmp_path: Path) -> None:
     predictions["4"] = cases["4"][1]  # no SQL in it, in no format
     (tmp_path / "pred.json").write_text(json.dumps(predictions))
     results = evaluate_bird(
-        tmp_path / "dev.json", tmp_path / "pred.json", tmp_path / "dbs", timeout=10, workers=1,
-        cache_dir=tmp_path / "cache",
+        tmp_path / "pred.json", questions=tmp_path / "dev.json", db_dir=tmp_path / "dbs",
+        timeout=10, workers=1, cache_dir=tmp_path / "cache",
     )  # fmt: skip
     for r in results:
         label = cases[r.instance_id][2]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -40,3 +41,7 @@ class InstanceResult:
         else:
             out["detail"] = self.detail.to_json()
         return out
+
+
+# What every evaluator calls once per scored instance (progress, streaming to a file).
+OnResult = Callable[[InstanceResult], None]

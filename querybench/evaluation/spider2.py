@@ -29,7 +29,6 @@ from querybench.evaluation.verdict import (
 )
 
 _log = logging.getLogger(__name__)
-OnResult = Callable[[InstanceResult], None]
 PredArrays = Callable[[], list[npt.NDArray[Any]]]
 
 
