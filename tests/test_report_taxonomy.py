@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from querybench.errors import EngineError, ErrorCode, QueryRefused, QueryTimeout
+from querybench.errors import DataError, EngineError, ErrorCode, QueryRefused, QueryTimeout
 from querybench.evaluation.bird import BIRD_SEPARATOR, evaluate_bird
 from querybench.evaluation.detail import Difference, Shape, VerdictDetail
 from querybench.evaluation.record import InstanceResult
@@ -261,6 +261,16 @@ def test_a_results_file_without_details_gets_the_code_only() -> None:
     for line, label in legacy:
         result = result_from_json(json.loads(line))
         assert result.detail is None and _label(result) == label
+
+
+@pytest.mark.parametrize(
+    "detail",
+    [[], {"difference": "nope"}, {"gold_shapes": [[1]]}, {"engine_error": {"kind": "x"}}],
+)
+def test_a_malformed_detail_is_a_data_error(detail: object) -> None:
+    line = {"instance_id": "a", "score": 0.0, "error": "wrong_result", "detail": detail}
+    with pytest.raises(DataError, match="verdict detail"):
+        result_from_json(line)
 
 
 def _record(iid: str, error: str, message: str) -> InstanceRecord:
