@@ -139,7 +139,10 @@ def _open(target: str, entry: os.stat_result, name: str) -> int:
 
 
 class _Scan:
-    """One pass over the bytes: size, line ends, the longest line, the header's first line."""
+    """One pass over the bytes: size, line ends, the longest line, the header's first line.
+
+    The longest line is measured only in a block that could hold one over the bound: a
+    smaller file is scanned with `bytes` methods alone, without importing NumPy."""
 
     def __init__(self, limits: ReadLimits, keep: bool) -> None:
         self.limits = limits
@@ -155,21 +158,31 @@ class _Scan:
         self.finished = self.abandoned = False
 
     def feed(self, block: bytes) -> None:
-        import numpy as np
-
         self.size += len(block)
         if self.size > self.limits.max_bytes:
             raise PredictionRefused(TOO_LARGE, f"more than {self.limits.max_bytes:,} bytes")
         if self.keep:
             self.parts.append(block)
+        first = min((i for i in (block.find(b"\n"), block.find(b"\r")) if i >= 0), default=-1)
+        if not self.header_done:
+            self.header += block[:first] if first >= 0 else block
+            self.header_done = first >= 0
+        # "\r\n" is one line end; a lone "\r" or "\n" is one too (pandas' C parser)
+        self.lines += block.count(b"\n") + block.count(b"\r") - block.count(b"\r\n")
+        if self.run + len(block) > self.limits.max_line_bytes:  # a line may be too long
+            self._measure_lines(block)
+        elif first >= 0:
+            self.run = len(block) - max(block.rfind(b"\n"), block.rfind(b"\r")) - 1
+        else:
+            self.run += len(block)
+        self.ends_with_newline = bool(len(block)) and block[-1] in (10, 13)
+
+    def _measure_lines(self, block: bytes) -> None:
+        """The longest line so far, exactly (NumPy, as a block is up to 16 MiB)."""
+        import numpy as np
+
         data = np.frombuffer(block, dtype=np.uint8)
         ends = np.flatnonzero((data == 10) | (data == 13))
-        if not self.header_done:
-            self.header += block[: ends[0]] if len(ends) else block
-            self.header_done = bool(len(ends))
-        # "\r\n" is one line end; a lone "\r" or "\n" is one too (pandas' C parser)
-        crlf = int(np.count_nonzero((data[:-1] == 13) & (data[1:] == 10))) if len(data) > 1 else 0
-        self.lines += len(ends) - crlf
         if len(ends):
             self.longest = max(self.longest, self.run + int(ends[0]))
             if len(ends) > 1:
@@ -182,7 +195,6 @@ class _Scan:
             raise PredictionRefused(
                 TOO_LARGE, f"a line longer than {self.limits.max_line_bytes:,} bytes"
             )
-        self.ends_with_newline = bool(len(block)) and block[-1] in (10, 13)
 
 
 def _read_all(fd: int, scan: _Scan) -> None:
