@@ -405,7 +405,7 @@ def exit_reason(code: int | None) -> str:
 
 def crashed(exc: BaseException) -> RewardOutcome:
     message = f"the reward worker failed: {type(exc).__name__}: {exc}"
-    return RewardOutcome(0.0, Verdict.fail(EXEC_ERROR, message), dict(_CRASH_METRICS))
+    return RewardOutcome(0.0, Verdict.statement_failed(EXEC_ERROR, message), dict(_CRASH_METRICS))
 
 
 _CRASH_METRICS = {"error": 1.0, "trivial": 0.0, "gold_error": 0.0}

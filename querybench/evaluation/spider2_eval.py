@@ -115,7 +115,10 @@ class _Job:
             return read_result(scanned)
 
     def failed(self, instance_id: str, code: ErrorCode, message: str) -> InstanceResult:
-        return failed(instance_id, Verdict.fail(code, message), self.gold)
+        return self.rejected(instance_id, Verdict.fail(code, message))
+
+    def rejected(self, instance_id: str, verdict: Verdict) -> InstanceResult:
+        return failed(instance_id, verdict, self.gold)
 
 
 def _exec_result_mode(job: _Job, ids: list[str], workers: int) -> Iterator[InstanceResult]:
@@ -293,16 +296,17 @@ def _sql_mode(
             continue
         sql = extract_official_sql(text)
         if not sql.strip():
-            yield job.failed(instance_id, PARSE_ERROR, "empty SQL")
+            yield job.rejected(instance_id, Verdict.statement_failed(PARSE_ERROR, "empty SQL"))
             continue
         target = db_path if family == "local" else f"{_EMULATION_URL[family]}{db_path.resolve()}"
         jobs.append(QueryJob(instance_id, target, sql))
     with QueryPool(workers=workers, timeout=timeout) as pool:
         for outcome in pool.run(jobs):
             if outcome.error is not None:
-                memory = isinstance(outcome.error.__cause__, MemoryError)
-                code = TOO_LARGE if memory else outcome.error.code
-                yield job.failed(outcome.key, code, str(outcome.error))
+                if isinstance(outcome.error.__cause__, MemoryError):
+                    yield job.failed(outcome.key, TOO_LARGE, str(outcome.error))
+                else:
+                    yield job.rejected(outcome.key, Verdict.engine_error(outcome.error))
                 continue
             assert outcome.result is not None
             try:

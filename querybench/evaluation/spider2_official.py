@@ -21,7 +21,7 @@ converted and sorted once, and a pair is compared with numpy, which is what make
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -289,8 +289,22 @@ def table_match(
     variant: Variant,
 ) -> bool:
     """`compare_pandas_table`: may raise exactly where the official raises."""
-    gold_columns = official_columns(project_gold(gold, condition_cols, variant))
-    return all(any(vectors_match(g, p, ignore_order) for p in pred) for g in gold_columns)
+    compared = official_columns(project_gold(gold, condition_cols, variant))
+    return all(column_matches(pred, compared, ignore_order))
+
+
+def column_matches(
+    pred: Sequence[OfficialColumn], compared: Sequence[OfficialColumn], ignore_order: bool
+) -> Iterator[bool]:
+    """Whether each compared gold column matches some predicted column, in order and lazily:
+    `table_match` is `all` of it, so it stops (and raises) where the official loop does."""
+    return (any(vectors_match(g, p, ignore_order) for p in pred) for g in compared)
+
+
+def compared_positions(width: int, condition_cols: Any, variant: Variant) -> list[int]:
+    """The positions in a gold of `width` columns that `project_gold` compares."""
+    dummy = pd.DataFrame(np.zeros((0, width)))
+    return [int(c) for c in project_gold(dummy, condition_cols, variant).columns]
 
 
 def multi_table_match(
