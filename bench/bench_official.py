@@ -108,7 +108,8 @@ def _spider2_work(name: str, variant: str, official_dir: Path, py: str, tmp: Pat
     official += ["--gold_dir", str(gold), "--max_workers", "2"]
     ours = [*QUERYBENCH, "eval", f"spider2-{variant}", "--predictions", str(preds)]
     ours += ["--gold-dir", str(gold), "--output", str(tmp / f"{name}.jsonl")]
-    return Work(name, official, ours, tmp)
+    # snow's script opens `../spider2-snow.jsonl` relative to the working directory
+    return Work(name, official, ours, script.parent)
 
 
 def _perturbed(sql: str) -> str:

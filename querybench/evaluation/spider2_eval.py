@@ -20,6 +20,7 @@ import pandas as pd
 
 from querybench.engines.base import Result
 from querybench.errors import DataError
+from querybench.evaluation import csv_cache
 from querybench.evaluation.large_result import ResultTable, read_result
 from querybench.evaluation.prediction_file import (
     PredictionRefused,
@@ -113,6 +114,8 @@ class _Job:
         with open_prediction(
             self.pred_dir / name, self.pred_dir, self.limits, (self.gold.dir,)
         ) as scanned:
+            if isinstance(scanned.handle, io.BytesIO):  # a small file, read whole: cacheable
+                return csv_cache.parse(scanned.handle.getbuffer(), scanned.name, "prediction")
             return read_result(scanned)
 
     def failed(self, instance_id: str, code: ErrorCode, message: str) -> InstanceResult:
