@@ -69,9 +69,21 @@ def column_arrays(frame: pd.DataFrame) -> list[npt.NDArray[Any]]:
     """Each column once as a NumPy array: numeric dtypes as they are, others as objects.
 
     Both scorings start from these, so pandas' per-column overhead is paid once per frame.
+    A NumPy-backed column is taken straight from the frame's blocks (a read-only view: a
+    `Series` per column costs more than most small results take to score); anything else goes
+    through `Series.to_numpy`.
     """
+    manager = getattr(frame, "_mgr", None)
+    get = getattr(manager, "iget_values", None)
     out: list[npt.NDArray[Any]] = []
-    for _, series in frame.items():
+    for j in range(frame.shape[1]):
+        values = get(j) if get is not None else None
+        if isinstance(values, np.ndarray) and values.ndim == 1 and values.dtype.kind in "biufO":
+            view = values.view()
+            view.flags.writeable = False
+            out.append(view)
+            continue
+        series = frame.iloc[:, j]
         if series.dtype.kind in "biuf":
             out.append(series.to_numpy())
         else:

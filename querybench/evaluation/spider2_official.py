@@ -217,6 +217,8 @@ def vectors_match(gold: OfficialColumn, pred: OfficialColumn, ignore_order: bool
     overflows = gold.overflow is not None or pred.overflow is not None
     if not overflows and _cannot_match(gold, pred):
         return False
+    if ignore_order and not overflows and _same_keys(gold, pred):
+        return True  # the same sort key cell for cell: sorted alike, each pair equal
     g_order = gold.order() if ignore_order else None
     p_order = pred.order() if ignore_order else None
     # Each cell decides on its own, so chunks bound the temporaries without changing the verdict.
@@ -229,6 +231,21 @@ def vectors_match(gold: OfficialColumn, pred: OfficialColumn, ignore_order: bool
         if not _cells_match(gold, pred, g_idx, p_idx):
             return False
     return True
+
+
+def _same_keys(gold: OfficialColumn, pred: OfficialColumn) -> bool:
+    """Whether each cell has the other's sort key `(str(x), is-number)`, decided without
+    formatting numbers where it can: two numbers of one dtype with the same bits print alike.
+    False only means "not shown": the caller then sorts."""
+    if not np.array_equal(gold.isnum, pred.isnum):
+        return False
+    g, p = gold._source, pred._source
+    if g.dtype.kind in "biuf" or p.dtype.kind in "biuf":
+        if g.dtype != p.dtype:
+            return False
+        bits = np.dtype(f"u{g.dtype.itemsize}")
+        return bool(np.array_equal(g.view(bits), p.view(bits)))
+    return bool((gold.text == pred.text).all())
 
 
 def _raise_on_overflow(gold: OfficialColumn, pred: OfficialColumn, g_idx: Any, p_idx: Any) -> None:
@@ -287,10 +304,30 @@ def table_match(
     condition_cols: Any,
     ignore_order: bool,
     variant: Variant,
+    gold_arrays: Sequence[npt.NDArray[Any]] | None = None,
 ) -> bool:
-    """`compare_pandas_table`: may raise exactly where the official raises."""
-    gold_columns = official_columns(project_gold(gold, condition_cols, variant))
+    """`compare_pandas_table`: may raise exactly where the official raises.
+
+    `gold_arrays` (`column_arrays(gold)`) spare pandas' projection where it is plain indexing.
+    """
+    picked = None if gold_arrays is None else _project_arrays(gold_arrays, condition_cols, variant)
+    projected = project_gold(gold, condition_cols, variant) if picked is None else picked
+    gold_columns = official_columns(projected)
     return all(any(vectors_match(g, p, ignore_order) for p in pred) for g in gold_columns)
+
+
+def _project_arrays(
+    arrays: Sequence[npt.NDArray[Any]], condition_cols: Any, variant: Variant
+) -> Sequence[npt.NDArray[Any]] | None:
+    """`project_gold` on the gold's columns when it only picks columns in range (None: let
+    pandas do it, errors and all)."""
+    selects = bool(condition_cols) if variant == "lite" else condition_cols != []
+    if not selects:
+        return arrays
+    cols = condition_cols if isinstance(condition_cols, list) else [condition_cols]
+    if all(type(c) is int and 0 <= c < len(arrays) for c in cols):
+        return [arrays[c] for c in cols]
+    return None
 
 
 def multi_table_match(
