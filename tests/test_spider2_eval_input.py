@@ -314,6 +314,7 @@ def test_a_read_past_its_deadline_is_that_instances_verdict(
         real(fd, scan)  # type: ignore[arg-type]
 
     monkeypatch.setattr(prediction_file, "_read_all", blocking_once)
+    monkeypatch.setattr(prediction_file, "_local_devices", frozenset)  # as on a network mount
     started = threading.active_count()
     try:
         results = by_id(
@@ -458,6 +459,7 @@ def test_a_scoring_worker_that_dies_fails_only_its_own_instance(
         return real(job, chunk)  # type: ignore[arg-type]
 
     monkeypatch.setattr(spider2_eval, "_score_ids", dying)
+    monkeypatch.setattr(spider2_eval, "POOL_MIN_BYTES", 0)  # these tiny files, on workers
     results = by_id(evaluate_spider2("spider2-lite", pred, gold, workers=2))
     assert set(results) == set(ids)
     assert results["local007"].error == "scorer_error"
