@@ -234,18 +234,20 @@ def vectors_match(gold: OfficialColumn, pred: OfficialColumn, ignore_order: bool
 
 
 def _same_keys(gold: OfficialColumn, pred: OfficialColumn) -> bool:
-    """Whether each cell has the other's sort key `(str(x), is-number)`, decided without
-    formatting numbers where it can: two numbers of one dtype with the same bits print alike.
-    False only means "not shown": the caller then sorts."""
-    if not np.array_equal(gold.isnum, pred.isnum):
-        return False
+    """Whether the two columns hold the same multiset of sort keys `(str(x), is-number)`:
+    then they sort alike and every pair is equal. Decided without formatting numbers where
+    it can (two numbers of one dtype with the same bits print alike); False only means "not
+    shown", and the caller sorts."""
     g, p = gold._source, pred._source
     if g.dtype.kind in "biuf" or p.dtype.kind in "biuf":
         if g.dtype != p.dtype:
             return False
         bits = np.dtype(f"u{g.dtype.itemsize}")
-        return bool(np.array_equal(g.view(bits), p.view(bits)))
-    return bool((gold.text == pred.text).all())
+        g_bits, p_bits = g.view(bits), p.view(bits)
+        if np.array_equal(g_bits, p_bits):
+            return True
+        return bool(np.array_equal(np.sort(g_bits), np.sort(p_bits)))  # the same, reordered
+    return np.array_equal(gold.isnum, pred.isnum) and bool((gold.text == pred.text).all())
 
 
 def _raise_on_overflow(gold: OfficialColumn, pred: OfficialColumn, g_idx: Any, p_idx: Any) -> None:
