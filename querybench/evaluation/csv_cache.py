@@ -73,16 +73,18 @@ def _folder(namespace: Namespace, cache_setting: str | None) -> str:
 
 def read_result_file(path: Path, namespace: Namespace) -> ResultTable:
     """`large_result.read_result(path)`, a small file's parse taken from the cache."""
+    if not enabled():
+        return read_result(path)
     try:
-        size = path.stat().st_size
+        with open(path, "rb") as f:
+            if os.fstat(f.fileno()).st_size >= large_result.LARGE_FILE_BYTES:
+                data = None  # a big file is read a chunk at a time, never whole
+            else:
+                data = f.read()
     except OSError:
-        size = None
-    if size is None or size >= large_result.LARGE_FILE_BYTES or not enabled():
-        return read_result(path)  # a big file is read a chunk at a time, never whole
-    try:
-        data = path.read_bytes()
-    except OSError:
-        return read_result(path)  # which says why in its error
+        data = None  # `read_result` says why in its error
+    if data is None:
+        return read_result(path)
     return parse(data, str(path), namespace)
 
 
