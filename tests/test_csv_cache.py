@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import io
 import math
 import os
 import pickle
+import sqlite3
 import threading
 from pathlib import Path
 from typing import Any
@@ -25,9 +28,28 @@ def _own_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp_path / "cache"
 
 
-def _entries(namespace: csv_cache.Namespace) -> list[Path]:
-    folder = csv_cache.cache_folder(namespace)
-    return sorted(folder.glob("*/*.pickle")) if folder.is_dir() else []
+def _entries(namespace: csv_cache.Namespace) -> list[str]:
+    """The keys in the namespace's store."""
+    path = csv_cache.store_path(namespace)
+    if not path.exists():
+        return []
+    with contextlib.closing(sqlite3.connect(path)) as db:
+        return sorted(key for (key,) in db.execute("SELECT key FROM entries"))
+
+
+def _entry(namespace: csv_cache.Namespace, key: str) -> bytes:
+    with contextlib.closing(sqlite3.connect(csv_cache.store_path(namespace))) as db:
+        return bytes(db.execute("SELECT data FROM entries WHERE key = ?", (key,)).fetchone()[0])
+
+
+def _replace(namespace: csv_cache.Namespace, key: str, data: bytes) -> None:
+    with contextlib.closing(sqlite3.connect(csv_cache.store_path(namespace))) as db, db:
+        db.execute("UPDATE entries SET data = ? WHERE key = ?", (data, key))
+
+
+def _stored_bytes(namespace: csv_cache.Namespace) -> int:
+    with contextlib.closing(sqlite3.connect(csv_cache.store_path(namespace))) as db:
+        return int(db.execute("SELECT sum(length(data)) FROM entries").fetchone()[0] or 0)
 
 
 def _same_cell(a: Any, b: Any) -> bool:
@@ -145,8 +167,8 @@ def test_a_warm_read_parses_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_a_damaged_entry_is_parsed_again(monkeypatch: pytest.MonkeyPatch, damage: Any) -> None:
     data = b"a,b\n1,x\n2,y\n"
     csv_cache.parse(data, "p.csv", "prediction")
-    (entry,) = _entries("prediction")
-    entry.write_bytes(damage(entry.read_bytes()))
+    (key,) = _entries("prediction")
+    _replace("prediction", key, damage(_entry("prediction", key)))
     calls = _spy_parses(monkeypatch)
     frame = csv_cache.parse(data, "p.csv", "prediction")
     assert calls == ["p.csv"]
@@ -158,10 +180,8 @@ def test_a_damaged_entry_is_parsed_again(monkeypatch: pytest.MonkeyPatch, damage
 def test_an_entry_of_other_bytes_under_this_key_is_refused() -> None:
     csv_cache.parse(b"a\n1\n", "one.csv", "prediction")
     csv_cache.parse(b"a\n2\n", "two.csv", "prediction")
-    for entry in _entries("prediction"):  # each now holds the other's (well-formed) entry
-        others = [p for p in _entries("prediction") if p != entry]
-        entry.write_bytes(others[0].read_bytes())
-        break
+    one, two = _entries("prediction")
+    _replace("prediction", one, _entry("prediction", two))  # a well-formed entry, other bytes
     assert csv_cache.parse(b"a\n1\n", "one.csv", "prediction").iloc[0, 0] == 1
     assert csv_cache.parse(b"a\n2\n", "two.csv", "prediction").iloc[0, 0] == 2
 
@@ -169,12 +189,10 @@ def test_an_entry_of_other_bytes_under_this_key_is_refused() -> None:
 def test_a_planted_pickle_runs_no_code(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     data = b"a\n1\n"
     csv_cache.parse(data, "p.csv", "prediction")
-    (entry,) = _entries("prediction")
+    (key,) = _entries("prediction")
     marker = tmp_path / "ran"
     payload = pickle.dumps(_Planted(str(marker)))
-    import hashlib
-
-    entry.write_bytes(csv_cache.MAGIC + hashlib.sha256(payload).digest() + payload)
+    _replace("prediction", key, csv_cache.MAGIC + hashlib.sha256(payload).digest() + payload)
     frame = csv_cache.parse(data, "p.csv", "prediction")
     assert not marker.exists()
     assert frame.iloc[0, 0] == 1
@@ -218,7 +236,7 @@ def test_disabled_it_writes_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
     for _ in range(2):
         csv_cache.parse(b"a\n1\n", "p.csv", "prediction")
     assert calls == ["p.csv", "p.csv"]
-    assert not csv_cache.cache_folder("prediction").exists()
+    assert not csv_cache.store_path("prediction").exists()
 
 
 def test_concurrent_writers_of_one_key_leave_one_whole_entry() -> None:
@@ -236,18 +254,43 @@ def test_concurrent_writers_of_one_key_leave_one_whole_entry() -> None:
     assert len(frames) == 8
     for frame in frames:
         assert_identical(expected, frame)
-    folder = csv_cache.cache_folder("prediction")
-    assert [p.name for p in folder.glob("*/*")] == [_entries("prediction")[0].name]
+    assert len(_entries("prediction")) == 1
     assert_identical(expected, csv_cache.parse(data, "p", "prediction"))
 
 
+def test_concurrent_processes_share_one_store() -> None:
+    import multiprocessing
+
+    tables = [b"a,b\n" + b"".join(b"%d,x%d\n" % (i, k) for i in range(2000)) for k in range(6)]
+    context = multiprocessing.get_context("fork")
+    _store_of_parent = csv_cache.parse(tables[0], "p", "prediction")  # a connection, then fork
+    workers = [context.Process(target=_parse_all, args=(tables,)) for _ in range(4)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join(60)
+    assert [w.exitcode for w in workers] == [0, 0, 0, 0]
+    assert len(_entries("prediction")) == len(tables)
+    for data in tables:
+        assert_identical(
+            read_result_csv(io.BytesIO(data)), csv_cache.parse(data, "p", "prediction")
+        )
+
+
+def _parse_all(tables: list[bytes]) -> None:
+    for data in tables:
+        csv_cache.parse(data, "p", "prediction")
+
+
 def test_pruning_keeps_the_namespace_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
-    for i in range(6):
-        csv_cache.parse(b"a\n%d\n" % i, "p.csv", "prediction")
-    sizes = [p.stat().st_size for p in _entries("prediction")]
-    monkeypatch.setattr(csv_cache, "MAX_NAMESPACE_BYTES", sum(sizes) // 2)
-    monkeypatch.setattr(csv_cache, "_pruned", set())
-    csv_cache.parse(b"a\n99\n", "p.csv", "prediction")  # a write checks the size first
-    left = sum(p.stat().st_size for p in _entries("prediction"))
-    assert left <= sum(sizes) // 2 + max(sizes)
-    assert csv_cache.parse(b"a\n99\n", "p.csv", "prediction").iloc[0, 0] == 99
+    tables = [b"a\n" + b"%d\n" % i * 20_000 for i in range(6)]  # about 160 KB stored each
+    for data in tables:
+        csv_cache.parse(data, "p.csv", "prediction")
+    first = _entries("prediction")
+    assert _stored_bytes("prediction") > 6 * 150_000
+    monkeypatch.setattr(csv_cache, "MAX_NAMESPACE_BYTES", 400_000)
+    monkeypatch.setattr(csv_cache, "_stores", {})  # a new process: its first write prunes
+    csv_cache.parse(b"a\n99\n", "p.csv", "prediction")
+    assert _stored_bytes("prediction") <= 400_000
+    assert len(_entries("prediction")) < len(first)
+    assert csv_cache.parse(tables[-1], "p.csv", "prediction").iloc[0, 0] == 5

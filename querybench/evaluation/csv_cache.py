@@ -9,10 +9,10 @@ name or timestamp is trusted.
 
 An entry is `MAGIC`, the sha256 of its payload, then the payload: a pickle of plain values
 only (names, row count, per column a NumPy dtype and its bytes, or the list of its Python
-values), read back by an unpickler that refuses every global, so a planted file cannot run
-code. A file that fails any check (magic, digest, key, shape) is a miss: the CSV is parsed
-again and the entry rewritten, never a wrong table. Entries are written to a temporary file
-and renamed into place, so concurrent runs only ever see whole entries (two writers of one key
+values), read back by an unpickler that refuses every global, so a planted entry cannot run
+code. An entry that fails any check (magic, digest, key, shape) is a miss: the CSV is parsed
+again and the entry rewritten, never a wrong table. Entries live in one SQLite file per
+namespace (`_Store`), whose transactions keep concurrent runs whole (two writers of one key
 write the same bytes).
 
 Gold and predictions live in separate namespaces: predictions change from run to run, so each
@@ -22,14 +22,13 @@ namespace is pruned (oldest first) once it outgrows `MAX_NAMESPACE_BYTES`. Set
 
 from __future__ import annotations
 
-import contextlib
-import functools
 import hashlib
 import io
 import logging
 import os
 import pickle
-import tempfile
+import sqlite3
+import threading
 import time
 from pathlib import Path
 from typing import Any, Literal
@@ -40,7 +39,7 @@ import pandas as pd
 from querybench.engines.cache import default_cache_dir
 from querybench.evaluation import large_result
 from querybench.evaluation.large_result import ResultTable, read_result
-from querybench.evaluation.result_csv import PARSER_VERSION, read_result_csv
+from querybench.evaluation.result_csv import PARSER_VERSION, column_arrays, read_result_csv
 
 log = logging.getLogger(__name__)
 
@@ -54,21 +53,95 @@ _NUMERIC_DTYPES = frozenset({"<i8", "<f8", "|b1", "<u8"})  # what read_csv gives
 _PARSER_ID = f"result_csv {PARSER_VERSION} pandas {pd.__version__} numpy {np.__version__}"
 _KEY_PREFIX = _PARSER_ID.encode() + b"\n"
 _TOUCH_AFTER_S = 86_400
-_pruned: set[Path] = set()  # namespaces checked for size by this process
 
 
 def enabled() -> bool:
     return os.environ.get("QUERYBENCH_CSV_CACHE", "1").strip().lower() not in ("0", "off", "no")
 
 
-def cache_folder(namespace: Namespace) -> Path:
-    return Path(_folder(namespace, os.environ.get("QUERYBENCH_CACHE")))
+def store_path(namespace: Namespace) -> Path:
+    return default_cache_dir() / "parsed-csv" / f"{namespace}.sqlite3"
 
 
-@functools.cache
-def _folder(namespace: Namespace, cache_setting: str | None) -> str:
-    """The namespace's folder for this `$QUERYBENCH_CACHE` (looked up once per value)."""
-    return str(default_cache_dir() / "parsed-csv" / namespace)
+class _Store:
+    """A namespace's entries in one SQLite file: a run's hundreds of new entries cost one
+    small transaction each rather than a file each (ten times the CPU on this machine's disk),
+    and SQLite's locking keeps concurrent runs whole."""
+
+    def __init__(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.db = sqlite3.connect(path, timeout=30, isolation_level=None, check_same_thread=False)
+        self.db.execute("PRAGMA journal_mode=WAL")  # readers never wait for a writer
+        self.db.execute("PRAGMA synchronous=NORMAL")  # a crash may lose entries, never corrupt
+        self.db.execute(
+            "CREATE TABLE IF NOT EXISTS entries "
+            "(key TEXT PRIMARY KEY, data BLOB NOT NULL, used REAL NOT NULL)"
+        )
+        self.lock = threading.Lock()
+        self.pruned = False
+
+    def get(self, key: str) -> bytes | None:
+        """The entry, None if absent; one unused for a day is marked used (pruning removes the
+        entries unused the longest)."""
+        now = time.time()
+        try:
+            with self.lock:
+                row = self.db.execute(
+                    "SELECT data, used FROM entries WHERE key = ?", (key,)
+                ).fetchone()
+                if row is not None and row[1] < now - _TOUCH_AFTER_S:
+                    self.db.execute("UPDATE entries SET used = ? WHERE key = ?", (now, key))
+        except sqlite3.Error as exc:
+            log.warning("parsed-CSV cache not read: %s", exc)
+            return None
+        return None if row is None else bytes(row[0])
+
+    def put(self, key: str, entry: bytes) -> None:
+        try:
+            with self.lock:
+                if not self.pruned:
+                    self.pruned = True
+                    self._prune()
+                self.db.execute(
+                    "INSERT OR REPLACE INTO entries VALUES (?, ?, ?)", (key, entry, time.time())
+                )
+        except sqlite3.Error as exc:  # a full or read-only cache costs speed, never the result
+            log.warning("parsed-CSV cache not written: %s", exc)
+
+    def _prune(self) -> None:
+        """Oldest entries removed once the store outgrows `MAX_NAMESPACE_BYTES` (checked at
+        each process's first write; freed pages are reused, so the file stays near that)."""
+        pages, size = (self.db.execute(f"PRAGMA {p}").fetchone()[0] for p in _SIZE_PRAGMAS)
+        excess = pages * size - MAX_NAMESPACE_BYTES * 3 // 4
+        if pages * size <= MAX_NAMESPACE_BYTES:
+            return
+        doomed = []
+        for key, length in self.db.execute("SELECT key, length(data) FROM entries ORDER BY used"):
+            doomed.append((key,))
+            excess -= length
+            if excess <= 0:
+                break
+        self.db.executemany("DELETE FROM entries WHERE key = ?", doomed)
+
+
+_SIZE_PRAGMAS = ("page_count", "page_size")
+_stores: dict[tuple[str, int], _Store | None] = {}
+_stores_lock = threading.Lock()
+
+
+def _store(namespace: Namespace) -> _Store | None:
+    """This process's connection to the namespace's store (a forked worker opens its own:
+    a SQLite connection must not cross a fork); None when the store cannot be opened."""
+    path = store_path(namespace)
+    handle = (str(path), os.getpid())
+    with _stores_lock:
+        if handle not in _stores:
+            try:
+                _stores[handle] = _Store(path)
+            except (OSError, sqlite3.Error) as exc:
+                log.warning("parsed-CSV cache %s unusable, parsing every file: %s", path, exc)
+                _stores[handle] = None
+        return _stores[handle]
 
 
 def read_result_file(path: Path, namespace: Namespace) -> ResultTable:
@@ -96,20 +169,17 @@ def parse(data: Bytes, name: str, namespace: Namespace) -> pd.DataFrame:
     if not enabled():
         return read_result_csv(io.BytesIO(data), name=name)
     key = hashlib.sha256(_KEY_PREFIX + memoryview(data)).hexdigest()
-    path = Path(_folder(namespace, os.environ.get("QUERYBENCH_CACHE")), key[:2], f"{key}.pickle")
-    stored = _read_entry(path)
+    store = _store(namespace)
+    stored = store.get(key) if store is not None else None
     if stored is not None:
         frame = _load(stored, key)
         if frame is not None:
             return frame
-        log.debug("parsed-CSV cache entry %s is not valid; parsing %s again", path, name)
+        log.debug("parsed-CSV cache entry %s is not valid; parsing %s again", key, name)
     frame = read_result_csv(io.BytesIO(data), name=name)
     payload = _payload(frame, key)
-    if payload is not None:
-        try:
-            _store(path, payload)
-        except OSError as exc:  # a full or read-only cache costs speed, never the result
-            log.warning("parsed-CSV cache not written (%s): %s", path, exc)
+    if payload is not None and store is not None:
+        store.put(key, MAGIC + hashlib.sha256(payload).digest() + payload)
     return frame
 
 
@@ -122,10 +192,9 @@ def _payload(frame: pd.DataFrame, key: str) -> bytes | None:
     if frame.columns.dtype != object or not all(type(n) is str for n in names):
         return None
     columns: list[tuple[str, Any]] = []
-    for j, dtype in enumerate(frame.dtypes):
+    for dtype, values in zip(frame.dtypes, column_arrays(frame), strict=True):
         if not isinstance(dtype, np.dtype):
             return None  # an extension dtype (pandas' own `str`): not rebuilt from NumPy
-        values = frame.iloc[:, j].to_numpy()
         if dtype.kind == "O":
             columns.append(("O", values.tolist()))
         elif dtype.str in _NUMERIC_DTYPES:
@@ -136,35 +205,6 @@ def _payload(frame: pd.DataFrame, key: str) -> bytes | None:
         return pickle.dumps((key, names, len(frame), columns), protocol=5)
     except (pickle.PicklingError, TypeError, AttributeError):
         return None
-
-
-def _store(path: Path, payload: bytes) -> None:
-    folder = path.parent
-    folder.mkdir(parents=True, exist_ok=True)
-    _prune_once(folder.parent)
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(MAGIC + hashlib.sha256(payload).digest() + payload)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-def _read_entry(path: Path) -> bytes | None:
-    """The entry's bytes, None if absent; an entry not used for a day is marked used now, so
-    pruning removes the entries unused the longest."""
-    try:
-        with open(path, "rb") as f:
-            modified = os.fstat(f.fileno()).st_mtime
-            stored = f.read()
-    except OSError:
-        return None
-    if modified < time.time() - _TOUCH_AFTER_S:
-        with contextlib.suppress(OSError):  # a read-only cache still serves
-            os.utime(path)
-    return stored
 
 
 class _PlainUnpickler(pickle.Unpickler):
@@ -214,32 +254,3 @@ def _frame(arrays: list[np.ndarray[Any, Any]], names: list[str], rows: int) -> p
         arrays, columns=columns, index=pd.RangeIndex(rows), verify_integrity=False
     )
     return frame
-
-
-def _prune_once(namespace: Path) -> None:
-    """Oldest entries removed once the namespace holds over `MAX_NAMESPACE_BYTES` (checked at
-    the first write of each process)."""
-    if namespace in _pruned:
-        return
-    _pruned.add(namespace)
-    entries: list[tuple[float, int, str]] = []
-    for shard in os.scandir(namespace):
-        if not shard.is_dir(follow_symlinks=False):
-            continue
-        for entry in os.scandir(shard.path):
-            try:
-                stat = entry.stat(follow_symlinks=False)
-            except OSError:
-                continue
-            entries.append((stat.st_mtime, stat.st_size, entry.path))
-    total = sum(size for _, size, _ in entries)
-    if total <= MAX_NAMESPACE_BYTES:
-        return
-    for _, size, path in sorted(entries):
-        try:
-            os.unlink(path)
-        except OSError:
-            continue
-        total -= size
-        if total <= MAX_NAMESPACE_BYTES * 3 // 4:
-            break
