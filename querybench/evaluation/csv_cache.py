@@ -2,7 +2,7 @@
 parses nothing.
 
 Parsing a Spider 2.0 result CSV the official way (`result_csv.read_result_csv`, pandas) costs
-two to three times what loading its parsed columns back costs, and is most of a re-score. An entry's key is sha256 of the
+two to three times what loading its parsed columns back costs. An entry's key is sha256 of the
 parser's identity (`result_csv.PARSER_VERSION`, the pandas and NumPy versions) and the file's
 bytes, hashed on every read: a file edited in place, or a new parser, is a new key, and no
 name or timestamp is trusted.
