@@ -30,8 +30,10 @@ Works (inputs built from the data under $QUERYBENCH_DATA):
 `--predictions perturbed` (spider1, bird) turns each prediction into another text of the same
 query (its leading SELECT in the other case), so that no prediction is its gold's very text and
 every one runs, as real predictions do; with `gold`, querybench runs a query shared by a gold and
-its prediction once. `--cold` gives each querybench run an empty result cache
-($QUERYBENCH_CACHE in a fresh folder); without it, every run after the first is warm. Besides
+its prediction once. For lite and snow it changes each CSV one of seven ways (`_perturbed_csvs`:
+rows reversed, a row dropped, a number moved, ...), so that no prediction is a gold file's bytes.
+`--cold` gives each querybench run an empty cache ($QUERYBENCH_CACHE in a fresh folder: query
+results, parsed gold and prediction CSVs); without it, every run after the first is warm. Besides
 the wall times, each side's CPU seconds (user + system, its child processes included, and on
 Linux the processes it leaves behind, such as multiprocessing's forkserver, which this script
 adopts and waits for) are printed: on a loaded machine they say more about the work done than
@@ -46,6 +48,9 @@ stderr and goes on.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import csv
+import io
 import json
 import os
 import resource
@@ -55,6 +60,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -100,7 +106,42 @@ def _first_gold_csvs(gold_dir: Path, into: Path) -> None:
         shutil.copy(path, into / f"{iid}.csv")
 
 
-def _spider2_work(name: str, variant: str, official_dir: Path, py: str, tmp: Path) -> Work:
+def _perturbed_csvs(folder: Path) -> None:
+    """Each CSV changed in place in one of seven ways (chosen by its name), so that no
+    prediction is a gold file's very bytes and a fifth or so of them fail: rows reversed
+    (twice as often), the last row dropped, the columns reversed, the first number + 0.5,
+    text upper-cased, an extra column."""
+    for path in sorted(folder.glob("*.csv")):
+        rows = list(csv.reader(io.StringIO(path.read_bytes().decode("utf-8", "replace"))))
+        if not rows:
+            continue
+        head, body = rows[0], rows[1:]
+        way = zlib.crc32(path.name.encode()) % 7
+        if way == 1:
+            body = body[:-1]
+        elif way == 2 and len(head) > 1:
+            head, body = head[::-1], [r[::-1] for r in body]
+        elif way == 3:
+            for j, cell in enumerate(body[0] if body else []):
+                with contextlib.suppress(ValueError):
+                    body[0][j] = str(float(cell) + 0.5)
+                    break
+        elif way == 4:
+            body = [[c.upper() for c in r] for r in body]
+        elif way == 5:
+            head, body = [*head, "extra"], [[*r, "x"] for r in body]
+        else:
+            body = body[::-1]
+        out = io.StringIO()
+        writer = csv.writer(out, lineterminator="\n")
+        writer.writerow(head)
+        writer.writerows(body)
+        path.write_bytes(out.getvalue().encode())
+
+
+def _spider2_work(
+    name: str, variant: str, official_dir: Path, py: str, tmp: Path, perturb: bool
+) -> Work:
     root = data_root() / "spider2" / f"spider2-{variant}" / "evaluation_suite"
     gold = root / "gold"
     if name == "sample":
@@ -108,12 +149,15 @@ def _spider2_work(name: str, variant: str, official_dir: Path, py: str, tmp: Pat
     else:
         preds = tmp / f"{name}-pred"
         _first_gold_csvs(gold, preds)
+        if perturb:
+            _perturbed_csvs(preds)
     script = official_dir / f"spider2-{variant}" / "evaluation_suite" / "evaluate.py"
     official = [py, str(script), "--mode", "exec_result", "--result_dir", str(preds)]
     official += ["--gold_dir", str(gold), "--max_workers", "2"]
     ours = [*QUERYBENCH, "eval", f"spider2-{variant}", "--predictions", str(preds)]
     ours += ["--gold-dir", str(gold), "--output", str(tmp / f"{name}.jsonl")]
-    return Work(name, official, ours, tmp)
+    # snow's script opens `../spider2-snow.jsonl` relative to the working directory
+    return Work(name, official, ours, script.parent)
 
 
 def _perturbed(sql: str) -> str:
@@ -276,7 +320,8 @@ def main() -> int:
                     print(f"{work}: skipped (no --official-spider2)")
                     continue
                 variant = "snow" if work == "snow" else "lite"
-                works.append(_spider2_work(work, variant, args.official_spider2, py, tmp))
+                perturb = args.predictions == "perturbed"
+                works.append(_spider2_work(work, variant, args.official_spider2, py, tmp, perturb))
             elif work == "spider1" or work in BIRD_SIZES:
                 flag, official = (
                     ("test-suite", args.official_test_suite)

@@ -109,9 +109,11 @@ def _check_prediction_names(
     """Files of the right kind, none named after a task: another benchmark's folder?"""
     from querybench.evaluation.verdict import MISSING_PREDICTION
 
+    if not all(r.error == MISSING_PREDICTION for r in results):
+        return  # some were found: no need to list the folder
     suffix = "csv" if mode == "exec_result" else "sql"
     files = sorted(predictions.glob(f"*.{suffix}")) if predictions.is_dir() else []
-    if files and all(r.error == MISSING_PREDICTION for r in results):
+    if files:
         _warn(
             f"{predictions} holds {len(files)} .{suffix} files but none is named after a "
             f"{benchmark} instance id (found e.g. {files[0].name}, expected e.g. "

@@ -8,7 +8,8 @@ gold, a 2 GB sparse file or a header of a million columns. Before pandas sees a 
 * a symlink is followed only within the predictions folder and never into a forbidden folder
   (the gold); `/proc`, `/sys` and `/dev` files are refused;
 * the file is opened with O_NOFOLLOW | O_NONBLOCK and checked again on the descriptor, then read
-  on a helper thread with a deadline (`ReadLimits.seconds`), at most `max_bytes`;
+  (at most `max_bytes`) on a helper thread with a deadline (`ReadLimits.seconds`), unless it
+  sits on a local disk, whose reads cannot stall (`_local_devices`);
 * the header's fields and the rows (line ends) bound the cells; a line longer than
   `max_line_bytes` is refused too (pandas holds a column name at about nine times its size).
 
@@ -18,6 +19,7 @@ A refusal is a `PredictionRefused` carrying the instance's error code.
 from __future__ import annotations
 
 import csv
+import functools
 import io
 import os
 import stat
@@ -231,6 +233,37 @@ def _columns(header: bytes) -> int:
         return text.count(",") + 1
 
 
+# Filesystems whose reads of a regular file cannot stall: no server, no user-space daemon.
+_LOCAL_FILESYSTEMS = frozenset(
+    {"ext2", "ext3", "ext4", "xfs", "tmpfs", "ramfs", "f2fs", "jfs", "vfat", "exfat", "erofs"}
+)
+
+
+@functools.cache
+def _local_devices() -> frozenset[int]:
+    """Devices (`st_dev`) of this process's local-disk mounts, from /proc/self/mountinfo.
+
+    A file on one is read on the calling thread; anything else (NFS, FUSE, a device this
+    does not see, a system without mountinfo) on a helper thread with a deadline, since a
+    hung server or a FUSE daemon can stall a read forever. A thread per file costs little
+    at idle but a scheduling wait per file on a loaded machine.
+    """
+    try:
+        lines = Path("/proc/self/mountinfo").read_text().splitlines()
+    except OSError:
+        return frozenset()
+    devices = set()
+    for line in lines:
+        fields, _, rest = line.partition(" - ")
+        parts = fields.split()
+        if len(parts) < 3 or not rest or rest.split()[0] not in _LOCAL_FILESYSTEMS:
+            continue
+        major, _, minor = parts[2].partition(":")
+        if major.isdigit() and minor.isdigit():
+            devices.add(os.makedev(int(major), int(minor)))
+    return frozenset(devices)
+
+
 def _read(
     path: Path, folder: Path | None, limits: ReadLimits, forbidden: Sequence[Path], keep_below: int
 ) -> tuple[_Scan, int]:
@@ -244,14 +277,17 @@ def _read(
         )
     fd = _open(target, entry, name)
     scan = _Scan(limits, keep=entry.st_size < keep_below)
-    reader = threading.Thread(target=_read_all, args=(fd, scan), daemon=True)
-    reader.start()
-    reader.join(limits.seconds)
-    if reader.is_alive():  # a read that may never return: the thread closes fd when it does
-        _abandon(fd, scan)
-        raise PredictionRefused(
-            BAD_PREDICTION_FILE, f"{name}: reading did not finish within {limits.seconds:g} s"
-        )
+    if entry.st_dev in _local_devices():
+        _read_all(fd, scan)  # a local disk's read returns: no thread to hand it to
+    else:
+        reader = threading.Thread(target=_read_all, args=(fd, scan), daemon=True)
+        reader.start()
+        reader.join(limits.seconds)
+        if reader.is_alive():  # a read that may never return: the thread closes fd when it does
+            _abandon(fd, scan)
+            raise PredictionRefused(
+                BAD_PREDICTION_FILE, f"{name}: reading did not finish within {limits.seconds:g} s"
+            )
     if scan.error is None:
         return scan, fd
     os.close(fd)

@@ -30,6 +30,7 @@ from querybench.evaluation.verdict import (
 
 _log = logging.getLogger(__name__)
 PredArrays = Callable[[], list[npt.NDArray[Any]]]
+GoldArrays = Callable[[int], list[npt.NDArray[Any]]]  # alternative i's columns
 
 
 @dataclass(frozen=True)
@@ -63,9 +64,18 @@ def score_frame(
         assert isinstance(pred, pd.DataFrame)
         return column_arrays(pred)
 
+    @cache
+    def gold_arrays(i: int) -> list[npt.NDArray[Any]]:  # the same for the gold alternatives
+        gold = golds[i]
+        assert isinstance(gold, pd.DataFrame)
+        return column_arrays(gold)
+
     return Verdicts(
-        guarded("official", lambda: _official_verdict(pred, arrays, golds, single, spec, variant)),
-        guarded("strict", lambda: _strict_verdict(pred, arrays, golds, spec)),
+        guarded(
+            "official",
+            lambda: _official_verdict(pred, arrays, golds, gold_arrays, single, spec, variant),
+        ),
+        guarded("strict", lambda: _strict_verdict(pred, arrays, golds, gold_arrays, spec)),
     )
 
 
@@ -106,6 +116,7 @@ def _official_verdict(
     pred: ResultTable,
     arrays: PredArrays,
     golds: Sequence[ResultTable],
+    gold_arrays: GoldArrays,
     single: bool,
     spec: EvalSpec,
     variant: official.Variant,
@@ -113,13 +124,14 @@ def _official_verdict(
     columns: list[official.OfficialColumn] = []
     compared: list[_Compared] = []
 
-    def match(index: int, gold: ResultTable, condition_cols: Any) -> bool:
+    def match(index: int, condition_cols: Any) -> bool:
         """`official.table_match`; `multi_table_match`'s loop is spelled out below."""
+        gold = golds[index]
         if isinstance(pred, pd.DataFrame) and isinstance(gold, pd.DataFrame):
             if not columns:
                 columns.extend(official.official_columns(arrays()))
             gold_columns = official.official_columns(
-                official.project_gold(gold, condition_cols, variant)
+                official.projected_gold(gold, condition_cols, variant, gold_arrays(index))
             )
             matches = official.column_matches(columns, gold_columns, spec.ignore_order)
             one = _Compared(index, gold.shape[1], condition_cols, matches)
@@ -133,10 +145,10 @@ def _official_verdict(
 
     try:
         if single:
-            ok = match(0, golds[0], spec.condition_cols)
+            ok = match(0, spec.condition_cols)
         else:
             per_gold = official.per_gold_condition_cols(spec.condition_cols, len(golds))
-            ok = any(match(i, gold, per_gold[i]) for i, gold in enumerate(golds))
+            ok = any(match(i, per_gold[i]) for i in range(len(golds)))
     except (MemoryError, DataError):
         raise  # not the comparison's doing: `guarded` names it
     except OverflowError as exc:  # an int beyond float64 met a number: the official float() fails
@@ -207,7 +219,11 @@ def strict_condition_cols(condition_cols: Any, n_golds: int) -> list[list[int] |
 
 
 def _strict_verdict(
-    pred: ResultTable, arrays: PredArrays, golds: Sequence[ResultTable], spec: EvalSpec
+    pred: ResultTable,
+    arrays: PredArrays,
+    golds: Sequence[ResultTable],
+    gold_arrays: GoldArrays,
+    spec: EvalSpec,
 ) -> Verdict:
     pred_columns: list[strict.StrictColumn] = []
     invalid: list[str] = []
@@ -231,7 +247,8 @@ def _strict_verdict(
             continue
         if not pred_columns:
             pred_columns.extend(strict.strict_columns(arrays()))
-        projected = gold if cols is None else gold.iloc[:, cols]
+        whole = gold_arrays(i)
+        projected = whole if cols is None else [whole[c] for c in cols]  # checked in range
         if strict.strict_table_match(
             pred_columns, strict.strict_columns(projected), spec.ignore_order
         ):

@@ -6,6 +6,7 @@ prediction scores 0 with `missing_prediction`.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import multiprocessing
 import os
@@ -20,6 +21,7 @@ import pandas as pd
 
 from querybench.engines.base import Result
 from querybench.errors import DataError
+from querybench.evaluation import csv_cache
 from querybench.evaluation.large_result import ResultTable, read_result
 from querybench.evaluation.prediction_file import (
     PredictionRefused,
@@ -55,6 +57,9 @@ Scoring = Literal["official", "strict"]
 
 _FENCED_SQL = "```sql\n"
 _CHUNK = 16  # tasks per worker-process job in exec_result mode
+# Prediction bytes below which exec_result mode scores in-process whatever --workers says:
+# forking, and sending results back, cost more than they save on less (see docs/benchmarks.md).
+POOL_MIN_BYTES = 32 << 20
 # BigQuery and Snowflake tasks run on `<db>.duckdb` emulation files in --db-dir when present.
 _EMULATION_URL = {"bq": EMULATION_URLS["bigquery"], "sf": EMULATION_URLS["snowflake"]}
 
@@ -112,6 +117,8 @@ class _Job:
         with open_prediction(
             self.pred_dir / name, self.pred_dir, self.limits, (self.gold.dir,)
         ) as scanned:
+            if isinstance(scanned.handle, io.BytesIO):  # a small file, read whole: cacheable
+                return csv_cache.parse(scanned.handle.getbuffer(), scanned.name, "prediction")
             return read_result(scanned)
 
     def failed(self, instance_id: str, code: ErrorCode, message: str) -> InstanceResult:
@@ -122,8 +129,9 @@ class _Job:
 
 
 def _exec_result_mode(job: _Job, ids: list[str], workers: int) -> Iterator[InstanceResult]:
-    """Score every task; with several workers, chunks of tasks go to worker processes."""
-    if workers <= 1 or len(ids) < 2 * _CHUNK:
+    """Score every task; with several workers and enough to read, chunks of tasks go to
+    worker processes."""
+    if workers <= 1 or not _worth_a_pool(job.pred_dir, ids):
         yield from _score_ids(job, ids)
         return
     chunks = [ids[i : i + _CHUNK] for i in range(0, len(ids), _CHUNK)]
@@ -141,6 +149,25 @@ def _exec_result_mode(job: _Job, ids: list[str], workers: int) -> Iterator[Insta
                 lost.append(futures[future])
     for chunk in lost:
         yield from _rescued(job, chunk, context)
+
+
+def _worth_a_pool(pred_dir: Path, ids: list[str]) -> bool:
+    """Whether the predictions present outweigh starting worker processes: at least two
+    chunks of them and `POOL_MIN_BYTES` to read (the official 6-file sample runs in-process)."""
+    try:
+        names = set(os.listdir(pred_dir))
+    except OSError:
+        return False  # scored in-process, which reports the error per instance
+    present = [name for name in (f"{i}.csv" for i in ids) if name in names]
+    if len(present) < 2 * _CHUNK:
+        return False
+    total = 0
+    for name in present:
+        with contextlib.suppress(OSError):  # the read reports it
+            total += os.stat(pred_dir / name).st_size
+        if total >= POOL_MIN_BYTES:
+            return True
+    return False
 
 
 def _rescued(
