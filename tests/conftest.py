@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -47,6 +49,22 @@ def require_sandbox() -> None:
         if os.environ.get("CI") == "true":
             pytest.fail(reason)
         pytest.skip(reason)
+
+
+_SESSION_CACHE: list[Path] = []
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """The whole session caches into a fresh folder: no test reads a cache an earlier run (or
+    the user's own `~/.cache/querybench`) left warm, and none writes into it."""
+    folder = Path(tempfile.mkdtemp(prefix="querybench-test-cache-"))
+    _SESSION_CACHE.append(folder)
+    os.environ["QUERYBENCH_CACHE"] = str(folder)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    for folder in _SESSION_CACHE:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 @pytest.fixture()
