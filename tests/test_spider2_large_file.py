@@ -6,6 +6,7 @@ from __future__ import annotations
 import random
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -15,7 +16,9 @@ from hypothesis import strategies as st
 
 from bench.official_baseline import compare_table
 from querybench.errors import DataError
-from querybench.evaluation import large_result, large_scoring
+from querybench.evaluation import large_order, large_result, large_scoring
+from querybench.evaluation import spider2_official as official
+from querybench.evaluation import spider2_strict as strict
 from querybench.evaluation.large_result import CompactTable, read_compact, read_result
 from querybench.evaluation.result_csv import column_arrays, read_result_csv
 from querybench.evaluation.spider2 import score_frame
@@ -29,6 +32,8 @@ def forced() -> Iterator[None]:
         mp.setattr(large_result, "READ_CHUNK_ROWS", 2)
         mp.setattr(large_scoring, "CHUNK_ROWS", 2)
         mp.setattr(large_scoring, "BUCKET_BITS", 1)
+        mp.setattr(large_order, "WINDOW_ROWS", 3)
+        mp.setattr(large_order, "RANGES", 3)
         yield
 
 
@@ -211,3 +216,106 @@ def test_exact_rows_and_missing_text(tmp_path: Path) -> None:
     assert compact is not None
     assert compact.exact(1, np.array([2, 0])).tolist() == ["x", "y"]
     assert pd.isna(compact.exact(1)[1])
+
+
+def _near_miss_table(rng: random.Random, rows: int, gaps: bool) -> list[list[object]]:
+    """id (int, duplicated), value (3 decimals, repeated values, gaps), label (text, gaps),
+    count (int, some cells float-typed by a gap)."""
+    words = ["north", "south", "east", "west", "é"]
+    table: list[list[object]] = []
+    for i in range(rows):
+        value: object = round(rng.choice([rng.uniform(0, 50), rng.uniform(-1, 1), 9.0]), 3)
+        label: object = rng.choice(words)
+        count: object = rng.randint(-3, 3)
+        if gaps and i % 97 == 5:
+            value, label, count = "", "", ""
+        table.append([i // 2, value, label, count])
+    return table
+
+
+def _nudged(table: list[list[object]], rng: random.Random, delta: float, cells: int) -> None:
+    numbers = [r for r in table if isinstance(r[1], float)]
+    for row in rng.sample(numbers, cells):
+        row[1] = round(float(row[1]) + delta, 6)  # type: ignore[arg-type]
+
+
+NEAR_MISSES = [
+    (0.004, 1),  # within the 0.01 tolerance
+    (-0.009, 3),
+    (0.011, 1),  # just beyond it
+    (0.5, 1),
+    (0.004, 40),  # many within: sorted positions shift
+    (0.0, 0),
+]
+
+
+@pytest.mark.parametrize(("delta", "cells"), NEAR_MISSES)
+@pytest.mark.parametrize("rows", [60, 3_100])  # 3,100: past strict's one-to-one search
+def test_near_misses_on_the_sorted_path_equal_exact_path_and_reference(
+    tmp_path: Path, delta: float, cells: int, rows: int
+) -> None:
+    rng = random.Random(f"{delta}{cells}{rows}")
+    gold = _near_miss_table(rng, rows, gaps=True)
+    pred = [row[:] for row in gold]
+    _nudged(pred, rng, delta, cells)
+    rng.shuffle(pred)
+    header = "id,value,label,count"
+    gold_path = write(tmp_path / "gold.csv", _table([tuple(r) for r in gold], header))
+    pred_path = write(tmp_path / "pred.csv", _table([tuple(r) for r in pred], header))
+    in_order_path = write(
+        tmp_path / "in_order.csv", _table([tuple(r) for r in sorted(pred, key=_id_key)], header)
+    )
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(large_result, "LARGE_FILE_BYTES", 0)
+        mp.setattr(large_result, "READ_CHUNK_ROWS", 997)
+        mp.setattr(large_scoring, "CHUNK_ROWS", 64)
+        mp.setattr(large_order, "WINDOW_ROWS", 50)
+        mp.setattr(large_order, "RANGES", 7)
+        exact_gold = read_result_csv(gold_path)
+        compact_gold = read_result(gold_path)
+        assert isinstance(compact_gold, CompactTable)
+        for path in (pred_path, in_order_path):
+            compact_pred, exact_pred = read_result(path), read_result_csv(path)
+            assert isinstance(compact_pred, CompactTable)
+            for cols in ([], [1], [0, 1], [2, 1]):
+                for ignore_order in (True, False):
+                    expected = scores(exact_pred, exact_gold, cols, ignore_order)
+                    got = scores(compact_pred, compact_gold, cols, ignore_order)
+                    assert got == expected, (path.name, cols, ignore_order)
+                    reference = compare_table(exact_pred, exact_gold, cols, ignore_order, "lite")
+                    assert got[0] == reference
+
+
+def _id_key(row: list[object]) -> tuple[object, ...]:
+    return (row[0], str(row[1]), str(row[2]), str(row[3]))
+
+
+def test_near_miss_never_compares_more_than_a_window(
+    forced: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past strict's one-to-one search every exact comparison sees one window, not whole columns."""
+    rng = random.Random(3)
+    gold = _near_miss_table(rng, 3_200, gaps=True)
+    pred = [row[:] for row in gold]
+    _nudged(pred, rng, 0.004, 5)
+    rng.shuffle(pred)
+    header = "id,value,label,count"
+    compact_gold = read_result(write(tmp_path / "g.csv", _table([tuple(r) for r in gold], header)))
+    compact_pred = read_result(write(tmp_path / "p.csv", _table([tuple(r) for r in pred], header)))
+    monkeypatch.setattr(large_order, "WINDOW_ROWS", 100)
+    monkeypatch.setattr(large_result, "READ_CHUNK_ROWS", 1000)
+    seen: list[int] = []
+    exact_official, exact_strict = official.vectors_match, strict.cells_equal
+
+    def official_window(gold: Any, pred: Any, ignore_order: bool) -> bool:
+        seen.append(len(gold))
+        return exact_official(gold, pred, ignore_order)
+
+    def strict_window(a: Any, b: Any, ia: Any, ib: Any) -> Any:
+        seen.append(len(ia))
+        return exact_strict(a, b, ia, ib)
+
+    monkeypatch.setattr(official, "vectors_match", official_window)
+    monkeypatch.setattr(strict, "cells_equal", strict_window)
+    assert scores(compact_pred, compact_gold, [], True) == (1.0, None, 1.0, None)
+    assert seen and max(seen) == 100

@@ -34,7 +34,7 @@ REL_TOL = 1e-6
 
 MISSING, NUMBER, TEXT, BIG_INT = 0, 1, 2, 3  # BIG_INT: an int no float64 holds, as its digits
 _MAX_ASSIGNMENTS = 20_000
-_MAX_BIPARTITE_ROWS = 3_000
+MAX_BIPARTITE_ROWS = 3_000  # beyond this many rows a failed sorted pairing is final
 _CHUNK_ROWS = 1 << 20  # cells compared per step, bounding the temporaries of a big column
 
 
@@ -76,7 +76,7 @@ class StrictColumn:
 
     def order(self) -> npt.NDArray[np.intp]:
         if self._order is None:
-            self._order = _sort_rows([self])
+            self._order = sort_rows([self])
         return self._order
 
 
@@ -251,7 +251,7 @@ def _assignments(candidates: list[list[int]]) -> Iterator[tuple[int, ...]]:
     return extend(0, ())
 
 
-def _sort_rows(columns: Sequence[StrictColumn]) -> npt.NDArray[np.intp]:
+def sort_rows(columns: Sequence[StrictColumn]) -> npt.NDArray[np.intp]:
     """Row order by (kind, number, text) of each column in turn: a canonical multiset order."""
     keys: list[npt.NDArray[Any]] = []
     for col in reversed(columns):
@@ -265,11 +265,11 @@ def rows_match_as_multiset(pred: Sequence[StrictColumn], gold: Sequence[StrictCo
     if len(gold) == 1:
         gi, pi = gold[0].order(), pred[0].order()
     else:
-        gi, pi = _sort_rows(gold), _sort_rows(pred)
+        gi, pi = sort_rows(gold), sort_rows(pred)
     if all(_all_cells_equal(g, p, gi, pi) for g, p in zip(gold, pred, strict=True)):
         return True
     # One column: sorted pairing is exact (each value's tolerance window is monotone in it).
-    if len(gold) == 1 or n > _MAX_BIPARTITE_ROWS or not _same_rows_ignoring_numbers(pred, gold):
+    if len(gold) == 1 or n > MAX_BIPARTITE_ROWS or not _same_rows_ignoring_numbers(pred, gold):
         return False
     return _rows_pair_up(pred, gold)
 
