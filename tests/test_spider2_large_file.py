@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from bench.official_baseline import compare_table
-from querybench.errors import DataError
+from querybench.errors import DataError, ErrorCode
 from querybench.evaluation import large_order, large_result, large_scoring
 from querybench.evaluation import spider2_official as official
 from querybench.evaluation import spider2_strict as strict
@@ -319,3 +319,41 @@ def test_near_miss_never_compares_more_than_a_window(
     monkeypatch.setattr(strict, "cells_equal", strict_window)
     assert scores(compact_pred, compact_gold, [], True) == (1.0, None, 1.0, None)
     assert seen and max(seen) == 100
+
+
+@pytest.mark.parametrize("ranges", [1, 3, 64])
+def test_sorted_runs_are_the_exact_scorers_order(tmp_path: Path, ranges: int) -> None:
+    rng = random.Random(ranges)
+    rows = [tuple(r) for r in _near_miss_table(rng, 700, gaps=True)]
+    rows += [(5, 9.995, "a", 1), (5, 10.004, "a", 1), (6, 1e-05, "b", 0), (6, -0.0, "b", 0)]
+    path = write(tmp_path / "t.csv", _table(rows, "id,value,label,count"))
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(large_result, "LARGE_FILE_BYTES", 0)
+        mp.setattr(large_order, "WINDOW_ROWS", 31)
+        mp.setattr(large_order, "RANGES", ranges)
+        table, frame = read_result(path), read_result_csv(path)
+        assert isinstance(table, CompactTable)
+        exact = official.official_columns(frame)
+        dtype = large_scoring._official_dtype(table, range(4))
+        for j in (0, 1, 3):
+            runs = list(large_scoring._official_sorted(table, j, dtype))
+            assert np.concatenate(runs).tolist() == exact[j].order().tolist()
+        pair = large_scoring._Pair(table, table)
+        for cols in ([0, 1, 2, 3], [2, 1], [1], [3, 2, 0], [2]):
+            runs = list(pair._strict_order(table, cols))
+            expected = strict.sort_rows(strict.strict_columns(frame.iloc[:, cols]))
+            assert np.concatenate(runs).tolist() == expected.tolist()
+
+
+def test_official_sorts_by_text_not_by_number(forced: None, tmp_path: Path) -> None:
+    """Sorted by str, 10.004 comes before 9.995 and meets 10.0; 9.995 then meets 10.009, 0.014
+    away: officially no match, though sorted by number both pairs are within 0.01."""
+    filler = [(i, float(100 + i)) for i in range(40)]
+    gold = [*filler, (40, 9.995), (41, 10.004)]
+    pred = [*filler, (40, 10.0), (41, 10.009)]
+    gold_path = write(tmp_path / "g.csv", _table(gold, "id,value"))
+    pred_path = write(tmp_path / "p.csv", _table(pred[::-1], "id,value"))
+    compact = read_result(pred_path), read_result(gold_path)
+    assert scores(*compact, [1], True) == (0.0, ErrorCode.WRONG_RESULT, 1.0, None)
+    exact = read_result_csv(pred_path), read_result_csv(gold_path)
+    assert compare_table(*exact, [1], True, "lite") == 0
