@@ -341,7 +341,7 @@ def test_sorted_runs_are_the_exact_scorers_order(tmp_path: Path, ranges: int) ->
         pair = large_scoring._Pair(table, table)
         for cols in ([0, 1, 2, 3], [2, 1], [1], [3, 2, 0], [2]):
             runs = list(pair._strict_order(table, cols))
-            expected = strict.sort_rows(strict.strict_columns(frame.iloc[:, cols]))
+            expected = strict._sort_rows(strict.strict_columns(frame.iloc[:, cols]))
             assert np.concatenate(runs).tolist() == expected.tolist()
 
 
@@ -357,3 +357,26 @@ def test_official_sorts_by_text_not_by_number(forced: None, tmp_path: Path) -> N
     assert scores(*compact, [1], True) == (0.0, ErrorCode.WRONG_RESULT, 1.0, None)
     exact = read_result_csv(pred_path), read_result_csv(gold_path)
     assert compare_table(*exact, [1], True, "lite") == 0
+
+
+def _cut_at_dot(text: str) -> int:
+    """`str_order_key`'s rule, on the real `str(x)`: up to the first '.', at most 8 bytes."""
+    text = text[: text.index(".") + 1] if "." in text else text
+    return int.from_bytes(text[:8].encode().ljust(8, b"\0"), "big")
+
+
+def test_str_order_key_is_the_cut_of_str() -> None:
+    rng = random.Random(0)
+    floats = [0.0, -0.0, 1e-4, 9.999e-5, 1e16, 9999999999999998.0, 123.456, -1234567.5]
+    floats += [12345678.5, np.inf, -np.inf, 5e-324, 0.5, 1.0, 10.0, 99.99, 1e300, np.nan]
+    floats += [rng.uniform(-1e6, 1e6) for _ in range(500)]
+    floats += [10 ** rng.uniform(-8, 20) * rng.choice([1, -1]) for _ in range(500)]
+    key, simple = large_order.str_order_key(np.array(floats))
+    texts = ["0" if f != f else repr(f) for f in floats]  # a missing float is the integer 0
+    assert key.tolist() == [_cut_at_dot(t) for t in texts]
+    assert simple.tolist() == [t == "0" or ("e" not in t and 0 <= t.find(".") < 8) for t in texts]
+    ints = [0, -1, 7, 12345678, -1234567, 123456789, 10**18 - 1, -(10**18), 2**63 - 1, -(2**63)]
+    ints += [rng.randint(-(10**12), 10**12) for _ in range(500)]
+    key, simple = large_order.str_order_key(np.array(ints, dtype=np.int64))
+    assert key.tolist() == [_cut_at_dot(str(i)) for i in ints]
+    assert simple.tolist() == [len(str(i)) <= 8 for i in ints]

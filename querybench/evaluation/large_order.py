@@ -18,7 +18,8 @@ to make that rare (8 bytes of text, all the bits of a number).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -28,9 +29,11 @@ CoarseKey = Callable[[Rows], npt.NDArray[np.uint64]]  # rows -> their coarse key
 ExactOrder = Callable[[Rows], Rows]  # ascending rows -> the stable exact order of them
 
 RANGES = 64  # ranges per sorted side (tests lower it)
-WINDOW_ROWS = 1 << 18  # rows per aligned window and per coarse-key step (tests lower it)
+WINDOW_ROWS = 1 << 16  # rows per aligned window and per coarse-key step (tests lower it)
 _SAMPLE_ROWS = 1 << 16
 _SIGN = np.uint64(1 << 63)
+_POWERS = 10 ** np.arange(19, dtype=np.int64)  # 1, 10, ..., 10**18
+_INT_LIMIT = 10**18
 
 
 def sorted_rows(rows: int, coarse: CoarseKey, exact: ExactOrder) -> Iterator[Rows]:
@@ -80,14 +83,69 @@ def number_key(values: npt.NDArray[np.float64]) -> npt.NDArray[np.uint64]:
     return key
 
 
-def text_prefix_key(texts: npt.NDArray[np.object_]) -> npt.NDArray[np.uint64]:
-    """The first 8 bytes of each ASCII text, big-endian (shorter texts padded with zero bytes,
-    so the key never decreases in code-point order)."""
-    return texts.astype("S8").view(">u8").astype(np.uint64)
+def str_order_key(
+    values: npt.NDArray[Any],
+) -> tuple[npt.NDArray[np.uint64], npt.NDArray[np.bool_]]:
+    """A coarse key for sorting numbers by `str(x)` (the official order), without formatting.
+
+    The key is the prefix of `str(x)` up to its first '.' (included), at most 8 bytes, as a
+    big-endian integer padded with zero bytes: cutting every string by that one rule keeps
+    code-point order (two strings that agree up to one's cut agree on where the other is cut).
+    A missing float is the integer 0, hence "0". For ints and for floats written without an
+    exponent (0, and 1e-4 <= |x| < 1e16) the prefix is the sign and the integer part's digits,
+    exact in integer arithmetic; other values (rare) are formatted.
+
+    `simple` marks the cells whose whole prefix fits: between two simple cells of one key the
+    strings differ only after the '.', so they sort as their magnitudes do (floats) or are
+    equal (ints of at most 8 characters).
+    """
+    n = len(values)
+    chars = np.zeros((n, 8), dtype=np.uint8)
+    is_float = values.dtype.kind == "f"
+    with np.errstate(invalid="ignore"):
+        magnitude = np.abs(values.astype(np.float64)) if is_float else None
+        if magnitude is not None:
+            regular = (magnitude == 0) | ((magnitude >= 1e-4) & (magnitude < 1e16))
+            missing = np.isnan(magnitude)
+            negative = np.signbit(values) & ~missing
+            whole = np.where(regular, magnitude, 0).astype(np.int64)
+        else:
+            regular = (values > -_INT_LIMIT) & (values < _INT_LIMIT)
+            missing = np.zeros(n, dtype=bool)
+            negative = values < 0
+            whole = np.abs(np.where(regular, values, 0)).astype(np.int64)
+    digits = np.maximum(np.searchsorted(_POWERS, whole, side="right"), 1)
+    offset = negative.astype(np.int64)
+    chars[:, 0] = np.where(negative, ord("-"), 0)
+    rows = np.arange(n)
+    for k in range(8):
+        shift = _POWERS[np.maximum(digits - 1 - k, 0)]
+        digit = (whole // shift) % 10
+        at = offset + k
+        fits = (k < digits) & (at < 8)
+        chars[rows[fits], at[fits]] = ord("0") + digit[fits]
+    length = offset + digits + (1 if is_float else 0)
+    if is_float:
+        dot = regular & (length <= 8)
+        chars[rows[dot], (offset + digits)[dot]] = ord(".")
+    chars[missing] = 0
+    chars[missing, 0] = ord("0")
+    simple = regular & (length <= 8) | missing
+    odd = np.flatnonzero(~regular & ~missing)
+    if len(odd):
+        chars[odd] = _cut(values[odd].astype(str))
+    key = chars.view(">u8").reshape(n).astype(np.uint64)
+    return key, simple
+
+
+def _cut(texts: npt.NDArray[np.str_]) -> npt.NDArray[np.uint8]:
+    """`str_order_key`'s cut of formatted cells, as 8 bytes each."""
+    cut = [t[: t.index(".") + 1] if "." in t else t for t in texts.tolist()]
+    return np.frombuffer(np.array(cut, dtype="S8").tobytes(), dtype=np.uint8).reshape(-1, 8)
 
 
 def packed_key(
-    rows: int, parts: list[tuple[Callable[[], npt.NDArray[np.uint64]], int]]
+    rows: int, parts: Sequence[tuple[Callable[[], npt.NDArray[np.uint64]], int]]
 ) -> npt.NDArray[np.uint64]:
     """Lexicographic keys (each `(make_key, width)`, key < 2**width) packed into 64 bits:
     whole keys while they fit, then the top bits of the next one (later keys are not made)."""

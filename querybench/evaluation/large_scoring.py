@@ -18,6 +18,7 @@ Mixed pairs (one table compact, one a DataFrame) compare the compact table's exa
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
@@ -33,7 +34,7 @@ from querybench.evaluation.large_order import (
     number_key,
     packed_key,
     sorted_rows,
-    text_prefix_key,
+    str_order_key,
 )
 from querybench.evaluation.large_result import CompactTable, ResultTable
 
@@ -208,25 +209,30 @@ class _Pair:
         return True
 
     def _strict_order(self, table: CompactTable, cols: Sequence[int]) -> Iterator[Rows]:
-        """Rows in `strict.sort_rows` order: a coarse key packs the columns' keys in turn."""
+        """Rows in `spider2_strict`'s multiset order: by each column in turn, a number column
+        by (missing first, value), a text column by (missing first, text), i.e. by
+        `number_key` and by shared code."""
         lut = self._luts[id(table)]
 
-        def key(j: int, rows: Rows) -> Callable[[], npt.NDArray[np.uint64]]:
+        def key(j: int, rows: Rows) -> npt.NDArray[np.uint64]:
             column = table.columns[j]
-            if column.is_text:  # missing first, then the text's order (shared codes)
-                return lambda: (lut[column.values[rows]] + 1).astype(np.uint64)
-            return lambda: number_key(table.exact(j, rows).astype(np.float64))
+            if column.is_text:
+                codes: npt.NDArray[np.int64] = lut[column.values[rows]] + 1
+                return codes.astype(np.uint64)
+            return number_key(table.exact(j, rows).astype(np.float64))
 
         def width(j: int) -> int:
             return self._shared.bit_length() if table.columns[j].is_text else 64
 
-        return sorted_rows(
-            table.rows,
-            lambda rows: packed_key(len(rows), [(key(j, rows), width(j)) for j in cols]),
-            lambda rows: strict.sort_rows(
-                strict.strict_columns([table.exact(j, rows) for j in cols])
-            ),
-        )
+        def coarse(rows: Rows) -> npt.NDArray[np.uint64]:
+            parts = [(functools.partial(key, j, rows), width(j)) for j in cols]
+            return packed_key(len(rows), parts)
+
+        def exact(rows: Rows) -> Rows:
+            order: Rows = np.lexsort([key(j, rows) for j in reversed(cols)])
+            return order
+
+        return sorted_rows(table.rows, coarse, exact)
 
     # -- keys and multisets ----------------------------------------------------------------
 
@@ -281,12 +287,23 @@ def _official_column(
 
 
 def _official_sorted(table: CompactTable, j: int, dtype: np.dtype[Any]) -> Iterator[Rows]:
-    """Column j's rows in `OfficialColumn.order()`'s order (by `str(x)`: numbers only here)."""
-    return sorted_rows(
-        table.rows,
-        lambda rows: text_prefix_key(_official_column(table, j, dtype, rows).text),
-        lambda rows: _official_column(table, j, dtype, rows).order(),
-    )
+    """Column j's rows in `OfficialColumn.order()`'s order (by `str(x)`; numbers only here),
+    formatting cells only where `str_order_key` cannot tell their order."""
+
+    def cells(rows: Rows) -> npt.NDArray[Any]:
+        values = table.exact(j, rows)
+        return values.astype(dtype, copy=False) if dtype.kind in "biuf" else values
+
+    def exact(rows: Rows) -> Rows:
+        values = cells(rows)
+        key, simple = str_order_key(values)
+        if not simple.all():
+            return official.official_columns([values])[0].order()
+        magnitude = np.abs(np.nan_to_num(values.astype(np.float64)))
+        order: Rows = np.lexsort((magnitude, key))
+        return order
+
+    return sorted_rows(table.rows, lambda rows: str_order_key(cells(rows))[0], exact)
 
 
 def _windows(rows: int) -> list[slice]:

@@ -76,7 +76,7 @@ class StrictColumn:
 
     def order(self) -> npt.NDArray[np.intp]:
         if self._order is None:
-            self._order = sort_rows([self])
+            self._order = _sort_rows([self])
         return self._order
 
 
@@ -251,7 +251,7 @@ def _assignments(candidates: list[list[int]]) -> Iterator[tuple[int, ...]]:
     return extend(0, ())
 
 
-def sort_rows(columns: Sequence[StrictColumn]) -> npt.NDArray[np.intp]:
+def _sort_rows(columns: Sequence[StrictColumn]) -> npt.NDArray[np.intp]:
     """Row order by (kind, number, text) of each column in turn: a canonical multiset order."""
     keys: list[npt.NDArray[Any]] = []
     for col in reversed(columns):
@@ -265,7 +265,7 @@ def rows_match_as_multiset(pred: Sequence[StrictColumn], gold: Sequence[StrictCo
     if len(gold) == 1:
         gi, pi = gold[0].order(), pred[0].order()
     else:
-        gi, pi = sort_rows(gold), sort_rows(pred)
+        gi, pi = _sort_rows(gold), _sort_rows(pred)
     if all(_all_cells_equal(g, p, gi, pi) for g, p in zip(gold, pred, strict=True)):
         return True
     # One column: sorted pairing is exact (each value's tolerance window is monotone in it).
