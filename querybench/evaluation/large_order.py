@@ -7,13 +7,14 @@ columns cost several times the tables themselves, so instead:
 * a *coarse key* (a uint64 per row, non-decreasing in the exact order: a row whose coarse key
   is smaller never sorts after one whose key is larger) splits the rows into about `RANGES`
   ranges, bounded by quantiles of a sample of the keys;
-* each range's rows (taken in ascending row order) are sorted by the exact, stable rule, and
-  the ranges are visited in order, which is the exact order of the whole table;
+* each range's rows (taken in ascending row order) are sorted by the exact, stable rule (by
+  their coarse keys alone when those are distinct: then no other order is possible), and the
+  ranges are visited in order, which is the exact order of the whole table;
 * the two sides' sequences are cut into aligned windows of equal length for the comparison.
 
 Only one range and one window per side are held beside the compact tables. A range is bounded
-by the quantiles unless a quarter of the rows or so share one coarse key; the keys are chosen
-to make that rare (8 bytes of text, all the bits of a number).
+by the quantiles unless many rows share one coarse key (a 64-bit number key never ties
+distinct numbers; `str_order_key` ties the numbers of one integer part).
 """
 
 from __future__ import annotations
@@ -49,7 +50,13 @@ def sorted_rows(rows: int, coarse: CoarseKey, exact: ExactOrder) -> Iterator[Row
         ranges[window] = np.searchsorted(bounds, coarse(window), side="right")
     for r in range(len(bounds) + 1):
         members = np.flatnonzero(ranges == r)
-        if len(members):
+        if not len(members):
+            continue
+        keys = coarse(members)
+        by_key = np.argsort(keys, kind="stable")
+        if (np.diff(keys[by_key]) > 0).all():
+            yield members[by_key]  # distinct coarse keys: their order is the exact order
+        else:
             yield members[exact(members)]
 
 
