@@ -29,9 +29,11 @@ Rows = npt.NDArray[np.intp]
 CoarseKey = Callable[[Rows], npt.NDArray[np.uint64]]  # rows -> their coarse keys
 ExactOrder = Callable[[Rows], Rows]  # ascending rows -> the stable exact order of them
 
-RANGES = 64  # ranges per sorted side (tests lower it)
-WINDOW_ROWS = 1 << 16  # rows per aligned window and per coarse-key step (tests lower it)
-_SAMPLE_ROWS = 1 << 16
+RANGES = 256  # ranges per sorted side (tests lower it)
+WINDOW_ROWS = 1 << 15  # rows per aligned window and per coarse-key step (tests lower it)
+_GROUP = 4  # ranges picked out per scan
+_SCAN_ROWS = 1 << 18
+_SAMPLE_ROWS = 1 << 15
 _SIGN = np.uint64(1 << 63)
 _POWERS = 10 ** np.arange(19, dtype=np.int64)  # 1, 10, ..., 10**18
 _INT_LIMIT = 10**18
@@ -48,16 +50,33 @@ def sorted_rows(rows: int, coarse: CoarseKey, exact: ExactOrder) -> Iterator[Row
     for start in range(0, rows, WINDOW_ROWS):
         window = np.arange(start, min(rows, start + WINDOW_ROWS), dtype=np.intp)
         ranges[window] = np.searchsorted(bounds, coarse(window), side="right")
-    for r in range(len(bounds) + 1):
-        members = np.flatnonzero(ranges == r)
-        if not len(members):
-            continue
-        keys = coarse(members)
-        by_key = np.argsort(keys, kind="stable")
-        if (np.diff(keys[by_key]) > 0).all():
-            yield members[by_key]  # distinct coarse keys: their order is the exact order
-        else:
-            yield members[exact(members)]
+    # Ranges are picked out a group at a time: one scan of `ranges` per group, not per range.
+    for first in range(0, len(bounds) + 1, _GROUP):
+        in_group = rows_in(ranges, first, first + _GROUP)
+        of_range = ranges[in_group].astype(np.intp) - first
+        by_range = np.argsort(of_range, kind="stable")  # rows stay ascending in each range
+        ends = np.cumsum(np.bincount(of_range, minlength=_GROUP))
+        for members in np.split(in_group[by_range], ends[:-1]):
+            if len(members):
+                yield members[_exact_order(members, coarse, exact)]
+
+
+def rows_in(ranges: npt.NDArray[Any], low: int, high: int) -> Rows:
+    """Rows whose label is in [low, high), a step at a time (no row-long temporaries)."""
+    parts = [
+        np.flatnonzero((part >= low) & (part < high)) + start
+        for start in range(0, len(ranges), _SCAN_ROWS)
+        for part in [ranges[start : start + _SCAN_ROWS]]
+    ]
+    return np.concatenate(parts).astype(np.intp, copy=False)
+
+
+def _exact_order(members: Rows, coarse: CoarseKey, exact: ExactOrder) -> Rows:
+    keys = coarse(members)
+    by_key: Rows = np.argsort(keys, kind="stable")
+    if (np.diff(keys[by_key]) > 0).all():
+        return by_key  # distinct coarse keys: their order is the exact order
+    return exact(members)
 
 
 def aligned_windows(a: Iterable[Rows], b: Iterable[Rows]) -> Iterator[tuple[Rows, Rows]]:

@@ -33,6 +33,7 @@ from querybench.evaluation.large_order import (
     aligned_windows,
     number_key,
     packed_key,
+    rows_in,
     sorted_rows,
     str_order_key,
 )
@@ -264,8 +265,8 @@ class _Pair:
         """Whether a's key tuples and b's are equal multisets (rows counted alike)."""
         a_buckets, b_buckets = _buckets(a, self.gold.rows), _buckets(b, self.pred.rows)
         for bucket in range(1 << BUCKET_BITS):
-            a_rows = np.flatnonzero(a_buckets == bucket)
-            b_rows = np.flatnonzero(b_buckets == bucket)
+            a_rows = rows_in(a_buckets, bucket, bucket + 1)
+            b_rows = rows_in(b_buckets, bucket, bucket + 1)
             if len(a_rows) != len(b_rows):
                 return False
             a_keys, b_keys = a(a_rows), b(b_rows)
