@@ -2,7 +2,7 @@
 
 Writes a gold CSV (`id` integer, `value` float, `label` text) and a row-shuffled prediction,
 then scores it with `querybench eval`'s library function in a fresh process and reports that
-process's peak RSS (ru_maxrss). `--near-miss D` adds D to one predicted `value` cell: within
+process's peak RSS (VmHWM). `--near-miss D` adds D to one predicted `value` cell: within
 the 0.01 tolerance (0.004) the pair still matches, beyond it (0.5) the exact comparisons decide.
 
     python -m bench.bench_memory [--rows 5000000] [--keep-order] [--near-miss 0.5|0.004]
@@ -53,13 +53,17 @@ def write_tables(
     return gold, pred
 
 
+# The child's own peak is VmHWM, its address space's high-water mark. Not ru_maxrss: Linux
+# carries the pre-exec image's peak into it, i.e. this parent's, which holds the tables it wrote.
 CHILD = """
-import sys, time, resource
+import re, sys, time
 from querybench.evaluation.spider2_eval import evaluate_spider2
 start = time.perf_counter()
 [r] = evaluate_spider2("spider2-lite", sys.argv[2], sys.argv[1], workers=1)
-print(r.official_score, r.strict_score, round(time.perf_counter() - start, 1),
-      resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024)
+seconds = round(time.perf_counter() - start, 1)
+with open("/proc/self/status") as status:
+    peak_kib = int(re.search(r"VmHWM:\\s+(\\d+)", status.read()).group(1))
+print(r.official_score, r.strict_score, seconds, peak_kib // 1024)
 """
 
 
