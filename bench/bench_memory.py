@@ -59,7 +59,7 @@ CHILD = """
 import re, sys, time
 from querybench.evaluation.spider2_eval import evaluate_spider2
 start = time.perf_counter()
-[r] = evaluate_spider2("spider2-lite", sys.argv[2], sys.argv[1], workers=1)
+[r] = evaluate_spider2(sys.argv[2], benchmark="spider2-lite", gold_dir=sys.argv[1], workers=1)
 seconds = round(time.perf_counter() - start, 1)
 with open("/proc/self/status") as status:
     peak_kib = int(re.search(r"VmHWM:\\s+(\\d+)", status.read()).group(1))

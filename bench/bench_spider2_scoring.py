@@ -51,7 +51,9 @@ def main() -> int:
             start = time.perf_counter()
             ours = {
                 r.instance_id: r.official_score
-                for r in evaluate_spider2(benchmark, pred_dir, gold_dir, workers=args.workers)
+                for r in evaluate_spider2(
+                    pred_dir, benchmark=benchmark, gold_dir=gold_dir, workers=args.workers
+                )
             }  # type: ignore[arg-type]
             ours_s = time.perf_counter() - start
             start = time.perf_counter()

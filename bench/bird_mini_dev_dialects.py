@@ -139,9 +139,9 @@ def oracle(questions: Path, db_dir: Path, dialect: str, tmp: Path) -> dict[str, 
     pred = tmp / f"oracle_{dialect}.json"
     pred.write_text(json.dumps(predictions), encoding="utf-8")
     results = evaluate_bird(
-        questions,
         pred,
-        db_dir,
+        questions=questions,
+        db_dir=db_dir,
         db_url=None if dialect == "sqlite" else URLS[dialect],
         workers=2,
         metrics=(BirdMetric.EX, BirdMetric.SOFT_F1),

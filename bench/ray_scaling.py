@@ -34,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from querybench.data import data_root
 from querybench.evaluation.spider1 import evaluate_spider1
 from querybench.runs.config import RunConfig
-from querybench.runs.ray_eval import evaluate_spider1_ray
+from querybench.runs.evaluate import evaluate
 from querybench.runs.runner import run
 
 
@@ -94,14 +94,26 @@ def main() -> None:
                 _fresh_cache(tmp, f"eval-{executor}{k}")
                 if executor == "ray":
                     eval_s, results = _timed(
-                        lambda g=gold, p=pred, k=k: evaluate_spider1_ray(
-                            g, p, db_dir, timeout=30.0, workers=k
+                        lambda g=gold, p=pred, k=k: evaluate(
+                            "spider1",
+                            p,
+                            gold=g,
+                            db_dir=db_dir,
+                            timeout=30.0,
+                            workers=k,
+                            executor="ray",
                         )
                     )
                     _fresh_cache(tmp, f"eval-again{k}")
                     row["eval_warm_s"], _ = _timed(
-                        lambda g=gold, p=pred, k=k: evaluate_spider1_ray(
-                            g, p, db_dir, timeout=30.0, workers=k
+                        lambda g=gold, p=pred, k=k: evaluate(
+                            "spider1",
+                            p,
+                            gold=g,
+                            db_dir=db_dir,
+                            timeout=30.0,
+                            workers=k,
+                            executor="ray",
                         )
                     )
                     row["eval_warm_s"] = round(row["eval_warm_s"], 2)
@@ -109,7 +121,7 @@ def main() -> None:
                 else:
                     eval_s, results = _timed(
                         lambda g=gold, p=pred, k=k: evaluate_spider1(
-                            g, p, db_dir, timeout=30.0, workers=k
+                            p, gold=g, db_dir=db_dir, timeout=30.0, workers=k
                         )
                     )
                 correct = sum(r.score == 1.0 for r in results)

@@ -89,7 +89,7 @@ def official_score(official: Path, result_dir: Path, gold: Path) -> str:
 
 def ours(task: Task, result_dir: Path, gold: Path) -> tuple[str, str | None]:
     tasks = with_eval_config([task], gold / "spider2_eval.jsonl")
-    result = evaluate_spider2_agentic(tasks, result_dir, gold, workers=1).results[0]
+    result = evaluate_spider2_agentic(result_dir, tasks=tasks, gold_dir=gold, workers=1).results[0]
     return ("1" if result.official_score == 1 else "0"), result.error
 
 

@@ -2,7 +2,9 @@
 
 The names below are the library's public surface; everything else is reached through its
 module and may change. They are imported on first use, so `import querybench` (and the CLI's
-`--help`) stays fast.
+`--help`) stays fast. `evaluate` is the one way to score a benchmark's predictions; the
+`evaluate_<benchmark>` functions it dispatches to stay public for their static types, all of
+one shape: `(predictions, *, <gold and database locations>, <options>, on_result=None)`.
 """
 
 from __future__ import annotations
@@ -22,6 +24,9 @@ if TYPE_CHECKING:
     from querybench.evaluation.spider2_dbt import evaluate_spider2_dbt
     from querybench.evaluation.spider2_eval import evaluate_spider2
     from querybench.evaluation.verdict import Verdict
+    from querybench.runs.config import RunConfig
+    from querybench.runs.evaluate import evaluate
+    from querybench.runs.runner import run
     from querybench.tasks import load_tasks
     from querybench.tasks.model import Task
 
@@ -32,6 +37,7 @@ _LAZY = {
     "connect": "querybench.engines",
     "Engine": "querybench.engines.base",
     "Result": "querybench.engines.base",
+    "evaluate": "querybench.runs.evaluate",
     "evaluate_bird": "querybench.evaluation.bird",
     "evaluate_spider1": "querybench.evaluation.spider1",
     "evaluate_spider2": "querybench.evaluation.spider2_eval",
@@ -39,6 +45,8 @@ _LAZY = {
     "evaluate_spider2_dbt": "querybench.evaluation.spider2_dbt",
     "InstanceResult": "querybench.evaluation.record",
     "Verdict": "querybench.evaluation.verdict",
+    "RunConfig": "querybench.runs.config",
+    "run": "querybench.runs.runner",
     "load_tasks": "querybench.tasks",
     "Task": "querybench.tasks.model",
 }
@@ -51,16 +59,19 @@ __all__ = [
     "InstanceResult",
     "QuerybenchError",
     "Result",
+    "RunConfig",
     "Task",
     "Verdict",
     "__version__",
     "connect",
+    "evaluate",
     "evaluate_bird",
     "evaluate_spider1",
     "evaluate_spider2",
     "evaluate_spider2_agentic",
     "evaluate_spider2_dbt",
     "load_tasks",
+    "run",
 ]
 
 

@@ -14,7 +14,6 @@ from rich.markup import escape
 from querybench.errors import QuerybenchError
 from querybench.evaluation.prediction_file import ReadLimits
 from querybench.evaluation.record import InstanceResult
-from querybench.layout import benchmark_root
 from querybench.report.summary import print_summary, summarise
 
 if TYPE_CHECKING:
@@ -147,48 +146,51 @@ def _finish(results: Sequence[InstanceResult], output: Path | None, title: str) 
     print_summary(summarise(results), out_console, title)
 
 
-def _run(
+def _evaluate(
     title: str,
-    total: int | None,
-    work: Callable[[Callable[[Any], None]], list[Any]],
+    benchmark: str,
+    predictions: Path,
+    *,
     executor: str = "local",
-) -> Any:
-    """Run `work(advance)` under a progress bar; library errors (an unknown executor, Ray
-    missing for `--executor ray`) become a clean exit 2."""
+    address: str | None = None,
+    per_query: bool = False,
+    **options: Any,
+) -> list[InstanceResult]:
+    """`querybench.evaluate` under a progress bar that advances per result (per query with
+    `per_query`, Spider 1.0 and BIRD run here); library errors (an unknown executor, Ray
+    missing for `--executor ray`) become a clean exit 2, submission warnings are printed."""
+    import warnings
+
+    from querybench.runs.evaluate import SubmissionWarning, evaluate
+
     try:
         if executor != "local":  # the Ray modules import the models' stack: only when asked
             from querybench.runs.ray_executor import check_executor
 
             check_executor(executor)
-        with _progress() as progress:
-            task = progress.add_task(title, total=total)
-            return work(lambda _result: progress.advance(task))
+        with _progress() as progress, warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", SubmissionWarning)
+            task = progress.add_task(title, total=None)
+            if per_query and executor == "local":
+                options["_on_query"] = lambda: progress.advance(task)
+            else:
+                options["on_result"] = lambda _result: progress.advance(task)
+            # names read from the command line: `evaluate` checks them at run time
+            untyped: Callable[..., list[InstanceResult]] = evaluate
+            results = untyped(benchmark, predictions, executor=executor, address=address, **options)
     except QuerybenchError as exc:
         _fail(str(exc))
+    for warning in caught:
+        if issubclass(warning.category, SubmissionWarning):
+            _warn(str(warning.message))
+        else:
+            warnings.showwarning(
+                warning.message, warning.category, warning.filename, warning.lineno
+            )
+    return results
 
 
-Scorer = Callable[..., list[InstanceResult]]
 _LIMITS = ReadLimits()  # the defaults the eval flags show
-
-
-def _scorer(
-    executor: str, address: str | None, local: Scorer, on_ray: str, progress: str = "on_result"
-) -> Callable[..., list[InstanceResult]]:
-    """`score(advance, *args, **kwargs)`: the local evaluator, or its Ray twin named `on_ray`
-    in `querybench.runs.ray_eval` (same arguments, plus the cluster address; imported only for
-    Ray); `progress` names the local one's callback (`on_query` is called per query with no
-    argument)."""
-
-    def score(advance: Callable[[Any], None], *args: Any, **kwargs: Any) -> list[InstanceResult]:
-        if executor == "ray":
-            from querybench.runs import ray_eval
-
-            ray_scorer: Scorer = getattr(ray_eval, on_ray)
-            return ray_scorer(*args, address=address, on_result=advance, **kwargs)
-        callback = (lambda: advance(None)) if progress == "on_query" else advance
-        return local(*args, **{progress: callback}, **kwargs)
-
-    return score
 
 
 def _spider2(
@@ -206,40 +208,27 @@ def _spider2(
     address: str | None = None,
     limits: ReadLimits | None = None,
 ) -> None:
-    from querybench.evaluation.spider2_eval import evaluate_spider2
-    from querybench.evaluation.spider2_gold import default_gold_dir
-    from querybench.tasks.databases import spider2_database_dirs
-
     if mode not in ("exec_result", "sql"):
         _fail(f"--mode must be exec_result or sql, not {mode!r}")
     if scoring not in ("official", "strict"):
         _fail(f"--scoring must be official or strict, not {scoring!r}")
-    gold = gold_dir or default_gold_dir(benchmark)  # type: ignore[arg-type]
-    if tasks_file is None:
-        candidate = gold.parent.parent / f"{benchmark}.jsonl"
-        tasks_file = candidate if candidate.is_file() else None
     _check_predictions_kind(predictions, mode)
     if mode == "sql":
         _check_db_dir(db_dir, "*.sqlite", "<db>.sqlite files for the local tasks")
-    db_dirs = [db_dir] if db_dir is not None else spider2_database_dirs()  # data.py's roots
-    score = _scorer(executor, address, evaluate_spider2, "evaluate_spider2_ray")
-    results = _run(
+    results = _evaluate(
         f"scoring {benchmark}",
-        None,
-        lambda advance: score(
-            advance,
-            benchmark,
-            predictions,
-            gold,
-            mode=mode,
-            scoring=scoring,
-            db_dir=db_dirs or None,
-            tasks_file=tasks_file,
-            workers=workers,
-            timeout=timeout,
-            limits=limits,
-        ),
-        executor,
+        benchmark,
+        predictions,
+        executor=executor,
+        address=address,
+        gold_dir=gold_dir,  # these three default to the data's (`querybench data status`)
+        db_dir=[db_dir] if db_dir is not None else None,
+        tasks_file=tasks_file,
+        mode=mode,
+        scoring=scoring,
+        workers=workers,
+        timeout=timeout,
+        limits=limits,
     )
     _check_prediction_names(predictions, mode, benchmark, results)
     _finish(results, output, f"{benchmark} ({mode}, score = {scoring})")
@@ -340,7 +329,7 @@ def eval_spider1(
     Example:
     `querybench eval spider1 --gold dev_gold.sql --predictions pred.txt --db-dir database/`
     """
-    from querybench.evaluation.spider1 import evaluate_spider1, read_spider1_instances
+    from querybench.evaluation.spider1 import read_spider1_instances
 
     _check_db_dir(db_dir, "*/*.sqlite", "<db_id>/<db_id>.sqlite")
     try:
@@ -360,20 +349,18 @@ def eval_spider1(
             f"{len(instances)} gold queries in {gold}: the last {past_end} are "
             "missing_prediction"
         )
-    score = _scorer(executor, address, evaluate_spider1, "evaluate_spider1_ray", "on_query")
-    results = _run(
+    results = _evaluate(
         "running queries" if executor == "local" else "scoring shards",
-        None,
-        lambda advance: score(
-            advance,
-            gold,
-            predictions,
-            db_dir,
-            timeout=timeout,
-            workers=workers,
-            questions_json=questions,
-        ),
-        executor,
+        "spider1",
+        predictions,
+        executor=executor,
+        address=address,
+        per_query=True,
+        gold=gold,
+        db_dir=db_dir,
+        questions=questions,
+        timeout=timeout,
+        workers=workers,
     )
     _finish(results, output, "Spider 1.0 execution match")
 
@@ -401,11 +388,13 @@ VesRepeats = Annotated[
 
 def _bird(
     title: str,
-    questions: Path,
+    benchmark: str,
+    questions: Path | None,
     predictions: Path,
-    db_dir: Path,
+    db_dir: Path | None,
     metrics: str,
     *,
+    layout: dict[str, Any] | None = None,
     db_url: str | None = None,
     ves_repeats: int = 100,
     timeout: float = 30.0,
@@ -415,7 +404,6 @@ def _bird(
     address: str | None = None,
 ) -> None:
     """Score one BIRD questions file; the summary, then the official by-difficulty tables."""
-    from querybench.evaluation.bird import evaluate_bird
     from querybench.evaluation.bird_metrics import BirdMetric, parse_metrics
     from querybench.report.summary import print_bird_tables
 
@@ -426,22 +414,26 @@ def _bird(
         return
     if executor == "ray" and (db_url is not None or set(chosen) - {BirdMetric.EX}):
         _fail("--executor ray scores EX on SQLite files only; drop --metrics/--db-url or use local")
-    extra: dict[str, Any] = {}
+    extra: dict[str, Any] = dict(layout or {})
     if executor == "local":
-        extra = {"metrics": chosen, "db_url": db_url, "ves_repeats": ves_repeats}
+        extra |= {"metrics": chosen, "db_url": db_url, "ves_repeats": ves_repeats}
     if BirdMetric.R_VES in chosen:
         console.print(
             f"r_ves: timing every matched pair {ves_repeats} times; slow, and the figures "
             "depend on the machine's load"
         )
-    score = _scorer(executor, address, evaluate_bird, "evaluate_bird_ray", "on_query")
-    results = _run(
+    results = _evaluate(
         "running queries" if executor == "local" else "scoring shards",
-        None,
-        lambda advance: score(
-            advance, questions, predictions, db_dir, timeout=timeout, workers=workers, **extra
-        ),
-        executor,
+        benchmark,
+        predictions,
+        executor=executor,
+        address=address,
+        per_query=True,
+        questions=questions,
+        db_dir=db_dir,
+        timeout=timeout,
+        workers=workers,
+        **extra,
     )
     _finish(results, output, title)
     print_bird_tables(results, chosen, out_console)
@@ -469,6 +461,7 @@ def eval_bird(
     _check_db_dir(db_dir, "*/*.sqlite", "<db_id>/<db_id>.sqlite")
     _bird(
         "BIRD execution match",
+        "bird",
         questions,
         predictions,
         db_dir,
@@ -526,8 +519,6 @@ def eval_bird_mini_dev(
     `querybench eval bird-mini-dev --dialect mysql --db-url mysql://root@127.0.0.1:3306/BIRD
     --predictions predict_mini_dev_mysql.json --questions mini_dev_mysql.json`
     """
-    from querybench.tasks.bird import mini_dev_dir, mini_dev_file
-
     if dialect not in ("sqlite", "mysql", "postgresql"):
         _fail(f"--dialect must be sqlite, mysql or postgresql, not {dialect!r}")
     if dialect != "sqlite":
@@ -548,10 +539,12 @@ def eval_bird_mini_dev(
         _check_db_dir(db_dir, "*/*.sqlite", "<db_id>/<db_id>.sqlite")
     _bird(
         f"BIRD mini-dev ({dialect}) execution match",
-        questions or mini_dev_file(dialect),
+        "bird-mini-dev",
+        questions,  # these two default to the data's mini-dev files
         predictions,
-        db_dir or mini_dev_dir(),
+        db_dir,
         metrics,
+        layout={"dialect": dialect},
         db_url=db_url,
         ves_repeats=ves_repeats,
         timeout=timeout,
@@ -598,25 +591,15 @@ def eval_spider2_dbt(
 
     Example: `querybench eval spider2-dbt --predictions RUNDIR/predictions`
     """
-    from querybench.evaluation.spider2_dbt import (
-        dbt_gold_dir,
-        evaluate_spider2_dbt,
-        with_gold_summary,
-    )
-    from querybench.tasks import load_tasks
+    from querybench.evaluation.spider2_dbt import with_gold_summary
 
-    root = benchmark_root("spider2-dbt", data_dir)
-    gold = gold_dir or dbt_gold_dir(root)
-    try:
-        tasks = load_tasks("spider2-dbt", data_dir=root)
-    except QuerybenchError as exc:
-        _fail(str(exc))
-    results = _run(
+    results = _evaluate(
         "scoring spider2-dbt",
-        len(tasks),
-        lambda advance: evaluate_spider2_dbt(
-            tasks, predictions, gold, workers=workers, on_result=advance
-        ),
+        "spider2-dbt",
+        predictions,
+        data_dir=data_dir,  # the tasks and, without --gold-dir, the gold are the data's
+        gold_dir=gold_dir,
+        workers=workers,
     )
     _finish(results, output, "spider2-dbt (duckdb_match, score = official)")
     kept = with_gold_summary(results)
@@ -653,45 +636,24 @@ def eval_spider2(
     Example: `querybench eval spider2 --predictions
     $QUERYBENCH_DATA/spider2/spider2/evaluation_suite/example_submission_folder`
     """
-    from querybench.evaluation.spider2_agentic import engine_runner
-    from querybench.evaluation.spider2_agentic_eval import denominators, evaluate_spider2_agentic
-    from querybench.tasks import load_tasks
-    from querybench.tasks.spider2_agentic import gold_dir as default_gold
+    from querybench.evaluation.spider2_agentic_eval import denominators
 
     if scoring not in ("official", "strict"):
         _fail(f"--scoring must be official or strict, not {scoring!r}")
     if not predictions.is_dir():
         _fail(f"--predictions {predictions} is not a folder (the official submission layout)")
-    root = benchmark_root("spider2", data_dir)  # the data root holding spider2/spider2
-    config = (gold_dir / "spider2_eval.jsonl") if gold_dir is not None else None
-    try:
-        tasks = load_tasks("spider2", data_dir=data_dir)
-        if config is not None and config.is_file():
-            from querybench.tasks.spider2_agentic import with_eval_config
-
-            tasks = with_eval_config(tasks, config)
-    except QuerybenchError as exc:
-        _fail(str(exc))
-    gold = gold_dir or default_gold(root / "spider2")
-    evaluation = _run(
+    results = _evaluate(
         "scoring spider2",
-        len(tasks),
-        lambda advance: [
-            evaluate_spider2_agentic(
-                tasks,
-                predictions,
-                gold,
-                scoring=scoring,
-                run_sql=engine_runner(data_dir, timeout),
-                workers=workers,
-                on_result=advance,
-            )
-        ],
-    )[0]
-    for warning in evaluation.warnings:
-        console.print(f"[yellow]warning:[/yellow] {escape(warning)}")
-    _finish(evaluation.results, output, f"spider2 (agentic, score = {scoring})")
-    for part in denominators(evaluation.results):
+        "spider2",
+        predictions,
+        data_dir=data_dir,  # the tasks (with --gold-dir's eval config) and the databases
+        gold_dir=gold_dir,
+        scoring=scoring,
+        timeout=timeout,
+        workers=workers,
+    )
+    _finish(results, output, f"spider2 (agentic, score = {scoring})")
+    for part in denominators(results):
         out_console.print(
             f"{part.name}: {part.correct}/{part.n} (official {part.official:.4f}, "
             f"strict {part.strict:.4f})"

@@ -8,14 +8,17 @@ content and deleted: `HtmlPageError`, never a cached archive.
 `unpack_routed` unpacks a zip or tar archive member by member through a `Route` (the member's
 destination, or None to leave it out): `__MACOSX/` and `._*` AppleDouble stubs are never
 extracted, nested `.zip` members are unpacked where they land, and no member may leave the
-destination folder. Which archive goes where is `releases.py`'s table.
+destination folder. Unpacking is bounded: zips nest at most `MAX_NESTING` deep and one archive
+writes at most `$QUERYBENCH_MAX_UNPACK_BYTES` (default 512 GiB, above the largest official
+release), so a zip bomb fails with the reason instead of filling the disk. Which archive goes
+where is `releases.py`'s table.
 """
 
 from __future__ import annotations
 
 import hashlib
+import os
 import re
-import shutil
 import tarfile
 import zipfile
 import zlib
@@ -32,6 +35,12 @@ from querybench.errors import QuerybenchError
 
 Progress = Callable[[int, int | None], None]  # (bytes so far, total bytes or None)
 Route = Callable[[PurePosixPath], PurePosixPath | None]  # member -> destination, None: skip
+
+# The official archives nest one zip in another at most once; three levels leave room.
+MAX_NESTING = 3
+MAX_UNPACK_BYTES_ENV = "QUERYBENCH_MAX_UNPACK_BYTES"
+DEFAULT_MAX_UNPACK_BYTES = 512 * 1024**3
+_COPY_CHUNK = 1 << 20
 
 
 class FetchError(QuerybenchError):
@@ -185,7 +194,39 @@ def unpack_routed(archive: Path, root: Path, route: Route, *, nested: bool = Tru
 
     Junk (`is_junk`) is never written; a member that would land outside `root` (absolute,
     `..`) is refused; with `nested`, a `.zip` member is unpacked into its own folder (junk left
-    out the same way) and then removed, as unzipping it by hand would."""
+    out the same way) and then removed, as unzipping it by hand would. Past `MAX_NESTING` levels
+    of zips, or `max_unpack_bytes()` written in all, it stops with `FetchError`."""
+    return _unpack(archive, root, route, nested, 0, _ByteAllowance(max_unpack_bytes(), archive))
+
+
+def max_unpack_bytes() -> int:
+    """`$QUERYBENCH_MAX_UNPACK_BYTES`, else 512 GiB: what one archive may write in all."""
+    value = os.environ.get(MAX_UNPACK_BYTES_ENV, "").strip()
+    if not value:
+        return DEFAULT_MAX_UNPACK_BYTES
+    if not value.isdigit() or int(value) < 1:
+        raise FetchError(f"{MAX_UNPACK_BYTES_ENV} must be a whole number of bytes, got {value!r}")
+    return int(value)
+
+
+class _ByteAllowance:
+    """What is left of one archive's unpacking budget, nested archives included."""
+
+    def __init__(self, cap: int, archive: Path) -> None:
+        self.left, self.cap, self.archive = cap, cap, archive
+
+    def take(self, size: int, member: str) -> None:
+        self.left -= size
+        if self.left < 0:
+            raise FetchError(
+                f"{self.archive}: unpacking {member!r} passes {self.cap:,} bytes in all "
+                f"(a zip bomb, or raise ${MAX_UNPACK_BYTES_ENV})"
+            )
+
+
+def _unpack(
+    archive: Path, root: Path, route: Route, nested: bool, depth: int, allowance: _ByteAllowance
+) -> list[Path]:
     written: list[Path] = []
     with _members(archive) as members:
         for name, is_dir, open_member in members:
@@ -204,13 +245,23 @@ def unpack_routed(archive: Path, root: Path, route: Route, *, nested: bool = Tru
             partial = target.with_name(target.name + ".unpacking")
             try:
                 with open_member() as src, partial.open("wb") as dst:
-                    shutil.copyfileobj(src, dst, 1 << 20)
+                    while chunk := src.read(_COPY_CHUNK):
+                        allowance.take(len(chunk), name)
+                        dst.write(chunk)
             except (zipfile.BadZipFile, tarfile.TarError, EOFError, zlib.error) as exc:
                 partial.unlink(missing_ok=True)
                 raise FetchError(f"{archive}: member {name!r} is damaged ({exc})") from None
+            except FetchError:
+                partial.unlink(missing_ok=True)
+                raise
             partial.replace(target)
             if nested and target.suffix == ".zip" and zipfile.is_zipfile(target):
-                inner = unpack_routed(target, target.parent, lambda m: m, nested=True)
+                if depth + 1 > MAX_NESTING:
+                    target.unlink(missing_ok=True)
+                    raise FetchError(
+                        f"{archive}: member {name!r} nests zips more than {MAX_NESTING} deep"
+                    )
+                inner = _unpack(target, target.parent, lambda m: m, True, depth + 1, allowance)
                 target.unlink(missing_ok=True)  # gone when it held a zip of its own name
                 written += inner
             else:

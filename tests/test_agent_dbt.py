@@ -274,7 +274,7 @@ def test_scoring_tells_a_missing_prediction_from_missing_gold(tmp_path: Path) ->
     (predictions / "shop002").mkdir(parents=True)
     shutil.copyfile(gold / "shop001" / "shop.duckdb", predictions / "shop002" / "shop.duckdb")
     tasks = load_tasks("spider2-dbt", data_dir=data)
-    first, second = evaluate_spider2_dbt(tasks, predictions, gold)
+    first, second = evaluate_spider2_dbt(predictions, tasks=tasks, gold_dir=gold)
     assert first.error == "missing_prediction" and first.metrics == {"has_gold": 1.0}
     assert second.error == "gold_error" and second.metrics == {"has_gold": 0.0}
     assert with_gold_summary([first, second])["n"] == 1
@@ -284,7 +284,9 @@ def test_scoring_tells_a_missing_prediction_from_missing_gold(tmp_path: Path) ->
 def test_official_dbt_tasks_count_all_68() -> None:
     dbt = require_data("spider2", "spider2-dbt")
     tasks = load_tasks("spider2-dbt", data_dir=dbt.parent.parent)
-    results = evaluate_spider2_dbt(tasks, dbt / "no-predictions", dbt / "evaluation_suite" / "gold")
+    results = evaluate_spider2_dbt(
+        dbt / "no-predictions", tasks=tasks, gold_dir=dbt / "evaluation_suite" / "gold"
+    )
     assert len(results) == 68
     # the public data has no gold databases: nothing is scored against gold, and says so
     assert with_gold_summary(results)["n"] == 0  # data/README: no gold .duckdb files here

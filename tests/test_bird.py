@@ -264,7 +264,7 @@ def _tiny_files(tmp_path: Path) -> tuple[Path, Path, Path]:
 
 def test_evaluate_bird_tiny(tmp_path: Path) -> None:
     questions, predictions, db_dir = _tiny_files(tmp_path)
-    results = evaluate_bird(questions, predictions, db_dir, timeout=10, workers=3)
+    results = evaluate_bird(predictions, questions=questions, db_dir=db_dir, timeout=10, workers=3)
     by_id = {r.instance_id: r for r in results}
     assert [r.instance_id for r in results] == [*map(str, TINY), "99"]
     for qid, (_, _, score, error, (err, trivial, gold_error)) in TINY.items():
@@ -286,7 +286,7 @@ def test_evaluate_bird_timeout(tmp_path: Path) -> None:
     slow = "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n) SELECT count(*) FROM n"
     q = _write(tmp_path / "q.json", [{"question_id": 0, "db_id": "shop", "SQL": "SELECT 1"}])
     p = _write(tmp_path / "p.json", {"0": _official(slow)})
-    (result,) = evaluate_bird(q, p, db_dir, timeout=0.5, workers=1)
+    (result,) = evaluate_bird(p, questions=q, db_dir=db_dir, timeout=0.5, workers=1)
     assert (result.score, result.error, result.metrics["error"]) == (0.0, "timeout", 1.0)
 
 
@@ -302,7 +302,9 @@ def test_evaluate_bird_single_call_bombs_cost_their_timeout(tmp_path: Path) -> N
     )
     p = _write(tmp_path / "p.json", {str(i): _official(bomb) for i in range(3)})
     start = time.monotonic()
-    results = evaluate_bird(q, p, db_dir, timeout=1.0, workers=3, cache_dir=tmp_path / "cache")
+    results = evaluate_bird(
+        p, questions=q, db_dir=db_dir, timeout=1.0, workers=3, cache_dir=tmp_path / "cache"
+    )
     assert [(r.score, r.error) for r in results] == [(0.0, "timeout")] * 3
     assert time.monotonic() - start < 1.0 + 10
 
@@ -310,15 +312,19 @@ def test_evaluate_bird_single_call_bombs_cost_their_timeout(tmp_path: Path) -> N
 def test_unreadable_inputs(tmp_path: Path) -> None:
     questions, predictions, db_dir = _tiny_files(tmp_path)
     with pytest.raises(DataError, match="cannot read the predictions file"):
-        evaluate_bird(questions, tmp_path / "absent.json", db_dir)
+        evaluate_bird(tmp_path / "absent.json", questions=questions, db_dir=db_dir)
     bad = tmp_path / "bad.json"
     bad.write_text("{not json", encoding="utf-8")
     with pytest.raises(DataError, match="not valid JSON"):
-        evaluate_bird(questions, bad, db_dir)
+        evaluate_bird(bad, questions=questions, db_dir=db_dir)
     with pytest.raises(DataError, match="JSON object"):
-        evaluate_bird(questions, _write(tmp_path / "list.json", ["SELECT 1"]), db_dir)
+        evaluate_bird(
+            _write(tmp_path / "list.json", ["SELECT 1"]), questions=questions, db_dir=db_dir
+        )
     with pytest.raises(DataError, match="no 'SQL' field"):
-        evaluate_bird(_write(tmp_path / "q.json", [{"db_id": "shop"}]), predictions, db_dir)
+        evaluate_bird(
+            predictions, questions=_write(tmp_path / "q.json", [{"db_id": "shop"}]), db_dir=db_dir
+        )
 
 
 # --- BIRD-format files built from the Spider 1.0 databases (same folder layout) -------------
@@ -355,7 +361,7 @@ def _scores(results: list[InstanceResult]) -> float:
 
 def test_spider_databases_gold_against_gold(tmp_path: Path) -> None:
     questions, predictions, root = _spider_as_bird(tmp_path, wrong={})
-    results = evaluate_bird(questions, predictions, root, timeout=30, workers=4)
+    results = evaluate_bird(predictions, questions=questions, db_dir=root, timeout=30, workers=4)
     assert len(results) == 972
     assert _scores(results) == 972
     assert not any(r.metrics["gold_error"] or r.metrics["error"] for r in results)
@@ -376,7 +382,7 @@ def test_spider_databases_wrong_predictions(tmp_path: Path) -> None:
     }
     assert wrong[2] != entries[2]["query"]
     questions, predictions, root = _spider_as_bird(tmp_path, wrong)
-    results = evaluate_bird(questions, predictions, root, timeout=30, workers=4)
+    results = evaluate_bird(predictions, questions=questions, db_dir=root, timeout=30, workers=4)
     assert [(r.score, r.error) for r in results[:3]] == [
         (0.0, "wrong_result"),
         (0.0, "exec_error"),

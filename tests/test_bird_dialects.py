@@ -227,9 +227,9 @@ def _evaluate(
 ) -> list[InstanceResult]:
     tmp = Path(servers["root"])
     results = evaluate_bird(
-        _questions(tmp, dialect),
         predictions,
-        servers["sqlite"],
+        questions=_questions(tmp, dialect),
+        db_dir=servers["sqlite"],
         db_url=None if dialect == "sqlite" else servers[dialect],
         workers=2,
         metrics=metrics,
@@ -295,9 +295,9 @@ def test_unreachable_server_fails_each_question_with_a_reason(tmp_path: Path) ->
     questions = _questions(tmp_path, "mysql")
     predictions = _predictions(tmp_path, "p.json", {1: "SELECT 1"})
     results = evaluate_bird(
-        questions,
         predictions,
-        tmp_path / "db",
+        questions=questions,
+        db_dir=tmp_path / "db",
         db_url="mysql://root@127.0.0.1:1/birdmetrics_absent",
         workers=1,
         timeout=5,

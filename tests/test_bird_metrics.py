@@ -196,7 +196,11 @@ def _files(tmp_path: Path) -> tuple[Path, Path, Path]:
 def test_evaluate_bird_soft_f1(tmp_path: Path) -> None:
     questions, predictions, db_dir = _files(tmp_path)
     results = evaluate_bird(
-        questions, predictions, db_dir, workers=2, metrics=(BirdMetric.EX, BirdMetric.SOFT_F1)
+        predictions,
+        questions=questions,
+        db_dir=db_dir,
+        workers=2,
+        metrics=(BirdMetric.EX, BirdMetric.SOFT_F1),
     )
     assert [r.score for r in results] == [1.0, 0.0, 1.0, 0.0]
     # 1: rows 3,2,1 against 1,2,3 by position: only the middle pair matches: tp 1, fp 2,
@@ -208,7 +212,7 @@ def test_evaluate_bird_soft_f1(tmp_path: Path) -> None:
 
 def test_evaluate_bird_default_metrics_unchanged(tmp_path: Path) -> None:
     questions, predictions, db_dir = _files(tmp_path)
-    results = evaluate_bird(questions, predictions, db_dir, workers=1)
+    results = evaluate_bird(predictions, questions=questions, db_dir=db_dir, workers=1)
     assert [sorted(r.metrics) for r in results] == [["error", "gold_error", "trivial"]] * 4
     assert {r.engine for r in results} == {"sqlite"}
 
@@ -228,9 +232,9 @@ def test_evaluate_bird_r_ves_on_controlled_timings(tmp_path: Path) -> None:
         return now[0]
 
     results = evaluate_bird(
-        questions,
         predictions,
-        db_dir,
+        questions=questions,
+        db_dir=db_dir,
         workers=1,
         metrics=(BirdMetric.EX, BirdMetric.R_VES),
         ves_repeats=4,
@@ -351,7 +355,7 @@ def test_cli_bird_mini_dev_bad_options(tmp_path: Path, extra: list[str], message
 def test_bird_tables_read_the_result_fields(tmp_path: Path) -> None:
     questions, predictions, db_dir = _files(tmp_path)
     results = evaluate_bird(
-        questions, predictions, db_dir, workers=1, metrics=(BirdMetric.SOFT_F1,)
+        predictions, questions=questions, db_dir=db_dir, workers=1, metrics=(BirdMetric.SOFT_F1,)
     )
     text = bird_tables(results, (BirdMetric.EX, BirdMetric.SOFT_F1))
     assert text.count("count                2                    1                    1") == 2
@@ -373,7 +377,7 @@ def _mini_dev_ids(tmp_path: Path, keyed_by: str) -> list[InstanceResult]:
     q_path, p_path = tmp_path / "q.json", tmp_path / "p.json"
     q_path.write_text(json.dumps(questions), encoding="utf-8")
     p_path.write_text(json.dumps(predictions), encoding="utf-8")
-    return evaluate_bird(q_path, p_path, tmp_path / "db", workers=1)
+    return evaluate_bird(p_path, questions=q_path, db_dir=tmp_path / "db", workers=1)
 
 
 @pytest.mark.parametrize("keyed_by", ["position", "question_id"])
@@ -400,7 +404,7 @@ def test_repeated_question_ids_are_questions_of_their_own(tmp_path: Path, keyed_
         sqls = ["SELECT 137", "SELECT 138", "SELECT 2"]
     predictions = {k: f"{sql}{BIRD_SEPARATOR}shop" for k, sql in zip(keys, sqls, strict=True)}
     p_path.write_text(json.dumps(predictions), encoding="utf-8")
-    results = evaluate_bird(q_path, p_path, tmp_path / "db", workers=1)
+    results = evaluate_bird(p_path, questions=q_path, db_dir=tmp_path / "db", workers=1)
     assert [(r.instance_id, r.score) for r in results] == [
         ("137", 1.0),
         ("138", 1.0),

@@ -223,3 +223,47 @@ def test_cli_data_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     assert lines[1].endswith("[../shared/data]")
     assert lines[2] == f"  {tmp_path / 'xdg' / 'querybench'}  [user data dir]"
     assert lines[3] == f"data fetch writes to {tmp_path}"
+
+
+def test_zips_nested_past_the_bound_fail_with_the_reason(tmp_path: Path) -> None:
+    from querybench.fetch import MAX_NESTING
+
+    data = _zip_of("data.txt", b"hi")
+    for _ in range(MAX_NESTING + 1):
+        data = _zip_of("x.zip", data)
+    (tmp_path / "deep.zip").write_bytes(data)
+    with pytest.raises(FetchError, match=rf"nests zips more than {MAX_NESTING} deep"):
+        unpack_routed(tmp_path / "deep.zip", tmp_path / "out", lambda m: m)
+
+
+def test_zips_nested_to_the_bound_unpack(tmp_path: Path) -> None:
+    from querybench.fetch import MAX_NESTING
+
+    data = _zip_of("data.txt", b"hi")
+    for _ in range(MAX_NESTING):
+        data = _zip_of("x.zip", data)
+    (tmp_path / "deep.zip").write_bytes(data)
+    out = tmp_path / "out"
+    assert unpack_routed(tmp_path / "deep.zip", out, lambda m: m) == [out / "data.txt"]
+    assert (out / "data.txt").read_bytes() == b"hi"
+
+
+def test_an_archive_past_the_byte_cap_stops_and_leaves_no_partial(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # 10 MB of zeros compresses to a few KB: the cap counts what is written, not the archive
+    monkeypatch.setenv("QUERYBENCH_MAX_UNPACK_BYTES", str(4 * 1024**2))
+    (tmp_path / "bomb.zip").write_bytes(_zip_of("x.zip", _zip_of("zeros.bin", bytes(10 * 1024**2))))
+    out = tmp_path / "out"
+    with pytest.raises(FetchError, match=r"passes 4,194,304 bytes in all"):
+        unpack_routed(tmp_path / "bomb.zip", out, lambda m: m)
+    assert [p.name for p in out.rglob("*") if p.is_file()] == []
+
+
+def test_a_bad_unpack_cap_is_refused_with_its_name(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("QUERYBENCH_MAX_UNPACK_BYTES", "lots")
+    (tmp_path / "a.zip").write_bytes(_zip_of("data.txt", b"hi"))
+    with pytest.raises(FetchError, match="QUERYBENCH_MAX_UNPACK_BYTES must be a whole number"):
+        unpack_routed(tmp_path / "a.zip", tmp_path / "out", lambda m: m)

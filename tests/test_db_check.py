@@ -197,3 +197,23 @@ def test_db_check_ok(clean: Path) -> None:
     assert result.output.startswith(f"ok: sqlite:///{db}: connected; SELECT 1 returned 1 (")
     missing = CliRunner().invoke(app, ["db", "check", str(clean / "none.sqlite")])
     assert missing.exit_code == 1 and "database file not found" in missing.output
+
+
+def test_db_check_answers_within_its_timeout_when_the_server_never_does(
+    clean: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import threading
+
+    import snowflake.connector
+
+    (clean / "snowflake_credential.json").write_text(json.dumps(GUIDELINE))
+    released = threading.Event()
+    monkeypatch.setattr(snowflake.connector, "connect", lambda **kw: released.wait(600))
+    try:
+        result = CliRunner().invoke(
+            app, ["db", "check", "snowflake://RSRSBDK-YDB67606", "--timeout", "0.5"]
+        )
+    finally:
+        released.set()
+    assert result.exit_code == 1
+    assert "failed: snowflake://RSRSBDK-YDB67606: no answer within 0.5 s" in result.output

@@ -358,3 +358,31 @@ def test_cloud_write_is_refused_after_the_dry_run(fake_bigquery: str) -> None:
     with pytest.raises(QueryRefused, match="DELETE"):
         _cloud_engine(fake_bigquery, guard=10**9).execute("DELETE FROM t WHERE true")
     assert _FakeBigQuery.jobs == {}
+
+
+def test_an_interrupted_emulation_build_leaves_no_file_and_the_next_build_completes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # `data emulate` skips databases whose file exists: a half-built file must never be there
+    import querybench.engines.spider2_metadata_load as load
+
+    meta = write_metadata(tmp_path / "meta")
+    out = tmp_path / "shop.duckdb"
+    real_create = load._create_table
+
+    def interrupted(*args: Any, **kwargs: Any) -> int:
+        real_create(*args, **kwargs)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(load, "_create_table", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        build_emulation(meta, out, "bigquery")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["meta"]
+
+    (tmp_path / "shop.duckdb.part").write_bytes(b"a build killed with SIGKILL left this")
+    monkeypatch.setattr(load, "_create_table", real_create)
+    report = build_emulation(meta, out, "bigquery")
+    assert (report.tables, report.rows) == (4, 5)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["meta", "shop.duckdb"]
+    with connect(f"bigquery+local://{out}") as engine:
+        assert engine.execute("SELECT 1").rows == [(1,)]

@@ -217,7 +217,13 @@ def test_sql_mode_scores_a_bigquery_and_a_snowflake_task_offline(tmp_path: Path)
     results = {
         r.instance_id: r
         for r in evaluate_spider2(
-            "spider2-lite", pred, gold, mode="sql", db_dir=db_dir, tasks_file=tasks, timeout=30
+            pred,
+            benchmark="spider2-lite",
+            gold_dir=gold,
+            mode="sql",
+            db_dir=db_dir,
+            tasks_file=tasks,
+            timeout=30,
         )
     }
 

@@ -24,7 +24,7 @@ NOT_A_CODE = {
     ("engines/bigquery.py", "timeout"),  # matched against an exception's class name
     ("models/openai_compat.py", "timeout"),  # why a request is retried
     ("report/taxonomy.py", "timeout"),  # a fragment looked for in an engine's message
-    ("runs/ray_eval.py", "timeout"),  # the name of an option
+    ("runs/evaluate.py", "timeout"),  # the name of an option
     ("evaluation/bird.py", "gold_error"),  # BIRD's metric, a flag named after the code
     ("envs/reward.py", "gold_error"),  # the same BIRD metric
 }

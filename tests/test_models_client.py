@@ -254,3 +254,17 @@ def test_labelled_models_need_no_http() -> None:
     assert constant.text == "```sql\nSELECT 0\n```"
     with pytest.raises(ModelError):
         asyncio.run(OracleModel().complete(REQUEST, None))
+
+
+def test_a_refused_request_shows_the_endpoints_message_not_its_json() -> None:
+    with ScriptedServer(default=Fault(400)) as s, pytest.raises(ModelError) as caught:
+        _complete(_model(s))
+    assert str(caught.value).endswith("refused the request: HTTP 400: scripted fault")
+
+
+def test_a_cause_chain_that_loops_still_gives_a_message() -> None:
+    from querybench.models.openai_compat import _root_cause
+
+    first, second = RuntimeError("outer"), ValueError("inner")
+    first.__cause__, second.__cause__ = second, first
+    assert _root_cause(first) == "outer"

@@ -16,12 +16,14 @@ ROOT = Path(__file__).resolve().parent.parent
 def test_every_public_name_resolves_to_its_definition() -> None:
     from querybench.engines.base import Engine
     from querybench.evaluation.spider2_eval import evaluate_spider2
+    from querybench.runs.evaluate import evaluate
     from querybench.tasks.model import Task
 
     for name in querybench.__all__:
         assert getattr(querybench, name) is not None, name
     assert querybench.Engine is Engine and querybench.Task is Task
     assert querybench.evaluate_spider2 is evaluate_spider2
+    assert querybench.evaluate is evaluate
     assert set(querybench.__all__) <= set(dir(querybench))
 
 

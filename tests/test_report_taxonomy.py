@@ -48,7 +48,7 @@ def scored(tmp_path_factory: pytest.TempPathFactory) -> list[InstanceResult]:
     (root / "gold.sql").write_text("".join(f"{GOLD}\tconcert\n" for _ in CASES), "utf-8")
     (root / "pred.txt").write_text("".join(f"{sql}\n" for sql, _ in CASES), "utf-8")
     return evaluate_spider1(
-        root / "gold.sql", root / "pred.txt", root / "db", timeout=0.5, workers=2,
+        root / "pred.txt", gold=root / "gold.sql", db_dir=root / "db", timeout=0.5, workers=2,
         cache_dir=root / "cache",
     )  # fmt: skip
 

@@ -115,7 +115,9 @@ def test_run_writes_official_csvs_beside_sql(data: Path, tmp_path: Path) -> None
     assert summary["official_score"] == pytest.approx(0.4)
 
     gold = data / "spider2" / "spider2-lite" / "evaluation_suite" / "gold"
-    from_csv = evaluate_spider2("spider2-lite", predictions, gold, mode="exec_result")
+    from_csv = evaluate_spider2(
+        predictions, benchmark="spider2-lite", gold_dir=gold, mode="exec_result"
+    )
     for r in from_csv:
         assert r.score == by_id[r.instance_id].score, r.instance_id
         assert r.strict_score == by_id[r.instance_id].strict_score, r.instance_id
@@ -145,7 +147,9 @@ def test_oracle_on_spider2_lite_local_tasks_scores_the_same_from_csv(tmp_path: P
     ]
     from_csv = {
         r.instance_id: r.score
-        for r in evaluate_spider2("spider2-lite", predictions, gold, mode="exec_result")
+        for r in evaluate_spider2(
+            predictions, benchmark="spider2-lite", gold_dir=gold, mode="exec_result"
+        )
     }
     assert from_csv["local038"] == from_csv["local039"] == 1.0
 

@@ -230,3 +230,38 @@ def test_request_budget_is_shared_by_the_actors_then_resume(
         second = run(config())
         assert second.complete and len(server.requests) == 6
     assert len((out / "records.jsonl").read_text().splitlines()) == 6
+
+
+def test_evaluate_api_on_ray_scores_bird_as_local(ray_cluster: None, tmp_path: Path) -> None:
+    """`querybench.evaluate(..., executor="ray")`: the same evaluator in shards, the results in
+    the local order, `on_result` once per instance with the results returned."""
+    import sqlite3
+
+    import querybench
+    from querybench.evaluation.bird import BIRD_SEPARATOR
+
+    db = tmp_path / "db" / "shop" / "shop.sqlite"
+    db.parent.mkdir(parents=True)
+    with sqlite3.connect(db) as conn:
+        conn.execute("CREATE TABLE item (id INTEGER, name TEXT)")
+        conn.executemany("INSERT INTO item VALUES (?, ?)", [(i, f"n{i % 7}") for i in range(50)])
+    conn.close()
+    n = 70  # three shards
+    questions = tmp_path / "dev.json"
+    entries = [{"db_id": "shop", "SQL": f"SELECT name FROM item WHERE id < {i}"} for i in range(n)]
+    questions.write_text(json.dumps(entries), encoding="utf-8")
+    predictions = tmp_path / "predict.json"
+    sqls = {
+        str(i): f"SELECT name FROM item WHERE id < {i + i % 2}{BIRD_SEPARATOR}shop"
+        for i in range(n - 1)  # the last question has no prediction
+    }
+    predictions.write_text(json.dumps(sqls), encoding="utf-8")
+    options: dict[str, Any] = {"questions": questions, "db_dir": tmp_path / "db", "workers": 2}
+    local = querybench.evaluate("bird", predictions, **options)
+    seen: list[Any] = []
+    remote = querybench.evaluate(
+        "bird", predictions, executor="ray", on_result=seen.append, **options
+    )
+    assert remote == local and len(local) == n
+    assert sorted(seen, key=lambda r: int(r.instance_id)) == remote
+    assert 0 < sum(r.score for r in local) < n and local[-1].error == "missing_prediction"

@@ -292,7 +292,7 @@ def test_evaluate_spider1_tiny(tmp_path: Path) -> None:
             "SELECT name FROM singer",
         ],
     )
-    results = evaluate_spider1(gold, pred, tmp_path / "db", timeout=10, workers=2)
+    results = evaluate_spider1(pred, gold=gold, db_dir=tmp_path / "db", timeout=10, workers=2)
     assert [r.instance_id for r in results] == [str(i) for i in range(8)]
     assert [(r.score, r.error) for r in results] == [
         (1.0, None),
@@ -316,7 +316,7 @@ def test_prediction_failures(tmp_path: Path) -> None:
     gold = _lines(tmp_path / "gold.sql", ["SELECT name FROM singer\tmusic"] * 4)
     slow = "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n) SELECT count(*) FROM n"
     pred = _lines(tmp_path / "pred.sql", ["SELEC name FROM singer", "DROP TABLE singer", slow, ""])
-    results = evaluate_spider1(gold, pred, tmp_path / "db", timeout=0.5, workers=2)
+    results = evaluate_spider1(pred, gold=gold, db_dir=tmp_path / "db", timeout=0.5, workers=2)
     assert [r.error for r in results] == [
         "exec_error",
         "refused_write",
@@ -336,7 +336,7 @@ def test_test_suite_folders_compare_on_every_database(tmp_path: Path) -> None:
         tmp_path / "pred.sql",
         ["SELECT name FROM singer WHERE age >= 30", "SELECT name FROM singer WHERE age > 26"],
     )
-    first, second = evaluate_spider1(gold, pred, tmp_path / "db", timeout=10, workers=2)
+    first, second = evaluate_spider1(pred, gold=gold, db_dir=tmp_path / "db", timeout=10, workers=2)
     assert (first.score, first.error) == (0.0, WRONG_RESULT)
     assert "music_variant.sqlite" in (first.message or "")
     assert (second.score, second.error) == (1.0, None)
@@ -346,20 +346,25 @@ def test_bad_files(tmp_path: Path) -> None:
     _make_db(tmp_path / "db" / "music" / "music.sqlite", SINGERS)
     gold = _lines(tmp_path / "gold.sql", ["SELECT 1\tmusic"])
     with pytest.raises(DataError, match="2 prediction lines for 1 gold"):
-        evaluate_spider1(gold, _lines(tmp_path / "p.sql", ["SELECT 1", "SELECT 2"]), tmp_path)
+        evaluate_spider1(
+            _lines(tmp_path / "p.sql", ["SELECT 1", "SELECT 2"]), gold=gold, db_dir=tmp_path
+        )
     with pytest.raises(DataError, match="cannot read the predictions file"):
-        evaluate_spider1(gold, tmp_path / "absent.sql", tmp_path)
+        evaluate_spider1(tmp_path / "absent.sql", gold=gold, db_dir=tmp_path)
     with pytest.raises(DataError, match="expected 'SQL<TAB>db_id'"):
-        evaluate_spider1(_lines(tmp_path / "g.sql", ["SELECT 1"]), gold, tmp_path)
+        evaluate_spider1(gold, gold=_lines(tmp_path / "g.sql", ["SELECT 1"]), db_dir=tmp_path)
     with pytest.raises(DataError, match="blank line"):
         evaluate_spider1(
-            _lines(tmp_path / "g.sql", ["SELECT 1\tmusic", "", "SELECT 1\tmusic"]), gold, tmp_path
+            gold,
+            gold=_lines(tmp_path / "g.sql", ["SELECT 1\tmusic", "", "SELECT 1\tmusic"]),
+            db_dir=tmp_path,
         )
     os.mkfifo(tmp_path / "fifo.sql")  # an open that would never return
     with pytest.raises(DataError, match="is a FIFO"):
-        evaluate_spider1(gold, tmp_path / "fifo.sql", tmp_path)
+        evaluate_spider1(tmp_path / "fifo.sql", gold=gold, db_dir=tmp_path)
     with pytest.raises(DataError, match="is a character device"):
-        evaluate_spider1(gold, Path("/dev/zero"), tmp_path)  # a read that would never end
+        # a read that would never end
+        evaluate_spider1(Path("/dev/zero"), gold=gold, db_dir=tmp_path)
 
 
 # --- The real Spider 1.0 dev databases -------------------------------------------------------
@@ -379,13 +384,15 @@ def _subset_files(tmp_path: Path, wrong: dict[int, str]) -> tuple[Path, Path, Pa
 def test_gold_against_gold_on_all_available_dev_questions(tmp_path: Path) -> None:
     gold, pred, root = _subset_files(tmp_path, wrong={})
     results = evaluate_spider1(
-        gold, pred, root, timeout=60, workers=4, cache_dir=tmp_path / "cache"
+        pred, gold=gold, db_dir=root, timeout=60, workers=4, cache_dir=tmp_path / "cache"
     )
     assert len(results) == 972
     failures = [r for r in results if r.score != 1.0]
     assert not failures, failures[:5]
     # a second run reads the gold results from the cache and scores the same
-    again = evaluate_spider1(gold, pred, root, timeout=60, workers=4, cache_dir=tmp_path / "cache")
+    again = evaluate_spider1(
+        pred, gold=gold, db_dir=root, timeout=60, workers=4, cache_dir=tmp_path / "cache"
+    )
     assert [r.score for r in again] == [1.0] * 972
 
 
@@ -406,12 +413,12 @@ def test_hand_made_wrong_predictions_on_dev(tmp_path: Path) -> None:
     pred_lines[4] = "SELECT max(age), avg(age), min(age) FROM singer WHERE country = 'France'"
     pred_lines[8] = "SELECT country FROM singer WHERE age > 20"
     results = evaluate_spider1(
-        _lines(tmp_path / "g10.sql", lines),
         _lines(tmp_path / "p10.sql", pred_lines),
-        root,
+        gold=_lines(tmp_path / "g10.sql", lines),
+        db_dir=root,
         timeout=30,
         workers=2,
-        questions_json=None,
+        questions=None,
     )
     for i, (_, error) in cases.items():
         assert (results[i].score, results[i].error) == (0.0, error), results[i]
@@ -424,7 +431,7 @@ def test_difficulty_from_dev_json(tmp_path: Path) -> None:
     gold = root / "dev_gold.sql"
     pred = _lines(tmp_path / "pred.sql", ["SELECT count(*) FROM singer"] * 3)
     results = evaluate_spider1(
-        gold, pred, root, timeout=30, workers=2, questions_json=root / "dev.json"
+        pred, gold=gold, db_dir=root, timeout=30, workers=2, questions=root / "dev.json"
     )
     assert len(results) == 1034
     assert Counter(r.difficulty for r in results) == {
@@ -445,7 +452,7 @@ def test_only_the_first_statement_runs(tmp_path: Path) -> None:
     _make_db(tmp_path / "db" / "music" / "music.sqlite", SINGERS)
     gold = _lines(tmp_path / "gold.sql", ["SELECT name FROM singer\tmusic"])
     pred = _lines(tmp_path / "pred.sql", ["SELECT name FROM singer; DROP TABLE singer"])
-    (result,) = evaluate_spider1(gold, pred, tmp_path / "db", timeout=10, workers=1)
+    (result,) = evaluate_spider1(pred, gold=gold, db_dir=tmp_path / "db", timeout=10, workers=1)
     assert (result.score, result.error) == (1.0, None)
 
 
@@ -473,7 +480,7 @@ def test_every_value_substring_becomes_1_officially_not_strictly(tmp_path: Path)
             "SELECT id FROM t",
         ],
     )
-    results = evaluate_spider1(gold, pred, tmp_path / "db", timeout=10, workers=1)
+    results = evaluate_spider1(pred, gold=gold, db_dir=tmp_path / "db", timeout=10, workers=1)
     got = [(r.score, r.official_score, r.strict_score) for r in results]
     assert got == [(0.0, 0.0, 1.0), (1.0, 1.0, 1.0), (1.0, 1.0, 1.0)]
     assert 'rewrote every "value"' in str(results[0].message)

@@ -82,7 +82,9 @@ class Case:
 
     def score(self, **kwargs: Any) -> dict[str, InstanceResult]:
         (self.sub / "results_metadata.jsonl").write_text("".join(f"{x}\n" for x in self.lines))
-        self.evaluation = evaluate_spider2_agentic(self.tasks, self.sub, self.gold, **kwargs)
+        self.evaluation = evaluate_spider2_agentic(
+            self.sub, tasks=self.tasks, gold_dir=self.gold, **kwargs
+        )
         return {r.instance_id: r for r in self.evaluation.results}
 
 
@@ -332,7 +334,7 @@ def test_gold_as_prediction_scores_one(tmp_path: Path) -> None:
             {"instance_id": task.instance_id, "answer_type": kind, "answer_or_path": answer}
         )
     (tmp_path / "results_metadata.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
-    evaluation = evaluate_spider2_agentic(tasks, tmp_path, gold)
+    evaluation = evaluate_spider2_agentic(tmp_path, tasks=tasks, gold_dir=gold)
     with_gold = [r for r in evaluation.results if r.metrics["has_gold"]]
     assert len(with_gold) == len(lines) == 559  # 632 - 68 DBT - 5 with a gold file missing
     failed = {r.instance_id: r for r in with_gold if scores(r) != (1.0, 1.0)}
@@ -371,7 +373,7 @@ def test_cli_writes_both_scores(tmp_path: Path) -> None:
 def test_a_folder_without_metadata_or_with_a_foreign_line(tmp_path: Path) -> None:
     case = Case(tmp_path)
     case.task("local1", NUMBER)
-    evaluation = evaluate_spider2_agentic(case.tasks, case.sub, case.gold)
+    evaluation = evaluate_spider2_agentic(case.sub, tasks=case.tasks, gold_dir=case.gold)
     assert evaluation.results[0].error == "missing_prediction"
     assert any("no results_metadata.jsonl" in w for w in evaluation.warnings)
     case.submit("local1", "answer", "5")

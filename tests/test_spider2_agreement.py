@@ -39,7 +39,10 @@ def _agreement(benchmark: str, eval_name: str, n_instances: int, seed: int, tmp:
         pred_dir.mkdir()
         for iid, paths in chosen:
             write_perturbed(rng.choice(paths), pred_dir / f"{iid}.csv", name, rng.randrange(10**6))
-        ours = {r.instance_id: r for r in evaluate_spider2(benchmark, pred_dir, gold_dir)}  # type: ignore[arg-type]
+        ours = {
+            r.instance_id: r
+            for r in evaluate_spider2(pred_dir, benchmark=benchmark, gold_dir=gold_dir)
+        }  # type: ignore[arg-type]
         for iid, _ in chosen:
             expected = score_instance(
                 str(pred_dir / f"{iid}.csv"),

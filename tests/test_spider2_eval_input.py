@@ -8,8 +8,10 @@ import json
 import os
 import socket
 import sqlite3
+import threading
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pytest
@@ -137,7 +139,13 @@ def _sql_setup(root: Path) -> tuple[Path, Path, SqlRun]:
 
     def run(**options: object) -> dict[str, InstanceResult]:
         results = evaluate_spider2(
-            "spider2-lite", pred, gold, mode="sql", db_dir=db_dir, tasks_file=tasks, **options
+            pred,
+            benchmark="spider2-lite",
+            gold_dir=gold,
+            mode="sql",
+            db_dir=db_dir,
+            tasks_file=tasks,
+            **options,
         )  # type: ignore[arg-type]
         return by_id(results)
 
@@ -174,7 +182,9 @@ def test_unreadable_gold_alternative_after_a_wrong_prediction_is_a_gold_error(
     (pred / "local001.csv").write_text("a\n1\n")
     (pred / "local002.csv").write_text("a\n1\n")
     for scoring in ("official", "strict"):
-        results = by_id(evaluate_spider2("spider2-lite", pred, gold, scoring=scoring))  # type: ignore[arg-type]
+        results = by_id(
+            evaluate_spider2(pred, benchmark="spider2-lite", gold_dir=gold, scoring=scoring)
+        )  # type: ignore[arg-type]
         assert results["local002"].score == 1
         odd = results["local001"]
         assert odd.error == "gold_error" and "local001_b.csv" in str(odd.message)
@@ -198,7 +208,9 @@ def _eval_folder(
             path.write_bytes(how)
         else:
             how(path)  # type: ignore[operator]
-    results = by_id(evaluate_spider2("spider2-lite", pred, gold, workers=1, limits=limits))
+    results = by_id(
+        evaluate_spider2(pred, benchmark="spider2-lite", gold_dir=gold, workers=1, limits=limits)
+    )
     assert results["local999"].score == 1
     return results
 
@@ -249,7 +261,7 @@ def test_gold_inside_the_predictions_folder_is_still_refused(tmp_path: Path) -> 
     gold = make_gold(tmp_path / "pred", {"local001.csv": b"a\n1\n"})
     pred = tmp_path / "pred"
     os.symlink(gold / "exec_result" / "local001.csv", pred / "local001.csv")
-    [result] = evaluate_spider2("spider2-lite", pred, gold, workers=1)
+    [result] = evaluate_spider2(pred, benchmark="spider2-lite", gold_dir=gold, workers=1)
     assert result.error == "bad_prediction_file" and "gold folder" in str(result.message)
 
 
@@ -302,7 +314,6 @@ def test_a_read_past_its_deadline_is_that_instances_verdict(
 ) -> None:
     # A regular file whose read never returns (as /proc/kmsg's, or a dead network mount) cannot
     # be made here, so the read is pointed at a real pipe no one writes to: it blocks for real.
-    import threading
 
     from querybench.evaluation import prediction_file
 
@@ -323,7 +334,13 @@ def test_a_read_past_its_deadline_is_that_instances_verdict(
     started = threading.active_count()
     try:
         results = by_id(
-            evaluate_spider2("spider2-lite", pred, gold, workers=1, limits=ReadLimits(seconds=0.5))
+            evaluate_spider2(
+                pred,
+                benchmark="spider2-lite",
+                gold_dir=gold,
+                workers=1,
+                limits=ReadLimits(seconds=0.5),
+            )
         )
     finally:
         os.close(writer)
@@ -332,6 +349,44 @@ def test_a_read_past_its_deadline_is_that_instances_verdict(
     assert "did not finish within 0.5 s" in str(results["local001"].message)
     assert results["local002"].score == 1  # the eval went on
     assert threading.active_count() <= started + 1
+
+
+def test_an_abandoned_slow_read_closes_its_descriptor_when_the_read_returns(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from querybench.evaluation import prediction_file
+
+    (tmp_path / "local001.csv").write_text("a\n1\n")
+    silent, writer = os.pipe()
+    opened: list[int] = []
+    readers: list[threading.Thread] = []
+    real_read, real_thread = prediction_file._read_all, threading.Thread
+
+    def blocking(fd: int, scan: object) -> None:
+        opened.append(fd)
+        os.read(silent, 1)  # blocks until the test closes the pipe
+        real_read(fd, scan)  # type: ignore[arg-type]
+
+    def recorded(*args: Any, **kwargs: Any) -> threading.Thread:
+        readers.append(real_thread(*args, **kwargs))
+        return readers[-1]
+
+    monkeypatch.setattr(prediction_file, "_read_all", blocking)
+    monkeypatch.setattr(prediction_file.threading, "Thread", recorded)
+    try:
+        with pytest.raises(prediction_file.PredictionRefused, match="did not finish within"):
+            prediction_file.read_prediction_text(
+                tmp_path / "local001.csv", tmp_path, ReadLimits(seconds=0.2)
+            )
+        (fd,) = opened
+        os.fstat(fd)  # still the reader's while its read blocks
+    finally:
+        os.close(writer)
+    readers[0].join(5)
+    os.close(silent)
+    assert not readers[0].is_alive()
+    with pytest.raises(OSError, match="Bad file descriptor"):
+        os.fstat(fd)  # closed by the reader, not leaked
 
 
 # -- odd bytes: the official verdict is the reference's, every failure has a reason ------------
@@ -376,7 +431,7 @@ def _score_as_nobody(pred: Path, gold: Path, out: Path) -> None:
     if os.geteuid() == 0:
         os.setgid(65534)
         os.setuid(65534)
-    results = evaluate_spider2("spider2-lite", pred, gold, workers=1)
+    results = evaluate_spider2(pred, benchmark="spider2-lite", gold_dir=gold, workers=1)
     out.write_text(json.dumps({r.instance_id: [r.error, r.message] for r in results}))
 
 
@@ -464,7 +519,7 @@ def test_a_scoring_worker_that_dies_fails_only_its_own_instance(
         return real(job, chunk)  # type: ignore[arg-type]
 
     monkeypatch.setattr(spider2_eval, "_score_ids", dying)
-    results = by_id(evaluate_spider2("spider2-lite", pred, gold, workers=2))
+    results = by_id(evaluate_spider2(pred, benchmark="spider2-lite", gold_dir=gold, workers=2))
     assert set(results) == set(ids)
     assert results["local007"].error == "scorer_error"
     assert "process died" in str(results["local007"].message)

@@ -40,7 +40,9 @@ def test_every_gold_file_scores_one_against_itself(benchmark: Benchmark) -> None
 def test_official_sample_submissions_score_without_errors() -> None:
     for benchmark in ("spider2-lite", "spider2-snow"):
         root = require_data("spider2", benchmark, "evaluation_suite")
-        results = evaluate_spider2(benchmark, root / "example_submission_folder_csv", root / "gold")  # type: ignore[arg-type]
+        results = evaluate_spider2(
+            root / "example_submission_folder_csv", benchmark=benchmark, gold_dir=root / "gold"
+        )  # type: ignore[arg-type]
         assert len(results) == 547
         submitted = [r for r in results if r.error != "missing_prediction"]
         assert submitted
@@ -51,7 +53,7 @@ def test_missing_prediction_folder_is_a_clear_error(tmp_path: Path) -> None:
     from querybench.errors import DataError
 
     with pytest.raises(DataError, match="predictions folder not found"):
-        evaluate_spider2("spider2-lite", tmp_path / "nope", tmp_path)
+        evaluate_spider2(tmp_path / "nope", benchmark="spider2-lite", gold_dir=tmp_path)
 
 
 def test_difficulty_for_every_task_snow_borrowing_lite_token_counts() -> None:

@@ -66,9 +66,9 @@ def test_sql_mode_agrees_with_official_on_rewrites(tmp_path: Path) -> None:
         ours = {
             r.instance_id: r
             for r in evaluate_spider2(
-                "spider2-lite",
                 pred_dir,
-                suite / "gold",
+                benchmark="spider2-lite",
+                gold_dir=suite / "gold",
                 mode="sql",
                 db_dir=db_dir,
                 tasks_file=tasks_file,

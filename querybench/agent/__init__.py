@@ -17,7 +17,29 @@ driver, `oracle` the gold-driven models for pipeline checks.
 
 from __future__ import annotations
 
-from querybench.agent.loop import AgentConfig, AgentResult, AgentStep, run_agent
-from querybench.agent.workspace import Workspace, WorkspaceOptions
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from querybench.agent.loop import AgentConfig, AgentResult, AgentStep, run_agent
+    from querybench.agent.workspace import Workspace, WorkspaceOptions
 
 __all__ = ["AgentConfig", "AgentResult", "AgentStep", "Workspace", "WorkspaceOptions", "run_agent"]
+
+# Imported on first use: `agent.options` (read by the `run` command's flags) stays light.
+_LAZY = {
+    "AgentConfig": "querybench.agent.loop",
+    "AgentResult": "querybench.agent.loop",
+    "AgentStep": "querybench.agent.loop",
+    "run_agent": "querybench.agent.loop",
+    "Workspace": "querybench.agent.workspace",
+    "WorkspaceOptions": "querybench.agent.workspace",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        value = getattr(import_module(_LAZY[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'querybench.agent' has no attribute {name!r}")

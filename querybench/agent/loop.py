@@ -24,10 +24,12 @@ from typing import TYPE_CHECKING, Any, Protocol
 from querybench.agent import files
 from querybench.agent.actions import Action, Fail, Terminate, action_name, to_json
 from querybench.agent.files import UnsafePath
+from querybench.agent.options import AgentOptions
 from querybench.agent.prompts import ACTION_SPACE, OBSERVATION, SYSTEM, UNREADABLE
 from querybench.agent.protocol import ProtocolError, parse_reply
 from querybench.agent.workspace import Workspace, readme
 from querybench.context.tokens import count_tokens
+from querybench.engines.registry import dialect_label
 from querybench.models.base import ChatRequest, Completion, Message, Sampling
 from querybench.models.tools import Tool
 
@@ -35,15 +37,14 @@ if TYPE_CHECKING:
     from querybench.models.base import ChatModel
 
 START = "Begin: take your first step."
-DIALECTS = {"sqlite": "SQLite", "duckdb": "DuckDB", "postgres": "PostgreSQL", "mysql": "MySQL"}
 
 
 @dataclass(frozen=True)
 class AgentConfig:
-    max_steps: int = 30
+    max_steps: int = AgentOptions.max_steps
     repeat_limit: int = 3
-    max_observation_chars: int = 5000
-    context_tokens: int = 100_000
+    max_observation_chars: int = AgentOptions.max_observation_chars
+    context_tokens: int = AgentOptions.context_tokens
     temperature: float = 1.0
     top_p: float = 0.9
 
@@ -133,7 +134,7 @@ def prompt_fields(workspace: Workspace, config: AgentConfig) -> dict[str, object
     """What both drivers' system prompts are filled with."""
     task = workspace.task
     return {
-        "dialect": DIALECTS.get(task.engine, task.engine),
+        "dialect": dialect_label(task.engine),
         "readme": readme(task),
         "max_steps": config.max_steps,
     }

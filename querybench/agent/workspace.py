@@ -32,6 +32,7 @@ from querybench.agent.actions import (
     SampleRows,
 )
 from querybench.agent.files import MOUNT_POINT, WorkspaceFull
+from querybench.agent.options import AgentOptions
 from querybench.agent.sandbox import (
     Limits,
     Toolchain,
@@ -52,8 +53,8 @@ NO_SANDBOX = (
 
 @dataclass(frozen=True)
 class WorkspaceOptions:
-    action_timeout: float = 120.0
-    unsafe_bash: bool = False
+    action_timeout: float = AgentOptions.action_timeout
+    unsafe_bash: bool = AgentOptions.unsafe_bash
     limits: Limits = field(default_factory=Limits)
     max_rows: int = 100_000  # rows an ExecuteSQL may return
     print_rows: int = 50  # rows printed when the result is not saved

@@ -6,11 +6,14 @@ import csv
 import json
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from querybench.errors import QuerybenchError
+
+if TYPE_CHECKING:
+    from querybench.engines import Engine
 
 app = typer.Typer(
     help=(
@@ -104,7 +107,7 @@ def query_command(
     except QuerybenchError as exc:
         _fail(str(exc))
         return
-    try:
+    with engine:
         # Read the tables once per command, only when a translation will use them: the
         # translation resolves names against them and writes SQLite's conversions as casts.
         schema = None
@@ -123,8 +126,6 @@ def query_command(
         if outcome["error"] is not None:
             _fail(outcome["error"])
         _print_rows(outcome["columns"], outcome["rows"], output_format)
-    finally:
-        engine.close()
 
 
 @app.command("check")
@@ -137,6 +138,10 @@ def check_command(
             "bigquery_credential.json), postgresql://…, a file, …"
         ),
     ],
+    timeout: Annotated[
+        float,
+        typer.Option(help="Seconds to wait for the connection and the query in all.", min=0.1),
+    ] = 30.0,
 ) -> None:
     """Connect, run `SELECT 1`, and say what failed in words (exit 1 on failure).
 
@@ -145,7 +150,7 @@ def check_command(
     """
     from querybench.engines.check import check_connection
 
-    outcome = check_connection(target)
+    outcome = check_connection(target, timeout=timeout)
     if outcome.ok:
         typer.echo(f"ok: {target}: {outcome.message} ({outcome.seconds:.2f} s)")
         return
@@ -185,7 +190,7 @@ def _statements(file: Path) -> list[str]:
 
 
 def _run(
-    engine: Any,
+    engine: Engine,
     sql: str,
     dialect: str | None,
     timeout: float | None,

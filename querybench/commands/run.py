@@ -1,10 +1,19 @@
-"""`querybench run <benchmark> --method M --model NAME`: a method, a model, official scores."""
+"""`querybench run <benchmark> --method M --model NAME`: a method, a model, official scores.
+
+The command's options are the run configuration's declarations (`runs/config.py`, one help
+panel per concern, then the methods' own options): a field added there is a flag here.
+"""
 
 from __future__ import annotations
 
+import inspect
+import json
 import time
+import tomllib
+import typing
+from dataclasses import MISSING, Field
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
@@ -18,126 +27,15 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
+from querybench.declared import UNSET, OptionError, Spec, declared_fields
 from querybench.errors import QuerybenchError
+from querybench.methods import METHODS, options_type
+from querybench.runs.config import OPTIONS_KEY, RunConfig, concerns, declarations
 
 console = Console(stderr=True)
-AGENT_METHODS = ("spider-agent", "tool-agent")
 
 
-def run(
-    benchmark: Annotated[str, typer.Argument(help="spider1, bird, spider2-lite, spider2-snow, …")],
-    method: Annotated[
-        str,
-        typer.Option(help="zero-shot, dail-sql, din-sql, chess, spider-agent or tool-agent."),
-    ] = "zero-shot",
-    model: Annotated[
-        str, typer.Option(help="Model name at the endpoint, or the labelled oracle / constant.")
-    ] = "oracle",
-    base_url: Annotated[
-        str | None, typer.Option(help="OpenAI-compatible endpoint (default $OPENAI_BASE_URL).")
-    ] = None,
-    api_key_env: Annotated[str, typer.Option(help="Variable holding the API key.")] = (
-        "OPENAI_API_KEY"
-    ),
-    n: Annotated[int, typer.Option(min=1, help="Candidates per task (majority vote).")] = 1,
-    temperature: Annotated[float | None, typer.Option()] = None,
-    top_p: Annotated[float | None, typer.Option()] = None,
-    max_tokens: Annotated[int | None, typer.Option(min=1)] = None,
-    seed: Annotated[int | None, typer.Option()] = None,
-    stop: Annotated[list[str] | None, typer.Option(help="Stop sequence (repeatable).")] = None,
-    limit: Annotated[int | None, typer.Option(min=1, help="First K tasks only.")] = None,
-    ids: Annotated[
-        list[str] | None, typer.Option(help="Only these instance ids (repeatable or a,b,c).")
-    ] = None,
-    workers: Annotated[int, typer.Option(min=1, help="Tasks in progress at once.")] = 2,
-    concurrency: Annotated[int, typer.Option(min=1, help="HTTP requests in flight.")] = 8,
-    max_requests: Annotated[
-        int | None, typer.Option(min=1, help="Request budget for this invocation.")
-    ] = None,
-    timeout: Annotated[float, typer.Option(help="Seconds per HTTP request.")] = 120.0,
-    max_retries: Annotated[int, typer.Option(min=0)] = 5,
-    context_budget: Annotated[
-        int | None, typer.Option(min=1, help="Tokens of schema + documents in the prompt.")
-    ] = 16000,
-    context_window: Annotated[
-        int | None, typer.Option(min=1, help="Model context (tokens); longer prompts are cut.")
-    ] = None,
-    constant_sql: Annotated[str | None, typer.Option(help="The reply of --model constant.")] = None,
-    prices: Annotated[
-        Path | None, typer.Option(help="Price table JSON {model: {prompt, completion}} USD/1M.")
-    ] = None,
-    cache: Annotated[
-        bool, typer.Option("--cache/--no-cache", help="Reuse cached model replies.")
-    ] = True,
-    path: Annotated[
-        Path | None, typer.Option(help="Task file to read instead of the benchmark's own.")
-    ] = None,
-    examples: Annotated[
-        str | None,
-        typer.Option(
-            help="Few-shot pool for dail-sql: a benchmark with gold SQL (spider1, bird, "
-            "bird-train) or a JSON/JSONL file of {question, sql}."
-        ),
-    ] = None,
-    retry_failed: Annotated[
-        bool,
-        typer.Option(
-            help="Also rerun instances whose reply came back unusable (transport failures, "
-            "no reply at all, are retried anyway)."
-        ),
-    ] = False,
-    max_consecutive_failures: Annotated[
-        int,
-        typer.Option(
-            min=0,
-            help="Stop the run when this many tasks in a row get no reply from the endpoint "
-            "(0: never).",
-        ),
-    ] = 5,
-    reference_plan: Annotated[
-        bool,
-        typer.Option(
-            help="Oracle setting (Spider 2.0): add the task's reference plan from the gold "
-            "folder's reference_plan.jsonl to the prompt."
-        ),
-    ] = False,
-    oracle_functions: Annotated[
-        bool,
-        typer.Option(
-            help="Oracle setting: add the docs of the functions the gold SQL uses to the prompt."
-        ),
-    ] = False,
-    max_steps: Annotated[
-        int | None, typer.Option(min=1, help="Agent: model replies per task at most (30).")
-    ] = None,
-    action_timeout: Annotated[
-        float | None, typer.Option(min=0.1, help="Agent: seconds per action at most (120).")
-    ] = None,
-    max_observation_chars: Annotated[
-        int | None,
-        typer.Option(min=1, help="Agent: observations are cut at this many characters (5000)."),
-    ] = None,
-    unsafe_bash: Annotated[
-        bool,
-        typer.Option(
-            help="Agent: run Bash actions unsandboxed on this machine where bubblewrap cannot "
-            "sandbox them (otherwise the agent refuses Bash)."
-        ),
-    ] = False,
-    out: Annotated[
-        Path | None, typer.Option(help="Run folder (default `runs/<bench>-<method>-<model>`).")
-    ] = None,
-    executor: Annotated[
-        str,
-        typer.Option(
-            help="local (this process) or ray (a Ray cluster; pip install 'querybench[ray]')."
-        ),
-    ] = "local",
-    address: Annotated[
-        str | None,
-        typer.Option(help="Ray cluster to join (auto, ray://host:10001); default a local Ray."),
-    ] = None,
-) -> None:
+def run(**values: Any) -> None:
     """Run a text-to-SQL method with a model on a benchmark, then score it officially.
 
     Resumable: the same command again skips finished instances. Writes config.json,
@@ -146,57 +44,11 @@ def run(
     Example: `querybench run spider1 --method zero-shot --model oracle --out runs/oracle`
     """
     from querybench.report.summary import print_summary, summarise
-    from querybench.runs.config import RunConfig
     from querybench.runs.runner import run as run_benchmark
     from querybench.runs.store import InstanceRecord
 
-    agent_options = {
-        "max_steps": max_steps,
-        "action_timeout": action_timeout,
-        "max_observation_chars": max_observation_chars,
-        "unsafe_bash": unsafe_bash or None,
-    }
-    extra = {k: v for k, v in agent_options.items() if v is not None}
-    if extra and method not in AGENT_METHODS:
-        flags = ", ".join("--" + k.replace("_", "-") for k in extra)
-        console.print(f"[red]error:[/red] {flags}: options of {' and '.join(AGENT_METHODS)} only")
-        raise typer.Exit(2)
-    safe_model = model.replace("/", "_")
-    config = RunConfig(
-        benchmark=benchmark,
-        method=method,
-        model=model,
-        out=out or Path("runs") / f"{benchmark}-{method}-{safe_model}",
-        base_url=base_url,
-        api_key_env=api_key_env,
-        constant_sql=constant_sql,
-        n=n,
-        temperature=temperature,
-        top_p=top_p,
-        max_tokens=max_tokens,
-        seed=seed,
-        stop=tuple(stop or ()),
-        limit=limit,
-        ids=tuple(i for item in ids or () for i in item.split(",") if i),
-        workers=workers,
-        concurrency=concurrency,
-        max_requests=max_requests,
-        timeout=timeout,
-        max_retries=max_retries,
-        context_budget=context_budget,
-        context_window=context_window,
-        prices_file=prices,
-        use_cache=cache,
-        task_file=path,
-        examples=examples,
-        retry_failed=retry_failed,
-        max_consecutive_failures=max_consecutive_failures,
-        reference_plan=reference_plan,
-        oracle_functions=oracle_functions,
-        extra=extra,
-        executor=executor,
-        address=address,
-    )
+    config = _config(values)
+    benchmark, method, model = config.benchmark, config.method, config.model
     progress = Progress(
         TextColumn("[progress.description]{task.description}"),
         BarColumn(),
@@ -221,8 +73,8 @@ def run(
             cost=fields["cost"] + record.cost,
         )
 
-    if path is None:
-        _print_data_gaps(benchmark, config.data_dir)
+    if config.selection.task_file is None:
+        _print_data_gaps(benchmark, config.selection.data_dir)
     started = time.perf_counter()
     try:
         with progress:
@@ -248,17 +100,154 @@ def run(
         console.print(f"[yellow]stopped early[/yellow]: {outcome.stopped}; re-run to resume")
     print_summary(summarise(outcome.results), Console(), f"{benchmark} {method} {model}")
     runnable = ""
-    if summary.get("unavailable"):
+    if summary.unavailable:
         runnable = (
-            f" ({100 * summary['score_runnable']:.2f}% over the {summary['runnable']} "
-            "runnable here)"
+            f" ({100 * summary.score_runnable:.2f}% over the {summary.runnable} runnable here)"
         )
     console.print(
-        f"score {summary.get('correct', 0)}/{summary.get('n', 0)}"
-        f" = {100 * summary.get('score', 0.0):.2f}%{runnable}  tokens {summary['tokens']['total']}"
-        f"  cost ${summary['cost']:.4f}  {time.perf_counter() - started:.1f}s  -> "
+        f"score {summary.correct}/{summary.n}"
+        f" = {100 * summary.score:.2f}%{runnable}  tokens {summary.tokens.total}"
+        f"  cost ${summary.cost:.4f}  {time.perf_counter() - started:.1f}s  -> "
         f"{escape(str(config.out))}"
     )
+
+
+def _config(values: dict[str, Any]) -> RunConfig:
+    """The command line's values, over those of the --config file, as a `RunConfig`; a
+    method's own option is accepted for a method that has it, and one left out keeps the
+    method's default."""
+    ctx: typer.Context = values.pop("ctx")
+    file = _read_config_file(values.pop("config_file"))
+    given = {}
+    for name in _method_option_names():
+        value = values.pop(name)
+        if value is not None and value is not False:  # left out (or at --no-...)
+            given[name] = value
+    for f, spec, _ in declarations():
+        if spec.split and values.get(f.name) is not None:
+            values[f.name] = [v for item in values[f.name] for v in item.split(spec.split) if v]
+    if file.get("benchmark", values["benchmark"]) != values["benchmark"]:
+        _fail(f"--config is a {file['benchmark']} run, not {values['benchmark']}")
+    options = dict(file.pop(OPTIONS_KEY, None) or {})
+    for name, value in file.items():
+        source = ctx.get_parameter_source(name)
+        if source is None or source.name != "COMMANDLINE":  # a flag typed wins
+            values[name] = value
+    method = values.pop("method")
+    kind = options_type(method)
+    foreign = [name for name in given if name not in _names(kind)]
+    if foreign:
+        flags = ", ".join("--" + k.replace("_", "-") for k in foreign)
+        owners = [m for m, entry in METHODS.items() if set(foreign) <= _names(entry.options)]
+        _fail(f"{flags}: options of {' and '.join(owners)} only")
+    flat = {k: v for k, v in values.items() if v is not None or k in file or k == "out"}
+    if flat["out"] is None:
+        safe_model = flat["model"].replace("/", "_")
+        flat["out"] = Path("runs") / f"{flat['benchmark']}-{method}-{safe_model}"
+    try:
+        return RunConfig(method=method, options=kind.from_values(options | given, method), **flat)
+    except OptionError as exc:
+        _fail(str(exc))
+
+
+def _read_config_file(path: Path | None) -> dict[str, Any]:
+    """`--config FILE`: JSON (a run's config.json) or TOML, keyed by the flat field names."""
+    if path is None:
+        return {}
+    try:
+        text = path.read_text(encoding="utf-8")
+        data = tomllib.loads(text) if path.suffix == ".toml" else json.loads(text)
+    except (OSError, ValueError) as exc:  # TOMLDecodeError is a ValueError
+        _fail(f"--config {path}: {exc}")
+    if not isinstance(data, dict):
+        _fail(f"--config {path}: not an object of options")
+    return data
+
+
+def _fail(message: str) -> typing.NoReturn:
+    console.print(f"[red]error:[/red] {escape(message)}")
+    raise typer.Exit(2)
+
+
+def _names(kind: type) -> set[str]:
+    return {f.name for f, _, _ in declared_fields(kind)}
+
+
+def _method_option_names() -> list[str]:
+    """The flags of every method's own options (a name two methods share, once)."""
+    names: dict[str, None] = {}
+    for entry in METHODS.values():
+        for f, spec, _ in declared_fields(entry.options):
+            if spec.flags(f.name):
+                names[f.name] = None
+    return list(names)
+
+
+def _parameter(
+    field: Field[Any], spec: Spec, kind: Any, panel: str | None, *, optional: bool = False
+) -> inspect.Parameter:
+    """A typer parameter from a declared field; `optional`: None unless given (a method's own
+    option, whose default is the method's)."""
+    default = field.default if spec.cli_default is UNSET else spec.cli_default
+    annotation = kind
+    if typing.get_origin(kind) is tuple:  # a repeatable flag
+        annotation, default = list[str] | None, None
+    elif optional and kind is not bool:
+        annotation, default = kind | None, None
+    elif default is None and type(None) not in typing.get_args(kind):
+        annotation = kind | None
+    if default is MISSING:
+        default = inspect.Parameter.empty
+    info: Any
+    if spec.argument:
+        info = typer.Argument(help=spec.help)
+    else:
+        decls = [spec.flag] if spec.flag else []
+        info = typer.Option(*decls, help=spec.help or None, rich_help_panel=panel, min=spec.min)
+    return inspect.Parameter(
+        field.name,
+        inspect.Parameter.KEYWORD_ONLY,
+        default=default,
+        annotation=Annotated[annotation, info],
+    )
+
+
+def _signature() -> inspect.Signature:
+    """`run`'s parameters from the declarations: the core, each concern (one help panel
+    each), then every method's own options (one panel per options type)."""
+    panels: dict[str, str] = {}
+    for kind in concerns().values():
+        title = (kind.__doc__ or kind.__name__).split(":")[0].strip()
+        panels |= {f.name: title for f, _, _ in declared_fields(kind)}
+    params = [
+        _parameter(f, spec, kind, panels.get(f.name))
+        for f, spec, kind in declarations()
+        if spec.flags(f.name) or spec.argument
+    ]
+    seen: set[str] = set()
+    for entry in METHODS.values():
+        owners = [m for m, e in METHODS.items() if e.options is entry.options]
+        for f, spec, kind in declared_fields(entry.options):
+            if spec.flags(f.name) and f.name not in seen:
+                seen.add(f.name)
+                panel = f"Options of {' and '.join(owners)}"
+                params.append(_parameter(f, spec, kind, panel, optional=True))
+    config_file = typer.Option(
+        "--config",
+        help="Options from a file: JSON (a run's config.json: the same experiment again) or "
+        "TOML, keyed by the option names with underscores; a flag typed here wins.",
+    )
+    kw = inspect.Parameter.KEYWORD_ONLY
+    params.append(
+        inspect.Parameter(
+            "config_file", kw, default=None, annotation=Annotated[Path | None, config_file]
+        )
+    )
+    params.append(inspect.Parameter("ctx", kw, annotation=typer.Context))
+    return inspect.Signature(params)
+
+
+run.__signature__ = _signature()  # type: ignore[attr-defined]
 
 
 def _print_data_gaps(benchmark: str, data_dir: Path | None) -> None:

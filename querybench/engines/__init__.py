@@ -1,31 +1,40 @@
 """Read-only engines behind one `Engine` protocol, and `connect()` to pick one from a target.
 
-A target is `sqlite:///abs/path`, `duckdb:///abs/path`, or a bare path whose suffix (or, failing
-that, file header) names the engine. `QueryPool` (engines.pool) and `ResultCache`
+A target is a URL whose scheme names the engine (`sqlite:///abs/path`, `postgresql://…`,
+`chdb:///dir`, …) or a bare path whose suffix (or, failing that, file header) names a file
+engine; `engines.registry` holds the table. `QueryPool` (engines.pool) and `ResultCache`
 (engines.cache) build on `connect`.
 """
 
 from __future__ import annotations
 
+import importlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from querybench.engines.base import Column, Engine, Result, Table
+from querybench.engines.registry import (
+    EngineKind,
+    EngineSpec,
+    file_specs,
+    spec_for_header,
+    spec_for_scheme,
+    spec_for_suffix,
+)
 from querybench.errors import EngineError, EngineUnavailable
 
-__all__ = ["Column", "Engine", "EngineKind", "Result", "Table", "Target", "connect", "parse_target"]
-
-EngineKind = Literal["sqlite", "duckdb"]
-
-_SUFFIXES: dict[str, EngineKind] = {
-    ".sqlite": "sqlite",
-    ".sqlite3": "sqlite",
-    ".db": "sqlite",
-    ".duckdb": "duckdb",
-}
-_SQLITE_MAGIC = b"SQLite format 3\x00"
-_DUCKDB_MAGIC = b"DUCK"  # at byte offset 8 of every DuckDB file
+__all__ = [
+    "Column",
+    "Engine",
+    "EngineKind",
+    "EngineSpec",
+    "Result",
+    "Table",
+    "Target",
+    "connect",
+    "parse_target",
+]
 
 
 @dataclass(frozen=True)
@@ -37,69 +46,69 @@ class Target:
 
 
 def parse_target(target: str | Path) -> Target:
-    """Resolve a target to its engine kind and path, without opening (or creating) anything."""
-    text = str(target)
-    if "://" in text:
-        scheme, _, rest = text.partition("://")
-        kind = scheme.lower()
-        if kind not in ("sqlite", "duckdb"):
-            raise EngineUnavailable(
-                f"no engine for {scheme!r} in {text!r}: use sqlite:///abs/path, "
-                "duckdb:///abs/path or a path ending in .sqlite, .sqlite3, .db or .duckdb"
-            )
-        if not rest.startswith("/"):
-            raise EngineError(f"{scheme}:// needs an absolute path (three slashes): {text!r}")
-        return Target("sqlite" if kind == "sqlite" else "duckdb", Path(rest))
-    path = Path(text).expanduser()
-    kind_of_suffix = _SUFFIXES.get(path.suffix.lower())
-    if kind_of_suffix is not None:
-        return Target(kind_of_suffix, path)
-    _require_file(path)
-    with path.open("rb") as f:
-        header = f.read(16)
-    if header.startswith(_SQLITE_MAGIC):
-        return Target("sqlite", path)
-    if header[8:12] == _DUCKDB_MAGIC:
-        return Target("duckdb", path)
-    raise EngineUnavailable(
-        f"cannot tell which engine opens {path}: use a sqlite:/// or duckdb:/// URL "
-        "or a path ending in .sqlite, .sqlite3, .db or .duckdb"
-    )
-
-
-# Server URLs (and chdb's data directory), each opened by its module's `from_url`.
-_URL_ENGINES = {
-    "postgresql": "postgres",
-    "postgres": "postgres",
-    "mysql": "mysql",
-    "mariadb": "mysql",
-    "clickhouse": "clickhouse",
-    "chdb": "clickhouse",
-    "snowflake": "snowflake",
-    "snowflake+local": "snowflake",
-    "bigquery": "bigquery",
-    "bigquery+local": "bigquery",
-}
+    """Resolve a file target to its engine kind and path, without opening (or creating)
+    anything."""
+    spec, path = _file_target(target)
+    return Target(spec.kind, path)
 
 
 def connect(target: str | Path, **kw: Any) -> Engine:
     """Open `target` read-only; keyword arguments go to the engine's constructor."""
-    scheme = str(target).partition("://")[0].lower() if "://" in str(target) else ""
-    if scheme in _URL_ENGINES:
-        import importlib
-
-        module = importlib.import_module(f"querybench.engines.{_URL_ENGINES[scheme]}")
-        engine: Engine = module.from_url(str(target), **kw)
+    text = str(target)
+    spec = spec_for_scheme(text.partition("://")[0]) if "://" in text else None
+    if spec is not None and not spec.is_file:
+        engine: Engine = _opener(spec)(text, **kw)
         return engine
-    parsed = parse_target(target)
-    _require_file(parsed.path)
-    if parsed.kind == "sqlite":
-        from querybench.engines.sqlite import SQLiteEngine
+    spec, path = _file_target(target)
+    _require_file(path)
+    opened: Engine = _opener(spec)(path, **kw)
+    return opened
 
-        return SQLiteEngine(parsed.path, **kw)
-    from querybench.engines.duckdb import DuckDBEngine
 
-    return DuckDBEngine(parsed.path, **kw)
+def _file_target(target: str | Path) -> tuple[EngineSpec, Path]:
+    text = str(target)
+    if "://" in text:
+        scheme, _, rest = text.partition("://")
+        spec = spec_for_scheme(scheme)
+        if spec is None or not spec.is_file:
+            raise EngineUnavailable(f"no engine for {scheme!r} in {text!r}: use {_file_forms()}")
+        if not rest.startswith("/"):
+            raise EngineError(f"{scheme}:// needs an absolute path (three slashes): {text!r}")
+        return spec, Path(rest)
+    path = Path(text).expanduser()
+    spec = spec_for_suffix(path.suffix)
+    if spec is not None:
+        return spec, path
+    _require_file(path)
+    with path.open("rb") as f:
+        spec = spec_for_header(f.read(16))
+    if spec is not None:
+        return spec, path
+    schemes = " or ".join(f"{scheme}:///" for scheme in _file_schemes())
+    raise EngineUnavailable(
+        f"cannot tell which engine opens {path}: use a {schemes} URL "
+        f"or a path ending in {_suffix_list()}"
+    )
+
+
+def _file_schemes() -> list[str]:
+    return [spec.schemes[0] for spec in file_specs()]
+
+
+def _suffix_list() -> str:
+    suffixes = [suffix for spec in file_specs() for suffix in spec.suffixes]
+    return ", ".join(suffixes[:-1]) + " or " + suffixes[-1]
+
+
+def _file_forms() -> str:
+    urls = ", ".join(f"{scheme}:///abs/path" for scheme in _file_schemes())
+    return f"{urls} or a path ending in {_suffix_list()}"
+
+
+def _opener(spec: EngineSpec) -> Any:
+    """The class or `from_url` the spec names, its module imported now (drivers load late)."""
+    module, _, attribute = spec.opener.partition(":")
+    return getattr(importlib.import_module(module), attribute)
 
 
 def _require_file(path: Path) -> None:

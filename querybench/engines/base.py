@@ -6,14 +6,18 @@ import contextlib
 import itertools
 import os
 import threading
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, Self
 
+from querybench.engines.registry import EngineSpec
 from querybench.errors import ResultTooLarge, ResultTooManyBytes
 
 if TYPE_CHECKING:
     import pyarrow as pa
+
+
+FETCH_CHUNK = 10_000
 
 
 @dataclass(frozen=True)
@@ -68,15 +72,23 @@ def _unique_names(names: tuple[str, ...]) -> list[str]:
     return out
 
 
+# Rows handed out batch by batch; a generator, so a consumer that stops early closes it and
+# the engine's cursor with it (`contextlib.closing`).
+Batches = Generator[list[tuple[Any, ...]], None, None]
+
+
 class Engine(Protocol):
-    """A read-only connection to one database.
+    """A read-only connection to one database; `with engine:` closes it.
 
     `execute` runs exactly one statement; it raises `QueryRefused` for anything that would write,
     `QueryTimeout` when `timeout` seconds pass (the query is really stopped), `ResultTooLarge`
-    past `max_rows`, and `EngineError` for any other failure.
+    past `max_rows`, and `EngineError` for any other failure. `execute_batches` gives the same
+    rows under the same guarantees in lists of at most `batch`; only an engine whose
+    `spec.capabilities.streams` is set reads them from the database as they are asked for.
     """
 
     dialect: str
+    spec: EngineSpec
 
     def tables(self) -> list[Table]: ...
 
@@ -86,7 +98,20 @@ class Engine(Protocol):
         self, sql: str, *, timeout: float | None = None, max_rows: int | None = None
     ) -> Result: ...
 
+    def execute_batches(
+        self,
+        sql: str,
+        *,
+        timeout: float | None = None,
+        max_rows: int | None = None,
+        batch: int = FETCH_CHUNK,
+    ) -> Batches: ...
+
     def close(self) -> None: ...
+
+    def __enter__(self) -> Self: ...
+
+    def __exit__(self, *exc: object) -> None: ...
 
 
 class Closing:
@@ -100,6 +125,34 @@ class Closing:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+class EngineBase(Closing):
+    """What every engine class inherits: `with`, and `execute_batches` for an engine that
+    cannot stream (the whole result from `execute`, handed out in batches)."""
+
+    def execute(
+        self, sql: str, *, timeout: float | None = None, max_rows: int | None = None
+    ) -> Result:
+        raise NotImplementedError
+
+    def execute_batches(
+        self,
+        sql: str,
+        *,
+        timeout: float | None = None,
+        max_rows: int | None = None,
+        batch: int = FETCH_CHUNK,
+    ) -> Batches:
+        """The rows of `execute`, run now (so its errors raise here), in lists of `batch`."""
+        return in_batches(self.execute(sql, timeout=timeout, max_rows=max_rows).rows, batch)
+
+
+def in_batches(rows: list[tuple[Any, ...]], batch: int) -> Batches:
+    """`rows` in lists of at most `batch` (at least one row each)."""
+    size = max(1, batch)
+    for start in range(0, len(rows), size):
+        yield rows[start : start + size]
 
 
 def group_columns(rows: Iterable[Sequence[Any]], default_schema: str | None = None) -> list[Table]:
@@ -144,7 +197,6 @@ def quote_identifier(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
-FETCH_CHUNK = 10_000
 MAX_RESULT_BYTES_ENV = "QUERYBENCH_MAX_RESULT_BYTES"
 DEFAULT_MAX_RESULT_BYTES = 256 * 1024**2
 # What a cell other than text or bytes counts for (a number, a date, NULL).

@@ -26,8 +26,8 @@ import sqlglot
 from sqlglot import exp
 
 from querybench.engines.base import (
-    Closing,
     Column,
+    EngineBase,
     Result,
     Table,
     max_result_bytes,
@@ -37,6 +37,7 @@ from querybench.engines.base import (
     too_many_bytes,
 )
 from querybench.engines.duckdb import DuckDBEngine
+from querybench.engines.registry import ENGINES
 from querybench.engines.spider2_metadata_load import META_TABLE
 from querybench.errors import (
     EngineError,
@@ -65,10 +66,11 @@ class CostGuardExceeded(QueryRefused):
         self.maximum_bytes_billed = maximum_bytes_billed
 
 
-class BigQueryLocalEngine(Closing):
+class BigQueryLocalEngine(EngineBase):
     """BigQuery SQL on a local DuckDB emulation file; read-only."""
 
-    dialect = "bigquery"
+    spec = ENGINES["bigquery+local"]
+    dialect = spec.dialect
 
     def __init__(
         self, path: str | Path, *, memory_limit: str = "4GB", threads: int | None = None
@@ -180,10 +182,11 @@ class BigQueryLocalEngine(Closing):
         return exp.Subquery(this=union, alias=exp.TableAlias(this=exp.to_identifier(alias)))
 
 
-class BigQueryEngine(Closing):
+class BigQueryEngine(EngineBase):
     """The BigQuery service, with a dry-run estimate and a cost guard before every query."""
 
-    dialect = "bigquery"
+    spec = ENGINES["bigquery"]
+    dialect = spec.dialect
 
     def __init__(
         self,

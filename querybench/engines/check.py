@@ -9,6 +9,7 @@ role) to what happened and what to do, keeping the connector's own text after it
 from __future__ import annotations
 
 import re
+import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -24,9 +25,28 @@ class CheckOutcome:
     seconds: float
 
 
-def check_connection(url: str, *, opener: Callable[[str], Any] = connect) -> CheckOutcome:
-    """Open `url`, run a trivial query, close; never raises."""
+DEFAULT_CHECK_SECONDS = 30.0
+
+
+def check_connection(
+    url: str, *, opener: Callable[[str], Any] = connect, timeout: float = DEFAULT_CHECK_SECONDS
+) -> CheckOutcome:
+    """Open `url`, run a trivial query, close; never raises, and answers within `timeout`
+    seconds even when the server never does (a connector's login can wait for minutes)."""
     start = time.perf_counter()
+    outcome: list[CheckOutcome] = []
+    worker = threading.Thread(
+        target=lambda: outcome.append(_check(url, opener, start)), daemon=True, name="db-check"
+    )
+    worker.start()
+    worker.join(timeout)
+    if outcome:
+        return outcome[0]
+    message = f"no answer within {timeout:g} s (the server or network is not answering)"
+    return CheckOutcome(False, message, time.perf_counter() - start)
+
+
+def _check(url: str, opener: Callable[[str], Any], start: float) -> CheckOutcome:
     try:
         engine = opener(url)
         try:

@@ -19,13 +19,14 @@ from typing import Any
 import pyarrow as pa
 
 from querybench.engines.base import (
-    Closing,
+    EngineBase,
     Result,
     Table,
     group_columns,
     max_result_bytes,
     too_many_bytes,
 )
+from querybench.engines.registry import ENGINES
 from querybench.engines.transpile import read_only_statement
 from querybench.engines.url import ServerUrl, mask_secrets, parse_server_url
 from querybench.errors import (
@@ -49,10 +50,11 @@ _SCHEMA_SQL = (
 )
 
 
-class ChdbEngine(Closing):
+class ChdbEngine(EngineBase):
     """A read-only embedded ClickHouse over one chdb data directory (tables in `default`)."""
 
-    dialect = "clickhouse"
+    spec = ENGINES["chdb"]
+    dialect = spec.dialect
 
     def __init__(self, path: str | Path) -> None:
         try:
@@ -124,13 +126,14 @@ class ChdbEngine(Closing):
         return table
 
 
-class ClickHouseServerEngine(Closing):
+class ClickHouseServerEngine(EngineBase):
     """A read-only client of a ClickHouse server (`clickhouse://user:pw@host:8123/db`).
 
     Not exercised by the test suite here: no ClickHouse server runs on this machine.
     """
 
-    dialect = "clickhouse"
+    spec = ENGINES["clickhouse"]
+    dialect = spec.dialect
 
     def __init__(self, url: str | ServerUrl, *, connect_timeout: float = 10.0) -> None:
         try:

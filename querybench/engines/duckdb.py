@@ -16,7 +16,7 @@ import pyarrow as pa
 
 from querybench.engines.base import (
     FETCH_CHUNK,
-    Closing,
+    EngineBase,
     Result,
     Table,
     fetch_capped,
@@ -26,17 +26,19 @@ from querybench.engines.base import (
     quote_identifier,
     too_many_bytes,
 )
+from querybench.engines.registry import ENGINES
 from querybench.errors import EngineError, QueryRefused, QueryTimeout, ResultTooLarge
 
 
-class DuckDBEngine(Closing):
+class DuckDBEngine(EngineBase):
     """A read-only connection to one DuckDB file.
 
     DuckDB shares one database instance per file within a process, so every engine on the same
     file must use the same `memory_limit` and `threads`.
     """
 
-    dialect = "duckdb"
+    spec = ENGINES["duckdb"]
+    dialect = spec.dialect
 
     def __init__(
         self, path: str | Path, *, memory_limit: str = "4GB", threads: int | None = None

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from querybench.engines.base import FETCH_CHUNK, Closing, Result, Table
+from querybench.engines.registry import ENGINES, EngineSpec
 from querybench.errors import EngineError, QueryTimeout
 
 # How long past its timeout a query may take to stop by itself (and hand its rows over)
@@ -67,8 +68,8 @@ class QueryProcess:
 
     def engine(self, database: str | Path) -> IsolatedEngine:
         """An `Engine` for `database`, opened in the child (raising as `connect` does)."""
-        dialect = self._call(OPEN_TIMEOUT_S, None, ("open", str(database)))
-        return IsolatedEngine(self, str(database), str(dialect))
+        name = self._call(OPEN_TIMEOUT_S, None, ("open", str(database)))
+        return IsolatedEngine(self, str(database), ENGINES[str(name)])
 
     def execute(
         self, database: str, sql: str, *, timeout: float | None, max_rows: int | None
@@ -188,14 +189,16 @@ class QueryProcess:
 
 
 class IsolatedEngine(Closing):
-    """An `Engine` view of one database served by a `QueryProcess`."""
+    """An `Engine` view of one database served by a `QueryProcess`; `spec` is the served
+    engine's (so it streams where that engine does)."""
 
     def __init__(
-        self, process: QueryProcess, database: str, dialect: str, *, owns_process: bool = False
+        self, process: QueryProcess, database: str, spec: EngineSpec, *, owns_process: bool = False
     ) -> None:
         self._process = process
         self.database = database
-        self.dialect = dialect
+        self.spec = spec
+        self.dialect = spec.dialect
         self._owns_process = owns_process
         self._closed = False
 
@@ -220,8 +223,8 @@ class IsolatedEngine(Closing):
         max_rows: int | None = None,
         batch: int = FETCH_CHUNK,
     ) -> Generator[list[tuple[Any, ...]], None, None]:
-        """As `SQLiteEngine.execute_batches`; an engine that cannot stream runs the query
-        whole in the child and hands its rows out in batches."""
+        """The served engine's `execute_batches`, each batch fetched from the child as asked
+        for (an engine that cannot stream runs the query whole in the child)."""
         return self._served().batches(
             self.database, sql, timeout=timeout, max_rows=max_rows, batch=batch
         )
@@ -245,11 +248,11 @@ def connect_isolated(target: str | Path) -> IsolatedEngine:
     for a caller that runs a model's SQL on one database (an agent, a tool environment)."""
     process = QueryProcess(open_databases=1)
     try:
-        dialect = process.engine(target).dialect
+        spec = process.engine(target).spec
     except BaseException:
         process.close()
         raise
-    return IsolatedEngine(process, str(target), dialect, owns_process=True)
+    return IsolatedEngine(process, str(target), spec, owns_process=True)
 
 
 def _deadline(timeout: float | None) -> float | None:
@@ -314,13 +317,15 @@ def _serve(pipe: Connection, open_databases: int) -> None:
         kind, args = message[0], message[1:]
         try:
             if kind == "open":
-                value: Any = engine(args[0]).dialect
+                value: Any = engine(args[0]).spec.name
             elif kind == "execute":
                 database, sql, timeout, max_rows = args
                 value = engine(database).execute(sql, timeout=timeout, max_rows=max_rows)
             elif kind == "stream":
                 database, sql, timeout, max_rows, batch = args
-                stream = _stream(engine(database), sql, timeout, max_rows, batch)
+                stream = engine(database).execute_batches(
+                    sql, timeout=timeout, max_rows=max_rows, batch=batch
+                )
                 value = None
             elif kind == "next":
                 value = next(stream, None) if stream is not None else None
@@ -350,19 +355,6 @@ def _serve(pipe: Connection, open_databases: int) -> None:
             pipe.send(("error", EngineError(f"the result cannot be handed over: {exc}")))
         except (BrokenPipeError, OSError):
             break
-
-
-def _stream(
-    engine: Any, sql: str, timeout: float | None, max_rows: int | None, batch: int
-) -> Iterator[list[tuple[Any, ...]]]:
-    streaming = getattr(engine, "execute_batches", None)
-    if streaming is not None:
-        batches: Iterator[list[tuple[Any, ...]]] = streaming(
-            sql, timeout=timeout, max_rows=max_rows, batch=batch
-        )
-        return batches
-    rows = engine.execute(sql, timeout=timeout, max_rows=max_rows).rows
-    return iter([rows[i : i + batch] for i in range(0, len(rows), batch)])
 
 
 def _close(stream: Iterator[Any] | None) -> None:

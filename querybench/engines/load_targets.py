@@ -18,6 +18,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from querybench.engines.base import quote_identifier
+from querybench.engines.registry import spec_for_scheme
 from querybench.engines.url import mask_secrets, parse_server_url
 from querybench.errors import EngineError, EngineUnavailable
 
@@ -207,16 +208,18 @@ def open_writer(target: str) -> Iterator[Writer]:
     """A writable connection to `target`, committed when the block ends without an error."""
     scheme, _, rest = target.partition("://")
     scheme = scheme.lower()
+    spec = spec_for_scheme(scheme)
+    name = None if spec is None else spec.name
     try:
-        if scheme in ("sqlite", "duckdb", "chdb"):
+        if name in ("sqlite", "duckdb", "chdb"):
             if not rest.startswith("/"):
                 raise EngineError(f"{scheme}:// needs an absolute path (three slashes)")
-            with _local_writer(scheme, Path(rest)) as writer:
+            with _local_writer(str(name), Path(rest)) as writer:
                 yield writer
-        elif scheme in ("postgresql", "postgres"):
+        elif name == "postgres":
             with _postgres_writer(target) as writer:
                 yield writer
-        elif scheme in ("mysql", "mariadb"):
+        elif name == "mysql":
             with _mysql_writer(target) as writer:
                 yield writer
         else:

@@ -19,7 +19,8 @@ from typing import Any
 import pymysql
 import pymysql.cursors
 
-from querybench.engines.base import Closing, Column, Result, Table, backstop, fetch_capped
+from querybench.engines.base import Column, EngineBase, Result, Table, backstop, fetch_capped
+from querybench.engines.registry import ENGINES
 from querybench.engines.transpile import read_only_statement
 from querybench.engines.url import ServerUrl, mask_secrets, parse_server_url
 from querybench.errors import (
@@ -54,10 +55,11 @@ def connect_args(url: ServerUrl, **extra: Any) -> dict[str, Any]:
     return args
 
 
-class MySQLEngine(Closing):
+class MySQLEngine(EngineBase):
     """A read-only connection to one MySQL or MariaDB database (`mariadb` tells which)."""
 
-    dialect = "mysql"
+    spec = ENGINES["mysql"]
+    dialect = spec.dialect
 
     def __init__(self, url: str | ServerUrl, *, connect_timeout: float = 10.0) -> None:
         self.url = parse_server_url(url, "mysql") if isinstance(url, str) else url
@@ -67,6 +69,7 @@ class MySQLEngine(Closing):
         self._conn = self._open()
         self.mariadb = "mariadb" in str(self._conn.get_server_info()).lower()
         self._lock = threading.Lock()
+        self._closed = False  # a dropped connection is reopened, a closed engine is not
 
     def _open(self) -> pymysql.connections.Connection[Any]:
         try:
@@ -77,6 +80,7 @@ class MySQLEngine(Closing):
 
     def close(self) -> None:
         with self._lock:
+            self._closed = True
             if self._conn.open:
                 self._conn.close()
 
@@ -108,6 +112,8 @@ class MySQLEngine(Closing):
         if denied:
             raise QueryRefused(f"refused: {denied.group(1)}() reaches outside the database")
         with self._lock:
+            if self._closed:
+                raise EngineError(f"the engine for {self.url.masked()} is closed")
             if not self._conn.open:
                 self._conn = self._open()
             start = time.monotonic()

@@ -20,7 +20,7 @@ import psycopg
 from psycopg import errors as pg_errors
 
 from querybench.engines.base import (
-    Closing,
+    EngineBase,
     Result,
     Table,
     backstop,
@@ -29,6 +29,7 @@ from querybench.engines.base import (
     qualified_name,
     quote_identifier,
 )
+from querybench.engines.registry import ENGINES
 from querybench.engines.transpile import read_only_statement
 from querybench.engines.url import ServerUrl, mask_secrets, parse_server_url
 from querybench.errors import (
@@ -67,10 +68,11 @@ def conninfo(url: ServerUrl, **options: Any) -> str:
     return psycopg.conninfo.make_conninfo(**{k: v for k, v in params.items() if v is not None})
 
 
-class PostgresEngine(Closing):
+class PostgresEngine(EngineBase):
     """A read-only connection to one PostgreSQL database; `Table.schema` is None for `public`."""
 
-    dialect = "postgres"
+    spec = ENGINES["postgres"]
+    dialect = spec.dialect
 
     def __init__(self, url: str | ServerUrl, *, connect_timeout: float = 10.0) -> None:
         self.url = parse_server_url(url, "postgres") if isinstance(url, str) else url

@@ -30,7 +30,7 @@ import sqlglot
 from sqlglot import exp
 
 from querybench.engines.base import (
-    Closing,
+    EngineBase,
     Result,
     Table,
     fetch_capped,
@@ -38,6 +38,7 @@ from querybench.engines.base import (
     quote_identifier,
 )
 from querybench.engines.duckdb import _Watchdog
+from querybench.engines.registry import ENGINES
 from querybench.engines.spider2_metadata_load import META_TABLE
 from querybench.errors import (
     EngineError,
@@ -68,10 +69,11 @@ def check_single_query(sql: str, dialect: str) -> exp.Query:
     return statement
 
 
-class SnowflakeLocalEngine(Closing):
+class SnowflakeLocalEngine(EngineBase):
     """Snowflake SQL on a local emulation file, through fakesnow; read-only."""
 
-    dialect = "snowflake"
+    spec = ENGINES["snowflake+local"]
+    dialect = spec.dialect
 
     def __init__(
         self,
@@ -236,10 +238,11 @@ class SnowflakeCredentials:
         return cls(**{k: v for k, v in values.items() if k in fields and v is not None})
 
 
-class SnowflakeEngine(Closing):
+class SnowflakeEngine(EngineBase):
     """The Snowflake service. Not exercised by the test suite (no service reachable here)."""
 
-    dialect = "snowflake"
+    spec = ENGINES["snowflake"]
+    dialect = spec.dialect
 
     def __init__(
         self,

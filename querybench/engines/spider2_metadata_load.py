@@ -81,7 +81,9 @@ def build_emulation(
     """Create `out_path` (a new DuckDB file) from the Spider 2.0 metadata in `metadata_dir`.
 
     `database` is the Snowflake database name the file stands for (default: the folder name);
-    fakesnow's information-schema views and macros are created under that name.
+    fakesnow's information-schema views and macros are created under that name. The file is
+    built as `<out>.part` and renamed when complete, so an interrupted build never leaves a
+    half file where a finished one is looked for.
     """
     source = Path(metadata_dir)
     out = Path(out_path)
@@ -93,10 +95,12 @@ def build_emulation(
     specs = list(_read_specs(source, dialect))
     if not specs:
         raise DataError(f"no table metadata (DDL.csv or table JSON) under {source}")
+    part = out.with_name(out.name + ".part")
+    _remove_partial(part)  # left by a build that was interrupted
     conn = duckdb.connect(":memory:")
     try:
         alias = quote_identifier(db_name)
-        conn.execute(f"ATTACH '{_literal(str(out))}' AS {alias}")
+        conn.execute(f"ATTACH '{_literal(str(part))}' AS {alias}")
         conn.execute(f"USE {alias}")
         conn.execute("SET TimeZone = 'UTC'")
         conn.execute(f"CREATE TABLE main.{META_TABLE} (dialect VARCHAR, database VARCHAR)")
@@ -112,9 +116,18 @@ def build_emulation(
             _add_fakesnow_objects(conn, db_name)
         conn.execute("USE memory")
         conn.execute(f"DETACH {alias}")
-    finally:
+    except BaseException:
         conn.close()
+        _remove_partial(part)
+        raise
+    conn.close()
+    part.replace(out)
     return EmulationReport(out, db_name, tables, rows, tuple(skipped))
+
+
+def _remove_partial(part: Path) -> None:
+    part.unlink(missing_ok=True)
+    part.with_name(part.name + ".wal").unlink(missing_ok=True)
 
 
 def _read_specs(source: Path, dialect: Dialect) -> list[_TableSpec]:

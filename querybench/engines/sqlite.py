@@ -20,13 +20,14 @@ from typing import Any
 from querybench.engines.base import (
     FETCH_CHUNK,
     ByteBudget,
-    Closing,
     Column,
+    EngineBase,
     Result,
     Table,
     fetch_capped,
     quote_identifier,
 )
+from querybench.engines.registry import ENGINES
 from querybench.errors import EngineError, QueryRefused, QueryTimeout, ResultTooLarge
 
 # Pragmas that only ever read, whatever their argument.
@@ -74,7 +75,7 @@ _WORD = re.compile(r"[A-Za-z_]+")
 _SCAN_STOP = re.compile(r"[;'\"`\[]|--|/\*")
 
 
-class SQLiteEngine(Closing):
+class SQLiteEngine(EngineBase):
     """A read-only connection to one SQLite file.
 
     `text_errors` is how invalid UTF-8 in a TEXT cell is decoded. Valid UTF-8 always comes back
@@ -84,7 +85,8 @@ class SQLiteEngine(Closing):
     errors="ignore")`).
     """
 
-    dialect = "sqlite"
+    spec = ENGINES["sqlite"]
+    dialect = spec.dialect
 
     def __init__(
         self,

@@ -18,6 +18,7 @@ from sqlglot.optimizer.normalize_identifiers import normalize_identifiers
 from sqlglot.tokenizer_core import TokenType
 
 from querybench.engines.base import Engine
+from querybench.engines.registry import sqlglot_dialect
 from querybench.engines.sqlite_rewrites import (
     STRICT_GROUPING,
     bare_columns_aggregated,
@@ -25,14 +26,6 @@ from querybench.engines.sqlite_rewrites import (
 )
 from querybench.errors import EngineError, QueryRefused
 
-# querybench engine names and common spellings -> sqlglot dialect names.
-DIALECT_ALIASES = {
-    "postgresql": "postgres",
-    "pg": "postgres",
-    "mariadb": "mysql",
-    "chdb": "clickhouse",
-    "sqlite3": "sqlite",
-}
 _QUERY_START = frozenset({TokenType.SELECT, TokenType.WITH, TokenType.L_PAREN, TokenType.VALUES})
 _FIRST_WORD_OF_QUERY = re.compile(r"(?is)\s*(select|with|values|\()")
 _STATEMENT_VERBS = frozenset(
@@ -53,9 +46,9 @@ _WRITES = (
 
 
 def dialect_name(name: str) -> str:
-    """The sqlglot dialect for `name` (an engine name or a dialect); raises for unknown ones."""
-    key = name.strip().lower()
-    key = DIALECT_ALIASES.get(key, key)
+    """The sqlglot dialect for `name` (an engine name, URL scheme, alias or sqlglot dialect,
+    as `engines.registry` spells them); raises for unknown ones."""
+    key = sqlglot_dialect(name)
     try:
         sqlglot.Dialect.get_or_raise(key)
     except ValueError as exc:

@@ -7,14 +7,9 @@ import re
 from dataclasses import dataclass, field
 from urllib.parse import parse_qsl, unquote, urlsplit
 
+from querybench.engines.registry import ENGINES
 from querybench.errors import EngineError
 
-# Where a password comes from when the URL has none (the drivers' own conventions).
-PASSWORD_ENV = {
-    "postgres": "PGPASSWORD",
-    "mysql": "MYSQL_PWD",
-    "clickhouse": "CLICKHOUSE_PASSWORD",
-}
 _USERINFO_PASSWORD = re.compile(r"(://[^:/@\s]*:)[^@\s]*@")
 
 
@@ -38,15 +33,17 @@ class ServerUrl:
 
 
 def parse_server_url(url: str, engine: str) -> ServerUrl:
-    """Split `url`; the password falls back to the engine's environment variable."""
+    """Split `url`; the password falls back to the environment variable of the registry's
+    entry `engine` (the drivers' own conventions: `PGPASSWORD`, `MYSQL_PWD`, …)."""
     try:
         parts = urlsplit(url)
         port = parts.port
     except ValueError as exc:
         raise EngineError(f"malformed URL {mask_secrets(url)!r}: {exc}") from None
     password = unquote(parts.password) if parts.password is not None else None
-    if password is None and engine in PASSWORD_ENV:
-        password = os.environ.get(PASSWORD_ENV[engine])
+    spec = ENGINES.get(engine)
+    if password is None and spec is not None and spec.password_env is not None:
+        password = os.environ.get(spec.password_env)
     database = unquote(parts.path.lstrip("/")) or None
     return ServerUrl(
         scheme=parts.scheme.lower(),

@@ -11,8 +11,6 @@ from dataclasses import dataclass, field
 
 from querybench.engines import Engine
 from querybench.engines.base import Result
-from querybench.engines.isolated import IsolatedEngine
-from querybench.engines.sqlite import SQLiteEngine
 from querybench.errors import EngineError
 from querybench.evaluation.bird import StreamedMatch, bird_metrics, bird_stream_match, bird_verdict
 from querybench.evaluation.sql_extract import sql_block
@@ -46,18 +44,15 @@ def run_answer(
 ) -> AnswerOutcome:
     """The answer's outcome, streamed against the gold rows where the engine can stream.
 
-    On SQLite the answer's rows are compared batch by batch (`bird_stream_match`), so a huge
-    wrong result stops at its first foreign row and memory holds one batch plus the gold set;
-    `max_rows` still caps how many rows a result made only of gold rows may run to. Other
+    On an engine that streams (`spec.capabilities.streams`: SQLite, directly or in a
+    `QueryProcess`) the answer's rows are compared batch by batch (`bird_stream_match`), so a
+    huge wrong result stops at its first foreign row and memory holds one batch plus the gold
+    set; `max_rows` still caps how many rows a result made only of gold rows may run to. Other
     engines, and a failed gold (whose score never depends on the answer's rows), return whole
     results. Errors come back as values.
     """
     try:
-        if (
-            isinstance(engine, SQLiteEngine | IsolatedEngine)
-            and engine.dialect == "sqlite"
-            and isinstance(gold, Result)
-        ):
+        if engine.spec.capabilities.streams and isinstance(gold, Result):
             batches = engine.execute_batches(sql, timeout=timeout, max_rows=max_rows)
             with contextlib.closing(batches):
                 return bird_stream_match(gold.rows, batches)

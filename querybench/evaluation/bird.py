@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -37,7 +37,7 @@ from querybench.evaluation.bird_metrics import (
 )
 from querybench.evaluation.execution import run_gold_and_predictions
 from querybench.evaluation.prediction_file import ReadLimits, read_prediction_text
-from querybench.evaluation.record import InstanceResult
+from querybench.evaluation.record import InstanceResult, OnResult
 from querybench.evaluation.sql_extract import extract_sql
 from querybench.evaluation.verdict import (
     BAD_PREDICTION_FILE,
@@ -302,18 +302,20 @@ def _read_json(path: str | Path, what: str) -> Any:
 
 
 def evaluate_bird(
-    questions_json: str | Path,
-    predictions_json: str | Path,
-    db_dir: str | Path,
+    predictions: str | Path,
     *,
-    timeout: float | None = 30.0,
-    workers: int = 4,
-    cache_dir: str | Path | None = None,
-    on_query: Callable[[], None] | None = None,
+    questions: str | Path,
+    db_dir: str | Path,
     metrics: Sequence[BirdMetric] = (BirdMetric.EX,),
     db_url: str | None = None,
     ves_repeats: int = 100,
+    timeout: float | None = 30.0,
+    workers: int = 4,
+    cache_dir: str | Path | None = None,
     clock: Callable[[], float] = time.perf_counter,
+    on_result: OnResult | None = None,
+    instance_ids: Collection[str] | None = None,
+    _on_query: Callable[[], None] | None = None,
 ) -> list[InstanceResult]:
     """Score BIRD predictions in the official formats; one result per question, in file order.
 
@@ -328,15 +330,19 @@ def evaluate_bird(
 
     `metrics` adds `soft_f1` and `r_ves` (see `bird_metrics`) to each result's metrics; R-VES
     times every matched pair `ves_repeats` times on `clock`, so it is slow and its figures
-    depend on the machine's load.
+    depend on the machine's load. `instance_ids` scores only those questions (a shard);
+    `_on_query` is a progress tick after each query.
     """
-    questions = load_bird_questions(questions_json)
-    predictions = predictions_by_question(load_bird_predictions(predictions_json), questions)
+    listed = load_bird_questions(questions)
+    predicted = predictions_by_question(load_bird_predictions(predictions), listed)
+    if instance_ids is not None:
+        wanted = set(instance_ids)
+        listed = [q for q in listed if q.question_id in wanted]
     rejected: dict[str, Verdict] = {}
     gold_jobs: dict[str, tuple[str | Path, str]] = {}
     pred_jobs: dict[str, tuple[str | Path, str]] = {}
     databases: dict[str, tuple[str | Path, bool]] = {}  # db_id -> (where, present): one stat each
-    for q in questions:
+    for q in listed:
         if q.db_id not in databases:
             where = bird_database(q.db_id, db_dir, db_url)
             databases[q.db_id] = (where, not isinstance(where, Path) or where.is_file())
@@ -347,7 +353,7 @@ def evaluate_bird(
             )
             continue
         gold_jobs[q.question_id] = (database, q.gold_sql)
-        prediction = _read_prediction(q, predictions)
+        prediction = _read_prediction(q, predicted)
         if isinstance(prediction, Verdict):
             rejected[q.question_id] = prediction
         elif prediction.sql is not None:
@@ -358,12 +364,12 @@ def evaluate_bird(
         timeout=timeout,
         workers=workers,
         cache_dir=cache_dir,
-        on_query=on_query,
+        on_query=_on_query,
     )
     verdicts = {
         q.question_id: rejected.get(q.question_id)
         or bird_verdict(_ran(gold.get(q.question_id)), pred.get(q.question_id))
-        for q in questions
+        for q in listed
     }
     rewards: dict[str, float] = {}
     if BirdMetric.R_VES in metrics:
@@ -371,7 +377,7 @@ def evaluate_bird(
             TimedPair(
                 q.question_id, pred_jobs[q.question_id][0], pred_jobs[q.question_id][1], q.gold_sql
             )
-            for q in questions
+            for q in listed
             if verdicts[q.question_id].score == 1.0
         ]
         rewards = measure_rewards(
@@ -380,11 +386,11 @@ def evaluate_bird(
             timeout=timeout,
             workers=workers,
             clock=clock,
-            on_pair=on_query,
+            on_pair=_on_query,
         )
     engine = _engine_label(db_url)
     results = []
-    for q in questions:
+    for q in listed:
         g, p = gold.get(q.question_id), pred.get(q.question_id)
         values = bird_metrics(g, p)
         if g is None:  # the database is missing: the gold could not run either
@@ -397,6 +403,8 @@ def evaluate_bird(
         if BirdMetric.R_VES in metrics:
             values["r_ves"] = r_ves_value(rewards.get(q.question_id, 0.0))
         results.append(_instance(q, verdicts[q.question_id], values, engine))
+        if on_result is not None:
+            on_result(results[-1])
     return results
 
 

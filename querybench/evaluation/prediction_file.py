@@ -150,6 +150,9 @@ class _Scan:
         self.header_done = False
         self.ends_with_newline = False
         self.error: BaseException | None = None
+        # Who closes the descriptor: the reader once the waiting side gave up on it.
+        self.handover = threading.Lock()
+        self.finished = self.abandoned = False
 
     def feed(self, block: bytes) -> None:
         import numpy as np
@@ -184,10 +187,25 @@ class _Scan:
 
 def _read_all(fd: int, scan: _Scan) -> None:
     try:
-        while block := os.read(fd, _BLOCK):
+        while not scan.abandoned and (block := os.read(fd, _BLOCK)):
             scan.feed(block)
     except BaseException as exc:  # handed to the waiting thread
         scan.error = exc
+    finally:
+        with scan.handover:
+            scan.finished = True
+            if scan.abandoned:  # nobody waits any more: the descriptor is this thread's
+                scan.parts.clear()
+                os.close(fd)
+
+
+def _abandon(fd: int, scan: _Scan) -> None:
+    """Give up on a read past its deadline: the reader stops at its next block and closes
+    the descriptor, or it is closed here if the reader has just finished."""
+    with scan.handover:
+        scan.abandoned = True
+        if scan.finished:
+            os.close(fd)
 
 
 def _columns(header: bytes) -> int:
@@ -217,7 +235,8 @@ def _read(
     reader = threading.Thread(target=_read_all, args=(fd, scan), daemon=True)
     reader.start()
     reader.join(limits.seconds)
-    if reader.is_alive():  # the descriptor stays with the thread, which may never return
+    if reader.is_alive():  # a read that may never return: the thread closes fd when it does
+        _abandon(fd, scan)
         raise PredictionRefused(
             BAD_PREDICTION_FILE, f"{name}: reading did not finish within {limits.seconds:g} s"
         )

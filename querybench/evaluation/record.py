@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,3 +32,7 @@ class InstanceResult:
         if not out["metrics"]:
             del out["metrics"]
         return out
+
+
+# What every evaluator calls once per scored instance (progress, streaming to a file).
+OnResult = Callable[[InstanceResult], None]

@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -32,7 +32,7 @@ from querybench.engines.base import Result
 from querybench.errors import DataError, EngineError
 from querybench.evaluation.execution import Jobs, run_gold_and_predictions
 from querybench.evaluation.prediction_file import ReadLimits, read_prediction_text
-from querybench.evaluation.record import InstanceResult
+from querybench.evaluation.record import InstanceResult, OnResult
 from querybench.evaluation.verdict import (
     ENGINE_UNAVAILABLE,
     GOLD_ERROR,
@@ -323,15 +323,17 @@ def _hardness_by_line(questions_json: str | Path, gold_lines: list[str]) -> dict
 
 
 def evaluate_spider1(
-    gold_file: str | Path,
-    pred_file: str | Path,
-    db_dir: str | Path,
+    predictions: str | Path,
     *,
+    gold: str | Path,
+    db_dir: str | Path,
+    questions: str | Path | None = None,
     timeout: float | None = 30.0,
     workers: int = 4,
     cache_dir: str | Path | None = None,
-    questions_json: str | Path | None = None,
-    on_query: Callable[[], None] | None = None,
+    on_result: OnResult | None = None,
+    instance_ids: Collection[str] | None = None,
+    _on_query: Callable[[], None] | None = None,
 ) -> list[InstanceResult]:
     """Score Spider 1.0 predictions in the official text formats; one result per gold line.
 
@@ -339,9 +341,13 @@ def evaluate_spider1(
     runner, the queries are compared on every `*.sqlite` file in that folder (a test-suite
     folder holds several; the plain release holds one) and pass only if they match on all.
     Gold results go through the result cache (see `run_gold_and_predictions`); difficulty needs
-    `questions_json`, Spider's dev.json with the official parse of each gold query.
+    `questions`, Spider's dev.json with the official parse of each gold query. `instance_ids`
+    scores only those lines (a shard); `_on_query` is a progress tick after each query.
     """
-    instances = read_spider1_instances(gold_file, pred_file, questions_json)
+    instances = read_spider1_instances(gold, predictions, questions)
+    if instance_ids is not None:
+        wanted = set(instance_ids)
+        instances = [i for i in instances if i.instance_id in wanted]
     planned: dict[str, tuple[Spider1Queries, Spider1Queries, list[Path]]] = {}
     verdicts: dict[str, Verdict] = {}
     gold_jobs: Jobs = {}
@@ -375,17 +381,17 @@ def evaluate_spider1(
             pred_jobs[f"{inst.instance_id}:{k}"] = (db, queries.pred_sql)
             if strict.pred_sql != queries.pred_sql:  # run only where the readings differ
                 pred_jobs[f"{inst.instance_id}:{k}:strict"] = (db, strict.pred_sql)
-    gold, pred = run_gold_and_predictions(
+    gold_runs, pred = run_gold_and_predictions(
         gold_jobs,
         pred_jobs,
         timeout=timeout,
         workers=workers,
         cache_dir=cache_dir,
-        on_query=on_query,
+        on_query=_on_query,
     )
     strict_verdicts: dict[str, Verdict] = {}
     for iid, (queries, strict, dbs) in planned.items():
-        pairs = [(gold[f"{iid}:{k}"], pred[f"{iid}:{k}"], db) for k, db in enumerate(dbs)]
+        pairs = [(gold_runs[f"{iid}:{k}"], pred[f"{iid}:{k}"], db) for k, db in enumerate(dbs)]
         verdicts[iid] = _combine(pairs, queries.order_matters)
         if strict.pred_sql != queries.pred_sql:
             runs = [(g, pred[f"{iid}:{k}:strict"], db) for k, (g, _, db) in enumerate(pairs)]
@@ -396,18 +402,19 @@ def evaluate_spider1(
     for inst in instances:
         verdict = verdicts[inst.instance_id]
         strict_score = strict_verdicts.get(inst.instance_id, verdict).score
-        out.append(
-            InstanceResult(
-                inst.instance_id,
-                verdict.score,
-                verdict.error,
-                verdict.message,
-                official_score=verdict.score,
-                strict_score=strict_score,
-                difficulty=inst.difficulty,
-                engine="sqlite",
-            )
+        result = InstanceResult(
+            inst.instance_id,
+            verdict.score,
+            verdict.error,
+            verdict.message,
+            official_score=verdict.score,
+            strict_score=strict_score,
+            difficulty=inst.difficulty,
+            engine="sqlite",
         )
+        out.append(result)
+        if on_result is not None:
+            on_result(result)
     return out
 
 

@@ -26,7 +26,6 @@ from querybench.evaluation.verdict import (
     Verdict,
 )
 
-OnResult = Callable[[InstanceResult], None]
 PredArrays = Callable[[], list[npt.NDArray[Any]]]
 
 

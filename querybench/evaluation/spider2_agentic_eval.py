@@ -8,12 +8,12 @@ the instances the official script itself counts (its denominator is the submitte
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from querybench.evaluation.record import InstanceResult
+from querybench.evaluation.record import InstanceResult, OnResult
 from querybench.evaluation.spider2_agentic import (
     Answer,
     RunSql,
@@ -116,14 +116,14 @@ class AgenticEvaluation:
 
 
 def evaluate_spider2_agentic(
-    tasks: Sequence[Task],
     predictions: Path,
-    gold_dir: Path,
     *,
+    tasks: Sequence[Task],
+    gold_dir: Path,
     scoring: str = "official",
     run_sql: RunSql | None = None,
     workers: int = 2,
-    on_result: Callable[[InstanceResult], None] | None = None,
+    on_result: OnResult | None = None,
 ) -> AgenticEvaluation:
     """Every task scored from the submission in `predictions` (one result per task, in order)."""
     submission = read_submission(predictions)

@@ -12,13 +12,13 @@ as 0 with the error `gold_error`) and the tasks whose gold files are all present
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 from querybench.evaluation.agentic import score_agentic
-from querybench.evaluation.record import InstanceResult
+from querybench.evaluation.record import InstanceResult, OnResult
 from querybench.evaluation.verdict import GOLD_ERROR, MISSING_PREDICTION, Verdict
 from querybench.tasks.model import Task
 
@@ -88,12 +88,12 @@ def _result(
 
 
 def evaluate_spider2_dbt(
-    tasks: Sequence[Task],
     predictions: Path,
-    gold_dir: Path,
     *,
+    tasks: Sequence[Task],
+    gold_dir: Path,
     workers: int = 2,
-    on_result: Callable[[InstanceResult], None] | None = None,
+    on_result: OnResult | None = None,
 ) -> list[InstanceResult]:
     """One result per task, in task order."""
 

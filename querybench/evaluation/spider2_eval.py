@@ -28,9 +28,8 @@ from querybench.evaluation.prediction_file import (
     open_prediction,
     read_prediction_text,
 )
-from querybench.evaluation.record import InstanceResult
+from querybench.evaluation.record import InstanceResult, OnResult
 from querybench.evaluation.spider2 import (
-    OnResult,
     failed,
     instance_result,
     score_frame,
@@ -61,10 +60,10 @@ _EMULATION_URL = {"bq": EMULATION_URLS["bigquery"], "sf": EMULATION_URLS["snowfl
 
 
 def evaluate_spider2(
-    benchmark: Benchmark,
     predictions: str | Path,
-    gold_dir: str | Path,
     *,
+    benchmark: Benchmark,
+    gold_dir: str | Path,
     mode: Mode = "exec_result",
     scoring: Scoring = "official",
     db_dir: str | Path | Sequence[Path] | None = None,

@@ -4,7 +4,8 @@
     output = await method.solve(task, model, settings)
     output.candidates[0].sql
 
-Each method module holds one method; `METHODS` maps the CLI name to it.
+Each method module holds one method; `METHODS` maps the CLI name to it and to the type of its
+own options (`MethodSettings.options`, typed per method; `NoOptions` for most).
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from querybench.agent.options import AgentOptions
+from querybench.declared import Declared
 from querybench.errors import DataError
 
 if TYPE_CHECKING:
@@ -23,19 +26,36 @@ __all__ = [
     "METHODS",
     "Candidate",
     "Method",
+    "MethodOptions",
     "MethodOutput",
     "MethodSettings",
+    "NoOptions",
     "get_method",
-    "option_defaults",
+    "options_type",
 ]
 
+
+@dataclass(frozen=True)
+class NoOptions(Declared):
+    """The options of a method that has none of its own."""
+
+
+MethodOptions = NoOptions | AgentOptions
+
+
+@dataclass(frozen=True)
+class _Entry:
+    module: str
+    options: type[MethodOptions] = NoOptions
+
+
 METHODS = {
-    "zero-shot": "querybench.methods.zero_shot",
-    "dail-sql": "querybench.methods.dail_sql",
-    "din-sql": "querybench.methods.din_sql",
-    "chess": "querybench.methods.chess",
-    "spider-agent": "querybench.methods.spider_agent",
-    "tool-agent": "querybench.methods.tool_agent",
+    "zero-shot": _Entry("querybench.methods.zero_shot"),
+    "dail-sql": _Entry("querybench.methods.dail_sql"),
+    "din-sql": _Entry("querybench.methods.din_sql"),
+    "chess": _Entry("querybench.methods.chess"),
+    "spider-agent": _Entry("querybench.methods.spider_agent", AgentOptions),
+    "tool-agent": _Entry("querybench.methods.tool_agent", AgentOptions),
 }
 
 
@@ -47,7 +67,7 @@ class MethodSettings:
     data_dir: Path | None = None
     examples: str | None = None  # few-shot pool (dail-sql): a benchmark name or a JSONL file
     run_dir: Path | None = None  # the run folder (the agent writes trajectories there)
-    options: dict[str, Any] = field(default_factory=dict)  # method-specific (RunConfig.extra)
+    options: MethodOptions = field(default_factory=NoOptions)  # the method's own (typed)
 
 
 @dataclass(frozen=True)
@@ -79,15 +99,12 @@ def get_method(name: str) -> Method:
         raise DataError(f"unknown method {name!r}; choose one of {', '.join(METHODS)}")
     import importlib
 
-    method: Method = importlib.import_module(METHODS[name]).METHOD
+    method: Method = importlib.import_module(METHODS[name].module).METHOD
     return method
 
 
-def option_defaults(name: str) -> dict[str, Any]:
-    """The method's own options (`MethodSettings.options`) and their defaults; none for most."""
-    if name not in METHODS:
-        return {}
-    import importlib
-
-    defaults: dict[str, Any] = getattr(importlib.import_module(METHODS[name]), "OPTIONS", {})
-    return defaults
+def options_type(name: str) -> type[MethodOptions]:
+    """The type of the method's own options (`NoOptions` for an unknown name: `get_method`
+    says what is wrong with it)."""
+    entry = METHODS.get(name)
+    return entry.options if entry is not None else NoOptions

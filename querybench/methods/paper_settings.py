@@ -19,13 +19,13 @@ import sqlglot
 from sqlglot import exp
 
 from querybench.context.documents import FunctionDoc
+from querybench.engines.registry import sqlglot_dialect
 from querybench.errors import DataError
 from querybench.tasks.input_files import read_jsonl, required_str
 from querybench.tasks.model import Task
 from querybench.tasks.sql_functions import called_functions
 
 REFERENCE_PLAN_FILE = "reference_plan.jsonl"
-_SQLGLOT_DIALECT = {"sqlite": "sqlite", "bigquery": "bigquery", "snowflake": "snowflake"}
 
 
 def reference_plan_path(benchmark: str, root: Path) -> Path:
@@ -50,7 +50,7 @@ def gold_function_names(sql: str, engine: str) -> set[str]:
     as written (a dialect spelling sqlglot normalises, e.g. SQLite's strftime, stays findable)."""
     names = {name.upper().rsplit(".", 1)[-1] for name in called_functions(sql)}
     try:
-        trees = sqlglot.parse(sql, read=_SQLGLOT_DIALECT.get(engine))
+        trees = sqlglot.parse(sql, read=sqlglot_dialect(engine))
     except sqlglot.errors.SqlglotError:
         return names
     for tree in trees:

@@ -1,8 +1,8 @@
 """Spider-Agent as a method: the agent explores the task's database in its workspace and its
 final SQL is the prediction the run scores.
 
-Options (`RunConfig.extra`; `--max-steps`, `--action-timeout`, `--max-observation-chars`,
-`--unsafe-bash` on the command line): `OPTIONS` and their defaults. They are part of the run's
+Options: `AgentOptions` (`agent/options.py`; `--max-steps`, `--action-timeout`,
+`--max-observation-chars`, `--unsafe-bash` on the command line), all part of the run's
 identity. The trajectory of each task is written to `RUNDIR/trajectories/<instance_id>.json`.
 With the labelled `oracle` model the agent is driven by `AgentOracle` (gold SQL through
 ExecuteSQL, then Terminate). `tool-agent` (`methods/tool_agent.py`) is the same method over
@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from querybench.agent.dbt import is_dbt_task, open_dbt_workspace, save_database
 from querybench.agent.loop import TEXT, AgentConfig, AgentResult, Driver, run_agent
 from querybench.agent.materials import copy_materials
+from querybench.agent.options import AgentOptions
 from querybench.agent.oracle import AgentOracle
 from querybench.agent.submission import copy_example, dbt_line, save_submission
 from querybench.agent.workspace import Workspace, WorkspaceOptions
@@ -35,14 +36,6 @@ if TYPE_CHECKING:
     from querybench.models.base import ChatModel
     from querybench.tasks.model import Task
 
-CONFIG_KEYS = ("max_steps", "max_observation_chars", "context_tokens")
-# The agent's options (MethodSettings.options) and their defaults.
-OPTIONS: dict[str, Any] = {
-    **{key: getattr(AgentConfig(), key) for key in CONFIG_KEYS},
-    "action_timeout": WorkspaceOptions().action_timeout,
-    "unsafe_bash": WorkspaceOptions().unsafe_bash,
-}
-
 
 class SpiderAgent:
     def __init__(
@@ -53,11 +46,15 @@ class SpiderAgent:
         self.oracle = oracle
 
     async def solve(self, task: Task, model: ChatModel, settings: MethodSettings) -> MethodOutput:
-        options = settings.options
-        config = AgentConfig(**{k: options[k] for k in CONFIG_KEYS if k in options})
+        # a method used directly, without its own options, runs with their defaults
+        options = settings.options if isinstance(settings.options, AgentOptions) else AgentOptions()
+        config = AgentConfig(
+            max_steps=options.max_steps,
+            max_observation_chars=options.max_observation_chars,
+            context_tokens=options.context_tokens,
+        )
         workspace_options = WorkspaceOptions(
-            action_timeout=float(options.get("action_timeout", 120.0)),
-            unsafe_bash=bool(options.get("unsafe_bash", False)),
+            action_timeout=options.action_timeout, unsafe_bash=options.unsafe_bash
         )
         if model.name == "oracle":
             model = self.oracle()

@@ -5,13 +5,8 @@ options as `spider-agent`; with the labelled `oracle` model, `ToolCallOracle` dr
 
 from __future__ import annotations
 
-from typing import Any
-
 from querybench.agent.oracle import ToolCallOracle
 from querybench.agent.tool_calls import TOOLS
-from querybench.methods.spider_agent import OPTIONS as SPIDER_AGENT_OPTIONS
 from querybench.methods.spider_agent import SpiderAgent
-
-OPTIONS: dict[str, Any] = dict(SPIDER_AGENT_OPTIONS)
 
 METHOD = SpiderAgent("tool-agent", TOOLS, ToolCallOracle)

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from querybench.context import build_context
 from querybench.context.schema import SchemaSource
+from querybench.engines.registry import EngineKind, dialect_label
 from querybench.evaluation.sql_extract import extract_sql
 from querybench.methods import Candidate, MethodOutput, MethodSettings
 from querybench.methods.schema_cache import ContextCache
@@ -34,36 +35,36 @@ SYSTEM = (
     "Dialect notes:\n{notes}"
 )
 
+# What the prompt says about each dialect (its name comes from the engine registry).
 DIALECT_NOTES = {
-    "sqlite": "- SQLite: dates are text; use strftime() and date(); concatenate with ||; "
-    "integer division truncates (CAST AS REAL for ratios); quote names with spaces in "
-    "double quotes or backticks.",
-    "duckdb": "- DuckDB: PostgreSQL-like; date_trunc(), strftime(); lists and structs are "
-    "native types.",
-    "bigquery": "- BigQuery Standard SQL: name tables `project.dataset.table` in backticks; "
-    "use _TABLE_SUFFIX for wildcard tables; UNNEST arrays in FROM.",
-    "snowflake": "- Snowflake: quote names in double quotes exactly as shown (they are "
-    "case-sensitive); FLATTEN for VARIANT arrays; use DATABASE.SCHEMA.TABLE names.",
-    "postgres": "- PostgreSQL: date_trunc(), ::type casts, ILIKE for case-insensitive match.",
-    "mysql": "- MySQL: backticks for names, DATE_FORMAT(), LIMIT n.",
-    "clickhouse": "- ClickHouse: toYear(), toStartOfMonth(), arrayJoin() for arrays.",
-}
-
-DIALECT_NAMES = {
-    "sqlite": "SQLite",
-    "duckdb": "DuckDB",
-    "bigquery": "BigQuery",
-    "snowflake": "Snowflake",
-    "postgres": "PostgreSQL",
-    "mysql": "MySQL",
-    "clickhouse": "ClickHouse",
+    EngineKind.SQLITE: (
+        "- SQLite: dates are text; use strftime() and date(); concatenate with ||; "
+        "integer division truncates (CAST AS REAL for ratios); quote names with spaces in "
+        "double quotes or backticks."
+    ),
+    EngineKind.DUCKDB: (
+        "- DuckDB: PostgreSQL-like; date_trunc(), strftime(); lists and structs are native types."
+    ),
+    EngineKind.BIGQUERY: (
+        "- BigQuery Standard SQL: name tables `project.dataset.table` in backticks; "
+        "use _TABLE_SUFFIX for wildcard tables; UNNEST arrays in FROM."
+    ),
+    EngineKind.SNOWFLAKE: (
+        "- Snowflake: quote names in double quotes exactly as shown (they are "
+        "case-sensitive); FLATTEN for VARIANT arrays; use DATABASE.SCHEMA.TABLE names."
+    ),
+    EngineKind.POSTGRES: (
+        "- PostgreSQL: date_trunc(), ::type casts, ILIKE for case-insensitive match."
+    ),
+    EngineKind.MYSQL: "- MySQL: backticks for names, DATE_FORMAT(), LIMIT n.",
+    EngineKind.CLICKHOUSE: "- ClickHouse: toYear(), toStartOfMonth(), arrayJoin() for arrays.",
 }
 
 QUESTION = "Question: {question}"
 
 
 def dialect_name(task: Task) -> str:
-    return DIALECT_NAMES.get(task.engine, task.engine)
+    return dialect_label(task.engine)
 
 
 def dialect_notes(task: Task) -> str:

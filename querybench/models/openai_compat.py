@@ -228,12 +228,13 @@ class OpenAICompatibleModel:
             raise _Retryable("connection", _transport_error(exc)) from None
         if response.status_code in RETRY_STATUS:
             retry_after = parse_retry_after(response.headers.get("retry-after"))
-            message = f"HTTP {response.status_code}: {response.text[:200]}"
+            message = f"HTTP {response.status_code}: {_reply_message(response)}"
             status = response.status_code
             raise _Retryable(str(status), message, retry_after, status)
         if response.status_code >= 400:
+            reason = _reply_message(response)
             raise ModelError(
-                f"{url} refused the request: HTTP {response.status_code}: {response.text[:300]}",
+                f"{url} refused the request: HTTP {response.status_code}: {reason}",
                 status=response.status_code,
             )
         try:
@@ -259,7 +260,9 @@ def _root_cause(exc: BaseException) -> str:
     """The operating system's words where there are some (`Connection refused`): httpx's own
     message for a refused connection is only `All connection attempts failed`."""
     seen: BaseException | None = exc
-    while seen is not None:
+    visited: set[int] = set()
+    while seen is not None and id(seen) not in visited:  # a chain may loop back on itself
+        visited.add(id(seen))
         if isinstance(seen, OSError) and seen.errno:
             return os.strerror(seen.errno)
         seen = seen.__cause__ or seen.__context__

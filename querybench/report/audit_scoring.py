@@ -202,9 +202,9 @@ def _run_sql(
     for iid in ids:  # a folder of just these, so nothing else is run (bq/sf emulations)
         shutil.copyfile(sql_dir / f"{iid}.sql", tmp / f"{iid}.sql")
     results = evaluate_spider2(
-        gold.benchmark,
         tmp,
-        gold.dir,
+        benchmark=gold.benchmark,
+        gold_dir=gold.dir,
         mode="sql",
         db_dir=run.db_dir,
         tasks_file=run.tasks_file,

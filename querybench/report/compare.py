@@ -209,7 +209,7 @@ def cost_section(runs: Sequence[RunData]) -> Section | None:
         prompt = sum(r.prompt_tokens for r in recs)
         completion = sum(r.completion_tokens for r in recs)
         cost = sum(r.cost for r in recs)
-        wall = run.summary.get("wall_s")
+        wall = run.summary.wall_s
         model_s = sum(r.model_s for r in recs)
         return [
             f"{prompt:,}",
@@ -240,7 +240,7 @@ def cost_section(runs: Sequence[RunData]) -> Section | None:
 
 
 def pass_at_k_section(runs: Sequence[RunData]) -> Section | None:
-    curves = [run.summary.get("pass_at_k") or {} for run in runs]
+    curves = [run.summary.pass_at_k or {} for run in runs]
     ks = sorted({k for c in curves for k in c}, key=int)
     if not ks:
         return None

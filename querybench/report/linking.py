@@ -9,19 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-# engine (a task's engine kind or a result's Spider 2.0 family) -> sqlglot dialect
-DIALECTS = {
-    "sqlite": "sqlite",
-    "local": "sqlite",
-    "duckdb": "duckdb",
-    "bigquery": "bigquery",
-    "bq": "bigquery",
-    "snowflake": "snowflake",
-    "sf": "snowflake",
-    "postgres": "postgres",
-    "mysql": "mysql",
-    "clickhouse": "clickhouse",
-}
+from querybench.engines.registry import engine_dialect
+from querybench.tasks.spider2 import FAMILY_KINDS
 
 
 @dataclass(frozen=True)
@@ -72,7 +61,8 @@ def schema_linking(
     """Gold against predicted tables; None without both queries or when either fails to parse."""
     if not predicted_sql or not gold_sql:
         return None
-    dialect = DIALECTS.get(engine or "")
+    # `engine` is a task's engine kind or a result's Spider 2.0 family ("bq")
+    dialect = engine_dialect(FAMILY_KINDS.get(engine or "", engine or ""))
     gold = tables_read(gold_sql, dialect)
     predicted = tables_read(predicted_sql, dialect)
     if gold is None or predicted is None:

@@ -71,7 +71,7 @@ def pass_at_k_curves(runs: Sequence[RunData]) -> dict[str, list[tuple[int, float
     """Run name -> (k, pass@k) points, for runs that drew more than one sample per task."""
     out = {}
     for run in runs:
-        curve = run.summary.get("pass_at_k") or {}
+        curve = run.summary.pass_at_k or {}
         if len(curve) > 1 or int(run.config.get("n") or 1) > 1:
             points = sorted((int(k), float(v)) for k, v in curve.items())
             if points:

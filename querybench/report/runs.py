@@ -23,6 +23,7 @@ from typing import Any
 from querybench.errors import DataError, ErrorCode
 from querybench.evaluation.record import InstanceResult
 from querybench.runs.store import InstanceRecord, RecordStore
+from querybench.runs.summary import SUMMARY, RunSummary
 from querybench.tasks.model import Task
 
 log = logging.getLogger(__name__)
@@ -37,7 +38,7 @@ class RunData:
     path: Path
     results: list[InstanceResult]
     config: dict[str, Any] = field(default_factory=dict)
-    summary: dict[str, Any] = field(default_factory=dict)
+    summary: RunSummary = field(default_factory=RunSummary)
     records: dict[str, InstanceRecord] = field(default_factory=dict)
     # instance id -> feature tags (from the benchmark's tasks, when they could be loaded)
     features: dict[str, tuple[str, ...]] = field(default_factory=dict)
@@ -50,7 +51,7 @@ class RunData:
 
     @property
     def benchmark(self) -> str | None:
-        value = self.config.get("benchmark") or self.summary.get("benchmark")
+        value = self.config.get("benchmark") or self.summary.benchmark
         return str(value) if value else None
 
     @property
@@ -182,10 +183,11 @@ def load_run(
 
 def _run_folder(path: Path, name: str, predictions: Path | None) -> RunData:
     records = RecordStore(path).load()
-    summary = _json_file(path / "summary.json")
+    summary = RunSummary.from_json(_json_file(path / SUMMARY))
     if (path / RESULTS).is_file():
         results = read_results(path / RESULTS)
-        finished, runnable = summary.get("finished"), summary.get("runnable", summary.get("n"))
+        finished = summary.finished
+        runnable = summary.runnable if summary.runnable is not None else summary.n
         partial = ""
         if isinstance(finished, int) and isinstance(runnable, int) and finished < runnable:
             partial = (

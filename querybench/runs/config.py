@@ -1,98 +1,311 @@
-"""The resolved configuration of a run, written to RUNDIR/config.json.
+"""The resolved configuration of a run, by concern, written to RUNDIR/config.json.
 
-Re-running into the same folder resumes it; that is refused when a field that changes the
-answers (benchmark, method, model, endpoint, sampling, n, prompt budget, the method's own
-options in `extra` such as the agent's step cap) differs, so one folder never mixes two
-experiments.
+Each concern is a frozen dataclass whose fields are declared once (`declared.option`): the
+declaration gives the `run` command its flags, names the fields of the resume identity and is
+the JSON form, one flat object whose keys are the field names (`extra` holds the method's own
+options, those away from their default), as config.json has always been written.
+
+Re-running into the same folder resumes it; that is refused when an identity field (benchmark,
+method, model, endpoint, sampling, n, prompt budget, the method's own options such as the
+agent's step cap) differs, so one folder never mixes two experiments.
+
+    RunConfig("spider1", "zero-shot", "oracle", Path("runs/o"), execution=Execution(workers=4))
+    RunConfig("spider1", "zero-shot", "oracle", Path("runs/o"), workers=4)  # the same, flat
 """
 
 from __future__ import annotations
 
+import functools
 import json
-from dataclasses import asdict, dataclass, field, fields
+import typing
+from collections.abc import Iterator, Mapping
+from dataclasses import Field, dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
-from querybench.errors import DataError
-
-# Fields whose change would make earlier records answers to a different experiment.
-IDENTITY = (
-    "benchmark",
-    "method",
-    "model",
-    "base_url",
-    "constant_sql",
-    "n",
-    "temperature",
-    "top_p",
-    "max_tokens",
-    "seed",
-    "stop",
-    "context_budget",
-    "context_window",
-    "task_file",
-    "examples",
-    "reference_plan",
-    "oracle_functions",
+from querybench.declared import (
+    Declared,
+    OptionError,
+    Spec,
+    check_value,
+    declared_fields,
+    default_json,
+    option,
+    required,
+    spec_of,
+    to_json_value,
 )
+from querybench.errors import DataError
+from querybench.methods import MethodOptions, NoOptions, options_type
+
 # Oracle settings of the paper: they read gold material, so a run using one is labelled.
 ORACLE_SETTINGS = ("reference_plan", "oracle_functions")
+OPTIONS_KEY = "extra"  # the config.json key of the method's own options
 
 
 @dataclass(frozen=True)
+class Endpoint(Declared):
+    """Endpoint: where the model answers and how each request is made."""
+
+    base_url: str | None = option(
+        None, identity=True, help="OpenAI-compatible endpoint (default $OPENAI_BASE_URL)."
+    )
+    api_key_env: str = option("OPENAI_API_KEY", help="Variable holding the API key.")
+    constant_sql: str | None = option(None, identity=True, help="The reply of --model constant.")
+    timeout: float = option(120.0, help="Seconds per HTTP request.")
+    max_retries: int = option(5, min=0, help="Retries of a request that got no answer.")
+    prices_file: Path | None = option(
+        None, flag="--prices", help="Price table JSON {model: {prompt, completion}} USD/1M."
+    )
+
+
+@dataclass(frozen=True)
+class Sampling(Declared):
+    """Sampling: how many candidates and how each is sampled (unset: the endpoint's default)."""
+
+    n: int = option(1, min=1, identity=True, help="Candidates per task (majority vote).")
+    temperature: float | None = option(None, identity=True, help="Sampling temperature.")
+    top_p: float | None = option(None, identity=True, help="Nucleus sampling mass.")
+    max_tokens: int | None = option(None, min=1, identity=True, help="Tokens per reply at most.")
+    seed: int | None = option(None, identity=True, help="Sampling seed.")
+    stop: tuple[str, ...] = option((), identity=True, help="Stop sequence (repeatable).")
+
+
+@dataclass(frozen=True)
+class Prompt(Declared):
+    """Prompt: what the model is shown besides the question."""
+
+    context_budget: int | None = option(
+        16000, min=1, identity=True, help="Tokens of schema + documents in the prompt."
+    )
+    context_window: int | None = option(
+        None, min=1, identity=True, help="Model context (tokens); longer prompts are cut."
+    )
+    examples: str | None = option(
+        None,
+        identity=True,
+        help="Few-shot pool for dail-sql: a benchmark with gold SQL (spider1, bird, "
+        "bird-train) or a JSON/JSONL file of {question, sql}.",
+    )
+    reference_plan: bool = option(
+        False,
+        identity=True,
+        help="Oracle setting (Spider 2.0): add the task's reference plan from the gold "
+        "folder's reference_plan.jsonl to the prompt.",
+    )
+    oracle_functions: bool = option(
+        False,
+        identity=True,
+        help="Oracle setting: add the docs of the functions the gold SQL uses to the prompt.",
+    )
+
+
+@dataclass(frozen=True)
+class Selection(Declared):
+    """Selection: which tasks, from where, and which finished ones run again."""
+
+    task_file: Path | None = option(
+        None, flag="--path", identity=True, help="Task file to read instead of the benchmark's own."
+    )
+    ids: tuple[str, ...] = option(
+        (), split=",", help="Only these instance ids (repeatable or a,b,c)."
+    )
+    limit: int | None = option(None, min=1, help="First K tasks only.")
+    retry_failed: bool = option(
+        False,
+        help="Also rerun instances whose reply came back unusable (transport failures, "
+        "no reply at all, are retried anyway).",
+    )
+    data_dir: Path | None = option(None, flag="")  # None: the data roots ($QUERYBENCH_DATA, ...)
+
+
+@dataclass(frozen=True)
+class Execution(Declared):
+    """Concurrency: how much runs at once, where, and when the run stops early. Not part of the
+    identity: a local run may be resumed on Ray and the other way round."""
+
+    workers: int = option(2, min=1, help="Tasks in progress at once.")
+    concurrency: int = option(8, min=1, help="HTTP requests in flight.")
+    max_requests: int | None = option(None, min=1, help="Request budget for this invocation.")
+    max_consecutive_failures: int = option(
+        5,
+        min=0,
+        help="Stop the run when this many tasks in a row get no reply from the endpoint "
+        "(0: never).",
+    )
+    executor: str = option(
+        "local", help="local (this process) or ray (a Ray cluster; pip install 'querybench[ray]')."
+    )
+    address: str | None = option(
+        None, help="Ray cluster to join (auto, ray://host:10001); default a local Ray."
+    )
+
+
+@dataclass(frozen=True)
+class Cache(Declared):
+    """Cache: model replies kept by request."""
+
+    use_cache: bool = option(True, flag="--cache/--no-cache", help="Reuse cached model replies.")
+    cache_dir: Path | None = option(None, flag="")  # None: the user cache folder
+
+
+@dataclass(frozen=True)
+class Scoring(Declared):
+    """Scoring: the official evaluation after the run (and the majority vote's executions)."""
+
+    eval_workers: int = option(4, flag="")
+    eval_timeout: float = option(30.0, flag="")
+
+
+@dataclass(frozen=True, init=False)
 class RunConfig:
-    benchmark: str
-    method: str
-    model: str
-    out: Path
-    base_url: str | None = None
-    api_key_env: str = "OPENAI_API_KEY"
-    constant_sql: str | None = None
-    n: int = 1
-    temperature: float | None = None
-    top_p: float | None = None
-    max_tokens: int | None = None
-    seed: int | None = None
-    stop: tuple[str, ...] = ()
-    limit: int | None = None
-    ids: tuple[str, ...] = ()
-    workers: int = 2
-    concurrency: int = 8  # HTTP requests in flight at most
-    max_requests: int | None = None  # per-run request budget
-    timeout: float = 120.0  # seconds per HTTP request
-    max_retries: int = 5
-    context_budget: int | None = 16000
-    context_window: int | None = None
-    prices_file: Path | None = None
-    use_cache: bool = True
-    cache_dir: Path | None = None
-    data_dir: Path | None = None
-    task_file: Path | None = None
-    examples: str | None = None  # few-shot pool of dail-sql: a benchmark name or a JSONL file
-    eval_workers: int = 4
-    eval_timeout: float = 30.0
-    retry_failed: bool = False  # rerun failed instances, answers that were unusable included
-    max_consecutive_failures: int = 5  # transport failures in a row that stop the run
-    reference_plan: bool = False  # oracle: the task's reference plan in the prompt
-    oracle_functions: bool = False  # oracle: docs of the functions the gold SQL uses
-    extra: dict[str, Any] = field(default_factory=dict)
-    # Where instances are solved: "local" (this process) or "ray" (a Ray cluster at `address`,
-    # or a local Ray without one). Not part of the identity: either may resume the other's run.
-    executor: str = "local"
-    address: str | None = None
+    benchmark: str = required(
+        Spec(argument=True, identity=True, help="spider1, bird, spider2-lite, spider2-snow, …")
+    )
+    method: str = required(
+        Spec(
+            identity=True,
+            cli_default="zero-shot",
+            help="zero-shot, dail-sql, din-sql, chess, spider-agent or tool-agent.",
+        )
+    )
+    model: str = required(
+        Spec(
+            identity=True,
+            cli_default="oracle",
+            help="Model name at the endpoint, or the labelled oracle / constant.",
+        )
+    )
+    out: Path = required(
+        Spec(cli_default=None, help="Run folder (default `runs/<bench>-<method>-<model>`).")
+    )
+    endpoint: Endpoint = field(default_factory=Endpoint)
+    sampling: Sampling = field(default_factory=Sampling)
+    prompt: Prompt = field(default_factory=Prompt)
+    selection: Selection = field(default_factory=Selection)
+    execution: Execution = field(default_factory=Execution)
+    cache: Cache = field(default_factory=Cache)
+    scoring: Scoring = field(default_factory=Scoring)
+    options: MethodOptions = field(default_factory=NoOptions)  # typed per method
+
+    def __init__(
+        self,
+        benchmark: str,
+        method: str,
+        model: str,
+        out: Path | str,
+        *,
+        endpoint: Endpoint | None = None,
+        sampling: Sampling | None = None,
+        prompt: Prompt | None = None,
+        selection: Selection | None = None,
+        execution: Execution | None = None,
+        cache: Cache | None = None,
+        scoring: Scoring | None = None,
+        options: MethodOptions | None = None,
+        **flat: Any,
+    ) -> None:
+        """The concerns given whole, or any of their fields by name (`workers=4`; `extra` the
+        method's options as a dict): the flat names are config.json's keys."""
+        given = {
+            "endpoint": endpoint,
+            "sampling": sampling,
+            "prompt": prompt,
+            "selection": selection,
+            "execution": execution,
+            "cache": cache,
+            "scoring": scoring,
+        }
+        core = {"benchmark": benchmark, "method": method, "model": model, "out": out}
+        for name, value in core.items():
+            object.__setattr__(self, name, check_value(name, value, _core_types()[name]))
+        by_concern: dict[str, dict[str, Any]] = {}
+        extra = flat.pop(OPTIONS_KEY, None)
+        for name, value in flat.items():
+            if name not in _flat_names():
+                raise OptionError(f"RunConfig: no option {name!r}")
+            by_concern.setdefault(_flat_names()[name], {})[name] = value
+        for concern, kind in concerns().items():
+            part = given[concern] or kind()
+            if not isinstance(part, kind):
+                raise OptionError(f"{concern}: expected {kind.__name__}, got {part!r}")
+            changed = replace(cast(Any, part), **by_concern.get(concern, {}))
+            object.__setattr__(self, concern, changed)
+        expected = options_type(method)
+        if extra is not None:
+            if options is not None:
+                raise OptionError("RunConfig: give the method's options or `extra`, not both")
+            options = expected.from_values(dict(extra), owner=method)
+        options = options if options is not None else expected()
+        if not isinstance(options, expected):
+            raise OptionError(f"{method} takes {expected.__name__}, not {type(options).__name__}")
+        object.__setattr__(self, "options", options)
 
     @property
     def oracle_settings(self) -> list[str]:
-        return [name for name in ORACLE_SETTINGS if getattr(self, name)]
+        return [name for name in ORACLE_SETTINGS if getattr(self.prompt, name)]
 
     def to_json(self) -> dict[str, Any]:
-        out = asdict(self)
-        for key, value in out.items():
-            if isinstance(value, Path):
-                out[key] = str(value)
-            elif isinstance(value, tuple):
-                out[key] = list(value)
+        """The flat config.json object."""
+        out: dict[str, Any] = {name: to_json_value(getattr(self, name)) for name in _core_types()}
+        for concern in concerns():
+            out |= getattr(self, concern).json_values()
+        out[OPTIONS_KEY] = self.options.json_values(changed_only=True)
         return out
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> RunConfig:
+        """The inverse of `to_json` (a key left out takes its default)."""
+        values = dict(data)
+        missing = [name for name in _core_types() if name not in values]
+        if missing:
+            raise OptionError(f"a run configuration needs {', '.join(missing)}")
+        core = [values.pop(name) for name in _core_types()]
+        return cls(*core, **values)
+
+
+@functools.cache
+def concerns() -> dict[str, type[Declared]]:
+    """RunConfig's concern attributes and their types, in order."""
+    return {
+        f.name: kind
+        for f in fields(RunConfig)
+        if isinstance(kind := _hints()[f.name], type) and issubclass(kind, Declared)
+    }
+
+
+@functools.cache
+def _hints() -> dict[str, Any]:
+    return typing.get_type_hints(RunConfig)
+
+
+@functools.cache
+def _core_types() -> dict[str, Any]:
+    """The fields of the run itself (benchmark, method, model, out): neither a concern nor the
+    method's options."""
+    rest = {*concerns(), "options"}
+    return {f.name: _hints()[f.name] for f in fields(RunConfig) if f.name not in rest}
+
+
+@functools.cache
+def _flat_names() -> dict[str, str]:
+    """Every concern field's name -> its concern (names are unique across concerns)."""
+    out: dict[str, str] = {}
+    for concern, kind in concerns().items():
+        for f, _, _ in declared_fields(kind):
+            assert f.name not in out, f"{f.name} is declared twice"
+            out[f.name] = concern
+    return out
+
+
+def declarations() -> Iterator[tuple[Field[Any], Spec, Any]]:
+    """(field, spec, annotation) of every core and concern field, in order: the CLI's options
+    and the resume identity read this (the method's own: `declared_fields(options_type(m))`)."""
+    for f in fields(RunConfig):
+        if f.name in _core_types():
+            yield f, spec_of(f), _hints()[f.name]
+    for kind in concerns().values():
+        yield from declared_fields(kind)
 
 
 def check_resume(config: RunConfig) -> None:
@@ -104,14 +317,7 @@ def check_resume(config: RunConfig) -> None:
             earlier = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError) as exc:
             raise DataError(f"{path} is unreadable ({exc}); use a new --out folder") from exc
-        # a key an older config.json lacks held its default then
-        defaults = {f.name: f.default for f in fields(RunConfig)}
-        changes = [
-            (k, earlier.get(k, defaults.get(k)), current.get(k))
-            for k in IDENTITY
-            if earlier.get(k, defaults.get(k)) != current.get(k)
-        ]
-        changes += _option_changes(config.method, earlier.get("extra") or {}, config.extra)
+        changes = identity_changes(config, earlier)
         if changes:
             detail = ", ".join(f"{k}: {before!r} -> {after!r}" for k, before, after in changes)
             raise DataError(
@@ -123,16 +329,22 @@ def check_resume(config: RunConfig) -> None:
     tmp.replace(path)
 
 
-def _option_changes(
-    method: str, earlier: dict[str, Any], current: dict[str, Any]
-) -> list[tuple[str, Any, Any]]:
-    """Method options that differ, an option left unset counting as its default."""
-    from querybench.methods import option_defaults
-
-    defaults = option_defaults(method)
-    out = []
-    for key in sorted({*earlier, *current}):
-        before, after = earlier.get(key, defaults.get(key)), current.get(key, defaults.get(key))
+def identity_changes(config: RunConfig, earlier: Mapping[str, Any]) -> list[tuple[str, Any, Any]]:
+    """(field, earlier, now) of each identity field that differs from an earlier config.json;
+    a key an older config.json lacks held its default then."""
+    current = config.to_json()
+    changes = []
+    for f, spec, _ in declarations():
+        if spec.identity:
+            before, after = earlier.get(f.name, default_json(f)), current[f.name]
+            if before != after:
+                changes.append((f.name, before, after))
+    kind = type(config.options)
+    defaults = {f.name: default_json(f) for f, spec, _ in declared_fields(kind) if spec.identity}
+    now = {k: v for k, v in config.options.json_values().items() if k in defaults}
+    before_options = earlier.get(OPTIONS_KEY) or {}
+    for key in sorted({*before_options, *now}):
+        before, after = before_options.get(key, defaults.get(key)), now.get(key, defaults.get(key))
         if before != after:
-            out.append((key, before, after))
-    return out
+            changes.append((key, before, after))
+    return changes

@@ -20,31 +20,32 @@ from querybench.tasks.model import Task
 
 def select_tasks(config: RunConfig) -> tuple[list[Task], dict[str, str]]:
     """(every selected task in benchmark order, {instance id: why it cannot run here})."""
+    selection, data_dir = config.selection, config.selection.data_dir
     tasks = load_tasks(
         config.benchmark,
-        data_dir=config.data_dir,
-        path=config.task_file,
-        with_gold=config.model == "oracle" or config.oracle_functions,  # oracles read gold
+        data_dir=data_dir,
+        path=selection.task_file,
+        with_gold=config.model == "oracle" or config.prompt.oracle_functions,  # oracles read gold
     )
-    if config.ids:
-        wanted = set(config.ids)
+    if selection.ids:
+        wanted = set(selection.ids)
         unknown = wanted - {t.instance_id for t in tasks}
         if unknown:
             raise DataError(f"no such {config.benchmark} ids: {', '.join(sorted(unknown))}")
         tasks = [t for t in tasks if t.instance_id in wanted]
-    if config.limit is not None:
-        tasks = tasks[: config.limit]
+    if selection.limit is not None:
+        tasks = tasks[: selection.limit]
     unavailable: dict[str, str] = {}
     for task in tasks:
         local = not task.benchmark.startswith("spider2") and task.engine == "sqlite"
-        if local and task.benchmark != "custom" and task_database(task, config.data_dir) is None:
-            where = config.data_dir or "the data folders (querybench data status)"
+        if local and task.benchmark != "custom" and task_database(task, data_dir) is None:
+            where = data_dir or "the data folders (querybench data status)"
             unavailable[task.instance_id] = f"database not found: {task.db} is not under {where}"
     tasks = apply_paper_settings(
         tasks,
         config.benchmark,
-        benchmark_root(config.benchmark, config.data_dir),
-        reference_plan=config.reference_plan,
-        oracle_functions=config.oracle_functions,
+        benchmark_root(config.benchmark, data_dir),
+        reference_plan=config.prompt.reference_plan,
+        oracle_functions=config.prompt.oracle_functions,
     )
     return tasks, unavailable

@@ -21,7 +21,6 @@ import json
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 from querybench.evaluation.record import InstanceResult
 from querybench.evaluation.sampling import pass_at_k
@@ -29,6 +28,7 @@ from querybench.evaluation.verdict import ENGINE_UNAVAILABLE
 from querybench.layout import benchmark_root
 from querybench.runs.config import RunConfig
 from querybench.runs.store import InstanceRecord
+from querybench.runs.summary import RunSummary, mean, summarise_run, write_summary
 from querybench.tasks.databases import spider2_database_dirs, task_database
 from querybench.tasks.model import Task
 
@@ -53,7 +53,7 @@ def write_predictions_and_score(
 ) -> list[InstanceResult]:
     """Write the official layout for `predict(record)` under RUNDIR and score it."""
     out = config.out
-    root = benchmark_root(config.benchmark, config.data_dir)
+    root = benchmark_root(config.benchmark, config.selection.data_dir)
     if config.benchmark == "spider1" or config.benchmark == "custom":
         gold = out / "gold.sql"
         gold.write_text(
@@ -82,7 +82,11 @@ def _score_spider1(
     else:
         db_dir = _database_folder(config, tasks, root / "spider1" / "database")
     results = evaluate_spider1(
-        gold, pred, db_dir, timeout=config.eval_timeout, workers=config.eval_workers
+        pred,
+        gold=gold,
+        db_dir=db_dir,
+        timeout=config.scoring.eval_timeout,
+        workers=config.scoring.eval_workers,
     )
     return [
         replace(r, instance_id=t.instance_id, difficulty=t.difficulty or r.difficulty)
@@ -92,7 +96,7 @@ def _score_spider1(
 
 def _database_folder(config: RunConfig, tasks: list[Task], default: Path) -> Path:
     """The folder of `<db>/<db>.sqlite` the first database found is in (else `default`)."""
-    first = next(filter(None, (task_database(t, config.data_dir) for t in tasks)), None)
+    first = next(filter(None, (task_database(t, config.selection.data_dir) for t in tasks)), None)
     return first.parent.parent if first is not None else default
 
 
@@ -100,7 +104,7 @@ def _linked_databases(config: RunConfig, tasks: list[Task], root: Path) -> Path:
     """Custom SQLite tasks: `<db>/<db>.sqlite` links so the Spider 1.0 evaluator finds them."""
     folder = config.out / "databases"
     for task in tasks:
-        source = task_database(task, config.data_dir)
+        source = task_database(task, config.selection.data_dir)
         link = folder / task.db / f"{task.db}.sqlite"
         if source is not None and not link.exists():
             link.parent.mkdir(parents=True, exist_ok=True)
@@ -133,7 +137,11 @@ def _score_bird(
     pred.write_text(json.dumps(predictions, indent=1, ensure_ascii=False), encoding="utf-8")
     db_dir = _database_folder(config, tasks, root / "bird" / "dev_databases")
     return evaluate_bird(
-        questions, pred, db_dir, timeout=config.eval_timeout, workers=config.eval_workers
+        pred,
+        questions=questions,
+        db_dir=db_dir,
+        timeout=config.scoring.eval_timeout,
+        workers=config.scoring.eval_workers,
     )
 
 
@@ -159,17 +167,17 @@ def _score_spider2(
         elif path.exists():
             path.unlink()
     benchmark = config.benchmark
-    gold = default_gold_dir(benchmark, config.data_dir)  # type: ignore[arg-type]
+    gold = default_gold_dir(benchmark, config.selection.data_dir)  # type: ignore[arg-type]
     tasks_file = gold.parent.parent / f"{benchmark}.jsonl"
     results = evaluate_spider2(
-        benchmark,  # type: ignore[arg-type]
         folder,
-        gold,
+        benchmark=benchmark,  # type: ignore[arg-type]
+        gold_dir=gold,
         mode="sql",
-        db_dir=spider2_database_dirs(config.data_dir),
+        db_dir=spider2_database_dirs(config.selection.data_dir),
         tasks_file=tasks_file if tasks_file.is_file() else None,
-        workers=config.eval_workers,
-        timeout=config.eval_timeout,
+        workers=config.scoring.eval_workers,
+        timeout=config.scoring.eval_timeout,
         write_csv=True,
     )
     wanted = {t.instance_id for t in tasks}
@@ -184,13 +192,15 @@ def _score_dbt(config: RunConfig, tasks: list[Task], root: Path) -> list[Instanc
 
     graded = {
         t.instance_id: t
-        for t in load_tasks("spider2-dbt", data_dir=root, path=config.task_file, with_gold=True)
+        for t in load_tasks(
+            "spider2-dbt", data_dir=root, path=config.selection.task_file, with_gold=True
+        )
     }
     return evaluate_spider2_dbt(
-        [graded.get(t.instance_id, t) for t in tasks],
         config.out / "predictions",
-        dbt_gold_dir(root),
-        workers=config.eval_workers,
+        tasks=[graded.get(t.instance_id, t) for t in tasks],
+        gold_dir=dbt_gold_dir(root),
+        workers=config.scoring.eval_workers,
     )
 
 
@@ -217,14 +227,16 @@ def _score_agentic(
     (folder / "results_metadata.jsonl").write_text(text, encoding="utf-8")
     graded = {
         t.instance_id: t
-        for t in load_tasks("spider2", data_dir=root, path=config.task_file, with_gold=True)
+        for t in load_tasks(
+            "spider2", data_dir=root, path=config.selection.task_file, with_gold=True
+        )
     }
     evaluation = evaluate_spider2_agentic(
-        [graded.get(t.instance_id, t) for t in tasks],
         folder,
-        gold_dir(root / "spider2"),
-        run_sql=engine_runner(config.data_dir, config.eval_timeout),
-        workers=config.eval_workers,
+        tasks=[graded.get(t.instance_id, t) for t in tasks],
+        gold_dir=gold_dir(root / "spider2"),
+        run_sql=engine_runner(config.selection.data_dir, config.scoring.eval_timeout),
+        workers=config.scoring.eval_workers,
     )
     return evaluation.results
 
@@ -261,7 +273,7 @@ def pass_at_k_scores(
     config: RunConfig, tasks: list[Task], records: dict[str, InstanceRecord]
 ) -> dict[str, float]:
     """Each sample scored as its own submission, then unbiased pass@k for k = 1..n."""
-    n = config.n
+    n = config.sampling.n
     correct = {t.instance_id: 0 for t in tasks}
     for j in range(n):
 
@@ -273,70 +285,7 @@ def pass_at_k_scores(
         for r in write_predictions_and_score(config, tasks, records, sample, tag=f"_sample{j}"):
             correct[r.instance_id] += int(r.score == 1.0)
     ks = sorted({1, n} | {k for k in (2, 4, 8, 16) if k < n})
-    return {str(k): _mean([pass_at_k(n, c, k) for c in correct.values()]) for k in ks}
-
-
-def _mean(values: list[float]) -> float:
-    return sum(values) / len(values) if values else 0.0
-
-
-def summary_json(
-    config: RunConfig,
-    tasks: list[Task],
-    unavailable: dict[str, str],
-    records: dict[str, InstanceRecord],
-    results: list[InstanceResult],
-) -> dict[str, Any]:
-    done = [records[t.instance_id] for t in tasks if t.instance_id in records]
-    errors: dict[str, int] = {}
-    for r in results:
-        if r.error:
-            errors[r.error] = errors.get(r.error, 0) + 1
-    runnable = [r for r in results if r.error != ENGINE_UNAVAILABLE]
-    reasons: dict[str, int] = {}
-    for r in results:
-        if r.error == ENGINE_UNAVAILABLE:
-            reasons[r.message or ""] = reasons.get(r.message or "", 0) + 1
-    out: dict[str, Any] = {
-        "benchmark": config.benchmark,
-        "method": config.method,
-        "model": config.model,
-        "n": len(tasks),
-        "score": _mean([r.score for r in results]),
-        "correct": sum(r.score == 1.0 for r in results),
-        "finished": len(done),
-        "failed": sum(not r.ok for r in done),
-        # tasks that could not run here (no database, no engine): counted in `n`, and why
-        "unavailable": sum(reasons.values()),
-        "unavailable_reasons": reasons,
-        "runnable": len(runnable),
-        "score_runnable": _mean([r.score for r in runnable]),
-        "errors": errors,
-        "tokens": {
-            "prompt": sum(r.prompt_tokens for r in done),
-            "completion": sum(r.completion_tokens for r in done),
-            "total": sum(r.prompt_tokens + r.completion_tokens for r in done),
-        },
-        "cost": round(sum(r.cost for r in done), 8),
-        "requests": sum(r.attempts for r in done),
-        "cached_replies": sum(r.cached for r in done),
-        "truncated": sum(r.truncation is not None for r in done),
-        "wall_s": _wall(config.out),
-    }
-    if config.oracle_settings:  # labelled: these runs read gold material
-        out["oracle_settings"] = config.oracle_settings
-        out["oracle_settings_applied"] = {
-            "reference_plan": sum(bool(t.extra.get("reference_plan")) for t in tasks),
-            "oracle_functions": sum(t.extra.get("oracle_functions") is not None for t in tasks),
-        }
-    if results and results[0].official_score is not None:
-        out["official_score"] = _mean([r.official_score or 0.0 for r in results])
-        out["strict_score"] = _mean([r.strict_score or 0.0 for r in results])
-    if any("has_gold" in r.metrics for r in results):
-        from querybench.evaluation.spider2_dbt import with_gold_summary
-
-        out["with_gold"] = with_gold_summary(results)
-    return out
+    return {str(k): mean([pass_at_k(n, c, k) for c in correct.values()]) for k in ks}
 
 
 def _wall(run_dir: Path) -> float:
@@ -357,22 +306,16 @@ def finish_run(
     tasks: list[Task],
     unavailable: dict[str, str],
     records: dict[str, InstanceRecord],
-) -> tuple[list[InstanceResult], dict[str, Any]]:
+) -> tuple[list[InstanceResult], RunSummary]:
     """Predictions, scores, RUNDIR/results.jsonl and RUNDIR/summary.json."""
     results = write_predictions_and_score(config, tasks, records, chosen_sql)
     results = with_record_errors(results, records, unavailable)
     with (config.out / "results.jsonl").open("w", encoding="utf-8") as f:
         for r in results:
             f.write(json.dumps(r.to_json(), ensure_ascii=False) + "\n")
-    summary = summary_json(config, tasks, unavailable, records, results)
-    if config.n > 1 and tasks:
-        summary["pass_at_k"] = pass_at_k_scores(config, tasks, records)
-        summary["majority_at_n"] = summary["score"]
-    write_summary(config, summary)
+    summary = summarise_run(config, tasks, records, results, _wall(config.out))
+    if config.sampling.n > 1 and tasks:
+        pass_at_k = pass_at_k_scores(config, tasks, records)
+        summary = replace(summary, pass_at_k=pass_at_k, majority_at_n=summary.score)
+    write_summary(config.out, summary)
     return results, summary
-
-
-def write_summary(config: RunConfig, summary: dict[str, Any]) -> None:
-    tmp = config.out / "summary.json.tmp"
-    tmp.write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
-    tmp.replace(config.out / "summary.json")

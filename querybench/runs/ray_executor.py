@@ -164,14 +164,25 @@ def solve_on_ray(
     returns why the run stopped early (a spent request budget), if it did."""
     if not todo:
         return None
-    with ray_session(config.address) as ray:
+    with ray_session(config.execution.address) as ray:
         cpus = int(ray.cluster_resources().get("CPU", 1))
-        limits = [config.workers, config.concurrency, cpus, len(todo), config.max_requests]
+        limits = [
+            config.execution.workers,
+            config.execution.concurrency,
+            cpus,
+            len(todo),
+            config.execution.max_requests,
+        ]
         n = max(1, min(x for x in limits if x is not None))
+        execution = config.execution
+        budget = execution.max_requests
         share = replace(
             config,
-            concurrency=config.concurrency // n,
-            max_requests=None if config.max_requests is None else config.max_requests // n,
+            execution=replace(
+                execution,
+                concurrency=execution.concurrency // n,
+                max_requests=None if budget is None else budget // n,
+            ),
         )
         solver = ray.remote(Solver).options(scheduling_strategy="SPREAD", **worker_options())
         actors = [solver.remote(share) for _ in range(n)]
@@ -187,7 +198,11 @@ def solve_on_ray(
         stopped: list[str] = []
         try:
             for task, value in capped(
-                todo, lambda t: str(t.engine), config.workers, submit, lambda: bool(stopped)
+                todo,
+                lambda t: str(t.engine),
+                config.execution.workers,
+                submit,
+                lambda: bool(stopped),
             ):
                 load[owner.pop(task.instance_id)] -= 1
                 if isinstance(value, str):

@@ -1,7 +1,7 @@
 """Run a method with a model over a benchmark's tasks, resumably, then score the predictions.
 
     outcome = run(RunConfig("spider1", "zero-shot", "oracle", out=Path("runs/oracle")))
-    outcome.summary["score"]
+    outcome.summary.score
 
 Instances run on `workers` coroutines here, or on a Ray cluster with `executor="ray"`
 (`ray_executor.py`); either way each finished instance is one record appended to the store at
@@ -23,7 +23,6 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import Any
 
 from querybench.errors import QuerybenchError
 from querybench.evaluation.record import InstanceResult
@@ -36,6 +35,7 @@ from querybench.runs.layout import select_tasks
 from querybench.runs.ray_executor import check_executor
 from querybench.runs.solve import build_model, method_settings, solve_instance
 from querybench.runs.store import InstanceRecord, RecordStore, RunLock
+from querybench.runs.summary import RunSummary, write_summary
 from querybench.tasks.model import Task
 
 log = logging.getLogger(__name__)
@@ -51,7 +51,7 @@ class RunOutcome:
     complete: bool  # every task has a record
     stopped: str | None = None  # why the run stopped early (request budget)
     results: list[InstanceResult] = field(default_factory=list)
-    summary: dict[str, Any] = field(default_factory=dict)
+    summary: RunSummary = field(default_factory=RunSummary)
 
 
 def run(
@@ -77,8 +77,8 @@ async def run_async(
     on_record: OnRecord | None = None,
     evaluate: bool = True,
 ) -> RunOutcome:
-    check_executor(config.executor)
-    if config.executor == "ray" and model is not None:
+    check_executor(config.execution.executor)
+    if config.execution.executor == "ray" and model is not None:
         raise QuerybenchError("the ray executor builds the model from the config on each worker")
     method = get_method(config.method)
     tasks, unavailable = select_tasks(config)
@@ -108,11 +108,13 @@ async def _locked_run(
     store = RecordStore(config.out)
     records = store.load()
     runnable = [t for t in tasks if t.instance_id not in unavailable]
-    todo = [t for t in runnable if _needs_run(records.get(t.instance_id), config.retry_failed)]
+    todo = [
+        t for t in runnable if _needs_run(records.get(t.instance_id), config.selection.retry_failed)
+    ]
     if on_start is not None:
         on_start(len(runnable), len(runnable) - len(todo))
     outcome = RunOutcome(tasks, unavailable, records, complete=False)
-    failures = _FailureStreak(config.max_consecutive_failures)
+    failures = _FailureStreak(config.execution.max_consecutive_failures)
 
     def finished(record: InstanceRecord) -> None:
         store.append(record)
@@ -121,12 +123,12 @@ async def _locked_run(
             on_record(record)
         failures.add(record)
 
-    if todo and config.executor == "local":
+    if todo and config.execution.executor == "local":
         model = model or build_model(config)
     try:
         if todo:
             await _preflight(config, model)
-        if config.executor == "ray":
+        if config.execution.executor == "ray":
             from querybench.runs.ray_executor import solve_on_ray
 
             # the driver only waits on the cluster here: no other coroutine shares this loop
@@ -139,14 +141,14 @@ async def _locked_run(
         _log_session(config, time.perf_counter() - started, len(todo))
     outcome.complete = all(t.instance_id in records for t in runnable)
     if evaluate:
-        from querybench.runs.outputs import finish_run, write_summary
+        from querybench.runs.outputs import finish_run
 
         eval_start = time.perf_counter()
-        outcome.results, outcome.summary = finish_run(config, tasks, unavailable, records)
+        outcome.results, summary = finish_run(config, tasks, unavailable, records)
         eval_s = time.perf_counter() - eval_start
         _log_session(config, eval_s, 0)
-        outcome.summary["wall_s"] = round(outcome.summary["wall_s"] + eval_s, 3)
-        write_summary(config, outcome.summary)
+        outcome.summary = replace(summary, wall_s=round((summary.wall_s or 0.0) + eval_s, 3))
+        write_summary(config.out, outcome.summary)
     return outcome
 
 
@@ -191,8 +193,9 @@ def _needs_run(record: InstanceRecord | None, retry_failed: bool) -> bool:
 def _for_workers(config: RunConfig) -> RunConfig:
     """The config a worker gets: folders made absolute here, where the tasks were read (a
     worker's own working directory is Ray's, not ours)."""
-    data_dir = config.data_dir.resolve() if config.data_dir else None  # None: the data roots
-    return replace(config, out=config.out.resolve(), data_dir=data_dir)
+    data_dir = config.selection.data_dir
+    selection = replace(config.selection, data_dir=data_dir.resolve() if data_dir else None)
+    return replace(config, out=config.out.resolve(), selection=selection)  # None: the data roots
 
 
 async def _run_all(
@@ -217,7 +220,7 @@ async def _run_all(
                 return
             finished(record)
 
-    workers = [asyncio.create_task(worker()) for _ in range(max(config.workers, 1))]
+    workers = [asyncio.create_task(worker()) for _ in range(max(config.execution.workers, 1))]
     try:
         await asyncio.gather(*workers)
     finally:

@@ -22,34 +22,36 @@ from querybench.tasks.model import Task
 
 
 def build_model(config: RunConfig) -> ChatModel:
-    prices = PriceTable.from_file(config.prices_file) if config.prices_file else None
+    endpoint = config.endpoint
+    prices = PriceTable.from_file(endpoint.prices_file) if endpoint.prices_file else None
     return make_model(
         config.model,
-        base_url=config.base_url,
-        api_key_env=config.api_key_env,
-        constant_sql=config.constant_sql,
-        timeout=config.timeout,
-        retry=RetryPolicy(max_retries=config.max_retries),
-        concurrency=config.concurrency,
-        max_requests=config.max_requests,
-        cache_dir=config.cache_dir,
-        use_cache=config.use_cache,
+        base_url=endpoint.base_url,
+        api_key_env=endpoint.api_key_env,
+        constant_sql=endpoint.constant_sql,
+        timeout=endpoint.timeout,
+        retry=RetryPolicy(max_retries=endpoint.max_retries),
+        concurrency=config.execution.concurrency,
+        max_requests=config.execution.max_requests,
+        cache_dir=config.cache.cache_dir,
+        use_cache=config.cache.use_cache,
         prices=prices,
-        context_window=config.context_window,
+        context_window=config.prompt.context_window,
     )
 
 
 def method_settings(config: RunConfig) -> MethodSettings:
+    sampling = config.sampling
     return MethodSettings(
         sampling=Sampling(
-            config.temperature, config.top_p, config.max_tokens, config.seed, config.stop
+            sampling.temperature, sampling.top_p, sampling.max_tokens, sampling.seed, sampling.stop
         ),
-        n=config.n,
-        context_budget=config.context_budget,
-        data_dir=config.data_dir,
-        examples=config.examples,
+        n=sampling.n,
+        context_budget=config.prompt.context_budget,
+        data_dir=config.selection.data_dir,
+        examples=config.prompt.examples,
         run_dir=config.out,
-        options=dict(config.extra),
+        options=config.options,
     )
 
 
@@ -91,14 +93,14 @@ async def _choose(
     sqls = [c.sql for c in output.candidates]
     if len(sqls) < 2:
         return 0, None
-    database = task_database(task, config.data_dir)
+    database = task_database(task, config.selection.data_dir)
     if database is None:
         return 0, None
 
     def key_of(sql: str | None) -> tuple[Any, ...] | None:
         if sql is None:
             return None
-        outcome = run_one(database, sql, timeout=config.eval_timeout)
+        outcome = run_one(database, sql, timeout=config.scoring.eval_timeout)
         if outcome.result is None:
             return None
         return result_key(len(outcome.result.columns), outcome.result.rows)

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from querybench.data import data_root, find_data
+from querybench.engines.registry import EngineKind
 from querybench.errors import DataError
 from querybench.layout import task_file_candidates
 from querybench.tasks.input_files import (
@@ -78,7 +79,7 @@ def load_bird(benchmark: str, bird_dir: Path, *, path: Path | None = None) -> li
                 benchmark=benchmark,
                 question=required_str(item, "question", where),
                 db=required_str(item, "db_id", where),
-                engine="sqlite",
+                engine=EngineKind.SQLITE,
                 external_knowledge=evidence,
                 gold=GoldRef(sql=sql),
                 difficulty=difficulty,

@@ -12,13 +12,14 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, get_args
+from typing import Any
 
 import yaml
 
+from querybench.engines.registry import EngineKind, kind_spec, spec_for_scheme, spec_for_suffix
 from querybench.errors import DataError
 from querybench.tasks.input_files import optional_str, read_jsonl, read_text, required_str
-from querybench.tasks.model import FEATURES, EngineKind, GoldRef, Task
+from querybench.tasks.model import FEATURES, GoldRef, Task
 
 FIELDS = frozenset(
     {
@@ -36,9 +37,6 @@ FIELDS = frozenset(
     }
 )
 _DEFAULTS = ("database", "engine", "external_knowledge")
-_ENGINES: tuple[str, ...] = get_args(EngineKind)
-_SCHEMES = {"postgresql": "postgres", "postgres": "postgres", **{e: e for e in _ENGINES}}
-_SUFFIXES = {".sqlite": "sqlite", ".sqlite3": "sqlite", ".db": "sqlite", ".duckdb": "duckdb"}
 
 
 def load_custom(path: Path) -> list[Task]:
@@ -126,30 +124,35 @@ def _task(item: dict[str, Any], where: str, base: Path) -> Task:
 def _engine(item: dict[str, Any], database: str, where: str) -> EngineKind:
     named = optional_str(item, "engine", where)
     if named is not None:
-        if named not in _ENGINES:
-            allowed = ", ".join(_ENGINES)
-            raise DataError(f"{where}: field 'engine' {named!r} is not one of {allowed}")
-        return named  # type: ignore[return-value]
+        try:
+            return EngineKind(named)
+        except ValueError:
+            allowed = ", ".join(EngineKind)
+            raise DataError(f"{where}: field 'engine' {named!r} is not one of {allowed}") from None
     if "://" in database:
-        scheme = database.partition("://")[0].split("+")[0].lower()
-        if scheme in _SCHEMES:
-            return _SCHEMES[scheme]  # type: ignore[return-value]
+        scheme = database.partition("://")[0].lower()
+        # `postgresql+psycopg://` is PostgreSQL's, as `snowflake+local://` is Snowflake's
+        spec = spec_for_scheme(scheme) or spec_for_scheme(scheme.split("+")[0])
+        if spec is not None:
+            return spec.kind
+        scheme = scheme.split("+")[0]
         raise DataError(f"{where}: field 'database' has an unknown scheme {scheme!r}; set 'engine'")
-    suffix = Path(database).suffix.lower()
-    if suffix in _SUFFIXES:
-        return _SUFFIXES[suffix]  # type: ignore[return-value]
+    spec = spec_for_suffix(Path(database).suffix)
+    if spec is not None:
+        return spec.kind
     raise DataError(
         f"{where}: field 'database' {database!r}: cannot tell the engine from it; set 'engine' "
         "or use a .sqlite/.db/.duckdb file or a URL"
     )
 
 
-def _database(database: str, engine: str, base: Path) -> str:
+def _database(database: str, engine: EngineKind, base: Path) -> str:
     """File databases become `sqlite:///abs` / `duckdb:///abs` targets that `connect` opens."""
-    if "://" in database or engine not in ("sqlite", "duckdb"):
+    spec = kind_spec(engine)
+    if "://" in database or not spec.is_file:
         return database
     path = Path(database).expanduser()
-    return f"{engine}://{(path if path.is_absolute() else base / path).resolve()}"
+    return f"{spec.schemes[0]}://{(path if path.is_absolute() else base / path).resolve()}"
 
 
 def _gold_csv(item: dict[str, Any], where: str, base: Path) -> tuple[str, ...]:

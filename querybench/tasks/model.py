@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
-EngineKind = Literal["sqlite", "duckdb", "bigquery", "snowflake", "postgres", "clickhouse", "mysql"]
+from querybench.engines.registry import EngineKind
 
 FEATURES = (
     "nested",

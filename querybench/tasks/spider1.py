@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from querybench.engines.registry import EngineKind
 from querybench.errors import DataError
 from querybench.tasks.input_files import read_json_array, required_str
 from querybench.tasks.model import GoldRef, Task
@@ -35,7 +36,7 @@ def load_spider1(spider1_dir: Path, *, path: Path | None = None) -> list[Task]:
                 benchmark="spider1",
                 question=required_str(item, "question", where),
                 db=required_str(item, "db_id", where),
-                engine="sqlite",
+                engine=EngineKind.SQLITE,
                 gold=GoldRef(sql=sql),
                 difficulty=difficulty,
                 features=("functions",) if uses_dialect_functions(sql) else (),

@@ -16,16 +16,18 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
+from querybench.engines.registry import EngineKind
 from querybench.errors import DataError
 from querybench.tasks.input_files import optional_str, read_jsonl, required_str, unique_ids
-from querybench.tasks.model import EngineKind, GoldRef, Task
+from querybench.tasks.model import GoldRef, Task
 from querybench.tasks.spider2_gold import GoldFolder, engine_family
 from querybench.tasks.spider2_metadata import database_traits, find_database_dir
 from querybench.tasks.sql_functions import uses_dialect_functions
 
 Variant = Literal["spider2-lite", "spider2-snow"]
 
-_ENGINES: dict[str, EngineKind] = {"bq": "bigquery", "sf": "snowflake", "local": "sqlite"}
+# A Spider 2.0 instance family (`engine_family`, the `engine` of its results) -> engine kind
+FAMILY_KINDS = {"bq": EngineKind.BIGQUERY, "sf": EngineKind.SNOWFLAKE, "local": EngineKind.SQLITE}
 
 
 def load_spider2(
@@ -90,13 +92,13 @@ def lite_id(snow_id: str) -> str:
 
 def _engine(benchmark: Variant, instance_id: str, where: str) -> EngineKind:
     if benchmark == "spider2-snow":
-        return "snowflake"
+        return EngineKind.SNOWFLAKE
     family = engine_family(instance_id)
-    if family not in _ENGINES:
+    if family not in FAMILY_KINDS:
         raise DataError(
             f"{where}: field 'instance_id' {instance_id!r} has no engine prefix (bq, ga, sf, local)"
         )
-    return _ENGINES[family]
+    return FAMILY_KINDS[family]
 
 
 def _gold(gold_dir: Path, benchmark: Variant) -> GoldFolder | None:

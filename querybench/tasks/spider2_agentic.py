@@ -24,22 +24,24 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from querybench.engines.registry import EngineKind
 from querybench.errors import DataError
 from querybench.tasks.agentic_checks import parse_checks
 from querybench.tasks.input_files import read_jsonl, read_text, required_str, unique_ids
-from querybench.tasks.model import EngineKind, GoldRef, Task
+from querybench.tasks.model import GoldRef, Task
 from querybench.tasks.spider2_dbt import load_spider2_dbt
 
 BENCHMARK = "spider2"
 UNRATED = "unrated"
 
-ENGINES: dict[str, EngineKind] = {
-    "Bigquery": "bigquery",
-    "Snowflake": "snowflake",
-    "Local": "sqlite",
-    "DBT": "duckdb",
-    "Postgres": "postgres",
-    "Clickhouse": "clickhouse",
+# The official task file's `type` -> the engine kind
+ENGINES = {
+    "Bigquery": EngineKind.BIGQUERY,
+    "Snowflake": EngineKind.SNOWFLAKE,
+    "Local": EngineKind.SQLITE,
+    "DBT": EngineKind.DUCKDB,
+    "Postgres": EngineKind.POSTGRES,
+    "Clickhouse": EngineKind.CLICKHOUSE,
 }
 
 TEXT_FUNCS = frozenset({"string_match", "number_match"})

@@ -14,6 +14,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from querybench.engines.registry import EngineKind
 from querybench.errors import DataError
 from querybench.tasks.agentic_checks import parse_checks
 from querybench.tasks.input_files import read_jsonl, required_str, unique_ids
@@ -59,7 +60,7 @@ def load_spider2_dbt(
                 benchmark="spider2-dbt",
                 question=question,
                 db=_database(instance_id, evaluation, project),
-                engine="duckdb",
+                engine=EngineKind.DUCKDB,
                 gold=GoldRef(
                     result_files=tuple(str(p) for p in gold_files if p.exists()),
                     eval_params={"evaluation": evaluation} if evaluation else {},

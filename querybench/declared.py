@@ -1,0 +1,172 @@
+"""Declared options: frozen dataclass fields that carry their command-line flag, help text and
+whether they are part of a run's resume identity.
+
+One declaration then drives the `run` command's options, the resume check and the JSON form
+(`config.json`), so adding an option is one field that mypy checks. Values are checked against
+their annotations when the dataclass is made (a JSON file or a keyword holding the wrong type
+fails with the field named), which is why this sits at the bottom of the package.
+
+    @dataclass(frozen=True)
+    class Endpoint(Declared):
+        timeout: float = option(120.0, help="Seconds per HTTP request.")
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+import typing
+from dataclasses import MISSING, dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+from querybench.errors import DataError
+
+T = TypeVar("T")
+SPEC = "querybench.option"
+
+
+class _Unset:
+    def __repr__(self) -> str:
+        return "UNSET"
+
+
+UNSET: Any = _Unset()  # a `cli_default` left out: the command line uses the field's default
+
+
+class OptionError(DataError, TypeError):
+    """An option holds a value of the wrong type (or is not an option at all)."""
+
+
+@dataclass(frozen=True)
+class Spec:
+    """How one field appears outside Python."""
+
+    help: str = ""
+    flag: str | None = None  # the spelling when not `--<name-with-dashes>`; "" for no flag
+    identity: bool = False  # part of the resume identity: a change means another experiment
+    min: float | None = None  # the least value the command line accepts
+    split: str | None = None  # a repeatable flag whose values may also be joined by this
+    argument: bool = False  # a positional argument on the command line
+    cli_default: Any = UNSET  # the command line's default, where it differs from the field's
+
+    def flags(self, name: str) -> str | None:
+        if self.flag == "" or self.argument:
+            return None
+        return self.flag or "--" + name.replace("_", "-")
+
+
+def option(
+    default: T,
+    *,
+    help: str = "",
+    flag: str | None = None,
+    identity: bool = False,
+    min: float | None = None,
+    split: str | None = None,
+) -> T:
+    """A dataclass field with its default and its declaration."""
+    spec = Spec(help, flag, identity, min, split)
+    return dataclasses.field(default=default, metadata={SPEC: spec})
+
+
+def required(spec: Spec) -> Any:
+    """A dataclass field without a default, with its declaration."""
+    return dataclasses.field(metadata={SPEC: spec})
+
+
+def spec_of(field: dataclasses.Field[Any]) -> Spec:
+    spec = field.metadata.get(SPEC)
+    return spec if isinstance(spec, Spec) else Spec()
+
+
+Declaration = tuple[dataclasses.Field[Any], Spec, Any]
+_DECLARED: dict[type, tuple[Declaration, ...]] = {}
+
+
+def declared_fields(cls: type) -> tuple[Declaration, ...]:
+    """(field, its spec, its resolved annotation) of a declared dataclass, in order."""
+    if cls not in _DECLARED:
+        hints = typing.get_type_hints(cls)
+        found = [(f, spec_of(f), hints[f.name]) for f in dataclasses.fields(cls) if f.init]
+        _DECLARED[cls] = tuple(found)
+    return _DECLARED[cls]
+
+
+class Declared:
+    """Base of the declared dataclasses: each value is checked against its annotation (and
+    converted where JSON cannot say it: a list to a tuple, a string to a Path, an int to a
+    float)."""
+
+    def __post_init__(self) -> None:
+        for field, _, kind in declared_fields(type(self)):
+            value = getattr(self, field.name)
+            checked = check_value(field.name, value, kind)
+            if checked is not value:
+                object.__setattr__(self, field.name, checked)
+
+    @classmethod
+    def from_values(cls: type[T], values: dict[str, Any], owner: str = "") -> T:
+        """The instance from `{field: value}` (JSON values allowed); an unknown name is an
+        `OptionError` naming it and the names allowed."""
+        names = {f.name for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+        unknown = sorted(set(values) - names)
+        if unknown:
+            allowed = ", ".join(sorted(names)) or "none"
+            where = f" of {owner}" if owner else ""
+            raise OptionError(f"{', '.join(unknown)}: not an option{where} (options: {allowed})")
+        return cls(**values)
+
+    def json_values(self, *, changed_only: bool = False) -> dict[str, Any]:
+        """`{field: JSON value}`; with `changed_only`, the fields away from their default."""
+        out = {}
+        for field, _, _ in declared_fields(type(self)):
+            value = getattr(self, field.name)
+            if changed_only and value == field.default:
+                continue
+            out[field.name] = to_json_value(value)
+        return out
+
+
+def to_json_value(value: Any) -> Any:
+    if isinstance(value, Path):
+        return str(value)
+    if isinstance(value, tuple):
+        return [to_json_value(v) for v in value]
+    return value
+
+
+def default_json(field: dataclasses.Field[Any]) -> Any:
+    return None if field.default is MISSING else to_json_value(field.default)
+
+
+def check_value(name: str, value: Any, kind: Any) -> Any:
+    """`value` as a `kind` (str, int, float, bool, Path, tuple[str, ...], optional ones)."""
+    args = typing.get_args(kind)
+    if typing.get_origin(kind) in (typing.Union, types.UnionType):
+        if value is None and type(None) in args:
+            return None
+        kinds = [a for a in args if a is not type(None)]
+        for one in kinds[:-1]:
+            try:
+                return check_value(name, value, one)
+            except OptionError:
+                continue
+        kind = kinds[-1]
+        args = typing.get_args(kind)
+    if typing.get_origin(kind) is tuple and isinstance(value, list | tuple):
+        return tuple(check_value(name, v, args[0]) for v in value)
+    if kind is float and isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
+    if kind is Path and isinstance(value, str):
+        return Path(value)
+    if (
+        isinstance(kind, type)
+        and isinstance(value, kind)
+        and not (kind is int and isinstance(value, bool))
+    ):
+        return value
+    if not isinstance(kind, type) and typing.get_origin(kind) is None:
+        return value  # Any and the like: not checked
+    wanted = getattr(kind, "__name__", str(kind))
+    raise OptionError(f"{name}: expected {wanted}, got {value!r} ({type(value).__name__})")

@@ -1,0 +1,199 @@
+"""`querybench.evaluate`: one entry for every benchmark, the same verdicts as `querybench eval`,
+`on_result` once per instance with the very results returned, options checked by name."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+import querybench
+import querybench.runs.evaluate
+from querybench.cli import app
+from querybench.evaluation.bird import BIRD_SEPARATOR
+from querybench.evaluation.record import InstanceResult
+from querybench.evaluation.verdict import EXEC_ERROR, MISSING_PREDICTION, WRONG_RESULT
+from tests.conftest import require_data
+
+
+def _cli_results(args: list[str], out: Path) -> list[dict[str, Any]]:
+    result = CliRunner().invoke(app, [*args, "--output", str(out)])
+    assert result.exit_code == 0, result.output
+    return [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+
+
+def _evaluate(benchmark: str, predictions: Path, **options: Any) -> list[InstanceResult]:
+    """The API's results, checking that `on_result` saw each of them exactly once."""
+    seen: list[InstanceResult] = []
+    results = querybench.evaluate(benchmark, predictions, on_result=seen.append, **options)
+    assert sorted(seen, key=lambda r: r.instance_id) == sorted(results, key=lambda r: r.instance_id)
+    assert len({r.instance_id for r in seen}) == len(seen)
+    return results
+
+
+def _shop(root: Path) -> Path:
+    """`root/db/shop/shop.sqlite` with three items; the folder of databases."""
+    db = root / "db" / "shop" / "shop.sqlite"
+    db.parent.mkdir(parents=True)
+    with sqlite3.connect(db) as conn:
+        conn.execute("CREATE TABLE item (id INTEGER, name TEXT)")
+        conn.executemany("INSERT INTO item VALUES (?, ?)", [(1, "a"), (2, "b"), (3, "c")])
+    conn.close()
+    return db.parent.parent
+
+
+def test_spider2_lite_sample_folder_needs_no_other_argument(tmp_path: Path) -> None:
+    suite = require_data("spider2", "spider2-lite", "evaluation_suite")
+    sample = suite / "example_submission_folder_csv"
+    results = _evaluate("spider2-lite", sample, workers=1)
+    cli = _cli_results(["eval", "spider2-lite", "--predictions", str(sample)], tmp_path / "o.jsonl")
+    assert [r.to_json() for r in results] == cli
+    submitted = {p.stem for p in sample.glob("*.csv")}
+    assert len(submitted) == 6 and len(results) > 500
+    assert {r.instance_id for r in results if r.error != MISSING_PREDICTION} == submitted
+
+
+def test_agentic_submission_warnings_are_python_warnings(tmp_path: Path) -> None:
+    from querybench.runs.evaluate import SubmissionWarning
+
+    suite = require_data("spider2", "spider2", "evaluation_suite")
+    sample = suite / "example_submission_folder"
+    with pytest.warns(SubmissionWarning) as caught:
+        results = _evaluate("spider2", sample, workers=1)
+    cli = CliRunner().invoke(app, ["eval", "spider2", "--predictions", str(sample)])
+    assert cli.exit_code == 0, cli.output
+    for warning in caught:  # the CLI prints each as `warning: ...`, as before
+        assert " ".join(f"warning: {warning.message}".split()) in " ".join(cli.output.split())
+    assert len(results) == 632
+
+
+def test_spider1_on_a_fixture_scores_as_the_cli(tmp_path: Path) -> None:
+    db_dir = _shop(tmp_path)
+    gold = tmp_path / "gold.sql"
+    gold.write_text("SELECT name FROM item ORDER BY id\tshop\n" * 4, encoding="utf-8")
+    pred = tmp_path / "pred.sql"
+    pred.write_text(
+        "SELECT name FROM item ORDER BY id\nSELECT name FROM item ORDER BY id DESC\nSELEC x\n",
+        encoding="utf-8",
+    )
+    results = _evaluate("spider1", pred, gold=gold, db_dir=db_dir, workers=1)
+    assert [(r.instance_id, r.score, r.error) for r in results] == [
+        ("0", 1.0, None),
+        ("1", 0.0, WRONG_RESULT),
+        ("2", 0.0, EXEC_ERROR),
+        ("3", 0.0, MISSING_PREDICTION),  # the prediction file ended before this gold line
+    ]
+    args = ["eval", "spider1", "--gold", str(gold), "--predictions", str(pred)]
+    cli = _cli_results([*args, "--db-dir", str(db_dir)], tmp_path / "o.jsonl")
+    assert [r.to_json() for r in results] == cli
+    shard = querybench.evaluate("spider1", pred, gold=gold, db_dir=db_dir, instance_ids=["2"])
+    assert shard == [results[2]]  # what a Ray shard scores: only its own lines
+
+
+def test_bird_on_a_fixture_scores_as_the_cli(tmp_path: Path) -> None:
+    db_dir = _shop(tmp_path)
+    questions = tmp_path / "dev.json"
+    entries = [
+        {"question_id": i, "db_id": "shop", "SQL": "SELECT name FROM item", "difficulty": d}
+        for i, d in enumerate(["simple", "moderate", "challenging"])
+    ]
+    questions.write_text(json.dumps(entries), encoding="utf-8")
+    predictions = tmp_path / "predict.json"
+    sqls = ["SELECT name FROM item ORDER BY id DESC", "SELECT id FROM item", "SELECT nope"]
+    predictions.write_text(
+        json.dumps({str(i): f"{sql}{BIRD_SEPARATOR}shop" for i, sql in enumerate(sqls)}),
+        encoding="utf-8",
+    )
+    results = _evaluate("bird", predictions, questions=questions, db_dir=db_dir, workers=1)
+    assert [(r.instance_id, r.score, r.error, r.difficulty) for r in results] == [
+        ("0", 1.0, None, "simple"),  # set semantics: row order does not matter
+        ("1", 0.0, WRONG_RESULT, "moderate"),
+        ("2", 0.0, EXEC_ERROR, "challenging"),
+    ]
+    args = ["eval", "bird", "--questions", str(questions), "--predictions", str(predictions)]
+    cli = _cli_results([*args, "--db-dir", str(db_dir)], tmp_path / "o.jsonl")
+    assert [r.to_json() for r in results] == cli
+
+
+def test_mini_dev_questions_and_databases_default_to_the_data(tmp_path: Path) -> None:
+    from querybench.evaluation.bird import load_bird_questions
+    from querybench.evaluation.verdict import ENGINE_UNAVAILABLE
+    from querybench.tasks.bird import mini_dev_dir, mini_dev_file
+
+    require_data("bird", "mini_dev_sqlite.json")
+    listed = load_bird_questions(mini_dev_file("sqlite"))[:3]
+    empty = tmp_path / "predict.json"
+    empty.write_text("{}", encoding="utf-8")
+    ids = [q.question_id for q in listed]
+    results = _evaluate("bird-mini-dev", empty, instance_ids=ids, workers=1)
+    assert [(r.instance_id, r.difficulty) for r in results] == [
+        (q.question_id, q.difficulty) for q in listed
+    ]
+    for q, r in zip(listed, results, strict=True):
+        here = (mini_dev_dir() / q.db_id / f"{q.db_id}.sqlite").is_file()
+        assert r.error == (MISSING_PREDICTION if here else ENGINE_UNAVAILABLE)
+
+
+def test_mini_dev_dialect_picks_its_questions(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`eval bird-mini-dev --dialect mysql` hands the dialect on: the mysql questions file."""
+    import querybench.runs.evaluate as api
+    from querybench.tasks.bird import mini_dev_file
+
+    seen: dict[str, Any] = {}
+
+    def spy(benchmark: str, predictions: Path, **options: Any) -> list[InstanceResult]:
+        seen.update(api._resolved(benchmark, options))
+        return []
+
+    monkeypatch.setattr(api, "evaluate", spy)
+    empty = tmp_path / "predict.json"
+    empty.write_text("{}", encoding="utf-8")
+    url = "mysql://root@127.0.0.1:3306/BIRD"
+    args = ["eval", "bird-mini-dev", "--dialect", "mysql", "--db-url", url]
+    result = CliRunner().invoke(app, [*args, "--predictions", str(empty)])
+    assert result.exit_code == 0, result.output
+    assert seen["questions"] == mini_dev_file("mysql") and seen["db_url"] == url
+
+
+def test_options_are_checked_by_name(tmp_path: Path) -> None:
+    with pytest.raises(TypeError, match=r"unknown option\(s\) gold_file; valid options: .*gold"):
+        querybench.evaluate("spider1", tmp_path / "pred.sql", gold_file=tmp_path / "gold.sql")
+    with pytest.raises(TypeError, match=r"needs gold= and db_dir="):
+        querybench.evaluate("spider1", tmp_path / "pred.sql")
+    with pytest.raises(TypeError, match=r"valid options: .*data_dir.*scoring"):
+        querybench.evaluate("spider2-lite", tmp_path, on_query=print)
+    with pytest.raises(ValueError, match=r"unknown benchmark 'spider3'.*spider2-lite"):
+        querybench.evaluate("spider3", tmp_path)
+    with pytest.raises(ValueError, match=r"executor must be one of local, ray, not 'dask'"):
+        querybench.evaluate("spider2-lite", tmp_path, executor="dask")
+    with pytest.raises(ValueError, match=r"mode must be exec_result or sql, not 'csv'"):
+        querybench.evaluate("spider2-lite", tmp_path, mode="csv")
+    with pytest.raises(ValueError, match=r"scoring must be official or strict, not 'lenient'"):
+        querybench.evaluate("spider2", tmp_path, scoring="lenient")
+
+
+def test_ray_refuses_a_benchmark_it_does_not_shard(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match=r"executor='ray' scores .*; spider2-dbt runs locally"):
+        querybench.evaluate("spider2-dbt", tmp_path, executor="ray")
+
+
+@pytest.mark.parametrize("benchmark", querybench.runs.evaluate.BENCHMARKS)
+def test_typed_options_are_the_options_accepted(benchmark: str) -> None:
+    """What a user's type checker sees (`evaluate_options`) is what `evaluate` accepts."""
+    from querybench.runs.evaluate import valid_options
+    from querybench.runs.evaluate_options import OPTIONS
+
+    typed = OPTIONS[benchmark]
+    assert sorted(typed.__required_keys__ | typed.__optional_keys__) == valid_options(benchmark)  # type: ignore[attr-defined]
+    required = {"spider1": ("gold", "db_dir"), "bird": ("questions", "db_dir")}
+    assert typed.__required_keys__ == set(required.get(benchmark, ()))  # type: ignore[attr-defined]
+    if benchmark in required:  # and `evaluate` refuses to run without them
+        needed = " and ".join(f"{n}=" for n in required[benchmark])
+        with pytest.raises(TypeError, match=f"needs {needed} "):
+            querybench.evaluate(benchmark, "predictions")
