@@ -25,15 +25,22 @@ from querybench.evaluation.spider2 import score_frame
 from querybench.evaluation.spider2_gold import EvalSpec
 
 
+def force_large_path(
+    mp: pytest.MonkeyPatch, read_rows: int, chunk_rows: int, window_rows: int, ranges: int
+) -> None:
+    """Every file read in compact chunks of `read_rows`, scored in small steps."""
+    mp.setattr(large_result, "LARGE_FILE_BYTES", 0)
+    mp.setattr(large_result, "READ_CHUNK_ROWS", read_rows)
+    mp.setattr(large_scoring, "CHUNK_ROWS", chunk_rows)
+    mp.setattr(large_scoring, "BUCKET_BITS", 1)
+    mp.setattr(large_order, "WINDOW_ROWS", window_rows)
+    mp.setattr(large_order, "RANGES", ranges)
+
+
 @pytest.fixture
 def forced() -> Iterator[None]:
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(large_result, "LARGE_FILE_BYTES", 0)
-        mp.setattr(large_result, "READ_CHUNK_ROWS", 2)
-        mp.setattr(large_scoring, "CHUNK_ROWS", 2)
-        mp.setattr(large_scoring, "BUCKET_BITS", 1)
-        mp.setattr(large_order, "WINDOW_ROWS", 3)
-        mp.setattr(large_order, "RANGES", 3)
+        force_large_path(mp, read_rows=2, chunk_rows=2, window_rows=3, ranges=3)
         yield
 
 
@@ -269,11 +276,7 @@ def test_near_misses_on_the_sorted_path_equal_exact_path_and_reference(
         tmp_path / "in_order.csv", _table([tuple(r) for r in sorted(pred, key=_id_key)], header)
     )
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(large_result, "LARGE_FILE_BYTES", 0)
-        mp.setattr(large_result, "READ_CHUNK_ROWS", 997)
-        mp.setattr(large_scoring, "CHUNK_ROWS", 64)
-        mp.setattr(large_order, "WINDOW_ROWS", 50)
-        mp.setattr(large_order, "RANGES", 7)
+        force_large_path(mp, read_rows=997, chunk_rows=64, window_rows=50, ranges=7)
         exact_gold = read_result_csv(gold_path)
         compact_gold = read_result(gold_path)
         assert isinstance(compact_gold, CompactTable)
