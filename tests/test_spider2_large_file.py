@@ -377,12 +377,33 @@ def test_str_order_key_is_the_cut_of_str() -> None:
     floats += [12345678.5, np.inf, -np.inf, 5e-324, 0.5, 1.0, 10.0, 99.99, 1e300, np.nan]
     floats += [rng.uniform(-1e6, 1e6) for _ in range(500)]
     floats += [10 ** rng.uniform(-8, 20) * rng.choice([1, -1]) for _ in range(500)]
+    floats += [rng.choice([-1, 1]) * rng.random() for _ in range(500)]  # one integer part: 0
+    floats += [rng.choice([-1, 1]) * (rng.randint(10, 999) + rng.random()) for _ in range(500)]
+    floats += [round(rng.uniform(1, 3), 2) for _ in range(100)]
     key, simple = large_order.str_order_key(np.array(floats))
     texts = ["0" if f != f else repr(f) for f in floats]  # a missing float is the integer 0
-    assert key.tolist() == [_cut_at_dot(t) for t in texts]
+    cuts = [_cut_at_dot(t) for t in texts]
+    widths = [8 * (8 - min(8, t.index(".") + 1)) if "." in t else 0 for t in texts]
+    assert [k >> w << w for k, w in zip(key.tolist(), widths, strict=True)] == cuts
     assert simple.tolist() == [t == "0" or ("e" not in t and 0 <= t.find(".") < 8) for t in texts]
+    keys = [key.tolist()[i] for i in sorted(range(len(texts)), key=lambda i: texts[i])]
+    assert keys == sorted(keys)  # never decreasing in str order
     ints = [0, -1, 7, 12345678, -1234567, 123456789, 10**18 - 1, -(10**18), 2**63 - 1, -(2**63)]
     ints += [rng.randint(-(10**12), 10**12) for _ in range(500)]
     key, simple = large_order.str_order_key(np.array(ints, dtype=np.int64))
     assert key.tolist() == [_cut_at_dot(str(i)) for i in ints]
     assert simple.tolist() == [len(str(i)) <= 8 for i in ints]
+
+
+def test_one_integer_part_still_splits_into_ranges(tmp_path: Path) -> None:
+    """Values in (-1, 1) all cut to "0." or "-0.": the fraction's bits keep the ranges apart."""
+    rng = random.Random(5)
+    rows = [(i, round(rng.uniform(-1, 1), 4)) for i in range(2000)]
+    path = write(tmp_path / "t.csv", _table(rows, "id,value"))
+    with pytest.MonkeyPatch.context() as mp:
+        force_large_path(mp, read_rows=500, chunk_rows=64, window_rows=64, ranges=8)
+        table, frame = read_result(path), read_result_csv(path)
+        assert isinstance(table, CompactTable)
+        runs = list(large_scoring._official_sorted(table, 1, np.dtype(np.float64)))
+    assert np.concatenate(runs).tolist() == official.official_columns(frame)[1].order().tolist()
+    assert len(runs) == 8 and max(len(r) for r in runs) < 2000 // 4

@@ -117,6 +117,7 @@ def str_order_key(
     The key is the prefix of `str(x)` up to its first '.' (included), at most 8 bytes, as a
     big-endian integer padded with zero bytes: cutting every string by that one rule keeps
     code-point order (two strings that agree up to one's cut agree on where the other is cut).
+    Where no other string can share the prefix, the padding holds the fraction's top bits.
     A missing float is the integer 0, hence "0". For ints and for floats written without an
     exponent (0, and 1e-4 <= |x| < 1e16) the prefix is the sign and the integer part's digits,
     exact in integer arithmetic; other values (rare) are formatted.
@@ -161,6 +162,14 @@ def str_order_key(
     if len(odd):
         chars[odd] = _cut(values[odd].astype(str))
     key = chars.view(">u8").reshape(n).astype(np.uint64)
+    if magnitude is not None:
+        # The bytes after a float's '.' order it within its integer part, by the fraction (the
+        # strings differ only there). Not after a single nonzero digit: "1.5e-05" shares "1.".
+        spare = 8 * (8 - length)
+        refine = simple & ~missing & ((whole == 0) | (digits > 1))
+        fraction = magnitude[refine] - whole[refine]  # exact: the integer part of a float
+        step = np.ldexp(1.0, spare[refine].astype(np.int32))
+        key[refine] |= np.floor(fraction * step).astype(np.uint64)
     return key, simple
 
 
