@@ -6,7 +6,8 @@ The official scripts are never vendored: point the script at checkouts of them.
 
     python -m bench.bench_official --official-spider2 SPIDER2 --official-test-suite TEST_SUITE \\
         --official-bird MINI_DEV --official-python /tmp/official-venv/bin/python \\
-        [--works sample,lite,snow,spider1,bird] [--rounds 5] [--predictions gold|perturbed] [--cold]
+        [--works sample,lite,snow,spider1,bird,bird-small] [--rounds 5] \\
+        [--predictions gold|perturbed] [--cold]
 
 SPIDER2 is a checkout of xlang-ai/Spider2 (`spider2-lite/evaluation_suite/evaluate.py` and the
 `spider2-lite.jsonl` beside it), TEST_SUITE of taoyds/test-suite-sql-eval, MINI_DEV of
@@ -22,15 +23,21 @@ Works (inputs built from the data under $QUERYBENCH_DATA):
   snow     the same for spider2-snow
   spider1  Spider 1.0 dev, gold as prediction, questions whose database is present (--etype exec)
   bird     BIRD EX (`evaluation_ex.py`) on a BIRD-layout folder built from the Spider 1.0 databases
-           (BIRD's own databases are not in the data), gold as prediction
+           (BIRD's own databases are not in the data), gold as prediction: BIRD dev's size, 1,534
+           questions (the 972 Spider 1.0 dev questions whose database is present, cycled)
+  bird-small  the same, its first 100 questions (a small job: start-up dominates)
 
 `--predictions perturbed` (spider1, bird) turns each prediction into another text of the same
 query (its leading SELECT in the other case), so that no prediction is its gold's very text and
 every one runs, as real predictions do; with `gold`, querybench runs a query shared by a gold and
-its prediction once. `--cold` gives each querybench run an empty result cache
-($QUERYBENCH_CACHE in a fresh folder); without it, every run after the first is warm. Besides
-the wall times, each side's CPU seconds (user + system, its child processes included) are
-printed: on a loaded machine they say more about the work done than the wall time does.
+its prediction once. For lite and snow it changes each CSV one of seven ways (`_perturbed_csvs`:
+rows reversed, a row dropped, a number moved, ...), so that no prediction is a gold file's bytes.
+`--cold` gives each querybench run an empty cache ($QUERYBENCH_CACHE in a fresh folder: query
+results, parsed gold and prediction CSVs); without it, every run after the first is warm. Besides
+the wall times, each side's CPU seconds (user + system, its child processes included, and on
+Linux the processes it leaves behind, such as multiprocessing's forkserver, which this script
+adopts and waits for) are printed: on a loaded machine they say more about the work done than
+the wall time does.
 
 Without a checkout for a work, that work is skipped with the reason. Missing Python packages of
 the official scripts (google-cloud-bigquery, snowflake-connector-python, tqdm, nltk, sqlparse,
@@ -41,6 +48,9 @@ stderr and goes on.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import csv
+import io
 import json
 import os
 import resource
@@ -50,6 +60,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -95,7 +106,42 @@ def _first_gold_csvs(gold_dir: Path, into: Path) -> None:
         shutil.copy(path, into / f"{iid}.csv")
 
 
-def _spider2_work(name: str, variant: str, official_dir: Path, py: str, tmp: Path) -> Work:
+def _perturbed_csvs(folder: Path) -> None:
+    """Each CSV changed in place in one of seven ways (chosen by its name), so that no
+    prediction is a gold file's very bytes and a fifth or so of them fail: rows reversed
+    (twice as often), the last row dropped, the columns reversed, the first number + 0.5,
+    text upper-cased, an extra column."""
+    for path in sorted(folder.glob("*.csv")):
+        rows = list(csv.reader(io.StringIO(path.read_bytes().decode("utf-8", "replace"))))
+        if not rows:
+            continue
+        head, body = rows[0], rows[1:]
+        way = zlib.crc32(path.name.encode()) % 7
+        if way == 1:
+            body = body[:-1]
+        elif way == 2 and len(head) > 1:
+            head, body = head[::-1], [r[::-1] for r in body]
+        elif way == 3:
+            for j, cell in enumerate(body[0] if body else []):
+                with contextlib.suppress(ValueError):
+                    body[0][j] = str(float(cell) + 0.5)
+                    break
+        elif way == 4:
+            body = [[c.upper() for c in r] for r in body]
+        elif way == 5:
+            head, body = [*head, "extra"], [[*r, "x"] for r in body]
+        else:
+            body = body[::-1]
+        out = io.StringIO()
+        writer = csv.writer(out, lineterminator="\n")
+        writer.writerow(head)
+        writer.writerows(body)
+        path.write_bytes(out.getvalue().encode())
+
+
+def _spider2_work(
+    name: str, variant: str, official_dir: Path, py: str, tmp: Path, perturb: bool
+) -> Work:
     root = data_root() / "spider2" / f"spider2-{variant}" / "evaluation_suite"
     gold = root / "gold"
     if name == "sample":
@@ -103,12 +149,15 @@ def _spider2_work(name: str, variant: str, official_dir: Path, py: str, tmp: Pat
     else:
         preds = tmp / f"{name}-pred"
         _first_gold_csvs(gold, preds)
+        if perturb:
+            _perturbed_csvs(preds)
     script = official_dir / f"spider2-{variant}" / "evaluation_suite" / "evaluate.py"
     official = [py, str(script), "--mode", "exec_result", "--result_dir", str(preds)]
     official += ["--gold_dir", str(gold), "--max_workers", "2"]
     ours = [*QUERYBENCH, "eval", f"spider2-{variant}", "--predictions", str(preds)]
     ours += ["--gold-dir", str(gold), "--output", str(tmp / f"{name}.jsonl")]
-    return Work(name, official, ours, tmp)
+    # snow's script opens `../spider2-snow.jsonl` relative to the working directory
+    return Work(name, official, ours, script.parent)
 
 
 def _perturbed(sql: str) -> str:
@@ -143,10 +192,21 @@ def _spider1_work(official_dir: Path, py: str, tmp: Path, perturb: bool) -> Work
     return Work("spider1", official, ours, official_dir)
 
 
-def _bird_work(official_dir: Path, py: str, tmp: Path, perturb: bool) -> Work:
-    """BIRD's file formats over the Spider 1.0 databases (BIRD's own are not in the data)."""
-    gold, _, db = _spider1_gold(tmp)
-    pairs = [x.rsplit("\t", 1) for x in gold.read_text().splitlines()]
+# BIRD dev's question count; `bird-small` is a job where start-up dominates.
+BIRD_SIZES = {"bird": 1534, "bird-small": 100}
+
+
+def _bird_work(name: str, official_dir: Path, py: str, tmp: Path, perturb: bool) -> Work:
+    """BIRD's file formats over the Spider 1.0 databases (BIRD's own are not in the data),
+    the Spider 1.0 questions cycled to `BIRD_SIZES[name]`."""
+    spider1_gold, _, db = _spider1_gold(tmp)
+    lines = spider1_gold.read_text().splitlines()
+    lines = [lines[i % len(lines)] for i in range(BIRD_SIZES[name])]
+    tmp = tmp / name
+    tmp.mkdir(exist_ok=True)
+    gold = tmp / "bird_gold.sql"
+    gold.write_text("\n".join(lines) + "\n")
+    pairs = [x.rsplit("\t", 1) for x in lines]
     questions = [
         {
             "question_id": i,
@@ -175,12 +235,32 @@ def _bird_work(official_dir: Path, py: str, tmp: Path, perturb: bool) -> Work:
     official += ["--output_log_path", str(tmp / "bird_official.log")]
     ours = [*QUERYBENCH, "eval", "bird", "--questions", str(qfile), "--predictions", str(pred)]
     ours += ["--db-dir", str(db), "--output", str(tmp / "bird.jsonl")]
-    return Work("bird", official, ours, official_dir / "evaluation")
+    return Work(name, official, ours, official_dir / "evaluation")
 
 
 def _children_cpu() -> float:
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     return usage.ru_utime + usage.ru_stime
+
+
+def _adopt_orphans() -> None:
+    """Become the reaper of orphaned descendants (Linux), so that a process a command leaves
+    running (multiprocessing's forkserver, which outlives querybench by a moment) is waited
+    for and its CPU counted, as the official scripts' pool workers are."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
+    except (OSError, AttributeError):
+        pass
+
+
+def _reap_orphans() -> None:
+    try:
+        while True:
+            os.wait()
+    except ChildProcessError:
+        pass
 
 
 def _wall(cmd: list[str], cwd: Path, env: dict[str, str] | None = None) -> tuple[float, float, str]:
@@ -189,6 +269,7 @@ def _wall(cmd: list[str], cwd: Path, env: dict[str, str] | None = None) -> tuple
     start = time.perf_counter()
     proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, check=False, env=env)
     elapsed = time.perf_counter() - start
+    _reap_orphans()
     # The Spider 2.0 scripts send stderr to stdout (their TeeOutput): keep both.
     error = (proc.stdout + proc.stderr)[-2000:] if proc.returncode else ""
     return elapsed, _children_cpu() - cpu, error
@@ -228,6 +309,7 @@ def main() -> int:
     parser.add_argument("--predictions", choices=("gold", "perturbed"), default="gold")
     parser.add_argument("--cold", action="store_true", help="an empty result cache per run")
     args = parser.parse_args()
+    _adopt_orphans()
     py = args.official_python
     with tempfile.TemporaryDirectory() as name:
         tmp = Path(name)
@@ -238,17 +320,22 @@ def main() -> int:
                     print(f"{work}: skipped (no --official-spider2)")
                     continue
                 variant = "snow" if work == "snow" else "lite"
-                works.append(_spider2_work(work, variant, args.official_spider2, py, tmp))
-            elif work in ("spider1", "bird"):
-                flag, official, build = (
-                    ("test-suite", args.official_test_suite, _spider1_work)
+                perturb = args.predictions == "perturbed"
+                works.append(_spider2_work(work, variant, args.official_spider2, py, tmp, perturb))
+            elif work == "spider1" or work in BIRD_SIZES:
+                flag, official = (
+                    ("test-suite", args.official_test_suite)
                     if work == "spider1"
-                    else ("bird", args.official_bird, _bird_work)
+                    else ("bird", args.official_bird)
                 )
                 if official is None:
                     print(f"{work}: skipped (no --official-{flag})")
                     continue
-                works.append(build(official, py, tmp, args.predictions == "perturbed"))
+                perturb = args.predictions == "perturbed"
+                if work == "spider1":
+                    works.append(_spider1_work(official, py, tmp, perturb))
+                else:
+                    works.append(_bird_work(work, official, py, tmp, perturb))
             else:
                 parser.error(f"unknown work {work!r}")
         print(
@@ -256,7 +343,7 @@ def main() -> int:
             f"predictions {args.predictions}; querybench cache {'cold' if args.cold else 'warm'}"
         )
         print(
-            f"{'work':8} {'official s (median)':>20} {'querybench s (median)':>22} {'ratio':>7}"
+            f"{'work':10} {'official s (median)':>20} {'querybench s (median)':>22} {'ratio':>7}"
             f" {'CPU s official':>15} {'CPU s querybench':>17}"
         )
         for work in works:
@@ -264,7 +351,7 @@ def main() -> int:
             if t.official_error:
                 print(f"{t.name}: the official script failed:\n{t.official_error}")
             print(
-                f"{t.name:8} {statistics.median(t.official):20.2f} "
+                f"{t.name:10} {statistics.median(t.official):20.2f} "
                 f"{statistics.median(t.ours):22.2f} {t.ratio:6.2f}x"
                 f" {statistics.median(t.official_cpu):15.2f}"
                 f" {statistics.median(t.ours_cpu):17.2f}"

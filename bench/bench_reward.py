@@ -1,10 +1,19 @@
-"""Reward throughput: `SQLReward` against a naive per-call reward, on Spider 1.0 dev.
+"""Reward throughput: `SQLReward` against the plain naive reward, on Spider 1.0 dev.
 
-Each of the 972 available dev questions is answered with its gold SQL in a ```sql block.
-The naive reward opens both queries with `sqlite3.connect`, `fetchall`s them and compares
-sets; ours reuses persistent read-only connections and the cached gold, in 2 worker processes
-(the default) or, with `processes=False`, on 2 threads. All run on 2 workers. The `ascore`
-mode scores as a trainer's rollouts do: `--rollouts` concurrent calls on one event loop.
+`--answers` rollouts (default 2,000) cycle through the 972 dev questions whose database is
+present. Each answer is a ```sql block whose text is its own (a `-- rollout N` line before the
+SQL, as two rollouts rarely agree to the byte), so no prepared statement or cached result is
+ever shared between two answers or with the gold. `correct`: every answer is its question's
+gold SQL; `mixed`: every other answer is wrong (another question's gold on the same database,
+else `SELECT 1`).
+
+The naive reward is the plain one-thread implementation: for each answer, `sqlite3.connect`,
+execute the gold and the answer, `fetchall` both, compare sets, close (`naive`); `naive-reuse`
+keeps one connection per database open instead, the faster of the two honest variants.
+Ratios are rates measured in the same run, rounds interleaved (A B A B), best round kept;
+CPU is user+sys of this process and its children (the reward's worker processes included),
+the figure that holds up on a busy machine. `cold` times a fresh process: a new reward on an
+empty cache scoring the answers once, against the naive reward in a fresh process too.
 
     .venv/bin/python -m bench.bench_reward [--workers 2] [--rounds 3] [--rollouts 256]
 """
@@ -13,130 +22,129 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
+import os
+import resource
 import sqlite3
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
-from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Sequence
+from pathlib import Path
 
 from querybench.data import data_root
 from querybench.envs import RewardItem, SQLReward
 
-
-def naive_reward(item: RewardItem) -> float:
-    sql = item.completion.split("```sql\n", 1)[1].rsplit("\n```", 1)[0]
-    conn = sqlite3.connect(item.database)
-    try:
-        gold = conn.execute(item.gold_sql).fetchall()
-    finally:
-        conn.close()
-    conn = sqlite3.connect(item.database)
-    try:
-        answer = conn.execute(sql).fetchall()
-    finally:
-        conn.close()
-    return float(set(gold) == set(answer))
+Timing = dict[str, float]
 
 
-def timed(
-    fn: Callable[[RewardItem], float], items: list[RewardItem], workers: int
-) -> dict[str, float]:
-    latencies: list[float] = []
-
-    def one(item: RewardItem) -> float:
-        start = time.perf_counter()
-        value = fn(item)
-        latencies.append(time.perf_counter() - start)
-        return value
-
-    start = time.perf_counter()
-    with ThreadPoolExecutor(workers) as pool:
-        total = sum(pool.map(one, items))
-    return summary(len(items), time.perf_counter() - start, latencies, total)
-
-
-def summary(n: int, elapsed: float, latencies: list[float], matched: float) -> dict[str, float]:
-    """Rate, median and 99th-percentile latency of `n` rewards timed in `elapsed` seconds."""
-    latencies = sorted(latencies)
-    return {
-        "rewards_per_s": n / elapsed,
-        "p50_ms": 1000 * statistics.median(latencies),
-        "p99_ms": 1000 * latencies[int(0.99 * (len(latencies) - 1))],
-        "matched": matched,
-    }
-
-
-def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--rollouts", type=int, default=256, help="concurrent ascore calls")
-    args = parser.parse_args()
+def answers(count: int, *, mixed: bool) -> list[RewardItem]:
+    """`count` rollouts over the Spider 1.0 dev questions (see the module docstring)."""
     root = data_root() / "spider1"
     questions = json.loads((root / "dev_subset_available_dbs.json").read_text())
-    items = [
-        RewardItem(
-            root / q["db_id"] / f"{q['db_id']}.sqlite", q["query"], f"```sql\n{q['query']}\n```"
-        )
-        for q in questions
-    ]
-    naive = max((timed(naive_reward, items, args.workers) for _ in range(args.rounds)),
-                key=lambda r: r["rewards_per_s"])  # fmt: skip
-    print(f"{'naive':>30}: {naive['rewards_per_s']:7.0f} rewards/s  p50 {naive['p50_ms']:.2f} ms"
-          f"  p99 {naive['p99_ms']:.2f} ms")  # fmt: skip
-    for processes in (False, True):
-        bench_reward(
-            items, args.workers, args.rounds, processes, naive["rewards_per_s"], args.rollouts
-        )
+    items = []
+    for i in range(count):
+        question = questions[i % len(questions)]
+        answer = question["query"]
+        if mixed and i % 2:
+            other = questions[(i + 1) % len(questions)]
+            answer = other["query"] if other["db_id"] == question["db_id"] else "SELECT 1"
+        database = root / question["db_id"] / f"{question['db_id']}.sqlite"
+        completion = f"```sql\n-- rollout {i}\n{answer}\n```"
+        items.append(RewardItem(database, question["query"], completion))
+    return items
 
 
-def bench_reward(
-    items: list[RewardItem],
-    workers: int,
-    rounds: int,
-    processes: bool,
-    naive: float,
-    rollouts: int = 256,
-) -> None:
-    mode = "processes" if processes else "threads"
-    with (
-        tempfile.TemporaryDirectory() as cache,
-        SQLReward(workers=workers, cache_dir=cache, processes=processes) as reward,
-    ):
-        start = time.perf_counter()
-        reward.warm((item.database, item.gold_sql) for item in items)
-        print(f"gold computed once: {len(items)} queries in {time.perf_counter() - start:.2f}s")
-        reward.score_many(items)  # workers start and read the warmed gold before timing
+def _sql(completion: str) -> str:
+    return completion.split("```sql\n", 1)[1].rsplit("\n```", 1)[0]
 
-        def ours(item: RewardItem) -> float:
-            return reward.score(item.database, item.gold_sql, item.completion).reward
 
-        best = max((timed(ours, items, workers) for _ in range(rounds)),
-                   key=lambda r: r["rewards_per_s"])  # fmt: skip
-        rate, p50, p99 = best["rewards_per_s"], best["p50_ms"], best["p99_ms"]
-        print(f"{'score, ' + mode:>30}: {rate:7.0f} rewards/s  p50 {p50:.2f} ms  p99 {p99:.2f} ms"
-              f"  {rate / naive:.1f}x")  # fmt: skip
-        rates = []
-        for _ in range(rounds):
-            start = time.perf_counter()
-            outcomes = reward.score_many(items)
-            rates.append(len(items) / (time.perf_counter() - start))
-        matched = sum(o.reward for o in outcomes)
-        print(f"{'score_many, ' + mode:>30}: {max(rates):7.0f} rewards/s  {max(rates) / naive:.1f}x"
-              f"  ({matched:.0f} matched)")  # fmt: skip
-        best = max((asyncio.run(concurrent_ascore(reward, items, rollouts))
-                    for _ in range(rounds)), key=lambda r: r["rewards_per_s"])  # fmt: skip
-        rate, p50, p99 = best["rewards_per_s"], best["p50_ms"], best["p99_ms"]
-        label = f"ascore x{rollouts}, {mode}"
-        print(f"{label:>30}: {rate:7.0f} rewards/s  p50 {p50:.2f} ms  p99 {p99:.2f} ms"
-              f"  {rate / naive:.1f}x  ({best['matched']:.0f} matched)")  # fmt: skip
+def _matches(conn: sqlite3.Connection, item: RewardItem) -> bool:
+    """Execute the gold and the answer, `fetchall` both, compare them as sets."""
+    try:
+        gold = conn.execute(item.gold_sql).fetchall()
+        return set(gold) == set(conn.execute(_sql(item.completion)).fetchall())
+    except sqlite3.Error:
+        return False
+
+
+def naive(items: Sequence[RewardItem]) -> float:
+    """Connect, execute, fetchall, compare sets, one thread: a new connection per answer."""
+    matched = 0.0
+    for item in items:
+        conn = sqlite3.connect(item.database)
+        try:
+            matched += _matches(conn, item)
+        finally:
+            conn.close()
+    return matched
+
+
+def naive_reuse(items: Sequence[RewardItem]) -> float:
+    """`naive` with one connection per database kept open across answers."""
+    connections: dict[str, sqlite3.Connection] = {}
+    matched = 0.0
+    try:
+        for item in items:
+            conn = connections.get(str(item.database))
+            if conn is None:
+                conn = connections[str(item.database)] = sqlite3.connect(item.database)
+            matched += _matches(conn, item)
+    finally:
+        for conn in connections.values():
+            conn.close()
+    return matched
+
+
+def tree_cpu() -> float:
+    """User+sys seconds of this process and all its live descendants (Linux `/proc`), plus
+    the children already reaped (a process pool's workers, and their own query processes)."""
+    pids, todo = set(), [os.getpid()]
+    while todo:
+        pid = todo.pop()
+        pids.add(pid)
+        for tasks in Path(f"/proc/{pid}/task").glob("*/children"):
+            with contextlib.suppress(OSError):
+                todo += [int(child) for child in tasks.read_text().split()]
+    ticks = 0
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        ticks += int(fields[11]) + int(fields[12])
+    reaped = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ticks / os.sysconf("SC_CLK_TCK") + reaped.ru_utime + reaped.ru_stime
+
+
+def timed(run: Callable[[Sequence[RewardItem]], float], items: Sequence[RewardItem]) -> Timing:
+    cpu, start = tree_cpu(), time.perf_counter()
+    matched = run(items)
+    elapsed = time.perf_counter() - start
+    return {"rate": len(items) / elapsed, "cpu": tree_cpu() - cpu, "matched": matched}
+
+
+def best(rounds: list[Timing]) -> Timing:
+    top = max(rounds, key=lambda r: r["rate"])
+    return {**top, "cpu": min(r["cpu"] for r in rounds)}
+
+
+def scoring_many(reward: SQLReward) -> Callable[[Sequence[RewardItem]], float]:
+    return lambda items: sum(o.reward for o in reward.score_many(items))
+
+
+def scoring_one_by_one(reward: SQLReward) -> Callable[[Sequence[RewardItem]], float]:
+    return lambda items: sum(
+        reward.score(i.database, i.gold_sql, i.completion).reward for i in items
+    )
 
 
 async def concurrent_ascore(
-    reward: SQLReward, items: list[RewardItem], rollouts: int
-) -> dict[str, float]:
+    reward: SQLReward, items: Sequence[RewardItem], rollouts: int
+) -> Timing:
     """`ascore` as a trainer calls it: `rollouts` rollouts at a time on one event loop, each
     scoring its own answer when it finishes (a new one starts as one ends)."""
     latencies: list[float] = []
@@ -149,9 +157,120 @@ async def concurrent_ascore(
             latencies.append(time.perf_counter() - start)
             return outcome.reward
 
-    start = time.perf_counter()
-    total = sum(await asyncio.gather(*(one(item) for item in items)))
-    return summary(len(items), time.perf_counter() - start, latencies, total)
+    cpu, start = tree_cpu(), time.perf_counter()
+    matched = sum(await asyncio.gather(*(one(item) for item in items)))
+    elapsed = time.perf_counter() - start
+    latencies.sort()
+    return {
+        "rate": len(items) / elapsed,
+        "cpu": tree_cpu() - cpu,
+        "matched": matched,
+        "p50_ms": 1000 * statistics.median(latencies),
+        "p99_ms": 1000 * latencies[int(0.99 * (len(latencies) - 1))],
+    }
+
+
+def row(label: str, timing: Timing, baselines: Timing, reuse: Timing | None = None) -> None:
+    ratio = f"{timing['rate'] / baselines['rate']:5.1f}x"
+    if reuse is not None:
+        ratio += f" {timing['rate'] / reuse['rate']:5.1f}x"
+    latency = ""
+    if "p50_ms" in timing:
+        latency = f"  p50 {timing['p50_ms']:.1f} ms  p99 {timing['p99_ms']:.1f} ms"
+    print(f"{label:>34}: {timing['rate']:7.0f}/s  {ratio}  cpu {timing['cpu']:.2f}s"
+          f"  matched {timing['matched']:.0f}{latency}")  # fmt: skip
+
+
+def warm_run(args: argparse.Namespace) -> None:
+    for mixed in (False, True):
+        items = answers(args.answers, mixed=mixed)
+        with (
+            tempfile.TemporaryDirectory() as cache,
+            SQLReward(workers=args.workers, cache_dir=cache) as reward,
+        ):
+            warm_kind(reward, items, args, mixed=mixed)
+
+
+def warm_kind(
+    reward: SQLReward, items: list[RewardItem], args: argparse.Namespace, *, mixed: bool
+) -> None:
+    many = scoring_many(reward)
+    many(items)  # the gold computed and the databases opened before timing
+    rounds: dict[str, list[Timing]] = {"naive": [], "reuse": [], "many": [], "ascore": []}
+    for _ in range(args.rounds):
+        rounds["naive"].append(timed(naive, items))
+        rounds["many"].append(timed(many, items))
+        rounds["reuse"].append(timed(naive_reuse, items))
+        rounds["ascore"].append(asyncio.run(concurrent_ascore(reward, items, args.rollouts)))
+    plain, reuse = best(rounds["naive"]), best(rounds["reuse"])
+    kind = "mixed" if mixed else "correct"
+    print(f"{kind} answers ({len(items)}); ratios against naive, naive-reuse")
+    row("naive (connect per answer)", plain, plain, reuse)
+    row("naive-reuse (connection per db)", reuse, plain, reuse)
+    row("score_many", best(rounds["many"]), plain, reuse)
+    row(f"ascore x{args.rollouts}", best(rounds["ascore"]), plain, reuse)
+    if not mixed:
+        row("score, one call at a time", timed(scoring_one_by_one(reward), items), plain, reuse)
+    matched = {name: best(r)["matched"] for name, r in rounds.items()}
+    assert len(set(matched.values())) == 1, f"the rewards disagree: {matched}"
+
+
+def cold_run(args: argparse.Namespace) -> None:
+    """Fresh processes, interleaved: the naive reward, then a new reward on an empty cache."""
+    results: dict[str, list[Timing]] = {"naive": [], "ours": []}
+    for _ in range(args.rounds):
+        for mode in results:
+            command = [sys.executable, "-m", "bench.bench_reward", "--cold-child", mode]
+            command += ["--answers", str(args.answers), "--workers", str(args.workers)]
+            before = resource.getrusage(resource.RUSAGE_CHILDREN)
+            start = time.perf_counter()
+            reply = subprocess.run(command, check=True, capture_output=True, text=True).stdout
+            process_s = time.perf_counter() - start
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
+            cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+            inside = json.loads(reply)
+            results[mode].append({**inside, "process_s": process_s, "process_cpu": cpu})
+    print(f"cold start ({args.answers} answers, a fresh process each, best of {args.rounds})")
+    naive_best = min(results["naive"], key=lambda r: r["seconds"])
+    for mode, rounds in results.items():
+        top = min(rounds, key=lambda r: r["seconds"])
+        whole = min(rounds, key=lambda r: r["process_s"])
+        ratio = naive_best["seconds"] / top["seconds"]
+        print(f"{mode:>34}: call {top['seconds']:.3f}s ({ratio:.2f}x naive)"
+              f"  cpu {min(r['cpu'] for r in rounds):.2f}s  whole process"
+              f" {whole['process_s']:.3f}s  cpu {min(r['process_cpu'] for r in rounds):.2f}s"
+              f"  matched {top['matched']:.0f}")  # fmt: skip
+
+
+def cold_child(mode: str, count: int, workers: int) -> None:
+    items = answers(count, mixed=False)
+    with tempfile.TemporaryDirectory() as cache:
+        cpu, start = tree_cpu(), time.perf_counter()
+        if mode == "naive":
+            matched = naive(items)
+        else:
+            with SQLReward(workers=workers, cache_dir=cache) as reward:
+                matched = scoring_many(reward)(items)
+        seconds = time.perf_counter() - start
+        print(json.dumps({"seconds": seconds, "cpu": tree_cpu() - cpu, "matched": matched}))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--rollouts", type=int, default=256, help="concurrent ascore calls")
+    parser.add_argument("--answers", type=int, default=2000)
+    parser.add_argument("--only", choices=["warm", "cold"])
+    parser.add_argument("--cold-child", choices=["naive", "ours"], help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.cold_child:
+        cold_child(args.cold_child, args.answers, args.workers)
+        return
+    if args.only != "cold":
+        warm_run(args)
+    if args.only != "warm":
+        cold_run(args)
 
 
 if __name__ == "__main__":

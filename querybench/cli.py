@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+import os
+import sys
+from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -11,6 +13,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
+from querybench.commands.plain_options import PlainGroup
 from querybench.errors import QuerybenchError
 from querybench.evaluation.prediction_file import ReadLimits
 from querybench.evaluation.record import InstanceResult
@@ -19,10 +22,12 @@ from querybench.report.summary import print_summary, summarise
 if TYPE_CHECKING:
     from rich.progress import Progress
 
-app = typer.Typer(
+# The root command; `app` (below, PEP 562) is it with every command group registered.
+_root = typer.Typer(
     help="Benchmark, evaluate and train text-to-SQL systems (Spider 2.0, BIRD, Spider 1.0).",
     no_args_is_help=True,
     rich_markup_mode="markdown",
+    cls=PlainGroup,
 )
 eval_app = typer.Typer(
     help=(
@@ -39,11 +44,12 @@ eval_app = typer.Typer(
     ),
     no_args_is_help=True,
     rich_markup_mode="markdown",
+    cls=PlainGroup,
 )
-app.add_typer(eval_app, name="eval")
+_root.add_typer(eval_app, name="eval")
 
 
-@app.callback()
+@_root.callback()
 def _options(
     verbose: Annotated[
         bool, typer.Option("--verbose", "-v", help="Also log what the library skips and why.")
@@ -103,9 +109,11 @@ def _check_prediction_names(
     """Files of the right kind, none named after a task: another benchmark's folder?"""
     from querybench.evaluation.verdict import MISSING_PREDICTION
 
+    if not all(r.error == MISSING_PREDICTION for r in results):
+        return  # some were found: no need to list the folder
     suffix = "csv" if mode == "exec_result" else "sql"
     files = sorted(predictions.glob(f"*.{suffix}")) if predictions.is_dir() else []
-    if files and all(r.error == MISSING_PREDICTION for r in results):
+    if files:
         _warn(
             f"{predictions} holds {len(files)} .{suffix} files but none is named after a "
             f"{benchmark} instance id (found e.g. {files[0].name}, expected e.g. "
@@ -555,21 +563,71 @@ def eval_bird_mini_dev(
     )
 
 
-app.command("context")(__import__("querybench.commands.context", fromlist=["c"]).context)
+# The commands beside `eval`, in the order `querybench --help` lists them: (name, module,
+# attribute, a group or a command). Each module is imported only when its command is named on
+# the command line (or for help and completion): `querybench eval bird` imports none of them.
+_COMMANDS = (
+    ("context", "querybench.commands.context", "context", False),
+    ("tasks", "querybench.commands.tasks", "tasks_app", True),
+    ("data", "querybench.commands.data", "data_app", True),
+    ("db", "querybench.commands.db", "app", True),
+    ("run", "querybench.commands.run", "run", False),
+    ("report", "querybench.commands.report", "report", False),
+    ("audit", "querybench.commands.audit", "audit", False),
+)
+_registered: set[str] = set()
 
-from querybench.commands.data import data_app  # noqa: E402
-from querybench.commands.tasks import tasks_app  # noqa: E402
 
-app.add_typer(tasks_app, name="tasks")
-app.add_typer(data_app, name="data")
+def _register(names: Collection[str]) -> None:
+    """Register the named commands of `_COMMANDS` (once each, in their listed order)."""
+    import importlib
 
-app.add_typer(__import__("querybench.commands.db", fromlist=["app"]).app, name="db")
+    for name, module, attribute, group in _COMMANDS:
+        if name in names and name not in _registered:
+            _registered.add(name)
+            target = getattr(importlib.import_module(module), attribute)
+            if group:
+                _root.add_typer(target, name=name)
+            else:
+                _root.command(name)(target)
 
-app.command("run")(__import__("querybench.commands.run", fromlist=["run"]).run)
 
-app.command("report")(__import__("querybench.commands.report", fromlist=["r"]).report)
+def _named(argv: Sequence[str]) -> Collection[str]:
+    """The commands a command line needs: the one it names, or every one (help, completion,
+    an unknown name: typer's listing and suggestions then see them all)."""
+    every = [name for name, *_ in _COMMANDS]
+    if _completing():
+        return every
+    first = next((arg for arg in argv if not arg.startswith("-")), None)
+    if first == "eval":
+        return ()
+    return [first] if first in every else every
 
-app.command("audit")(__import__("querybench.commands.audit", fromlist=["a"]).audit)
+
+def _completing() -> bool:
+    """Shell completion is asking (typer's `_<PROG>_COMPLETE`): it needs every command."""
+    return any(key.startswith("_") and key.endswith("_COMPLETE") for key in os.environ)
+
+
+def _only_the_named_eval(argv: Sequence[str]) -> None:
+    """`querybench eval <name> …` builds that one eval command: typer builds the options of
+    every command of a group before it runs one (an unknown name keeps them all)."""
+    if _completing():
+        return
+    words = [arg for arg in argv if not arg.startswith("-")]
+    if len(words) >= 2 and words[0] == "eval":
+        named = [c for c in eval_app.registered_commands if c.name == words[1]]
+        if named:
+            eval_app.registered_commands = named
+
+
+def __getattr__(name: str) -> Any:
+    """`app`: the root command with every command registered (for tests and library users;
+    the console script registers only what its command line names)."""
+    if name == "app":
+        _register([name for name, *_ in _COMMANDS])
+        return _root
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 @eval_app.command("spider2-dbt")
@@ -661,4 +719,6 @@ def eval_spider2(
 
 
 def main() -> None:
-    app()
+    _register(_named(sys.argv[1:]))
+    _only_the_named_eval(sys.argv[1:])
+    _root()

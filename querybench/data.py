@@ -16,13 +16,13 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-import platformdirs
-
 Roots = Sequence[Path]
 
 
 def user_data_dir() -> Path:
     """The per-user folder `querybench data fetch` fills when `$QUERYBENCH_DATA` is unset."""
+    import platformdirs  # imported when asked: every CLI command imports this module
+
     return Path(platformdirs.user_data_dir("querybench", appauthor=False))
 
 

@@ -3,6 +3,7 @@ one vocabulary of error codes an instance's result can carry (`ErrorCode`)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from enum import StrEnum
 
 
@@ -34,6 +35,97 @@ class ErrorCode(StrEnum):
     NOT_SCORED = "not_scored"  # an answer recorded by a run that stopped before scoring it
 
 
+@dataclass(frozen=True)
+class EngineErrorClass:
+    """What an engine's failure really was, read once from its own words where the error is made.
+
+    `kind` is the failure as a report counts it: an `exec_error` whose message says it timed
+    out is a `TIMEOUT`, one refused by a read-only database a `REFUSED_WRITE`, one that never
+    parsed a `PARSE_ERROR`. `name` is the engine's error class (`no such column`, `syntax
+    error`, `binder error`, ...), empty for a timeout or a refusal.
+    """
+
+    kind: ErrorCode
+    name: str = ""
+
+
+# Lower-cased message fragments, first match wins: what kind of failure an engine message is.
+_TIMEOUT_MARKERS = ("timeout", "timed out", "ran past its", "interrupted", "query was cancelled")
+_REFUSED_MARKERS = ("refused:", "not allowed (read-only)", "readonly database", "read-only")
+_PARSE_MARKERS = (
+    "syntax error",
+    "parser error",
+    "parse error",
+    "incomplete input",
+    "unrecognized token",
+    "empty sql",
+    "empty statement",
+    "no sql found",
+)
+# The engine's error class for the rest: SQLite's wording, then DuckDB's, PostgreSQL's,
+# MySQL's, ClickHouse's, Snowflake's and BigQuery's names for the same mistakes.
+_EXEC_CLASSES = (
+    ("no such column", "no such column"),
+    ("no such table", "no such table"),
+    ("no such function", "no such function"),
+    ("ambiguous column", "ambiguous column"),
+    ("misuse of aggregate", "misuse of aggregate"),
+    ("binder error", "binder error"),
+    ("catalog error", "catalog error"),
+    ("conversion error", "conversion error"),
+    ("does not exist", "undefined object"),
+    ("unknown column", "no such column"),
+    ("unknown identifier", "no such column"),
+    ("invalid identifier", "no such column"),
+    ("unrecognized name", "no such column"),
+    ("unknown table", "no such table"),
+)
+# The codes of a statement that failed on an engine; any other code is its own class.
+STATEMENT_FAILURES = frozenset(
+    {ErrorCode.TIMEOUT, ErrorCode.REFUSED_WRITE, ErrorCode.PARSE_ERROR, ErrorCode.EXEC_ERROR}
+)
+
+
+def classify_engine_error(code: ErrorCode, message: str) -> EngineErrorClass | None:
+    """The class of a failed statement with this code and message; None for a code that is
+    not a statement's failure (`too_many_rows`, `engine_unavailable`, ...)."""
+    if code not in STATEMENT_FAILURES:
+        return None
+    lowered = message.lower()
+    if code == ErrorCode.TIMEOUT or (
+        code == ErrorCode.EXEC_ERROR and _has(lowered, _TIMEOUT_MARKERS)
+    ):
+        return EngineErrorClass(ErrorCode.TIMEOUT)
+    if code == ErrorCode.REFUSED_WRITE or (
+        code == ErrorCode.EXEC_ERROR and _has(lowered, _REFUSED_MARKERS)
+    ):
+        return EngineErrorClass(ErrorCode.REFUSED_WRITE)
+    if code == ErrorCode.PARSE_ERROR:
+        return EngineErrorClass(code, engine_error_class(lowered) if lowered else "")
+    if _has(lowered, _PARSE_MARKERS):
+        return EngineErrorClass(ErrorCode.PARSE_ERROR, engine_error_class(lowered))
+    return EngineErrorClass(ErrorCode.EXEC_ERROR, engine_error_class(lowered))
+
+
+def _has(text: str, markers: tuple[str, ...]) -> bool:
+    return any(m in text for m in markers)
+
+
+def engine_error_class(message: str) -> str:
+    """A short class for an engine's error message: `no such column`, `binder error`, ..."""
+    message = message.lower().strip()
+    for marker in _PARSE_MARKERS:
+        if marker in message:
+            return marker
+    for marker, name in _EXEC_CLASSES:
+        if marker in message:
+            return name
+    if message.startswith("unexpected "):  # the pool's wrapper: `unexpected ValueError: ...`
+        return message.split(":", 1)[0]
+    head = message.split(":", 1)[0].strip() if ":" in message else message
+    return head if head and len(head) <= 40 else "other"
+
+
 class QuerybenchError(Exception):
     """Base of every error querybench raises on purpose."""
 
@@ -47,11 +139,26 @@ class EngineError(QuerybenchError):
 
     code: ErrorCode = ErrorCode.EXEC_ERROR
 
+    @property
+    def error_class(self) -> EngineErrorClass | None:
+        """This failure's class (`classify_engine_error` of its code and message)."""
+        return classify_engine_error(self.code, str(self))
+
+
+SEVERAL_STATEMENTS = "several statements"  # a refusal's statement kind for `a; b`
+
 
 class QueryRefused(EngineError):
     """The statement would write, attach, load an extension or is more than one statement."""
 
     code = ErrorCode.REFUSED_WRITE
+
+    def __init__(self, message: str, statement: str | None = None) -> None:
+        super().__init__(message)
+        self.statement = statement  # the refused statement's kind (INSERT, ATTACH, ...) if known
+
+    def __reduce__(self) -> tuple[type[QueryRefused], tuple[str, str | None]]:
+        return type(self), (str(self), self.statement)  # it crosses process pipes intact
 
 
 class QueryTimeout(EngineError):

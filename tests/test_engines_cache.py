@@ -1,4 +1,4 @@
-"""ResultCache: computed once, keyed by content, exact round-trips, nothing but its own files."""
+"""ResultCache: computed once, keyed by content, exact round-trips, one store, safe to share."""
 
 from __future__ import annotations
 
@@ -120,10 +120,10 @@ def test_a_missing_database_is_left_to_compute(cache: ResultCache, tmp_path: Pat
 
 
 def plant(cache: ResultCache, database: Path, sql: str, data: bytes) -> None:
-    key = cache.key(database, sql)
-    path = cache.directory / key[:2] / f"{key}.pickle"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(data)
+    cache.put(database, sql, Result(("a",), [(0,)]))  # creates the store
+    with sqlite3.connect(cache.path) as db:
+        db.execute("UPDATE results SET value = ? WHERE key = ?", (data, cache.key(database, sql)))
+    db.close()
 
 
 class _RunsCode:
@@ -154,7 +154,7 @@ def test_anything_but_a_well_formed_cache_file_is_a_miss(
     assert not (tmp_path / "pwned").exists()
     compute = Counter(sqlite_db, "SELECT 1")
     assert cache.get_or_compute(sqlite_db, "SELECT 1", compute).result is not None
-    assert cache.get(sqlite_db, "SELECT 1") is not None  # the bad file was replaced
+    assert cache.get(sqlite_db, "SELECT 1") is not None  # the bad entry was replaced
 
 
 def test_fingerprint_is_the_sha256_of_the_content(sqlite_db: Path) -> None:
@@ -167,3 +167,94 @@ def test_default_cache_dir(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> N
     assert ResultCache().directory.parent == tmp_path / "c"
     monkeypatch.delenv("QUERYBENCH_CACHE")
     assert default_cache_dir() == Path("~/.cache/querybench").expanduser()
+
+
+def test_one_store_for_every_entry(cache: ResultCache, sqlite_db: Path) -> None:
+    queries = [(sqlite_db, f"SELECT {i}") for i in range(3)]
+    cache.put_many([(q, Result(("x",), [(i,)])) for i, q in enumerate(queries)])
+    assert sorted(
+        p.name for p in cache.directory.iterdir() if not p.name.endswith(("-wal", "-shm"))
+    ) == ["store.sqlite3"]
+    found = ResultCache(cache.directory.parent).get_many([*queries, (sqlite_db, "SELECT 9")])
+    assert {sql: r.rows for (_, sql), r in found.items()} == {
+        "SELECT 0": [(0,)],
+        "SELECT 1": [(1,)],
+        "SELECT 2": [(2,)],
+    }
+
+
+def test_a_missing_database_is_left_out_of_get_many(cache: ResultCache, tmp_path: Path) -> None:
+    assert cache.get_many([(tmp_path / "missing.sqlite", "SELECT 1")]) == {}
+    assert not cache.path.exists()  # a read creates no store
+
+
+def test_a_store_that_is_not_a_database_is_set_aside(
+    cache: ResultCache, sqlite_db: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    cache.directory.mkdir(parents=True)
+    cache.path.write_bytes(b"not a database at all" * 100)
+    with caplog.at_level("WARNING", logger="querybench.engines.cache"):
+        assert cache.get(sqlite_db, "SELECT 1") is None
+    assert "is damaged" in caplog.text
+    compute = Counter(sqlite_db, "SELECT 1")
+    assert cache.get_or_compute(sqlite_db, "SELECT 1", compute).result is not None
+    assert ResultCache(cache.directory.parent).get(sqlite_db, "SELECT 1") is not None
+    assert (cache.directory / "store.sqlite3.damaged").read_bytes().startswith(b"not a database")
+
+
+def _put_in_a_child(directory: str, database: str, start: int) -> None:
+    cache = ResultCache(directory)
+    for i in range(start, start + 50):
+        cache.put(database, f"SELECT {i}", Result(("x",), [(i,)]))
+
+
+def test_concurrent_writers_lose_nothing(tmp_path: Path, sqlite_db: Path) -> None:
+    import multiprocessing
+
+    context = multiprocessing.get_context("spawn")
+    children = [
+        context.Process(target=_put_in_a_child, args=(str(tmp_path / "c"), str(sqlite_db), n))
+        for n in (0, 50, 100)
+    ]
+    for child in children:
+        child.start()
+    for child in children:
+        child.join(60)
+        assert child.exitcode == 0
+    found = ResultCache(tmp_path / "c").get_many([(sqlite_db, f"SELECT {i}") for i in range(150)])
+    assert sorted(r.rows[0][0] for r in found.values()) == list(range(150))
+
+
+def test_a_stored_fingerprint_spares_reading_the_database(
+    tmp_path: Path, sqlite_db: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from querybench.engines import cache as cache_module
+
+    first = ResultCache(tmp_path / "c")
+    first.put(sqlite_db, "SELECT 1", Result(("x",), [(1,)]))
+    key = first.key(sqlite_db, "SELECT 1")
+    monkeypatch.setattr(cache_module, "_fingerprints", {})  # a new process
+
+    def unread(path: object) -> str:
+        raise AssertionError("the database was hashed again")
+
+    monkeypatch.setattr(cache_module, "database_fingerprint", unread)
+    second = ResultCache(tmp_path / "c")
+    assert second.key(sqlite_db, "SELECT 1") == key
+    hit = second.get(sqlite_db, "SELECT 1")
+    assert hit is not None and hit.rows == [(1,)]
+
+
+def test_an_edited_database_is_hashed_again(tmp_path: Path, sqlite_db: Path) -> None:
+    from querybench.engines import cache as cache_module
+
+    first = ResultCache(tmp_path / "c")
+    first.put(sqlite_db, "SELECT count(*) FROM singer", Result(("n",), [(3,)]))
+    with sqlite3.connect(sqlite_db) as conn:
+        conn.execute("INSERT INTO singer (id, name) VALUES (4, 'Dee')")
+    conn.close()
+    cache_module._fingerprints.clear()
+    second = ResultCache(tmp_path / "c")
+    assert second.get(sqlite_db, "SELECT count(*) FROM singer") is None
+    new_content = hashlib.sha256(sqlite_db.read_bytes()).hexdigest()
+    assert second._fingerprint(sqlite_db) == new_content

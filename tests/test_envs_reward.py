@@ -89,6 +89,13 @@ def test_only_a_sql_block_is_an_answer(reply: str) -> None:
     assert answer_sql(reply) is None
 
 
+def test_prose_above_the_block_with_backticks_in_it_is_skipped() -> None:
+    reasoning = "Think: a ``` inside a line opens nothing.\n" * 50
+    assert answer_sql(reasoning + "```sql\nSELECT 2\n```\nso 2.") == "SELECT 2"
+    assert answer_sql("x ```sql\nSELECT 1\n```") is None  # mid-line: not a fence
+    assert answer_sql("see ``` here\n  ```sql\nSELECT 3\n  ```") == "SELECT 3"
+
+
 def test_the_first_sql_block_wins_over_an_earlier_bare_one() -> None:
     assert answer_sql("```\nSELECT 1\n```\n```SQL\nSELECT 2\n```\n```sql\nSELECT 3\n```") == (
         "SELECT 2"

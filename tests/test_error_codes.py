@@ -23,10 +23,9 @@ CODES = {code.value for code in ErrorCode}
 NOT_A_CODE = {
     ("engines/bigquery.py", "timeout"),  # matched against an exception's class name
     ("models/openai_compat.py", "timeout"),  # why a request is retried
-    ("report/taxonomy.py", "timeout"),  # a fragment looked for in an engine's message
     ("runs/evaluate.py", "timeout"),  # the name of an option
     ("evaluation/bird.py", "gold_error"),  # BIRD's metric, a flag named after the code
-    ("envs/reward.py", "gold_error"),  # the same BIRD metric
+    ("envs/reward_workers.py", "gold_error"),  # the same BIRD metric
 }
 
 # Where a code is given: keyword arguments, the constructors' positional slot, class attributes.

@@ -19,9 +19,20 @@ import duckdb
 from querybench.evaluation.bird import bird_verdict
 from querybench.evaluation.execution import run_gold_and_predictions
 
-# Not needed to score SQLite answers: the columnar stack, the Ray and model stacks, the engines
-# of other databases, the SQL translator.
-HEAVY = ("pyarrow", "pandas", "duckdb", "sqlglot", "httpx", "querybench.runs.ray_eval")
+# Not needed to score SQLite answers: the columnar stack, the pydantic typer would coerce options
+# with, the Ray and model stacks, the engines of other databases, the SQL translator, the
+# other commands.
+HEAVY = (
+    "pyarrow",
+    "pandas",
+    "numpy",
+    "pydantic",
+    "duckdb",
+    "sqlglot",
+    "httpx",
+    "querybench.runs.ray_eval",
+    "querybench.commands.run",
+)
 
 
 def _database(root: Path) -> Path:

@@ -29,7 +29,7 @@ LAYERS: tuple[frozenset[str], ...] = tuple(
         "envs runs",
         "report",
         "commands",
-        "cli",
+        "cli _entry",  # _entry: the console script's entry point, importing cli when it runs
         "querybench",  # the package's `__init__`: the public names, imported lazily
     )
 )

@@ -9,7 +9,10 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from querybench.cli import app
+from querybench.errors import EngineError
+from querybench.evaluation.detail import Shape, VerdictDetail
 from querybench.evaluation.record import InstanceResult
+from querybench.evaluation.verdict import Verdict
 from querybench.report import compare, render
 from querybench.report.runs import load_run
 from querybench.runs.store import InstanceRecord
@@ -53,7 +56,15 @@ def two_runs(tmp_path: Path) -> tuple[Path, Path]:
             spider2_result("bq2", 1.0, 0.0, difficulty="hard", engine="bq"),
             InstanceResult("sf1", 0.0, "missing_prediction", None, 0.0, 0.0, "easy", "sf"),
             InstanceResult(
-                "local1", 0.0, "exec_error", "no such column: x", 0.0, 0.0, "hard", "local"
+                "local1",
+                0.0,
+                "exec_error",
+                "no such column: x",
+                0.0,
+                0.0,
+                "hard",
+                "local",
+                detail=Verdict.engine_error(EngineError("no such column: x")).detail,
             ),
         ],
     )
@@ -68,6 +79,7 @@ def two_runs(tmp_path: Path) -> tuple[Path, Path]:
                 engine="bq",
                 error="wrong_result",
                 message="prediction 0 rows x 2 columns matches no gold (3 rows x 2 columns)",
+                detail=VerdictDetail.of_shapes(Shape(0, 2), [Shape(3, 2)]),
             ),
             spider2_result("bq2", 1.0, 1.0, difficulty="hard", engine="bq"),
             spider2_result("sf1", 1.0, 1.0, difficulty="easy", engine="sf"),
@@ -115,7 +127,7 @@ def test_errors_section_counts_taxonomy_categories(tmp_path: Path) -> None:
     errors = rows(compare.errors_section(runs))
     assert errors["exec_error: no such column"] == ["1", "0"]
     assert errors["missing_prediction"] == ["1", "0"]
-    assert errors["empty_result"] == ["0", "1"]  # `prediction 0 rows x 2 columns ...`
+    assert errors["empty_result"] == ["0", "1"]  # the detail's shapes: 0 rows against 3
 
 
 def test_flips_between_runs_and_between_scorings(tmp_path: Path) -> None:

@@ -68,3 +68,30 @@ def test_spider1_result_diff_reads_both_queries_from_the_database(tmp_path: Path
     assert head == (["x", "y"], [[str(i), ""] for i in range(19, 11, -1)], True)
     failed = query_head(db, "SELECT nope FROM t")
     assert isinstance(failed, str) and "no such column" in failed
+
+
+def test_the_run_block_shows_the_scorers_closest_gold_and_columns(tmp_path: Path) -> None:
+    from querybench.evaluation.detail import Shape, VerdictDetail
+    from querybench.evaluation.record import InstanceResult
+    from querybench.report.details import instance_details
+    from querybench.report.runs import RunData
+    from querybench.tasks.model import GoldRef, Task
+
+    a = _csv(tmp_path / "x_a.csv", "n,m\n1,2\n")  # the nearest by shape and cells
+    b = _csv(tmp_path / "x_b.csv", "k\n5\n6\n")
+    preds = tmp_path / "preds"
+    preds.mkdir()
+    _csv(preds / "x.csv", "n,m\n1,2\n")
+    detail = VerdictDetail(
+        None, Shape(1, 2), (Shape(1, 2), Shape(2, 1)), 1, matched_columns=(), missing_columns=(0,)
+    )
+    result = InstanceResult("x", 0.0, "wrong_result", "no match", detail=detail)
+    files = GoldRef(result_files=(str(a), str(b)))
+    task = Task("x", "spider2-lite", "q?", "db", "sqlite", gold=files)
+    run = RunData("r", tmp_path, [result], tasks={"x": task}, predictions=preds)
+    html = instance_details([run])
+    assert "gold <code>x_b.csv</code>" in html  # the scorer's choice, not the shape's
+    assert "closest gold x_b.csv: columns matched none; missing 0" in html
+    run = RunData("r", tmp_path, [InstanceResult("x", 0.0, "wrong_result")], tasks={"x": task},
+                  predictions=preds)  # fmt: skip
+    assert "gold <code>x_a.csv</code>" in instance_details([run])  # no detail: the nearest

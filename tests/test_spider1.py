@@ -306,8 +306,10 @@ def test_evaluate_spider1_tiny(tmp_path: Path) -> None:
     ]
     assert "nowhere" in (results[5].message or "")
     # the gold results that ran are in the default cache, the failed gold is not
-    cached = list((tmp_path / "default-cache" / "results").rglob("*.pickle"))
-    assert len(cached) == 3  # 3 distinct gold queries succeeded
+    store = sqlite3.connect(tmp_path / "default-cache" / "results" / "store.sqlite3")
+    (cached,) = store.execute("SELECT count(*) FROM results").fetchone()
+    store.close()
+    assert cached == 3  # 3 distinct gold queries succeeded
     assert all(r.difficulty is None and r.engine == "sqlite" for r in results)
 
 

@@ -331,6 +331,7 @@ def test_a_read_past_its_deadline_is_that_instances_verdict(
         real(fd, scan)  # type: ignore[arg-type]
 
     monkeypatch.setattr(prediction_file, "_read_all", blocking_once)
+    monkeypatch.setattr(prediction_file, "_local_devices", frozenset)  # as on a network mount
     started = threading.active_count()
     try:
         results = by_id(
@@ -373,6 +374,7 @@ def test_an_abandoned_slow_read_closes_its_descriptor_when_the_read_returns(
 
     monkeypatch.setattr(prediction_file, "_read_all", blocking)
     monkeypatch.setattr(prediction_file.threading, "Thread", recorded)
+    monkeypatch.setattr(prediction_file, "_local_devices", frozenset)  # as on a network mount
     try:
         with pytest.raises(prediction_file.PredictionRefused, match="did not finish within"):
             prediction_file.read_prediction_text(
@@ -519,6 +521,7 @@ def test_a_scoring_worker_that_dies_fails_only_its_own_instance(
         return real(job, chunk)  # type: ignore[arg-type]
 
     monkeypatch.setattr(spider2_eval, "_score_ids", dying)
+    monkeypatch.setattr(spider2_eval, "POOL_MIN_BYTES", 0)  # these tiny files, on workers
     results = by_id(evaluate_spider2(pred, benchmark="spider2-lite", gold_dir=gold, workers=2))
     assert set(results) == set(ids)
     assert results["local007"].error == "scorer_error"

@@ -227,7 +227,10 @@ def max_result_bytes() -> int:
 def row_bytes(row: Iterable[Any]) -> int:
     """What one row counts for against the byte cap: the length of every text and bytes
     cell, and 8 for any other cell."""
-    return sum(len(value) if type(value) in _SIZED else _SCALAR_BYTES for value in row)
+    size = 0
+    for value in row:  # a plain loop: a row factory calls this for every row of a result
+        size += len(value) if type(value) in _SIZED else _SCALAR_BYTES
+    return size
 
 
 def result_bytes(rows: Iterable[Sequence[Any]]) -> int:
@@ -250,7 +253,9 @@ class ByteBudget:
             raise too_many_bytes(self.cap)
 
     def row_factory(self, _cursor: object, row: tuple[Any, ...]) -> tuple[Any, ...]:
-        self.add(row_bytes(row))
+        self.used += row_bytes(row)  # `add`, inlined: called for every row
+        if self.used > self.cap:
+            raise too_many_bytes(self.cap)
         return row
 
 

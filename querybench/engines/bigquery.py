@@ -246,7 +246,8 @@ class BigQueryEngine(EngineBase):
         except Exception as exc:
             raise EngineError(f"dry run failed: {_message(exc)}") from exc
         if job.statement_type not in (None, "SELECT"):
-            raise QueryRefused(f"{job.statement_type} statements are not allowed (read-only)")
+            kind = str(job.statement_type)
+            raise QueryRefused(f"{kind} statements are not allowed (read-only)", kind)
         return int(job.total_bytes_processed or 0)
 
     def execute(

@@ -4,31 +4,50 @@ The key is sha256 of (engine kind, driver version, database file content hash, S
 database file edited in place, or a driver upgrade that could change results, is a new key.
 Only successful results are stored; errors (timeouts above all) are always recomputed.
 
-Files hold a pickle of plain values; they are read back with an unpickler that can only build
-the value types the drivers return, so a planted file can fail to load but cannot run code.
+Every entry lives in one SQLite file (`<cache>/results/store.sqlite3`, WAL mode): a run reads
+all its gold in one query and writes what it computed in one transaction, where one file per
+result cost a syscall or three per entry and about 1 ms per created file on a VM disk.
+SQLite's locking keeps concurrent runs (and the RL reward's worker processes) safe. Values are a
+pickle of plain values, read back with an unpickler that can only build the value types the
+drivers return, so a planted entry can fail to load but cannot run code; such an entry, or a
+store that is not a database at all, is a miss (the store is set aside and started afresh).
+
+The content hash of a database file is remembered in the store too, by the file's identity
+(device, inode, size, mtime and ctime in ns): a warm run does not read every database again.
 """
 
 from __future__ import annotations
 
 import hashlib
 import io
-import itertools
 import json
 import os
 import pickle
 import sqlite3
-import tempfile
 import threading
 import warnings
 import zoneinfo
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from querybench.engines import Target, parse_target
 from querybench.engines.base import Result
-from querybench.engines.pool import QueryOutcome
 from querybench.errors import EngineError
+
+if TYPE_CHECKING:  # the pool (and multiprocessing) loads only when a query must run
+    import logging
+
+    from querybench.engines.pool import QueryOutcome
+
+
+def _log() -> logging.Logger:
+    """This module's logger; `logging` is imported only when there is something to say (a
+    warm `eval` never does, and it is 2 ms of its start-up)."""
+    import logging
+
+    return logging.getLogger(__name__)
+
 
 _MAGIC = b"querybench result cache v1\n"
 _SAFE_GLOBALS = frozenset(
@@ -45,8 +64,19 @@ _SAFE_GLOBALS = frozenset(
     }
 )
 _CHUNK = 1 << 20
+_STORE = "store.sqlite3"
+_SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS results (key TEXT PRIMARY KEY, value BLOB NOT NULL) WITHOUT ROWID;"
+    "CREATE TABLE IF NOT EXISTS fingerprints (identity TEXT PRIMARY KEY, sha256 TEXT NOT NULL)"
+    " WITHOUT ROWID;"
+)
+_KEYS_PER_SELECT = 500  # below SQLite's oldest bound on bound parameters (999)
 
-_fingerprints: dict[tuple[int, int, int, int, int], str] = {}
+Identity = tuple[int, int, int, int, int]
+Query = tuple[str | Path, str]  # (database, SQL)
+Q = TypeVar("Q", bound=Query)
+
+_fingerprints: dict[Identity, str] = {}
 _fingerprints_lock = threading.Lock()
 
 
@@ -55,13 +85,17 @@ def default_cache_dir() -> Path:
     return Path(os.environ.get("QUERYBENCH_CACHE") or "~/.cache/querybench").expanduser()
 
 
-def database_fingerprint(path: str | Path) -> str:
-    """sha256 of the file's bytes, streamed; remembered while its size and times stay put."""
-    stat = os.stat(path)
+def _identity(path: str | Path) -> Identity:
     # The file's identity (device, inode) rather than its resolved name: one stat per lookup,
     # no walk of the path's links. The ctime too: a file swapped in with its mtime preserved
     # is still noticed.
-    memo_key = (stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns)
+    stat = os.stat(path)
+    return (stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns)
+
+
+def database_fingerprint(path: str | Path) -> str:
+    """sha256 of the file's bytes, streamed; remembered while its size and times stay put."""
+    memo_key = _identity(path)
     with _fingerprints_lock:
         known = _fingerprints.get(memo_key)
     if known is not None:
@@ -77,42 +111,78 @@ def database_fingerprint(path: str | Path) -> str:
 
 
 class ResultCache:
-    """Results on disk under `directory/results/`, one file per key."""
+    """Results on disk in one SQLite store under `directory` (`directory/store.sqlite3`).
+
+    Thread-safe; a process forked with an open cache reopens the store on first use.
+    """
 
     def __init__(self, directory: str | Path | None = None) -> None:
         root = default_cache_dir() if directory is None else Path(directory).expanduser()
         self.directory = root / "results"
+        self.path = self.directory / _STORE
         self._targets: dict[str, Target] = {}  # parsed once per database (the stat is not)
+        self._lock = threading.RLock()
+        self._db: sqlite3.Connection | None = None
+        self._pid = 0
+        self._new_fingerprints: dict[str, str] = {}  # identity -> sha256, not yet stored
 
     def key(self, database: str | Path, sql: str) -> str:
         target = self._targets.get(str(database))
         if target is None:
             target = self._targets[str(database)] = parse_target(database)
-        parts = [target.kind, _driver_version(target.kind), database_fingerprint(target.path), sql]
+        parts = [target.kind, _driver_version(target.kind), self._fingerprint(target.path), sql]
         return hashlib.sha256(json.dumps(parts).encode()).hexdigest()
 
     def get(self, database: str | Path, sql: str) -> Result | None:
-        path = self._path(self.key(database, sql))
-        try:
-            data = path.read_bytes()
-        except OSError:
-            return None
-        return _load(data)
+        key = self.key(database, sql)
+        return self._read([key]).get(key)
+
+    def get_many(self, queries: Iterable[Q]) -> dict[Q, Result]:
+        """The cached result of each query that has one, read in one pass over the store;
+        a query whose database cannot be fingerprinted (missing, a server) is left out."""
+        keys: dict[str, list[Q]] = {}
+        for query in queries:
+            try:
+                keys.setdefault(self.key(*query), []).append(query)
+            except (EngineError, OSError):
+                continue
+        found = self._read(list(keys))
+        return {query: found[key] for key, same in keys.items() if key in found for query in same}
 
     def put(self, database: str | Path, sql: str, result: Result) -> None:
-        try:
-            data = _dump(result)
-        except (pickle.PicklingError, TypeError, AttributeError):
-            return  # a value the safe loader could not rebuild is simply not cached
-        path = self._path(self.key(database, sql))
-        fd, tmp = _create_temporary(path.parent)
-        try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(data)
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        self.put_many([((database, sql), result)])
+
+    def put_many(self, items: Iterable[tuple[Query, Result]]) -> None:
+        """Store the results in one transaction; a value the safe loader could not rebuild is
+        left out. Raises `OSError` when the store cannot be written, `EngineError` when a
+        database cannot be fingerprinted (nothing is written then)."""
+        rows = []
+        for (database, sql), result in items:
+            try:
+                data = _dump(result)
+            except (pickle.PicklingError, TypeError, AttributeError):
+                continue
+            rows.append((self.key(database, sql), data))
+        if not rows and not self._new_fingerprints:
+            return
+        with self._lock:
+            try:
+                db = self._connect(create=True)
+                assert db is not None
+                db.execute("BEGIN IMMEDIATE")
+                try:
+                    db.executemany("INSERT OR REPLACE INTO results VALUES (?, ?)", rows)
+                    db.executemany(
+                        "INSERT OR REPLACE INTO fingerprints VALUES (?, ?)",
+                        self._new_fingerprints.items(),
+                    )
+                    db.execute("COMMIT")
+                except BaseException:
+                    db.execute("ROLLBACK")
+                    raise
+                self._new_fingerprints.clear()
+            except sqlite3.Error as exc:
+                raise OSError(f"{self.path}: {exc}") from exc
 
     def get_or_compute(
         self,
@@ -126,6 +196,8 @@ class ResultCache:
 
         `key` labels the outcome of a cache hit (a computed outcome keeps its own).
         """
+        from querybench.engines.pool import QueryOutcome
+
         try:
             cached = self.get(database, sql)
         except (EngineError, OSError):
@@ -140,29 +212,91 @@ class ResultCache:
                 warnings.warn(f"result cache not written: {exc}", RuntimeWarning, stacklevel=2)
         return outcome
 
-    def _path(self, key: str) -> Path:
-        return self.directory / key[:2] / f"{key}.pickle"
+    def close(self) -> None:
+        with self._lock:
+            if self._db is not None and self._pid == os.getpid():
+                self._db.close()
+            self._db = None
+
+    def _fingerprint(self, path: str | Path) -> str:
+        """`database_fingerprint`, looked up in the store (by the file's identity) before the
+        file is read; a new one is stored with the next write."""
+        identity = _identity(path)
+        with _fingerprints_lock:
+            known = _fingerprints.get(identity)
+        if known is not None:
+            return known
+        name = ":".join(map(str, identity))
+        stored = self._select("SELECT identity, sha256 FROM fingerprints WHERE identity IN", [name])
+        fingerprint = stored.get(name)
+        if isinstance(fingerprint, str) and len(fingerprint) == 64:
+            with _fingerprints_lock:
+                _fingerprints[identity] = fingerprint
+            return fingerprint
+        fingerprint = database_fingerprint(path)
+        with self._lock:
+            self._new_fingerprints[name] = fingerprint
+        return fingerprint
+
+    def _read(self, keys: list[str]) -> dict[str, Result]:
+        rows = self._select("SELECT key, value FROM results WHERE key IN", keys)
+        found = {}
+        for key, data in rows.items():
+            result = _load(data) if isinstance(data, bytes) else None
+            if result is not None:
+                found[key] = result
+        return found
+
+    def _select(self, head: str, names: list[str]) -> dict[str, Any]:
+        """`head (?, ?, ...)` over `names` in chunks; nothing when there is no store (or it
+        cannot be read: a miss costs speed, not results)."""
+        found: dict[str, Any] = {}
+        if not names:
+            return found
+        with self._lock:
+            try:
+                db = self._connect(create=False)
+                if db is None:
+                    return found
+                for i in range(0, len(names), _KEYS_PER_SELECT):
+                    chunk = names[i : i + _KEYS_PER_SELECT]
+                    marks = ",".join("?" * len(chunk))
+                    found.update(db.execute(f"{head} ({marks})", chunk).fetchall())
+            except sqlite3.Error as exc:
+                _log().debug("result cache %s not read: %s", self.path, exc)
+        return found
+
+    def _connect(self, *, create: bool) -> sqlite3.Connection | None:
+        """The store's connection (lock held), opened on first use in this process; None
+        when there is no store yet and `create` is false."""
+        if self._db is not None and self._pid == os.getpid():
+            return self._db
+        self._db = None  # a connection inherited through fork is never used
+        if not create and not self.path.is_file():
+            return None
+        self.directory.mkdir(parents=True, exist_ok=True)
+        try:
+            db = _open_store(self.path)
+        except sqlite3.DatabaseError as exc:
+            if isinstance(exc, sqlite3.OperationalError):
+                raise  # locked, read-only, ...: not a damaged store
+            _log().warning("result cache %s is damaged (%s): starting a new one", self.path, exc)
+            os.replace(self.path, self.path.with_name(f"{_STORE}.damaged"))
+            db = _open_store(self.path)
+        self._db, self._pid = db, os.getpid()
+        return db
 
 
-_temporaries = itertools.count()
-
-
-def _create_temporary(folder: Path) -> tuple[int, str]:
-    """A new file of this process's own in `folder`, open for writing (made on first need).
-
-    Cheaper than `tempfile.mkstemp` for the hundreds of entries of a cold run: one `open`,
-    the folder created only when it is missing, and a name unique to the process and thread
-    (a clash, a stale file of a dead process, falls back to `mkstemp`).
-    """
-    name = str(folder / f".tmp-{os.getpid()}-{threading.get_ident()}-{next(_temporaries)}")
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
+def _open_store(path: Path) -> sqlite3.Connection:
+    db = sqlite3.connect(path, timeout=60.0, isolation_level=None, check_same_thread=False)
     try:
-        return os.open(name, flags, 0o600), name
-    except FileNotFoundError:
-        folder.mkdir(parents=True, exist_ok=True)
-    except FileExistsError:
-        pass
-    return tempfile.mkstemp(dir=folder, prefix=".tmp-")
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute("PRAGMA synchronous=NORMAL")  # WAL keeps the store whole on a crash
+        db.executescript(_SCHEMA)
+    except BaseException:
+        db.close()
+        raise
+    return db
 
 
 def _driver_version(kind: str) -> str:

@@ -27,7 +27,13 @@ from querybench.engines.base import (
     too_many_bytes,
 )
 from querybench.engines.registry import ENGINES
-from querybench.errors import EngineError, QueryRefused, QueryTimeout, ResultTooLarge
+from querybench.errors import (
+    SEVERAL_STATEMENTS,
+    EngineError,
+    QueryRefused,
+    QueryTimeout,
+    ResultTooLarge,
+)
 
 
 class DuckDBEngine(EngineBase):
@@ -143,10 +149,11 @@ class DuckDBEngine(EngineBase):
         if not statements:
             raise EngineError("empty statement")
         if len(statements) > 1:
-            raise QueryRefused("only one statement per query is allowed")
+            raise QueryRefused("only one statement per query is allowed", SEVERAL_STATEMENTS)
         kind = statements[0].type
         if kind != duckdb.StatementType.SELECT:
-            raise QueryRefused(f"{kind.name} statements are not allowed (read-only, SELECT only)")
+            message = f"{kind.name} statements are not allowed (read-only, SELECT only)"
+            raise QueryRefused(message, kind.name)
 
 
 class _Watchdog:

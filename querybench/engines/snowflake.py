@@ -41,6 +41,7 @@ from querybench.engines.duckdb import _Watchdog
 from querybench.engines.registry import ENGINES
 from querybench.engines.spider2_metadata_load import META_TABLE
 from querybench.errors import (
+    SEVERAL_STATEMENTS,
     EngineError,
     EngineUnavailable,
     QueryRefused,
@@ -62,10 +63,11 @@ def check_single_query(sql: str, dialect: str) -> exp.Query:
     if not statements:
         raise EngineError("empty statement")
     if len(statements) > 1:
-        raise QueryRefused("only one statement per query is allowed")
+        raise QueryRefused("only one statement per query is allowed", SEVERAL_STATEMENTS)
     statement = statements[0]
     if not isinstance(statement, exp.Query) or statement.find(*_WRITES) is not None:
-        raise QueryRefused(f"{statement.key.upper()} statements are not allowed (read-only)")
+        kind = statement.key.upper()
+        raise QueryRefused(f"{kind} statements are not allowed (read-only)", kind)
     return statement
 
 

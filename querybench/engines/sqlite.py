@@ -28,7 +28,13 @@ from querybench.engines.base import (
     quote_identifier,
 )
 from querybench.engines.registry import ENGINES
-from querybench.errors import EngineError, QueryRefused, QueryTimeout, ResultTooLarge
+from querybench.errors import (
+    SEVERAL_STATEMENTS,
+    EngineError,
+    QueryRefused,
+    QueryTimeout,
+    ResultTooLarge,
+)
 
 # Pragmas that only ever read, whatever their argument.
 _READ_PRAGMAS = frozenset(
@@ -301,13 +307,14 @@ def single_statement(sql: str) -> str:
     end = _first_semicolon(sql)
     statement = sql if end is None else sql[:end]
     if end is not None and _strip_noise(sql[end:].replace(";", " ")):
-        raise QueryRefused("only one statement per query is allowed")
+        raise QueryRefused("only one statement per query is allowed", SEVERAL_STATEMENTS)
     body = _strip_noise(statement)
     if not body:
         raise EngineError("empty statement")
     first = _WORD.match(body)
     if first and first.group().upper() in _WRITE_KEYWORDS:
-        raise QueryRefused(f"{first.group().upper()} statements are not allowed (read-only)")
+        kind = first.group().upper()
+        raise QueryRefused(f"{kind} statements are not allowed (read-only)", kind)
     return statement
 
 

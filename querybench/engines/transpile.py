@@ -24,7 +24,7 @@ from querybench.engines.sqlite_rewrites import (
     bare_columns_aggregated,
     sqlite_semantics,
 )
-from querybench.errors import EngineError, QueryRefused
+from querybench.errors import SEVERAL_STATEMENTS, EngineError, QueryRefused
 
 _QUERY_START = frozenset({TokenType.SELECT, TokenType.WITH, TokenType.L_PAREN, TokenType.VALUES})
 _FIRST_WORD_OF_QUERY = re.compile(r"(?is)\s*(select|with|values|\()")
@@ -81,7 +81,7 @@ def transpile(
     try:
         trees = sqlglot.parse(sql, read=read)
         if len(trees) != 1 or trees[0] is None:
-            raise QueryRefused("only one statement per query is allowed")
+            raise QueryRefused("only one statement per query is allowed", SEVERAL_STATEMENTS)
         tree = trees[0]
         if read == "sqlite" and write != "sqlite":
             tree = sqlite_semantics(tree, write, columns=columns, schema=schema)
@@ -169,19 +169,21 @@ def read_only_statement(
             if token.text.upper() in refused_tokens and token.token_type not in (
                 TokenType.STRING, TokenType.IDENTIFIER,
             ):  # fmt: skip
-                raise QueryRefused(f"{token.text.upper()} is not allowed (read-only)")
+                kind = token.text.upper()
+                raise QueryRefused(f"{kind} is not allowed (read-only)", kind)
     if current:
         groups.append(current)
     if not groups:
         raise EngineError("empty statement")
     if len(groups) > 1:
-        raise QueryRefused("only one statement per query is allowed")
+        raise QueryRefused("only one statement per query is allowed", SEVERAL_STATEMENTS)
     first = tokens[0]
     if first.token_type == TokenType.VAR and first.text.upper() not in _STATEMENT_VERBS:
         # Not a statement anywhere: a typo, refused by no rule, so the plain syntax error.
         raise EngineError(f"syntax error at or near {first.text!r}")
     if first.token_type not in _QUERY_START:
-        raise QueryRefused(f"{first.text.upper()} statements are not allowed (read-only)")
+        kind = first.text.upper()
+        raise QueryRefused(f"{kind} statements are not allowed (read-only)", kind)
     semicolons = [t for t in tokens if t.token_type == TokenType.SEMICOLON]
     statement = sql[: semicolons[0].start] if semicolons else sql
     try:
@@ -190,5 +192,5 @@ def read_only_statement(
         return statement
     for node in tree.walk():
         if isinstance(node, _WRITES):
-            raise QueryRefused(f"{node.key.upper()} is not allowed (read-only)")
+            raise QueryRefused(f"{node.key.upper()} is not allowed (read-only)", node.key.upper())
     return statement

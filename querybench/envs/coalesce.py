@@ -15,7 +15,7 @@ from collections.abc import Callable
 from concurrent.futures import Future
 
 from querybench.envs.match import RewardOutcome
-from querybench.envs.reward_workers import WorkItem
+from querybench.envs.reward_child import WorkItem
 
 # Scores a batch in the worker processes; the future never fails (a crash scores 0 instead).
 Submit = Callable[[list[WorkItem]], "Future[list[RewardOutcome]]"]

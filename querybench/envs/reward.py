@@ -3,17 +3,19 @@
 `execution_match` is the pure rule (`match.py`: BIRD's `bird_verdict` / `bird_metrics`, never
 a second copy). `SQLReward` runs the queries it needs:
 
-* by default in `workers` worker processes (`reward_workers.py`), each with its own
-  persistent read-only connections and gold results, fed batches by `score_many` and single
-  rewards by `score` / `ascore`; `processes=False` runs them on threads in this process
-  instead (no process start-up, but every reward shares this interpreter's GIL);
-* on threads, answers on a `QueryPool` with a 30 s timeout and gold queries on another with
-  120 s; either way sized by `QUERYBENCH_SQL_WORKERS` (default: the CPU cores this process
-  may use, by its cgroup quota and affinity mask); a query's timeout starts when a worker
-  picks it up, so a busy machine queues instead of timing out;
-* every worker keeps its read-only connection per database open between rewards;
-* gold results are computed once per (database, SQL): in memory per process (each worker
-  process keeps its own), and on disk through `ResultCache` across processes;
+* by default in `workers` child processes (`reward_workers.py`, `reward_child.py`), started
+  with the reward: each keeps its read-only connections and its gold results, takes a batch of
+  rewards per message (`score_many`'s slices, `ascore`'s coalesced calls, one `score`) and
+  sends back only their outcomes, and is killed when a step outlives its timeout (+0.5 s);
+  `processes=False` runs them on threads in this process instead (every reward then shares
+  this interpreter's GIL), answers on a `QueryPool` with a 30 s timeout and gold queries on
+  another with 120 s, each query in an `engines.isolated` child;
+* sized by `QUERYBENCH_SQL_WORKERS` (default: the CPU cores this process may use, by its
+  cgroup quota and affinity mask); a query's timeout starts when its worker starts it, so a
+  busy machine queues instead of timing out;
+* gold results are computed once per (database, SQL) and kept in memory (each worker its
+  own); on disk through `ResultCache` across processes: `warm` writes every gold there, a
+  worker those that took 10 ms or more (a cheaper one is cheaper to run again than to store);
 * on SQLite an answer's rows are streamed and compared against the gold set batch by batch
   (`match.run_answer`): the first row that is not a gold row ends the query with 0, so a huge
   wrong result is never read to its end and memory holds one batch plus the gold set; an
@@ -25,13 +27,11 @@ from __future__ import annotations
 
 import asyncio
 import math
-import multiprocessing
 import os
 import threading
 import weakref
 from collections.abc import Iterable, Sequence
-from concurrent.futures import Future, ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
+from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -48,17 +48,9 @@ from querybench.envs.match import (
     execution_match,
     run_answer,
 )
-from querybench.envs.reward_workers import (
-    WorkerConfig,
-    WorkItem,
-    cache_get,
-    cache_put,
-    ready,
-    score_batch,
-    start_worker,
-)
+from querybench.envs.reward_child import WorkerConfig, WorkItem, cache_get, cache_put
+from querybench.envs.reward_workers import RewardWorkers, crashed
 from querybench.errors import EngineError
-from querybench.evaluation.verdict import EXEC_ERROR, Verdict
 
 ANSWER_TIMEOUT = 30.0
 GOLD_TIMEOUT = 120.0
@@ -183,7 +175,10 @@ class SQLReward:
             None if cache_dir is None else str(cache_dir),
             disk_cache,
         )
-        self._executor: ProcessPoolExecutor | None = None
+        # Started now, so the children start while the caller does whatever comes first;
+        # stopped by `close`, or when the reward is collected (or the interpreter exits).
+        self._workers = RewardWorkers(self._config, self.workers) if processes else None
+        self._stop_workers = weakref.finalize(self, _close, self._workers)
         self._answers = QueryPool(self.workers, answer_timeout, answer_max_rows)
         self._golds = QueryPool(self.workers, gold_timeout, None)
         self._cache = ResultCache(cache_dir) if disk_cache else None
@@ -193,6 +188,7 @@ class SQLReward:
         self._coalescers: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Coalescer] = (
             weakref.WeakKeyDictionary()
         )
+        self._last_coalescer: Coalescer | None = None
 
     def __enter__(self) -> SQLReward:
         return self
@@ -202,9 +198,8 @@ class SQLReward:
 
     def close(self) -> None:
         with self._lock:
-            executor, self._executor = self._executor, None
-        if executor is not None:
-            executor.shutdown(wait=True, cancel_futures=True)
+            self._workers = None
+        self._stop_workers()
         self._answers.close()
         self._golds.close()
 
@@ -317,57 +312,28 @@ class SQLReward:
             self._gold[todo[int(key)]] = result
 
     def _batch(self, items: list[WorkItem]) -> Future[list[RewardOutcome]]:
-        """`items` scored in a worker process; a crashed worker fails only its own batch
-        (every answer in it scores 0 with `error`), and the pool is started afresh."""
-        executor = self._processes()
-        try:
-            submitted = executor.submit(score_batch, items)
-        except BrokenProcessPool:
-            submitted = Future()
-            submitted.set_exception(BrokenProcessPool("the worker processes stopped"))
-        done: Future[list[RewardOutcome]] = Future()
-
-        def finish(future: Future[list[RewardOutcome]]) -> None:
-            try:
-                done.set_result(future.result())
-            except Exception as exc:  # BrokenProcessPool above all: a worker was killed
-                self._discard(executor)
-                done.set_result([_crashed(exc) for _ in items])
-
-        submitted.add_done_callback(finish)
-        return done
+        """`items` scored in a child process; the future never fails (a crashed child scores
+        only what it was running 0 with `error`, and a closed reward everything it held)."""
+        workers = self._workers
+        if workers is None:
+            done: Future[list[RewardOutcome]] = Future()
+            done.set_result([crashed(EngineError("the reward is closed")) for _ in items])
+            return done
+        return workers.submit(items)
 
     def _coalescer(self) -> Coalescer:
         loop = asyncio.get_running_loop()
+        last = self._last_coalescer  # one loop calls ascore thousands of times
+        if last is not None and last.loop is loop:
+            return last
         with self._lock:
             coalescer = self._coalescers.get(loop)
             if coalescer is None:
                 # One batch queued behind each running one keeps every worker fed.
                 coalescer = Coalescer(loop, self._batch, 2 * self.workers, self.batch_size)
                 self._coalescers[loop] = coalescer
+            self._last_coalescer = coalescer
             return coalescer
-
-    def _processes(self) -> ProcessPoolExecutor:
-        with self._lock:
-            if self._executor is None:
-                executor = ProcessPoolExecutor(
-                    self.workers,
-                    mp_context=multiprocessing.get_context("spawn"),  # safe beside threads
-                    initializer=start_worker,
-                    initargs=(self._config,),
-                )
-                # Submitting one call per worker before any returns starts them all now, so
-                # a later slow answer never waits for a process to be spawned beside it.
-                for ping in [executor.submit(ready) for _ in range(self.workers)]:
-                    ping.result()
-                self._executor = executor
-            return self._executor
-
-    def _discard(self, executor: ProcessPoolExecutor) -> None:
-        with self._lock:
-            if self._executor is executor:
-                self._executor = None
-        executor.shutdown(wait=False, cancel_futures=True)
 
     def _compute_gold(self, database: str | Path, gold_sql: str) -> QueryOutcome:
         def compute() -> QueryOutcome:
@@ -378,12 +344,9 @@ class SQLReward:
         return self._cache.get_or_compute(database, gold_sql, compute)
 
 
-def _crashed(exc: BaseException) -> RewardOutcome:
-    message = f"the reward worker failed: {type(exc).__name__}: {exc}"
-    return RewardOutcome(0.0, Verdict.fail(EXEC_ERROR, message), _CRASH_METRICS)
-
-
-_CRASH_METRICS = {"error": 1.0, "trivial": 0.0, "gold_error": 0.0}
+def _close(workers: RewardWorkers | None) -> None:
+    if workers is not None:
+        workers.close()
 
 
 def _first(pool: QueryPool, database: str | Path, sql: str) -> QueryOutcome:

@@ -25,6 +25,7 @@ from querybench.evaluation.agentic_compare import (
     strict_columns,
     strict_compare,
 )
+from querybench.evaluation.detail import Shape, VerdictDetail
 from querybench.evaluation.prediction_file import PredictionRefused, ReadLimits, open_prediction
 from querybench.evaluation.verdict import (
     BAD_PREDICTION_FILE,
@@ -106,7 +107,7 @@ def table_match(
         if isinstance(gold, str | os.PathLike):
             frame = _read_csv(gold, GOLD_ERROR)
             reason = _official(pred, frame, condition_cols, ignore_order, tolerance)
-            return Verdict.ok() if reason is None else Verdict.fail(WRONG_RESULT, reason)
+            return Verdict.ok() if reason is None else _wrong(reason, pred, [frame])
         if not isinstance(gold, list | tuple):
             raise _Problem(GOLD_ERROR, f"table_match gold must be a path or a list, not {gold!r}")
         frames = [_read_csv(path, GOLD_ERROR) for path in gold]
@@ -123,9 +124,15 @@ def table_match(
             if reason is None:
                 return Verdict.ok()
             reasons.append(reason)
-        return Verdict.fail(WRONG_RESULT, _any_of(reasons))
+        return _wrong(_any_of(reasons), pred, frames)
 
     return _scored(body)
+
+
+def _wrong(reason: str, pred: pd.DataFrame, golds: Sequence[pd.DataFrame]) -> Verdict:
+    """No gold matched: the shapes compared (a report counts it `wrong_values`, as before)."""
+    shapes = tuple(Shape(*gold.shape) for gold in golds)
+    return Verdict.fail(WRONG_RESULT, reason, VerdictDetail(None, Shape(*pred.shape), shapes))
 
 
 def _any_of(reasons: Sequence[str]) -> str:
@@ -197,7 +204,7 @@ def strict_table_match(
             frame = _read_csv(gold, GOLD_ERROR)
             cols = None if condition_cols == () else condition_cols
             reason = _strict_table(pred, frame, cols, ignore_order, tolerance)
-            return Verdict.ok() if reason is None else Verdict.fail(WRONG_RESULT, reason)
+            return Verdict.ok() if reason is None else _wrong(reason, pred, [frame])
         if not isinstance(gold, list | tuple) or not gold:
             raise _Problem(GOLD_ERROR, f"table_match gold must be a path or a list, not {gold!r}")
         frames = [_read_csv(path, GOLD_ERROR) for path in gold]
@@ -218,7 +225,7 @@ def strict_table_match(
             if reason is None:
                 return Verdict.ok()
             reasons.append(reason)
-        return Verdict.fail(WRONG_RESULT, _any_of(reasons))
+        return _wrong(_any_of(reasons), pred, frames)
 
     return _scored(body)
 

@@ -35,6 +35,7 @@ from querybench.evaluation.bird_metrics import (
     r_ves_value,
     soft_f1,
 )
+from querybench.evaluation.detail import Difference, Shape, VerdictDetail
 from querybench.evaluation.execution import run_gold_and_predictions
 from querybench.evaluation.prediction_file import ReadLimits, read_prediction_text
 from querybench.evaluation.record import InstanceResult, OnResult
@@ -157,24 +158,42 @@ def bird_verdict(
     if isinstance(gold, EngineError):
         return Verdict.fail(GOLD_ERROR, f"gold query failed: {gold}")
     if pred is None:
-        return Verdict.fail(PARSE_ERROR, "no SQL found in the prediction")
+        return Verdict.statement_failed(PARSE_ERROR, "no SQL found in the prediction")
     if isinstance(pred, EngineError):
-        return Verdict.fail(pred.code, str(pred))
+        return Verdict.engine_error(pred)
     if isinstance(pred, StreamedMatch):
         if pred.matched:
             return Verdict.ok()
+        # streamed: the prediction's first foreign row stopped the read, its size is unknown
         return Verdict.fail(
             WRONG_RESULT,
             f"different row sets: gold {len(set(gold.rows))} distinct rows, "
             f"prediction differs by row {pred.rows_read}",
+            VerdictDetail(Difference.WRONG_VALUES),
         )
     if bird_result_match(gold.rows, pred.rows):
         return Verdict.ok()
+    gold_distinct, pred_distinct = len(set(gold.rows)), len(set(pred.rows))
     return Verdict.fail(
         WRONG_RESULT,
-        f"different row sets: gold {len(set(gold.rows))} distinct rows, "
-        f"prediction {len(set(pred.rows))}",
+        f"different row sets: gold {gold_distinct} distinct rows, prediction {pred_distinct}",
+        VerdictDetail.of_shapes(
+            _shape(pred.rows),
+            [_shape(gold.rows)],
+            _row_set_difference(gold_distinct, pred_distinct),
+        ),
     )
+
+
+def _shape(rows: Sequence[Row]) -> Shape:
+    return Shape(len(rows), len(rows[0]) if rows else 0)
+
+
+def _row_set_difference(gold_distinct: int, pred_distinct: int) -> Difference:
+    """BIRD compares row sets: an empty one, one of another size, or the same size."""
+    if pred_distinct == 0:
+        return Difference.EMPTY_RESULT
+    return Difference.WRONG_ROWS if pred_distinct != gold_distinct else Difference.WRONG_VALUES
 
 
 def bird_metrics(
@@ -454,4 +473,5 @@ def _instance(
         difficulty=q.difficulty,
         engine=engine,
         metrics=metrics,
+        detail=verdict.detail,
     )

@@ -12,7 +12,6 @@ Per instance, `soft_f1` is in [0, 1] and `r_ves` is sqrt(reward) for reward in
 from __future__ import annotations
 
 import math
-import statistics
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -122,6 +121,8 @@ def trim_outliers(samples: Sequence[float]) -> list[float]:
     """The samples strictly within 3 population standard deviations of their mean
     (`clean_abnormal`). When every sample is equal the official strict test keeps none and the
     script then divides by zero (reward 0); there is no outlier then, so all are kept."""
+    import statistics  # R-VES only: `eval bird` imports this module for EX too
+
     if not samples:
         return []
     mean = statistics.fmean(samples)

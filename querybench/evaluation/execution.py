@@ -46,23 +46,15 @@ def run_gold_and_predictions(
     pred_queries = {key: _query(job) for key, job in pred_jobs.items()}
     gold_distinct = list(dict.fromkeys(gold_queries.values()))
     pred_distinct = list(dict.fromkeys(pred_queries.values()))
-    known: dict[Query, Result | EngineError] = {}
-    for query in gold_distinct:
-        try:
-            hit = cache.get(*query)
-        except (EngineError, OSError):
-            continue  # no database to fingerprint: the pool will report the error
-        if hit is not None:
-            known[query] = hit
+    # One read of the store; a database that cannot be fingerprinted is left to the pool,
+    # which reports its error.
+    known: dict[Query, Result | EngineError] = dict(cache.get_many(gold_distinct))
     gold_to_run = [q for q in gold_distinct if q not in known]
     shared = set(gold_distinct)
     pred_to_run = [q for q in pred_distinct if q not in shared]
     for query, value in _run(gold_to_run + pred_to_run, timeout, workers, on_query).items():
         known[query] = value
-    for query in gold_to_run:
-        value = known[query]
-        if isinstance(value, Result):
-            _store(cache, query, value)
+    _store(cache, [(q, v) for q in gold_to_run if isinstance(v := known[q], Result)])
     gold = {key: known[query] for key, query in gold_queries.items()}
     pred = {key: known[query] for key, query in pred_queries.items()}
     again = [q for q in pred_distinct if q in shared and _has_nan(known[q])]
@@ -98,13 +90,21 @@ def _run(
     return out
 
 
-def _store(cache: ResultCache, query: Query, result: Result) -> None:
+def _store(cache: ResultCache, computed: list[tuple[Query, Result]]) -> None:
+    """The computed gold results in one write; a server URL has no content to key by."""
+    files = []
+    for query, result in computed:
+        try:
+            cache.key(*query)
+        except (EngineError, OSError):
+            continue  # a server URL (or a database gone since): nothing cached
+        files.append((query, result))
     try:
-        cache.put(*query, result)
-    except EngineError:
-        pass  # a server URL: nothing to fingerprint, so nothing cached
-    except OSError as exc:  # a read-only or full cache costs speed, not results
+        cache.put_many(files)
+    except (EngineError, OSError) as exc:  # a read-only or full cache costs speed, not results
         warnings.warn(f"result cache not written: {exc}", RuntimeWarning, stacklevel=3)
+    finally:
+        cache.close()
 
 
 def _has_nan(value: Result | EngineError) -> bool:

@@ -24,7 +24,6 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-import pandas as pd
 
 from querybench.evaluation import spider2_official as official
 from querybench.evaluation import spider2_strict as strict
@@ -57,8 +56,7 @@ def official_match(
         gold_frame = gold.to_frame() if isinstance(gold, CompactTable) else gold
         columns = official.official_columns(pred_frame)
         return official.table_match(columns, gold_frame, condition_cols, ignore_order, variant)
-    dummy = pd.DataFrame(np.zeros((0, gold.shape[1])))
-    positions = [int(c) for c in official.project_gold(dummy, condition_cols, variant).columns]
+    positions = official.compared_positions(gold.shape[1], condition_cols, variant)
     pair = _Pair(pred, gold)
     pred_cols = list(range(pred.shape[1]))
     return all(

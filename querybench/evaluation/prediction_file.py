@@ -8,7 +8,8 @@ gold, a 2 GB sparse file or a header of a million columns. Before pandas sees a 
 * a symlink is followed only within the predictions folder and never into a forbidden folder
   (the gold); `/proc`, `/sys` and `/dev` files are refused;
 * the file is opened with O_NOFOLLOW | O_NONBLOCK and checked again on the descriptor, then read
-  on a helper thread with a deadline (`ReadLimits.seconds`), at most `max_bytes`;
+  (at most `max_bytes`) on a helper thread with a deadline (`ReadLimits.seconds`), unless it
+  sits on a local disk, whose reads cannot stall (`_local_devices`);
 * the header's fields and the rows (line ends) bound the cells; a line longer than
   `max_line_bytes` is refused too (pandas holds a column name at about nine times its size).
 
@@ -18,6 +19,7 @@ A refusal is a `PredictionRefused` carrying the instance's error code.
 from __future__ import annotations
 
 import csv
+import functools
 import io
 import os
 import stat
@@ -139,7 +141,10 @@ def _open(target: str, entry: os.stat_result, name: str) -> int:
 
 
 class _Scan:
-    """One pass over the bytes: size, line ends, the longest line, the header's first line."""
+    """One pass over the bytes: size, line ends, the longest line, the header's first line.
+
+    The longest line is measured only in a block that could hold one over the bound: a
+    smaller file is scanned with `bytes` methods alone, without importing NumPy."""
 
     def __init__(self, limits: ReadLimits, keep: bool) -> None:
         self.limits = limits
@@ -155,21 +160,31 @@ class _Scan:
         self.finished = self.abandoned = False
 
     def feed(self, block: bytes) -> None:
-        import numpy as np
-
         self.size += len(block)
         if self.size > self.limits.max_bytes:
             raise PredictionRefused(TOO_LARGE, f"more than {self.limits.max_bytes:,} bytes")
         if self.keep:
             self.parts.append(block)
+        first = min((i for i in (block.find(b"\n"), block.find(b"\r")) if i >= 0), default=-1)
+        if not self.header_done:
+            self.header += block[:first] if first >= 0 else block
+            self.header_done = first >= 0
+        # "\r\n" is one line end; a lone "\r" or "\n" is one too (pandas' C parser)
+        self.lines += block.count(b"\n") + block.count(b"\r") - block.count(b"\r\n")
+        if self.run + len(block) > self.limits.max_line_bytes:  # a line may be too long
+            self._measure_lines(block)
+        elif first >= 0:
+            self.run = len(block) - max(block.rfind(b"\n"), block.rfind(b"\r")) - 1
+        else:
+            self.run += len(block)
+        self.ends_with_newline = bool(len(block)) and block[-1] in (10, 13)
+
+    def _measure_lines(self, block: bytes) -> None:
+        """The longest line so far, exactly (NumPy, as a block is up to 16 MiB)."""
+        import numpy as np
+
         data = np.frombuffer(block, dtype=np.uint8)
         ends = np.flatnonzero((data == 10) | (data == 13))
-        if not self.header_done:
-            self.header += block[: ends[0]] if len(ends) else block
-            self.header_done = bool(len(ends))
-        # "\r\n" is one line end; a lone "\r" or "\n" is one too (pandas' C parser)
-        crlf = int(np.count_nonzero((data[:-1] == 13) & (data[1:] == 10))) if len(data) > 1 else 0
-        self.lines += len(ends) - crlf
         if len(ends):
             self.longest = max(self.longest, self.run + int(ends[0]))
             if len(ends) > 1:
@@ -182,7 +197,6 @@ class _Scan:
             raise PredictionRefused(
                 TOO_LARGE, f"a line longer than {self.limits.max_line_bytes:,} bytes"
             )
-        self.ends_with_newline = bool(len(block)) and block[-1] in (10, 13)
 
 
 def _read_all(fd: int, scan: _Scan) -> None:
@@ -219,6 +233,37 @@ def _columns(header: bytes) -> int:
         return text.count(",") + 1
 
 
+# Filesystems whose reads of a regular file cannot stall: no server, no user-space daemon.
+_LOCAL_FILESYSTEMS = frozenset(
+    {"ext2", "ext3", "ext4", "xfs", "tmpfs", "ramfs", "f2fs", "jfs", "vfat", "exfat", "erofs"}
+)
+
+
+@functools.cache
+def _local_devices() -> frozenset[int]:
+    """Devices (`st_dev`) of this process's local-disk mounts, from /proc/self/mountinfo.
+
+    A file on one is read on the calling thread; anything else (NFS, FUSE, a device this
+    does not see, a system without mountinfo) on a helper thread with a deadline, since a
+    hung server or a FUSE daemon can stall a read forever. A thread per file costs little
+    at idle but a scheduling wait per file on a loaded machine.
+    """
+    try:
+        lines = Path("/proc/self/mountinfo").read_text().splitlines()
+    except OSError:
+        return frozenset()
+    devices = set()
+    for line in lines:
+        fields, _, rest = line.partition(" - ")
+        parts = fields.split()
+        if len(parts) < 3 or not rest or rest.split()[0] not in _LOCAL_FILESYSTEMS:
+            continue
+        major, _, minor = parts[2].partition(":")
+        if major.isdigit() and minor.isdigit():
+            devices.add(os.makedev(int(major), int(minor)))
+    return frozenset(devices)
+
+
 def _read(
     path: Path, folder: Path | None, limits: ReadLimits, forbidden: Sequence[Path], keep_below: int
 ) -> tuple[_Scan, int]:
@@ -232,14 +277,17 @@ def _read(
         )
     fd = _open(target, entry, name)
     scan = _Scan(limits, keep=entry.st_size < keep_below)
-    reader = threading.Thread(target=_read_all, args=(fd, scan), daemon=True)
-    reader.start()
-    reader.join(limits.seconds)
-    if reader.is_alive():  # a read that may never return: the thread closes fd when it does
-        _abandon(fd, scan)
-        raise PredictionRefused(
-            BAD_PREDICTION_FILE, f"{name}: reading did not finish within {limits.seconds:g} s"
-        )
+    if entry.st_dev in _local_devices():
+        _read_all(fd, scan)  # a local disk's read returns: no thread to hand it to
+    else:
+        reader = threading.Thread(target=_read_all, args=(fd, scan), daemon=True)
+        reader.start()
+        reader.join(limits.seconds)
+        if reader.is_alive():  # a read that may never return: the thread closes fd when it does
+            _abandon(fd, scan)
+            raise PredictionRefused(
+                BAD_PREDICTION_FILE, f"{name}: reading did not finish within {limits.seconds:g} s"
+            )
     if scan.error is None:
         return scan, fd
     os.close(fd)

@@ -6,6 +6,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from querybench.evaluation.detail import VerdictDetail
+
 
 @dataclass(frozen=True)
 class InstanceResult:
@@ -21,16 +23,23 @@ class InstanceResult:
     # Extra per-instance metrics (BIRD's `trivial`, `gold_error`, `soft_f1`, ...), each a value
     # whose mean over the instances is the metric (0/1 flags, or BIRD's Soft-F1 and R-VES).
     metrics: dict[str, float] = field(default_factory=dict)
+    # Why it failed, typed (the report reads this, never `message`). None on a pass, and in a
+    # results file written before details existed: there a report has the code alone.
+    detail: VerdictDetail | None = None
 
     def to_json(self) -> dict[str, Any]:
         # The fields as they are (all plain values) rather than `asdict`'s deep copy, which is
-        # most of the cost of writing a large output file.
+        # most of the cost of writing a large output file. The detail is an extra key, last.
         out = {**vars(self), "metrics": dict(self.metrics)}
         for key in ("official_score", "strict_score"):
             if out[key] is None:
                 del out[key]
         if not out["metrics"]:
             del out["metrics"]
+        if self.detail is None:
+            del out["detail"]
+        else:
+            out["detail"] = self.detail.to_json()
         return out
 
 

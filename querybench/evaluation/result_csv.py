@@ -9,6 +9,7 @@ bit for bit means parsing with the very same function, so this is the one place 
 from __future__ import annotations
 
 import contextlib
+import threading
 import warnings
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -19,6 +20,11 @@ import numpy.typing as npt
 import pandas as pd
 
 from querybench.errors import DataError
+
+# Part of the parsed-CSV cache's key (`csv_cache`): bump it with any change to what
+# `read_result_csv` returns, and every cached parse is made again.
+PARSER_VERSION = 1
+_OPTION_LOCK = threading.Lock()
 
 
 def read_result_csv(source: str | Path | BinaryIO, name: str | None = None) -> pd.DataFrame:
@@ -46,8 +52,9 @@ def _text_as_objects() -> Iterator[None]:
     """Text columns as plain object arrays of `str` (pandas 2's, and the official suite's,
     representation) rather than pandas 3's Arrow-backed `str` dtype: the same values, parsed
     about a third faster, since the scorers convert them to objects anyway. The switch is
-    deprecated in pandas 3 and gone in 4, where this falls back to the default."""
-    with warnings.catch_warnings():
+    deprecated in pandas 3 and gone in 4, where this falls back to the default. The option is
+    global, so one thread at a time parses (another's exit would restore it mid-parse)."""
+    with _OPTION_LOCK, warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
             pd.get_option("future.infer_string")
@@ -62,9 +69,21 @@ def column_arrays(frame: pd.DataFrame) -> list[npt.NDArray[Any]]:
     """Each column once as a NumPy array: numeric dtypes as they are, others as objects.
 
     Both scorings start from these, so pandas' per-column overhead is paid once per frame.
+    A NumPy-backed column is taken straight from the frame's blocks (a read-only view: a
+    `Series` per column costs more than most small results take to score); anything else goes
+    through `Series.to_numpy`.
     """
+    manager = getattr(frame, "_mgr", None)
+    get = getattr(manager, "iget_values", None)
     out: list[npt.NDArray[Any]] = []
-    for _, series in frame.items():
+    for j in range(frame.shape[1]):
+        values = get(j) if get is not None else None
+        if isinstance(values, np.ndarray) and values.ndim == 1 and values.dtype.kind in "biufO":
+            view = values.view()
+            view.flags.writeable = False
+            out.append(view)
+            continue
+        series = frame.iloc[:, j]
         if series.dtype.kind in "biuf":
             out.append(series.to_numpy())
         else:

@@ -30,6 +30,7 @@ from typing import Any, Literal
 
 from querybench.engines.base import Result
 from querybench.errors import DataError, EngineError
+from querybench.evaluation.detail import Difference, Shape, VerdictDetail
 from querybench.evaluation.execution import Jobs, run_gold_and_predictions
 from querybench.evaluation.prediction_file import ReadLimits, read_prediction_text
 from querybench.evaluation.record import InstanceResult, OnResult
@@ -162,21 +163,31 @@ def spider1_verdict(
     if isinstance(gold, EngineError):
         return Verdict.fail(GOLD_ERROR, f"gold query failed: {gold}")
     if isinstance(pred, EngineError):
-        return Verdict.fail(pred.code, str(pred))
+        return Verdict.engine_error(pred)
     if spider1_result_match(gold.rows, pred.rows, order_matters):
         return Verdict.ok()
-    return Verdict.fail(WRONG_RESULT, _difference(gold.rows, pred.rows, order_matters))
+    return _difference(gold.rows, pred.rows, order_matters)
 
 
-def _difference(gold: Sequence[Row], pred: Sequence[Row], order_matters: bool) -> str:
-    def shape(rows: Sequence[Row]) -> str:
-        return f"{len(rows)} rows x {len(rows[0]) if rows else 0} columns"
+def _difference(gold: Sequence[Row], pred: Sequence[Row], order_matters: bool) -> Verdict:
+    def shape(rows: Sequence[Row]) -> Shape:
+        return Shape(len(rows), len(rows[0]) if rows else 0)
 
+    def words(s: Shape) -> str:
+        return f"{s.rows} rows x {s.columns} columns"
+
+    gold_shape, pred_shape = shape(gold), shape(pred)
     if len(gold) != len(pred) or (gold and len(gold[0]) != len(pred[0])):
-        return f"result shape differs: gold {shape(gold)}, prediction {shape(pred)}"
+        message = f"result shape differs: gold {words(gold_shape)}, prediction {words(pred_shape)}"
+        return Verdict.fail(
+            WRONG_RESULT, message, VerdictDetail.of_shapes(pred_shape, [gold_shape])
+        )
     if order_matters and _same_unordered_rows(gold, pred, order_matters=False):
-        return "same rows in a different order (the gold has ORDER BY)"
-    return f"different values ({shape(gold)})"
+        message = "same rows in a different order (the gold has ORDER BY)"
+        detail = VerdictDetail.of_shapes(pred_shape, [gold_shape], Difference.WRONG_ORDER)
+        return Verdict.fail(WRONG_RESULT, message, detail)
+    detail = VerdictDetail.of_shapes(pred_shape, [gold_shape], Difference.WRONG_VALUES)
+    return Verdict.fail(WRONG_RESULT, f"different values ({words(gold_shape)})", detail)
 
 
 def _cell_key(value: Any) -> str:
@@ -411,6 +422,7 @@ def evaluate_spider1(
             strict_score=strict_score,
             difficulty=inst.difficulty,
             engine="sqlite",
+            detail=verdict.detail,
         )
         out.append(result)
         if on_result is not None:
@@ -424,7 +436,9 @@ def _say_value_rule(official: Verdict, strict: Verdict) -> Verdict:
         'the official rule rewrote every "value" in the prediction to "1"; '
         f"read as written (strict) it {'passes' if strict.passed else 'fails too'}"
     )
-    return Verdict.fail(official.error or WRONG_RESULT, f"{official.message} ({note})")
+    return Verdict.fail(
+        official.error or WRONG_RESULT, f"{official.message} ({note})", official.detail
+    )
 
 
 def _combine(
@@ -438,4 +452,5 @@ def _combine(
     verdict, db = next(((v, db) for v, db in failed if v.error == GOLD_ERROR), failed[0])
     if len(pairs) == 1:
         return verdict
-    return Verdict.fail(verdict.error or WRONG_RESULT, f"on {db.name}: {verdict.message}")
+    message = f"on {db.name}: {verdict.message}"
+    return Verdict.fail(verdict.error or WRONG_RESULT, message, verdict.detail)

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+import logging
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field, replace
 from functools import cache
 from typing import Any
 
@@ -14,6 +15,7 @@ from querybench.errors import DataError
 from querybench.evaluation import large_scoring as large
 from querybench.evaluation import spider2_official as official
 from querybench.evaluation import spider2_strict as strict
+from querybench.evaluation.detail import Shape, VerdictDetail
 from querybench.evaluation.large_result import ResultTable
 from querybench.evaluation.record import InstanceResult
 from querybench.evaluation.result_csv import column_arrays
@@ -26,7 +28,9 @@ from querybench.evaluation.verdict import (
     Verdict,
 )
 
+_log = logging.getLogger(__name__)
 PredArrays = Callable[[], list[npt.NDArray[Any]]]
+GoldArrays = Callable[[int], list[npt.NDArray[Any]]]  # alternative i's columns
 
 
 @dataclass(frozen=True)
@@ -60,9 +64,18 @@ def score_frame(
         assert isinstance(pred, pd.DataFrame)
         return column_arrays(pred)
 
+    @cache
+    def gold_arrays(i: int) -> list[npt.NDArray[Any]]:  # the same for the gold alternatives
+        gold = golds[i]
+        assert isinstance(gold, pd.DataFrame)
+        return column_arrays(gold)
+
     return Verdicts(
-        guarded("official", lambda: _official_verdict(pred, arrays, golds, single, spec, variant)),
-        guarded("strict", lambda: _strict_verdict(pred, arrays, golds, spec)),
+        guarded(
+            "official",
+            lambda: _official_verdict(pred, arrays, golds, gold_arrays, single, spec, variant),
+        ),
+        guarded("strict", lambda: _strict_verdict(pred, arrays, golds, gold_arrays, spec)),
     )
 
 
@@ -83,30 +96,59 @@ def _shape(frame: ResultTable) -> str:
     return f"{frame.shape[0]}x{frame.shape[1]}"
 
 
+def _shapes(pred: ResultTable, golds: Sequence[ResultTable]) -> VerdictDetail:
+    """A wrong prediction's shape against every gold alternative's, in their order."""
+    return VerdictDetail.of_shapes(Shape(*pred.shape), [Shape(*gold.shape) for gold in golds])
+
+
+@dataclass
+class _Compared:
+    """One gold alternative's official comparison, kept to say which columns matched."""
+
+    index: int
+    width: int  # the gold's columns
+    condition_cols: Any  # of which these were compared
+    matches: Iterator[bool]  # `column_matches`, consumed up to the official loop's first miss
+    hits: list[bool] = field(default_factory=list)
+
+
 def _official_verdict(
     pred: ResultTable,
     arrays: PredArrays,
     golds: Sequence[ResultTable],
+    gold_arrays: GoldArrays,
     single: bool,
     spec: EvalSpec,
     variant: official.Variant,
 ) -> Verdict:
     columns: list[official.OfficialColumn] = []
+    compared: list[_Compared] = []
 
-    def match(gold: ResultTable, condition_cols: Any) -> bool:
+    def match(index: int, condition_cols: Any) -> bool:
         """`official.table_match`; `multi_table_match`'s loop is spelled out below."""
+        gold = golds[index]
         if isinstance(pred, pd.DataFrame) and isinstance(gold, pd.DataFrame):
             if not columns:
                 columns.extend(official.official_columns(arrays()))
-            return official.table_match(columns, gold, condition_cols, spec.ignore_order, variant)
+            gold_columns = official.official_columns(
+                official.projected_gold(gold, condition_cols, variant, gold_arrays(index))
+            )
+            matches = official.column_matches(columns, gold_columns, spec.ignore_order)
+            one = _Compared(index, gold.shape[1], condition_cols, matches)
+            compared.append(one)
+            for hit in one.matches:  # `all`, keeping each answer
+                one.hits.append(hit)
+                if not hit:
+                    return False
+            return True
         return large.official_match(pred, gold, condition_cols, spec.ignore_order, variant)
 
     try:
         if single:
-            ok = match(golds[0], spec.condition_cols)
+            ok = match(0, spec.condition_cols)
         else:
             per_gold = official.per_gold_condition_cols(spec.condition_cols, len(golds))
-            ok = any(match(gold, per_gold[i]) for i, gold in enumerate(golds))
+            ok = any(match(i, per_gold[i]) for i in range(len(golds)))
     except (MemoryError, DataError):
         raise  # not the comparison's doing: `guarded` names it
     except OverflowError as exc:  # an int beyond float64 met a number: the official float() fails
@@ -120,7 +162,43 @@ def _official_verdict(
         f"prediction {_shape(pred)} matches no gold "
         f"({', '.join(_shape(g) for g in golds)}; condition_cols={spec.condition_cols}, "
         f"ignore_order={spec.ignore_order})",
+        _with_columns(_shapes(pred, golds), compared, variant),
     )
+
+
+def _with_columns(
+    detail: VerdictDetail, compared: Sequence[_Compared], variant: official.Variant
+) -> VerdictDetail:
+    """The gold alternative closest to the prediction, and which of its columns matched.
+
+    Closest: the most compared columns matched, then the prediction's width, then the
+    nearest row count (the first alternative on a tie). Read once the verdict is final: each
+    comparison is finished from where the official loop stopped at its first miss; one that
+    raises there is left out (as are compact tables, which keep no per-column answers), so
+    the verdict never depends on it.
+    """
+    pred = detail.prediction_shape
+    best: tuple[tuple[int, bool, int], int, tuple[int, ...], tuple[int, ...]] | None = None
+    for one in compared:
+        try:
+            hits = one.hits + list(one.matches)
+            positions = official.compared_positions(one.width, one.condition_cols, variant)
+        except Exception as exc:  # past the official loop's first miss: no column detail
+            _log.debug("no column detail for gold alternative %d: %r", one.index, exc)
+            continue
+        matched = tuple(p for p, hit in zip(positions, hits, strict=True) if hit)
+        missing = tuple(p for p, hit in zip(positions, hits, strict=True) if not hit)
+        shape = detail.gold_shapes[one.index]
+        key = (
+            len(matched),
+            pred is not None and shape.columns == pred.columns,
+            -abs(shape.rows - pred.rows) if pred is not None else 0,
+        )
+        if best is None or key > best[0]:
+            best = key, one.index, matched, missing
+    if best is None:
+        return detail
+    return replace(detail, closest_gold=best[1], matched_columns=best[2], missing_columns=best[3])
 
 
 def strict_condition_cols(condition_cols: Any, n_golds: int) -> list[list[int] | None]:
@@ -141,7 +219,11 @@ def strict_condition_cols(condition_cols: Any, n_golds: int) -> list[list[int] |
 
 
 def _strict_verdict(
-    pred: ResultTable, arrays: PredArrays, golds: Sequence[ResultTable], spec: EvalSpec
+    pred: ResultTable,
+    arrays: PredArrays,
+    golds: Sequence[ResultTable],
+    gold_arrays: GoldArrays,
+    spec: EvalSpec,
 ) -> Verdict:
     pred_columns: list[strict.StrictColumn] = []
     invalid: list[str] = []
@@ -165,7 +247,8 @@ def _strict_verdict(
             continue
         if not pred_columns:
             pred_columns.extend(strict.strict_columns(arrays()))
-        projected = gold if cols is None else gold.iloc[:, cols]
+        whole = gold_arrays(i)
+        projected = whole if cols is None else [whole[c] for c in cols]  # checked in range
         if strict.strict_table_match(
             pred_columns, strict.strict_columns(projected), spec.ignore_order
         ):
@@ -178,6 +261,7 @@ def _strict_verdict(
         WRONG_RESULT,
         f"prediction {_shape(pred)} matches no gold row for row "
         f"({', '.join(_shape(g) for g in golds)})",
+        _shapes(pred, golds),
     )
 
 
@@ -197,6 +281,7 @@ def instance_result(
         strict_score=verdicts.strict.score,
         difficulty=gold.difficulty(instance_id),
         engine=engine_family(instance_id),
+        detail=None if chosen.passed else chosen.detail,
     )
 
 

@@ -246,7 +246,7 @@ def _run_sql_answer(instance: Answer, name: str, *, official: bool) -> Path | Ve
     except QuerybenchError as exc:
         if official:  # the failure is printed and no pred_result.csv is written
             return _left_over(instance, f"the query failed ({exc})")
-        return Verdict.fail(EXEC_ERROR, str(exc))
+        return Verdict.statement_failed(EXEC_ERROR, str(exc))
     if official and not result.rows:
         return _left_over(instance, "the query returned no rows")
     path = instance.scratch / ("official" if official else "strict") / SQL_RESULT

@@ -83,6 +83,7 @@ def score_instance(
         task.difficulty,
         task.engine,
         metrics,
+        chosen.detail,
     )
 
 

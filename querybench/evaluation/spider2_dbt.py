@@ -84,6 +84,7 @@ def _result(
         task.difficulty,
         task.engine,
         metrics,
+        official.detail,
     )
 
 

@@ -6,6 +6,7 @@ prediction scores 0 with `missing_prediction`.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import multiprocessing
 import os
@@ -20,6 +21,7 @@ import pandas as pd
 
 from querybench.engines.base import Result
 from querybench.errors import DataError
+from querybench.evaluation import csv_cache
 from querybench.evaluation.large_result import ResultTable, read_result
 from querybench.evaluation.prediction_file import (
     PredictionRefused,
@@ -55,6 +57,9 @@ Scoring = Literal["official", "strict"]
 
 _FENCED_SQL = "```sql\n"
 _CHUNK = 16  # tasks per worker-process job in exec_result mode
+# Prediction bytes below which exec_result mode scores in-process whatever --workers says:
+# forking, and sending results back, cost more than they save on less (see docs/benchmarks.md).
+POOL_MIN_BYTES = 32 << 20
 # BigQuery and Snowflake tasks run on `<db>.duckdb` emulation files in --db-dir when present.
 _EMULATION_URL = {"bq": EMULATION_URLS["bigquery"], "sf": EMULATION_URLS["snowflake"]}
 
@@ -112,15 +117,21 @@ class _Job:
         with open_prediction(
             self.pred_dir / name, self.pred_dir, self.limits, (self.gold.dir,)
         ) as scanned:
+            if isinstance(scanned.handle, io.BytesIO):  # a small file, read whole: cacheable
+                return csv_cache.parse(scanned.handle.getbuffer(), scanned.name, "prediction")
             return read_result(scanned)
 
     def failed(self, instance_id: str, code: ErrorCode, message: str) -> InstanceResult:
-        return failed(instance_id, Verdict.fail(code, message), self.gold)
+        return self.rejected(instance_id, Verdict.fail(code, message))
+
+    def rejected(self, instance_id: str, verdict: Verdict) -> InstanceResult:
+        return failed(instance_id, verdict, self.gold)
 
 
 def _exec_result_mode(job: _Job, ids: list[str], workers: int) -> Iterator[InstanceResult]:
-    """Score every task; with several workers, chunks of tasks go to worker processes."""
-    if workers <= 1 or len(ids) < 2 * _CHUNK:
+    """Score every task; with several workers and enough to read, chunks of tasks go to
+    worker processes."""
+    if workers <= 1 or not _worth_a_pool(job.pred_dir, ids):
         yield from _score_ids(job, ids)
         return
     chunks = [ids[i : i + _CHUNK] for i in range(0, len(ids), _CHUNK)]
@@ -138,6 +149,25 @@ def _exec_result_mode(job: _Job, ids: list[str], workers: int) -> Iterator[Insta
                 lost.append(futures[future])
     for chunk in lost:
         yield from _rescued(job, chunk, context)
+
+
+def _worth_a_pool(pred_dir: Path, ids: list[str]) -> bool:
+    """Whether the predictions present outweigh starting worker processes: at least two
+    chunks of them and `POOL_MIN_BYTES` to read (the official 6-file sample runs in-process)."""
+    try:
+        names = set(os.listdir(pred_dir))
+    except OSError:
+        return False  # scored in-process, which reports the error per instance
+    present = [name for name in (f"{i}.csv" for i in ids) if name in names]
+    if len(present) < 2 * _CHUNK:
+        return False
+    total = 0
+    for name in present:
+        with contextlib.suppress(OSError):  # the read reports it
+            total += os.stat(pred_dir / name).st_size
+        if total >= POOL_MIN_BYTES:
+            return True
+    return False
 
 
 def _rescued(
@@ -293,16 +323,17 @@ def _sql_mode(
             continue
         sql = extract_official_sql(text)
         if not sql.strip():
-            yield job.failed(instance_id, PARSE_ERROR, "empty SQL")
+            yield job.rejected(instance_id, Verdict.statement_failed(PARSE_ERROR, "empty SQL"))
             continue
         target = db_path if family == "local" else f"{_EMULATION_URL[family]}{db_path.resolve()}"
         jobs.append(QueryJob(instance_id, target, sql))
     with QueryPool(workers=workers, timeout=timeout) as pool:
         for outcome in pool.run(jobs):
             if outcome.error is not None:
-                memory = isinstance(outcome.error.__cause__, MemoryError)
-                code = TOO_LARGE if memory else outcome.error.code
-                yield job.failed(outcome.key, code, str(outcome.error))
+                if isinstance(outcome.error.__cause__, MemoryError):
+                    yield job.failed(outcome.key, TOO_LARGE, str(outcome.error))
+                else:
+                    yield job.rejected(outcome.key, Verdict.engine_error(outcome.error))
                 continue
             assert outcome.result is not None
             try:

@@ -8,7 +8,8 @@ from pathlib import Path
 from typing import overload
 
 from querybench.errors import DataError
-from querybench.evaluation.large_result import ResultTable, read_result
+from querybench.evaluation.csv_cache import read_result_file
+from querybench.evaluation.large_result import ResultTable
 from querybench.tasks.spider2_gold import (
     EASY_BELOW,
     HARD_FROM,
@@ -46,7 +47,8 @@ class Spider2Gold(GoldFolder):
 class GoldFrames(Sequence[ResultTable]):
     """Gold alternatives parsed on first use: scoring stops at the first one that matches.
 
-    A big file comes as a `CompactTable` (see `large_result`), a small one as a DataFrame.
+    A big file comes as a `CompactTable` (see `large_result`), a small one as a DataFrame,
+    its parse kept in the parsed-CSV cache (`csv_cache`).
     """
 
     def __init__(self, paths: list[Path]) -> None:
@@ -67,7 +69,7 @@ class GoldFrames(Sequence[ResultTable]):
             return [self[i] for i in range(len(self))[index]]
         if index not in self._frames:
             try:
-                self._frames[index] = read_result(self.paths[index])
+                self._frames[index] = read_result_file(self.paths[index], "gold")
             except DataError as exc:  # kept: asked again, it fails again without a re-read
                 self._frames[index] = exc
         frame = self._frames[index]

@@ -21,7 +21,7 @@ converted and sorted once, and a pair is compared with numpy, which is what make
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -217,6 +217,8 @@ def vectors_match(gold: OfficialColumn, pred: OfficialColumn, ignore_order: bool
     overflows = gold.overflow is not None or pred.overflow is not None
     if not overflows and _cannot_match(gold, pred):
         return False
+    if ignore_order and not overflows and _same_keys(gold, pred):
+        return True  # the same sort key cell for cell: sorted alike, each pair equal
     g_order = gold.order() if ignore_order else None
     p_order = pred.order() if ignore_order else None
     # Each cell decides on its own, so chunks bound the temporaries without changing the verdict.
@@ -229,6 +231,23 @@ def vectors_match(gold: OfficialColumn, pred: OfficialColumn, ignore_order: bool
         if not _cells_match(gold, pred, g_idx, p_idx):
             return False
     return True
+
+
+def _same_keys(gold: OfficialColumn, pred: OfficialColumn) -> bool:
+    """Whether the two columns hold the same multiset of sort keys `(str(x), is-number)`:
+    then they sort alike and every pair is equal. Decided without formatting numbers where
+    it can (two numbers of one dtype with the same bits print alike); False only means "not
+    shown", and the caller sorts."""
+    g, p = gold._source, pred._source
+    if g.dtype.kind in "biuf" or p.dtype.kind in "biuf":
+        if g.dtype != p.dtype:
+            return False
+        bits = np.dtype(f"u{g.dtype.itemsize}")
+        g_bits, p_bits = g.view(bits), p.view(bits)
+        if np.array_equal(g_bits, p_bits):
+            return True
+        return bool(np.array_equal(np.sort(g_bits), np.sort(p_bits)))  # the same, reordered
+    return np.array_equal(gold.isnum, pred.isnum) and bool((gold.text == pred.text).all())
 
 
 def _raise_on_overflow(gold: OfficialColumn, pred: OfficialColumn, g_idx: Any, p_idx: Any) -> None:
@@ -287,10 +306,53 @@ def table_match(
     condition_cols: Any,
     ignore_order: bool,
     variant: Variant,
+    gold_arrays: Sequence[npt.NDArray[Any]] | None = None,
 ) -> bool:
-    """`compare_pandas_table`: may raise exactly where the official raises."""
-    gold_columns = official_columns(project_gold(gold, condition_cols, variant))
-    return all(any(vectors_match(g, p, ignore_order) for p in pred) for g in gold_columns)
+    """`compare_pandas_table`: may raise exactly where the official raises.
+
+    `gold_arrays` (`column_arrays(gold)`) spare pandas' projection where it is plain indexing.
+    """
+    compared = official_columns(projected_gold(gold, condition_cols, variant, gold_arrays))
+    return all(column_matches(pred, compared, ignore_order))
+
+
+def projected_gold(
+    gold: pd.DataFrame,
+    condition_cols: Any,
+    variant: Variant,
+    gold_arrays: Sequence[npt.NDArray[Any]] | None = None,
+) -> pd.DataFrame | Sequence[npt.NDArray[Any]]:
+    """`project_gold`, on the gold's column arrays when it only picks columns in range."""
+    picked = None if gold_arrays is None else _project_arrays(gold_arrays, condition_cols, variant)
+    return project_gold(gold, condition_cols, variant) if picked is None else picked
+
+
+def column_matches(
+    pred: Sequence[OfficialColumn], compared: Sequence[OfficialColumn], ignore_order: bool
+) -> Iterator[bool]:
+    """Whether each compared gold column matches some predicted column, in order and lazily:
+    `table_match` is `all` of it, so it stops (and raises) where the official loop does."""
+    return (any(vectors_match(g, p, ignore_order) for p in pred) for g in compared)
+
+
+def compared_positions(width: int, condition_cols: Any, variant: Variant) -> list[int]:
+    """The positions in a gold of `width` columns that `project_gold` compares."""
+    dummy = pd.DataFrame(np.zeros((0, width)))
+    return [int(c) for c in project_gold(dummy, condition_cols, variant).columns]
+
+
+def _project_arrays(
+    arrays: Sequence[npt.NDArray[Any]], condition_cols: Any, variant: Variant
+) -> Sequence[npt.NDArray[Any]] | None:
+    """`project_gold` on the gold's columns when it only picks columns in range (None: let
+    pandas do it, errors and all)."""
+    selects = bool(condition_cols) if variant == "lite" else condition_cols != []
+    if not selects:
+        return arrays
+    cols = condition_cols if isinstance(condition_cols, list) else [condition_cols]
+    if all(type(c) is int and 0 <= c < len(arrays) for c in cols):
+        return [arrays[c] for c in cols]
+    return None
 
 
 def multi_table_match(

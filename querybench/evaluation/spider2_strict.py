@@ -157,6 +157,8 @@ def strict_table_match(
     n = len(gold[0])
     if any(len(p) != n for p in pred) or len(pred) < len(gold):
         return False
+    if _identity_matches(pred, gold, ignore_order):
+        return True
     return assign_columns(
         len(gold),
         len(pred),
@@ -164,6 +166,25 @@ def strict_table_match(
         lambda chosen: rows_match_as_multiset([pred[j] for j in chosen], gold),
         ignore_order,
     )
+
+
+def _identity_matches(
+    pred: Sequence[StrictColumn], gold: Sequence[StrictColumn], ignore_order: bool
+) -> bool:
+    """Whether gold column i as predicted column i matches, where that alone proves what the
+    search of `assign_columns` would find (a correct prediction keeps the gold's columns).
+
+    In order, an injective assignment then exists. Ignoring order, the search tries every
+    assignment when there are at most `_MAX_ASSIGNMENTS`, this one among them; beyond that it
+    may stop first, so the search decides.
+    """
+    k = len(gold)
+    if ignore_order and math.perm(len(pred), k) > _MAX_ASSIGNMENTS:
+        return False
+    diagonal = pred[:k]
+    if not all(_column_compatible(g, p, ignore_order) for g, p in zip(gold, diagonal, strict=True)):
+        return False
+    return not ignore_order or rows_match_as_multiset(diagonal, gold)
 
 
 def assign_columns(
@@ -262,6 +283,8 @@ def _sort_rows(columns: Sequence[StrictColumn]) -> npt.NDArray[np.intp]:
 def rows_match_as_multiset(pred: Sequence[StrictColumn], gold: Sequence[StrictColumn]) -> bool:
     """Whether the rows of `pred` (column i paired with gold column i) pair up one to one."""
     n = len(gold[0])
+    if all(_all_cells_equal(g, p) for g, p in zip(gold, pred, strict=True)):
+        return True  # the rows pair up in their own order
     if len(gold) == 1:
         gi, pi = gold[0].order(), pred[0].order()
     else:

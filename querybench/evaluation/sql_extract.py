@@ -39,7 +39,12 @@ def extract_sql(text: str) -> str | None:
 def sql_block(text: str) -> str | None:
     """The body of the first ```sql block (the info string's first word `sql`, any case), or
     None: a bare ``` block, a ```sqlite or ```python block and unfenced text are not one."""
-    for match in _FENCE.finditer(text):
+    first = text.find("```")
+    if first < 0:
+        return None
+    # No fence opens before the line of the first backticks: skip the prose above it (an RL
+    # answer's reasoning) rather than try the pattern at each of its lines.
+    for match in _FENCE.finditer(text, text.rfind("\n", 0, first) + 1):
         if _language(match.group("info")) == "sql":
             return _non_empty(match.group("body"))
     return None

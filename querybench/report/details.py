@@ -4,7 +4,8 @@ gold's, the first rows of its result against the gold result, and its trajectory
 
 Results come from the CSV files already on disk (the gold result files of the benchmark's
 data, the prediction's `<instance_id>.csv` of a Spider 2.0 run folder or a scored predictions
-folder); among gold alternatives the one closest to the prediction is shown. Where the
+folder); among gold alternatives the one closest to the prediction is shown: the scorer's
+`closest_gold` (most columns matched) where the result has it, else the nearest by shape. Where the
 benchmark keeps no result files (Spider 1.0, BIRD) the first rows of both queries are read
 again from the task's local SQLite database (read-only, a few rows, a short timeout). Without
 either the detail says "not available".
@@ -183,7 +184,28 @@ def _results_block(run: RunData, r: InstanceResult, task: Task | None, sql: str 
         computed = _computed_diff(run, task, sql)
         if computed is not None:
             return computed
+    closest = r.detail.closest_gold if r.detail is not None else None
+    if closest is not None and closest < len(golds):  # the scorer's choice
+        return result_diff(golds[closest], predicted)
     return result_diff(closest_gold(golds, predicted), predicted)
+
+
+def _columns_line(r: InstanceResult, task: Task | None) -> str:
+    """Which columns (0-based) of the closest gold the prediction matched, where known."""
+    detail = r.detail
+    if detail is None or not (detail.matched_columns or detail.missing_columns):
+        return ""
+    golds = task.gold.result_files if task is not None else ()
+    closest = detail.closest_gold
+    which = f" {Path(golds[closest]).name}" if closest is not None and closest < len(golds) else ""
+
+    def listed(columns: tuple[int, ...]) -> str:
+        return ", ".join(str(c) for c in columns) or "none"
+
+    return (
+        f"<div>closest gold{escape(which)}: columns matched {listed(detail.matched_columns)}; "
+        f"missing {listed(detail.missing_columns)}</div>"
+    )
 
 
 def _run_block(run: RunData, r: InstanceResult, task: Task | None) -> str:
@@ -195,6 +217,7 @@ def _run_block(run: RunData, r: InstanceResult, task: Task | None) -> str:
     found = diagnose(r, run.records.get(iid))
     verdict = "pass" if found is None else found.label
     message = f"<div>{escape(r.message)}</div>" if r.message else ""
+    columns = _columns_line(r, task)
     traj = ""
     if (run.trajectory_dir / f"{iid}.json").is_file():
         target = f"{escape(run.name)}.trajectories.html#t-{escape(iid)}"
@@ -225,7 +248,8 @@ def _run_block(run: RunData, r: InstanceResult, task: Task | None) -> str:
     return (
         f'<div class="run" data-run="{escape(run.name)}"><b>{escape(run.name)}</b> · '
         f'<span class="{"pass" if ok else "fail"}">{escape(scores)}</span> · '
-        f'<span class="verdict">{escape(verdict)}</span>{traj}{message}{sql}{tables}{results}</div>'
+        f'<span class="verdict">{escape(verdict)}</span>{traj}{message}{columns}{sql}{tables}'
+        f"{results}</div>"
     )
 
 

@@ -17,9 +17,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from querybench.errors import ErrorCode
+from querybench.evaluation.detail import Difference
 from querybench.report.compare import by_difficulty, by_engine
 from querybench.report.runs import RunData
-from querybench.report.taxonomy import Difference, diagnose
+from querybench.report.taxonomy import diagnose
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes

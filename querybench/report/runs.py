@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from querybench.errors import DataError, ErrorCode
+from querybench.evaluation.detail import VerdictDetail
 from querybench.evaluation.record import InstanceResult
 from querybench.runs.store import InstanceRecord, RecordStore
 from querybench.runs.summary import SUMMARY, RunSummary
@@ -116,6 +117,7 @@ def result_from_json(data: dict[str, Any]) -> InstanceResult:
             difficulty=data.get("difficulty"),
             engine=data.get("engine"),
             metrics={str(k): float(v) for k, v in (data.get("metrics") or {}).items()},
+            detail=VerdictDetail.from_json(data["detail"]) if "detail" in data else None,
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise DataError(f"not a scored instance ({exc}): {str(data)[:120]}") from exc

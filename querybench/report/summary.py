@@ -131,10 +131,31 @@ def error_counts(results: Sequence[InstanceResult]) -> list[ErrorCount]:
 
 def _generic(message: str, instance_id: str) -> str:
     """The instance's own id made generic, so one cause counts once (`no <id>.csv`); a
-    numeric id (Spider 1.0, BIRD) is left alone, as it cannot be told from other numbers."""
-    if not re.search(r"[A-Za-z]", instance_id):
+    numeric id (Spider 1.0, BIRD) is left alone, as it cannot be told from other numbers.
+
+    Each occurrence not inside a longer word (`(?<![\\w.])id(?!\\w)`), found with `str.find`:
+    a regex per instance id is a compilation per instance (past `re`'s cache of 512), a
+    tenth of a second on a 547-task eval.
+    """
+    if instance_id not in message or not _LETTER.search(instance_id):
         return message
-    return re.sub(rf"(?<![\w.]){re.escape(instance_id)}(?!\w)", "<id>", message)
+    parts, kept, at = [], 0, message.find(instance_id)
+    while at >= 0:
+        end = at + len(instance_id)
+        before, after = message[at - 1 : at], message[end : end + 1]
+        if not _word_char(before, "_.") and not _word_char(after, "_"):
+            parts += [message[kept:at], "<id>"]
+            kept, at = end, message.find(instance_id, end)
+        else:
+            at = message.find(instance_id, at + 1)
+    return "".join([*parts, message[kept:]])
+
+
+_LETTER = re.compile(r"[A-Za-z]")
+
+
+def _word_char(char: str, also: str) -> bool:
+    return bool(char) and (char.isalnum() or char in also)
 
 
 def _pct(value: float | None) -> str:

@@ -22,6 +22,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
+from querybench.evaluation.detail import VerdictDetail
 from querybench.evaluation.record import InstanceResult
 from querybench.evaluation.sampling import pass_at_k
 from querybench.evaluation.verdict import ENGINE_UNAVAILABLE
@@ -262,6 +263,7 @@ def with_record_errors(
                 score=0.0,
                 error=failure[0],
                 message=failure[1],
+                detail=VerdictDetail(),  # the scorer's reason is not this failure's
                 official_score=0.0 if r.official_score is not None else None,
                 strict_score=0.0 if r.strict_score is not None else None,
             )

@@ -1,0 +1,196 @@
+"""The reward's child process: batches of rewards in, their outcomes out, each step announced.
+
+Started by `reward_workers.RewardProcess` (which kills it when a step outlives its deadline),
+it keeps its read-only engines open (`connect`: the same engines, with the same authorizer,
+one-statement rule, row and byte caps and timeouts as everywhere) and its gold results, read
+from the shared disk `ResultCache` when someone warmed it, else computed here once. Before each
+step (opening a database, a gold query, an answer) it writes the item, the step and the step's
+deadline into a few bytes the parent maps; after the step, "no deadline" (comparing rows is the
+reward's time, not the query's). Its imports are this module's alone: no asyncio, no pool.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import mmap
+import os
+import signal
+import struct
+import time
+from collections import OrderedDict
+from dataclasses import dataclass
+from multiprocessing.connection import Connection
+from pathlib import Path
+
+from querybench.engines import Engine, connect
+from querybench.engines.base import Result
+from querybench.engines.cache import ResultCache
+from querybench.engines.isolated import OPEN_TIMEOUT_S
+from querybench.envs.match import AnswerOutcome, Outcome, RewardOutcome, execution_match, run_answer
+from querybench.errors import EngineError
+
+# One reward to compute: (database, gold SQL, the answer's SQL or None).
+WorkItem = tuple[str, str, str | None]
+# A work item as the child gets it, with the gold and answer outcomes already settled by a
+# kill (None: compute it), so the verdict is always made by the same code.
+Task = tuple[str, str, str | None, EngineError | None, EngineError | None]
+
+# The steps, as written to the progress bytes.
+IDLE, OPENING, GOLD, ANSWER = 0.0, 1.0, 2.0, 3.0
+# deadline (monotonic, 0: none), batch number, item index (in the batch as sent), step
+PROGRESS = struct.Struct("dqqd")
+# A gold computed in less is not written to the disk cache: creating the file costs more
+# (milliseconds on a busy disk) than running it again in the next process.
+DISK_CACHE_MIN_S = 0.01
+
+
+@dataclass(frozen=True)
+class WorkerConfig:
+    answer_timeout: float
+    gold_timeout: float
+    answer_max_rows: int | None
+    cache_dir: str | None
+    disk_cache: bool
+    # Spider 1.0 dev has 20 databases, BIRD dev 11: a smaller LRU reopens them in turn.
+    open_databases: int = 64
+
+
+def cache_get(cache: ResultCache, database: str | Path, sql: str) -> Result | None:
+    """The cached result, None when there is none or it cannot be read."""
+    try:
+        return cache.get(database, sql)
+    except (EngineError, OSError):
+        return None
+
+
+def cache_put(cache: ResultCache, database: str | Path, sql: str, result: Result) -> None:
+    # A read-only or full cache (or a database that cannot be fingerprinted) costs speed, not
+    # results.
+    with contextlib.suppress(OSError, EngineError):
+        cache.put(database, sql, result)
+
+
+class _Progress:
+    """The child's side of the progress bytes: each step announced before it runs, and its
+    end (the time between steps, comparing rows, is not the query's)."""
+
+    def __init__(self, fd: int) -> None:
+        self._map = mmap.mmap(fd, PROGRESS.size)
+        self.batch, self.index = -1, 0  # no batch yet
+
+    def step(self, step: float, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        PROGRESS.pack_into(self._map, 0, deadline, self.batch, self.index, step)
+
+    def done(self) -> None:
+        PROGRESS.pack_into(self._map, 0, 0.0, self.batch, self.index, IDLE)
+
+
+class _Worker:
+    def __init__(self, config: WorkerConfig, progress: _Progress) -> None:
+        self.config = config
+        self.progress = progress
+        self.cache = ResultCache(config.cache_dir) if config.disk_cache else None
+        self.engines: OrderedDict[str, Engine] = OrderedDict()
+        self.gold: dict[tuple[str, str], Outcome] = {}
+
+    def score(self, task: Task) -> RewardOutcome:
+        database, gold_sql, sql, gold_known, answer_known = task
+        gold = gold_known if gold_known is not None else self.gold_of(database, gold_sql)
+        answer: AnswerOutcome | None = answer_known
+        if answer is None and sql is not None:
+            answer = self.answer(database, sql, gold)
+        return execution_match(gold, answer)
+
+    def answer(self, database: str, sql: str, gold: Outcome) -> AnswerOutcome:
+        try:
+            engine = self.engine(database)
+        except Exception as exc:  # as in `run`: the error is this answer's outcome
+            return exc if isinstance(exc, EngineError) else EngineError(str(exc))
+        config, progress = self.config, self.progress
+        progress.step(ANSWER, config.answer_timeout)
+        try:
+            return run_answer(
+                engine, sql, gold, timeout=config.answer_timeout, max_rows=config.answer_max_rows
+            )
+        finally:
+            progress.done()
+
+    def gold_of(self, database: str, gold_sql: str) -> Outcome:
+        key = (database, gold_sql)
+        known = self.gold.get(key)
+        if known is None:
+            cache, progress = self.cache, self.progress
+            if cache is not None:
+                progress.step(OPENING, OPEN_TIMEOUT_S)
+                known = cache_get(cache, database, gold_sql)
+                progress.done()
+            if known is None:
+                start = time.monotonic()
+                known = self.run(database, gold_sql)
+                took = time.monotonic() - start
+                if cache is not None and isinstance(known, Result) and took >= DISK_CACHE_MIN_S:
+                    progress.step(OPENING, OPEN_TIMEOUT_S)
+                    cache_put(cache, database, gold_sql, known)
+                    progress.done()
+            self.gold[key] = known
+        return known
+
+    def run(self, database: str, sql: str) -> Outcome:
+        try:
+            engine = self.engine(database)
+            self.progress.step(GOLD, self.config.gold_timeout)
+            return engine.execute(sql, timeout=self.config.gold_timeout, max_rows=None)
+        except EngineError as exc:
+            return exc
+        except Exception as exc:  # a bug on one answer must not take the batch down
+            return EngineError(f"unexpected {type(exc).__name__}: {exc}")
+        finally:
+            self.progress.done()
+
+    def engine(self, database: str) -> Engine:
+        engine = self.engines.get(database)
+        if engine is not None:
+            self.engines.move_to_end(database)
+            return engine
+        self.progress.step(OPENING, OPEN_TIMEOUT_S)
+        try:
+            engine = self.engines[database] = connect(database)
+            if len(self.engines) > self.config.open_databases:
+                _, oldest = self.engines.popitem(last=False)
+                oldest.close()
+        finally:
+            self.progress.done()
+        return engine
+
+
+def serve(requests_fd: int, replies_fd: int, progress_fd: int) -> None:
+    """The child's loop: the config, then batches of tasks in and their outcomes out, until
+    the parent closes the pipe."""
+    # The parent decides when this process ends: a Ctrl-C meant for it is not for us.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    requests = Connection(requests_fd, writable=False)
+    replies = Connection(replies_fd, readable=False)
+    progress = _Progress(progress_fd)
+    os.close(progress_fd)
+    worker = _Worker(requests.recv(), progress)
+    progress.done()
+    while True:
+        try:
+            number, tasks = requests.recv()
+        except (EOFError, OSError):
+            break
+        progress.batch = number
+        outcomes = []
+        for index, task in enumerate(tasks):
+            progress.index = index
+            outcomes.append(worker.score(task))
+        progress.index = len(tasks)  # past the last item: a failure now loses the reply
+        progress.done()
+        try:
+            replies.send(outcomes)
+        except (BrokenPipeError, OSError):
+            break
+    # Nothing to flush (the cache files are written whole), and a teardown costs more than
+    # the child's last batch did.
+    os._exit(0)

@@ -1,0 +1,256 @@
+"""Parsed result CSVs kept on disk, keyed by their content and the parser, so a re-score
+parses nothing.
+
+Parsing a Spider 2.0 result CSV the official way (`result_csv.read_result_csv`, pandas) costs
+two to three times what loading its parsed columns back costs. An entry's key is sha256 of the
+parser's identity (`result_csv.PARSER_VERSION`, the pandas and NumPy versions) and the file's
+bytes, hashed on every read: a file edited in place, or a new parser, is a new key, and no
+name or timestamp is trusted.
+
+An entry is `MAGIC`, the sha256 of its payload, then the payload: a pickle of plain values
+only (names, row count, per column a NumPy dtype and its bytes, or the list of its Python
+values), read back by an unpickler that refuses every global, so a planted entry cannot run
+code. An entry that fails any check (magic, digest, key, shape) is a miss: the CSV is parsed
+again and the entry rewritten, never a wrong table. Entries live in one SQLite file per
+namespace (`_Store`), whose transactions keep concurrent runs whole (two writers of one key
+write the same bytes).
+
+Gold and predictions live in separate namespaces: predictions change from run to run, so each
+namespace is pruned (oldest first) once it outgrows `MAX_NAMESPACE_BYTES`. Set
+`QUERYBENCH_CSV_CACHE=0` to parse every file every time.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import logging
+import os
+import pickle
+import sqlite3
+import threading
+import time
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+import pandas as pd
+
+from querybench.engines.cache import default_cache_dir
+from querybench.evaluation import large_result
+from querybench.evaluation.large_result import ResultTable, read_result
+from querybench.evaluation.result_csv import PARSER_VERSION, column_arrays, read_result_csv
+
+log = logging.getLogger(__name__)
+
+Namespace = Literal["gold", "prediction"]
+Bytes = bytes | bytearray | memoryview
+
+MAGIC = b"querybench parsed csv v1\n"
+MAX_NAMESPACE_BYTES = 1 << 30
+_DIGEST = 32
+_NUMERIC_DTYPES = frozenset({"<i8", "<f8", "|b1", "<u8"})  # what read_csv gives, bar object
+_PARSER_ID = f"result_csv {PARSER_VERSION} pandas {pd.__version__} numpy {np.__version__}"
+_KEY_PREFIX = _PARSER_ID.encode() + b"\n"
+_TOUCH_AFTER_S = 86_400
+
+
+def enabled() -> bool:
+    return os.environ.get("QUERYBENCH_CSV_CACHE", "1").strip().lower() not in ("0", "off", "no")
+
+
+def store_path(namespace: Namespace) -> Path:
+    return default_cache_dir() / "parsed-csv" / f"{namespace}.sqlite3"
+
+
+class _Store:
+    """A namespace's entries in one SQLite file: a run's hundreds of new entries cost one
+    small transaction each rather than a file each (ten times the CPU on this machine's disk),
+    and SQLite's locking keeps concurrent runs whole."""
+
+    def __init__(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.db = sqlite3.connect(path, timeout=30, isolation_level=None, check_same_thread=False)
+        self.db.execute("PRAGMA journal_mode=WAL")  # readers never wait for a writer
+        self.db.execute("PRAGMA synchronous=NORMAL")  # a crash may lose entries, never corrupt
+        self.db.execute(
+            "CREATE TABLE IF NOT EXISTS entries "
+            "(key TEXT PRIMARY KEY, data BLOB NOT NULL, used REAL NOT NULL)"
+        )
+        self.lock = threading.Lock()
+        self.pruned = False
+
+    def get(self, key: str) -> bytes | None:
+        """The entry, None if absent; one unused for a day is marked used (pruning removes the
+        entries unused the longest)."""
+        now = time.time()
+        try:
+            with self.lock:
+                row = self.db.execute(
+                    "SELECT data, used FROM entries WHERE key = ?", (key,)
+                ).fetchone()
+                if row is not None and row[1] < now - _TOUCH_AFTER_S:
+                    self.db.execute("UPDATE entries SET used = ? WHERE key = ?", (now, key))
+        except sqlite3.Error as exc:
+            log.warning("parsed-CSV cache not read: %s", exc)
+            return None
+        return None if row is None else bytes(row[0])
+
+    def put(self, key: str, entry: bytes) -> None:
+        try:
+            with self.lock:
+                if not self.pruned:
+                    self.pruned = True
+                    self._prune()
+                self.db.execute(
+                    "INSERT OR REPLACE INTO entries VALUES (?, ?, ?)", (key, entry, time.time())
+                )
+        except sqlite3.Error as exc:  # a full or read-only cache costs speed, never the result
+            log.warning("parsed-CSV cache not written: %s", exc)
+
+    def _prune(self) -> None:
+        """Oldest entries removed once the store outgrows `MAX_NAMESPACE_BYTES` (checked at
+        each process's first write; freed pages are reused, so the file stays near that)."""
+        pages, size = (self.db.execute(f"PRAGMA {p}").fetchone()[0] for p in _SIZE_PRAGMAS)
+        excess = pages * size - MAX_NAMESPACE_BYTES * 3 // 4
+        if pages * size <= MAX_NAMESPACE_BYTES:
+            return
+        doomed = []
+        for key, length in self.db.execute("SELECT key, length(data) FROM entries ORDER BY used"):
+            doomed.append((key,))
+            excess -= length
+            if excess <= 0:
+                break
+        self.db.executemany("DELETE FROM entries WHERE key = ?", doomed)
+
+
+_SIZE_PRAGMAS = ("page_count", "page_size")
+_stores: dict[tuple[str, int], _Store | None] = {}
+_stores_lock = threading.Lock()
+
+
+def _store(namespace: Namespace) -> _Store | None:
+    """This process's connection to the namespace's store (a forked worker opens its own:
+    a SQLite connection must not cross a fork); None when the store cannot be opened."""
+    path = store_path(namespace)
+    handle = (str(path), os.getpid())
+    with _stores_lock:
+        if handle not in _stores:
+            try:
+                _stores[handle] = _Store(path)
+            except (OSError, sqlite3.Error) as exc:
+                log.warning("parsed-CSV cache %s unusable, parsing every file: %s", path, exc)
+                _stores[handle] = None
+        return _stores[handle]
+
+
+def read_result_file(path: Path, namespace: Namespace) -> ResultTable:
+    """`large_result.read_result(path)`, a small file's parse taken from the cache."""
+    if not enabled():
+        return read_result(path)
+    try:
+        with open(path, "rb") as f:
+            if os.fstat(f.fileno()).st_size >= large_result.LARGE_FILE_BYTES:
+                data = None  # a big file is read a chunk at a time, never whole
+            else:
+                data = f.read()
+    except OSError:
+        data = None  # `read_result` says why in its error
+    if data is None:
+        return read_result(path)
+    return parse(data, str(path), namespace)
+
+
+def parse(data: Bytes, name: str, namespace: Namespace) -> pd.DataFrame:
+    """`read_result_csv` of these bytes (`name` is what errors say), from the cache if there.
+
+    Errors are never cached: an unreadable file is parsed, and fails, every time.
+    """
+    if not enabled():
+        return read_result_csv(io.BytesIO(data), name=name)
+    key = hashlib.sha256(_KEY_PREFIX + memoryview(data)).hexdigest()
+    store = _store(namespace)
+    stored = store.get(key) if store is not None else None
+    if stored is not None:
+        frame = _load(stored, key)
+        if frame is not None:
+            return frame
+        log.debug("parsed-CSV cache entry %s is not valid; parsing %s again", key, name)
+    frame = read_result_csv(io.BytesIO(data), name=name)
+    payload = _payload(frame, key)
+    if payload is not None and store is not None:
+        store.put(key, MAGIC + hashlib.sha256(payload).digest() + payload)
+    return frame
+
+
+def _payload(frame: pd.DataFrame, key: str) -> bytes | None:
+    """The entry's payload, or None for a frame the loader could not rebuild exactly."""
+    index = frame.index
+    if not isinstance(index, pd.RangeIndex) or index.start != 0 or index.step != 1:
+        return None  # an implicit index column: rare, parsed every time
+    names = list(frame.columns)
+    if frame.columns.dtype != object or not all(type(n) is str for n in names):
+        return None
+    columns: list[tuple[str, Any]] = []
+    for dtype, values in zip(frame.dtypes, column_arrays(frame), strict=True):
+        if not isinstance(dtype, np.dtype):
+            return None  # an extension dtype (pandas' own `str`): not rebuilt from NumPy
+        if dtype.kind == "O":
+            columns.append(("O", values.tolist()))
+        elif dtype.str in _NUMERIC_DTYPES:
+            columns.append((dtype.str, bytearray(values.tobytes())))
+        else:
+            return None
+    try:
+        return pickle.dumps((key, names, len(frame), columns), protocol=5)
+    except (pickle.PicklingError, TypeError, AttributeError):
+        return None
+
+
+class _PlainUnpickler(pickle.Unpickler):
+    """Builds only pickle's own types (str, int, float, bool, None, bytearray, list, tuple)."""
+
+    def find_class(self, module: str, name: str) -> Any:
+        raise pickle.UnpicklingError(f"{module}.{name}: no globals in a parsed-CSV entry")
+
+
+def _load(stored: bytes, key: str) -> pd.DataFrame | None:
+    """The frame of a well-formed entry for `key`, else None."""
+    head = len(MAGIC) + _DIGEST
+    if not stored.startswith(MAGIC) or len(stored) < head:
+        return None
+    payload = memoryview(stored)[head:]
+    if hashlib.sha256(payload).digest() != stored[len(MAGIC) : head]:
+        return None
+    try:
+        stored_key, names, rows, columns = _PlainUnpickler(io.BytesIO(payload)).load()
+    except Exception:  # digest-checked, so only a foreign file ends here
+        return None
+    if stored_key != key or type(rows) is not int or len(names) != len(columns):
+        return None
+    arrays = []
+    for dtype, values in columns:
+        if dtype == "O" and type(values) is list and len(values) == rows:
+            array = np.empty(rows, dtype=object)
+            array[:] = values
+        elif dtype in _NUMERIC_DTYPES and type(values) is bytearray:
+            array = np.frombuffer(values, dtype=np.dtype(dtype))
+            if len(array) != rows:
+                return None
+        else:
+            return None
+        arrays.append(array)
+    return _frame(arrays, names, rows)
+
+
+def _frame(arrays: list[np.ndarray[Any, Any]], names: list[str], rows: int) -> pd.DataFrame:
+    """The frame `read_csv` gave: these columns under these (possibly repeated) names.
+
+    Built without pandas' checks, which also infer pandas 3's `str` dtype for text columns:
+    `_load` has checked each array's type and length, and text stays plain objects.
+    """
+    columns = pd.Index(names, dtype=object)
+    frame: pd.DataFrame = pd.DataFrame._from_arrays(  # type: ignore[attr-defined]
+        arrays, columns=columns, index=pd.RangeIndex(rows), verify_integrity=False
+    )
+    return frame

@@ -1,0 +1,296 @@
+"""The parsed-CSV cache gives back exactly the frame `read_result_csv` parses, or parses again."""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import io
+import math
+import os
+import pickle
+import sqlite3
+import threading
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+
+from querybench.evaluation import csv_cache
+from querybench.evaluation.result_csv import read_result_csv
+from tests.conftest import require_data
+
+
+@pytest.fixture(autouse=True)
+def _own_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("QUERYBENCH_CACHE", str(tmp_path / "cache"))
+    monkeypatch.delenv("QUERYBENCH_CSV_CACHE", raising=False)
+    return tmp_path / "cache"
+
+
+def _entries(namespace: csv_cache.Namespace) -> list[str]:
+    """The keys in the namespace's store."""
+    path = csv_cache.store_path(namespace)
+    if not path.exists():
+        return []
+    with contextlib.closing(sqlite3.connect(path)) as db:
+        return sorted(key for (key,) in db.execute("SELECT key FROM entries"))
+
+
+def _entry(namespace: csv_cache.Namespace, key: str) -> bytes:
+    with contextlib.closing(sqlite3.connect(csv_cache.store_path(namespace))) as db:
+        return bytes(db.execute("SELECT data FROM entries WHERE key = ?", (key,)).fetchone()[0])
+
+
+def _replace(namespace: csv_cache.Namespace, key: str, data: bytes) -> None:
+    with contextlib.closing(sqlite3.connect(csv_cache.store_path(namespace))) as db, db:
+        db.execute("UPDATE entries SET data = ? WHERE key = ?", (data, key))
+
+
+def _stored_bytes(namespace: csv_cache.Namespace) -> int:
+    with contextlib.closing(sqlite3.connect(csv_cache.store_path(namespace))) as db:
+        return int(db.execute("SELECT sum(length(data)) FROM entries").fetchone()[0] or 0)
+
+
+def _same_cell(a: Any, b: Any) -> bool:
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, float):
+        if math.isnan(a):
+            return math.isnan(b)
+        return a == b and math.copysign(1, a) == math.copysign(1, b)
+    return bool(a == b)
+
+
+def assert_identical(parsed: pd.DataFrame, cached: pd.DataFrame) -> None:
+    """Same names (repeats included), index, dtypes, and every cell of the same type and value."""
+    assert list(cached.columns) == list(parsed.columns)
+    assert cached.columns.dtype == parsed.columns.dtype
+    assert cached.index.equals(parsed.index) and type(cached.index) is type(parsed.index)
+    assert list(cached.dtypes) == list(parsed.dtypes)
+    for j in range(parsed.shape[1]):
+        want, got = parsed.iloc[:, j].to_numpy(), cached.iloc[:, j].to_numpy()
+        if want.dtype == object:
+            assert all(_same_cell(a, b) for a, b in zip(want.tolist(), got.tolist(), strict=True))
+        else:
+            assert want.tobytes() == got.tobytes()  # NaN and -0.0 bit for bit
+
+
+def _round_trip(data: bytes) -> tuple[pd.DataFrame, pd.DataFrame]:
+    first = csv_cache.parse(data, "x.csv", "prediction")  # parsed, then stored
+    second = csv_cache.parse(data, "x.csv", "prediction")  # from the cache
+    return first, second
+
+
+@pytest.mark.parametrize("variant", ["lite", "snow"])
+def test_every_gold_csv_round_trips_exactly(variant: str) -> None:
+    gold = require_data("spider2", f"spider2-{variant}", "evaluation_suite", "gold", "exec_result")
+    paths = sorted(gold.glob("*.csv"))
+    assert len(paths) > 1000
+    for path in paths:
+        parsed = read_result_csv(path)
+        csv_cache.read_result_file(path, "gold")  # stores it
+        cached = csv_cache.read_result_file(path, "gold")
+        assert isinstance(cached, pd.DataFrame)
+        assert_identical(parsed, cached)
+    assert len(_entries("gold")) == len({p.read_bytes() for p in paths})
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "a,a,b\n1,2,x\n3,4,y\n",  # repeated names (pandas renames: a, a.1)
+        "n,t\n1,x\n,\n2.5,NA\n",  # gaps: NaN in numbers and in text
+        "mixed\n1\nx\nTrue\n\n-0.0\n",  # one object column of mixed cells
+        "b,c\nTrue,False\nFalse,True\n",  # booleans
+        "big\n18446744073709551615\n1\n",  # uint64
+        "huge\n123456789012345678901234567890\n",  # beyond any integer dtype
+        "only,header\n",  # no rows
+        "x\n-0.0\n0.0\nnan\ninf\n",
+        'q\n"a,b"\n"line\nbreak"\n',
+        "Unnamed: 0,v\n0,1\n",
+    ],
+)
+def test_odd_tables_round_trip_exactly(text: str) -> None:
+    data = text.encode()
+    first, second = _round_trip(data)
+    assert len(_entries("prediction")) == 1
+    expected = read_result_csv(io.BytesIO(data))
+    assert_identical(expected, first)
+    assert_identical(expected, second)
+
+
+def test_an_implicit_index_is_not_cached_but_parsed_right() -> None:
+    data = b"a,b\n1,2,3\n4,5,6\n"  # more fields than names: the first becomes the index
+    _, second = _round_trip(data)
+    assert _entries("prediction") == []
+    pd.testing.assert_frame_equal(second, read_result_csv(io.BytesIO(data)))
+
+
+def test_unreadable_files_fail_every_time_and_are_not_cached() -> None:
+    for data in (b"", b"\xff\xfe,\n1,2\n"):
+        for _ in range(2):
+            with pytest.raises(Exception) as caught:
+                csv_cache.parse(data, "bad.csv", "prediction")
+            assert "bad.csv" in str(caught.value)
+    assert _entries("prediction") == []
+
+
+def _spy_parses(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    calls: list[str] = []
+    real = csv_cache.read_result_csv
+
+    def counting(source: Any, name: str | None = None) -> pd.DataFrame:
+        calls.append(str(name))
+        return real(source, name=name)
+
+    monkeypatch.setattr(csv_cache, "read_result_csv", counting)
+    return calls
+
+
+def test_a_warm_read_parses_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls = _spy_parses(monkeypatch)
+    csv_cache.parse(b"a\n1\n", "p.csv", "prediction")
+    csv_cache.parse(b"a\n1\n", "q.csv", "prediction")  # same bytes, another name
+    assert calls == ["p.csv"]
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        lambda b: b[: len(b) // 2],  # truncated
+        lambda b: b[:-1] + bytes([b[-1] ^ 1]),  # one bit flipped
+        lambda b: b"not a cache entry",
+        lambda b: b"",
+    ],
+)
+def test_a_damaged_entry_is_parsed_again(monkeypatch: pytest.MonkeyPatch, damage: Any) -> None:
+    data = b"a,b\n1,x\n2,y\n"
+    csv_cache.parse(data, "p.csv", "prediction")
+    (key,) = _entries("prediction")
+    _replace("prediction", key, damage(_entry("prediction", key)))
+    calls = _spy_parses(monkeypatch)
+    frame = csv_cache.parse(data, "p.csv", "prediction")
+    assert calls == ["p.csv"]
+    assert_identical(read_result_csv(io.BytesIO(data)), frame)
+    csv_cache.parse(data, "p.csv", "prediction")  # rewritten: a hit again
+    assert calls == ["p.csv"]
+
+
+def test_an_entry_of_other_bytes_under_this_key_is_refused() -> None:
+    csv_cache.parse(b"a\n1\n", "one.csv", "prediction")
+    csv_cache.parse(b"a\n2\n", "two.csv", "prediction")
+    one, two = _entries("prediction")
+    _replace("prediction", one, _entry("prediction", two))  # a well-formed entry, other bytes
+    assert csv_cache.parse(b"a\n1\n", "one.csv", "prediction").iloc[0, 0] == 1
+    assert csv_cache.parse(b"a\n2\n", "two.csv", "prediction").iloc[0, 0] == 2
+
+
+def test_a_planted_pickle_runs_no_code(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    data = b"a\n1\n"
+    csv_cache.parse(data, "p.csv", "prediction")
+    (key,) = _entries("prediction")
+    marker = tmp_path / "ran"
+    payload = pickle.dumps(_Planted(str(marker)))
+    _replace("prediction", key, csv_cache.MAGIC + hashlib.sha256(payload).digest() + payload)
+    frame = csv_cache.parse(data, "p.csv", "prediction")
+    assert not marker.exists()
+    assert frame.iloc[0, 0] == 1
+
+
+class _Planted:
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (open, (self.path, "w"))
+
+
+def test_a_new_parser_version_is_a_new_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    csv_cache.parse(b"a\n1\n", "p.csv", "prediction")
+    monkeypatch.setattr(csv_cache, "_KEY_PREFIX", b"result_csv 999 pandas x numpy y\n")
+    calls = _spy_parses(monkeypatch)
+    csv_cache.parse(b"a\n1\n", "p.csv", "prediction")
+    assert calls == ["p.csv"]
+    assert len(_entries("prediction")) == 2
+
+
+def test_a_gold_file_edited_in_place_is_parsed_again(tmp_path: Path) -> None:
+    path = tmp_path / "g.csv"
+    path.write_bytes(b"v\n1\n")
+    stat = path.stat()
+    assert csv_cache.read_result_file(path, "gold").iloc[0, 0] == 1  # type: ignore[union-attr]
+    path.write_bytes(b"v\n2\n")  # same size, same times
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    assert csv_cache.read_result_file(path, "gold").iloc[0, 0] == 2  # type: ignore[union-attr]
+
+
+def test_a_missing_gold_file_says_so(tmp_path: Path) -> None:
+    with pytest.raises(Exception, match="file not found"):
+        csv_cache.read_result_file(tmp_path / "none.csv", "gold")
+
+
+def test_disabled_it_writes_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("QUERYBENCH_CSV_CACHE", "0")
+    calls = _spy_parses(monkeypatch)
+    for _ in range(2):
+        csv_cache.parse(b"a\n1\n", "p.csv", "prediction")
+    assert calls == ["p.csv", "p.csv"]
+    assert not csv_cache.store_path("prediction").exists()
+
+
+def test_concurrent_writers_of_one_key_leave_one_whole_entry() -> None:
+    data = b"a,b\n" + b"".join(b"%d,x%d\n" % (i, i) for i in range(5000))
+    expected = read_result_csv(io.BytesIO(data))
+    frames: list[pd.DataFrame] = []
+    threads = [
+        threading.Thread(target=lambda: frames.append(csv_cache.parse(data, "p", "prediction")))
+        for _ in range(8)
+    ]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(frames) == 8
+    for frame in frames:
+        assert_identical(expected, frame)
+    assert len(_entries("prediction")) == 1
+    assert_identical(expected, csv_cache.parse(data, "p", "prediction"))
+
+
+def test_concurrent_processes_share_one_store() -> None:
+    import multiprocessing
+
+    tables = [b"a,b\n" + b"".join(b"%d,x%d\n" % (i, k) for i in range(2000)) for k in range(6)]
+    context = multiprocessing.get_context("fork")
+    _store_of_parent = csv_cache.parse(tables[0], "p", "prediction")  # a connection, then fork
+    workers = [context.Process(target=_parse_all, args=(tables,)) for _ in range(4)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join(60)
+    assert [w.exitcode for w in workers] == [0, 0, 0, 0]
+    assert len(_entries("prediction")) == len(tables)
+    for data in tables:
+        assert_identical(
+            read_result_csv(io.BytesIO(data)), csv_cache.parse(data, "p", "prediction")
+        )
+
+
+def _parse_all(tables: list[bytes]) -> None:
+    for data in tables:
+        csv_cache.parse(data, "p", "prediction")
+
+
+def test_pruning_keeps_the_namespace_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    tables = [b"a\n" + b"%d\n" % i * 20_000 for i in range(6)]  # about 160 KB stored each
+    for data in tables:
+        csv_cache.parse(data, "p.csv", "prediction")
+    first = _entries("prediction")
+    assert _stored_bytes("prediction") > 6 * 150_000
+    monkeypatch.setattr(csv_cache, "MAX_NAMESPACE_BYTES", 400_000)
+    monkeypatch.setattr(csv_cache, "_stores", {})  # a new process: its first write prunes
+    csv_cache.parse(b"a\n99\n", "p.csv", "prediction")
+    assert _stored_bytes("prediction") <= 400_000
+    assert len(_entries("prediction")) < len(first)
+    assert csv_cache.parse(tables[-1], "p.csv", "prediction").iloc[0, 0] == 5
