@@ -65,7 +65,7 @@ def test_ga4_daily_tables_are_one_family(no_gold_data: Path) -> None:
 def test_multi_schema_snowflake_keeps_schema_names(no_gold_data: Path) -> None:
     task = _task("sf_x", "GITHUB_REPOS_DATE", "snowflake", "push events in 2016")
     ctx = build_context(task, budget=4000, data=no_gold_data)
-    assert "GITHUB_REPOS_DATE.DAY._*" in ctx.prompt or "GITHUB_REPOS_DATE.YEAR._*" in ctx.prompt
+    assert "GITHUB_REPOS_DATE.DAY._*" in ctx.prompt and "GITHUB_REPOS_DATE.YEAR._*" in ctx.prompt
     assert any(n.startswith("GITHUB_REPOS_DATE.MONTH.") for n in ctx.tables)
     assert ctx.tokens <= 4000
 

@@ -212,8 +212,9 @@ def test_the_timeout_covers_the_translation(emulation: Path, engine: BigQueryLoc
 
 
 def test_errors_are_engine_errors(engine: BigQueryLocalEngine) -> None:
-    with pytest.raises(EngineError, match="does not exist"):
+    with pytest.raises(EngineError, match="does not exist") as info:
         engine.execute("SELECT * FROM analytics.nope")
+    assert type(info.value) is EngineError
     with pytest.raises(QueryRefused):
         engine.execute("SELECT 1; SELECT 2")
 

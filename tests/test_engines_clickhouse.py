@@ -55,7 +55,9 @@ def test_arrow_result_without_python_values(engine) -> None:  # type: ignore[no-
 
 
 def test_chdb_url_needs_an_absolute_directory(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    with pytest.raises(EngineError):
+    with pytest.raises(EngineError) as relative:
         connect("chdb://relative/dir")
-    with pytest.raises(EngineError):
+    assert type(relative.value) is EngineError
+    with pytest.raises(EngineError) as missing:
         connect(f"chdb://{tmp_path / 'missing'}")
+    assert type(missing.value) is EngineError

@@ -63,8 +63,9 @@ def test_a_file_no_engine_reads_is_unavailable(tmp_path: Path) -> None:
 
 
 def test_relative_url_path_is_an_error() -> None:
-    with pytest.raises(EngineError, match="absolute"):
+    with pytest.raises(EngineError, match="absolute") as info:
         connect("sqlite://relative.db")
+    assert type(info.value) is EngineError
 
 
 @pytest.mark.parametrize(
@@ -80,5 +81,6 @@ def test_relative_url_path_is_an_error() -> None:
 def test_missing_file_is_named_and_never_created(target: str, tmp_path: Path) -> None:
     with pytest.raises(EngineError, match="missing") as info:
         connect(target.format(dir=tmp_path))
+    assert type(info.value) is EngineError  # a missing file, not an unavailable engine
     assert str(tmp_path) in str(info.value)
     assert list(tmp_path.iterdir()) == []

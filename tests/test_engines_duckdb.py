@@ -41,8 +41,9 @@ def test_the_configuration_is_locked_down(engine: DuckDBEngine) -> None:
 def test_python_variables_are_not_readable(engine: DuckDBEngine) -> None:
     secret = pa.table({"token": ["hunter2"]})  # DuckDB may scan a caller's Python objects
     assert secret.num_rows == 1
-    with pytest.raises(EngineError):
+    with pytest.raises(EngineError, match="secret") as info:
         engine.execute("SELECT * FROM secret")
+    assert type(info.value) is EngineError
 
 
 def test_tables_in_other_schemas(engine: DuckDBEngine) -> None:

@@ -73,10 +73,12 @@ def test_errors_keep_their_kind_and_nothing_is_opened_twice(
         engine.execute("DELETE FROM singer")
     with pytest.raises(ResultTooLarge):
         engine.execute("SELECT a.n FROM nums a, nums b", max_rows=10)
-    with pytest.raises(EngineError, match="no such table"):
+    with pytest.raises(EngineError, match="no such table") as no_table:
         engine.execute("SELECT * FROM nowhere")
-    with pytest.raises(EngineError, match="not found"):
+    assert type(no_table.value) is EngineError
+    with pytest.raises(EngineError, match="not found") as absent:
         process.engine(tmp_path / "absent.sqlite")
+    assert type(absent.value) is EngineError
     assert [t.name for t in engine.tables()][:2] == ["concert", "nums"]
 
 
@@ -104,8 +106,9 @@ def test_a_child_killed_from_outside_is_replaced(
     pid = _child_pid(process)
     assert pid is not None
     os.kill(pid, signal.SIGKILL)  # e.g. the kernel's out-of-memory killer
-    with pytest.raises(EngineError, match="process ended"):
+    with pytest.raises(EngineError, match="process ended") as ended:
         next(batches)  # a stream cut short is an error, never a shorter result
+    assert type(ended.value) is EngineError
     assert engine.execute("SELECT count(*) FROM nums", timeout=TIMEOUT).rows == [(1000,)]
     pid = _child_pid(process)
     assert pid is not None
@@ -119,11 +122,13 @@ def test_a_closed_engine_or_process_refuses_to_run(
 ) -> None:
     engine = process.engine(databases["duckdb"])
     engine.close()
-    with pytest.raises(EngineError, match="closed"):
+    with pytest.raises(EngineError, match="closed") as engine_closed:
         engine.execute("SELECT 1")
+    assert type(engine_closed.value) is EngineError
     process.close()
-    with pytest.raises(EngineError, match="closed"):
+    with pytest.raises(EngineError, match="closed") as process_closed:
         process.engine(databases["duckdb"])
+    assert type(process_closed.value) is EngineError
 
 
 def _child_pid(process: QueryProcess) -> int | None:

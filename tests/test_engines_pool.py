@@ -126,8 +126,9 @@ def test_close_closes_every_connection(databases: dict[str, Path], opened: list[
         list(pool.run(jobs))
     assert 2 <= len(opened) <= 4
     for engine in opened:
-        with pytest.raises(EngineError):
+        with pytest.raises(EngineError) as info:
             engine.execute("SELECT 1")
+        assert type(info.value) is EngineError
 
 
 def test_least_recently_used_connections_are_closed(tmp_path: Path, opened: list[Engine]) -> None:
@@ -135,8 +136,9 @@ def test_least_recently_used_connections_are_closed(tmp_path: Path, opened: list
     jobs = [QueryJob(str(i), path, "SELECT 1") for i, path in enumerate(paths * 2)]
     with QueryPool(workers=1, open_per_worker=2) as pool:
         assert all(o.result is not None for o in pool.run(jobs))
-        with pytest.raises(EngineError):
+        with pytest.raises(EngineError) as info:
             opened[0].execute("SELECT 1")
+        assert type(info.value) is EngineError
     assert len(opened) == 6
 
 

@@ -158,7 +158,7 @@ def test_timeout_stops_the_query(engine: SnowflakeLocalEngine) -> None:
 def test_syntax_errors_are_exec_errors(engine: SnowflakeLocalEngine) -> None:
     with pytest.raises(EngineError) as info:
         engine.execute("SELECT FROM WHERE")
-    assert info.value.code == "exec_error"
+    assert type(info.value) is EngineError and info.value.code == "exec_error"
 
 
 def test_credentials_come_from_env_and_hide_secrets(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -151,8 +151,9 @@ def test_single_statement_refuses(sql: str) -> None:
 def test_closed_engine_raises_an_engine_error(database: Path) -> None:
     engine = SQLiteEngine(database)
     engine.close()
-    with pytest.raises(EngineError):
+    with pytest.raises(EngineError) as info:
         engine.execute("SELECT 1")
+    assert type(info.value) is EngineError
 
 
 def test_execute_batches_streams_the_rows_of_execute(engine: SQLiteEngine) -> None:

@@ -19,6 +19,7 @@ from typer.testing import CliRunner
 
 from bench.official_baseline import compare_table
 from querybench.cli import app
+from querybench.errors import ErrorCode
 from querybench.evaluation.prediction_file import ReadLimits
 from querybench.evaluation.record import InstanceResult
 from querybench.evaluation.spider2 import score_frame
@@ -75,36 +76,41 @@ def test_a_400_digit_integer_is_that_instances_verdict(tmp_path: Path, benchmark
     assert odd["error"] == "wrong_result" and "OverflowError" in odd["message"]
 
 
-# (pred, gold, ignore_order, strict expected): the official verdict is the reference's, where
-# float() of the big int raises and zeroes the instance.
+RAISES = "raises"  # the reference's float() of the big int raises: the instance scores 0
+
+# (pred, gold, ignore_order, official reference, strict expected)
 BIG_CASES = [
-    (f"a\n{BIG}\n", "v\n1\n", True, False),
-    (f"a\n{BIG}\n", f"v\n{BIG}\n", True, True),
-    (f"a\n{BIG}\n", f"v\n{BIG[:-1]}8\n", False, False),  # exact: no float holds either
-    (f"a\n{BIG}\n1\n", f"v\n1\n{BIG}\n", True, True),
-    (f"a\n{BIG}\n1\n", f"v\n1\n{BIG}\n", False, False),
-    (f"a,b\n{BIG},1\n", "v\n1\n", False, True),  # officially the first column raises
-    (f"a,b\n1,{BIG}\n", "v\n1\n", False, True),  # officially column a matches first
-    (f"a\n2\n{BIG}\n", "v\n1\n1\n", False, False),  # the loop stops at row 0, before the int
-    (f"a\nx\n{BIG}\n", "v\nx\n1\n", False, False),
-    (f"a\n{'7' * 5000}\n", f"v\n{'7' * 5000}\n", True, True),  # beyond str()'s digit limit
+    (f"a\n{BIG}\n", "v\n1\n", True, RAISES, False),
+    (f"a\n{BIG}\n", f"v\n{BIG}\n", True, RAISES, True),
+    (f"a\n{BIG}\n", f"v\n{BIG[:-1]}8\n", False, RAISES, False),  # exact: no float holds either
+    (f"a\n{BIG}\n1\n", f"v\n1\n{BIG}\n", True, RAISES, True),
+    (f"a\n{BIG}\n1\n", f"v\n1\n{BIG}\n", False, RAISES, False),
+    (f"a,b\n{BIG},1\n", "v\n1\n", False, RAISES, True),  # officially the first column raises
+    (f"a,b\n1,{BIG}\n", "v\n1\n", False, 1, True),  # officially column a matches first
+    (f"a\n2\n{BIG}\n", "v\n1\n1\n", False, 0, False),  # the loop stops at row 0, before the int
+    (f"a\nx\n{BIG}\n", "v\nx\n1\n", False, 0, False),
+    (f"a\n{'7' * 5000}\n", f"v\n{'7' * 5000}\n", True, 1, True),  # beyond str()'s digit limit
 ]
 
 
-@pytest.mark.parametrize(("pred", "gold", "ignore_order", "strict"), BIG_CASES)
+@pytest.mark.parametrize(("pred", "gold", "ignore_order", "reference", "strict"), BIG_CASES)
 def test_big_integers_official_as_the_reference_strict_exact(
-    pred: str, gold: str, ignore_order: bool, strict: bool
+    pred: str, gold: str, ignore_order: bool, reference: int | str, strict: bool
 ) -> None:
     verdicts = score_frame(
         frame(pred), [frame(gold)], True, EvalSpec("x", [], ignore_order), "lite"
     )
-    try:
-        reference = compare_table(frame(pred), frame(gold), [], ignore_order, "lite")
-    except Exception:  # the official scorer zeroes the instance
-        reference = 0
-    assert verdicts.official.score == reference
+    if reference == RAISES:
+        with pytest.raises(OverflowError):
+            compare_table(frame(pred), frame(gold), [], ignore_order, "lite")
+        assert (verdicts.official.score, verdicts.official.error) == (0, ErrorCode.WRONG_RESULT)
+        assert "OverflowError" in str(verdicts.official.message)
+    else:
+        assert compare_table(frame(pred), frame(gold), [], ignore_order, "lite") == reference
+        assert verdicts.official.score == reference
+        assert verdicts.official.error == (None if reference else ErrorCode.WRONG_RESULT)
     assert verdicts.strict.passed is strict
-    assert verdicts.strict.error in (None, "wrong_result")
+    assert verdicts.strict.error == (None if strict else ErrorCode.WRONG_RESULT)
 
 
 SqlRun = Callable[..., dict[str, InstanceResult]]

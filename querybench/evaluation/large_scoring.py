@@ -9,14 +9,17 @@ Each column pair is decided without materialising whole columns where that is pr
 * numbers ignoring order with unequal multisets: no tolerance-respecting pairing can exist when
   the infinities, minimum, maximum or sum differ by more than any pairing allows (the sorted
   pairing minimises the largest difference), which rejects unrelated columns cheaply;
-* otherwise (rare) the pair, or the row check, is run on exact columns as before.
+* otherwise (a near miss, say) each side is visited in the exact scorer's sort order a bounded
+  slice at a time (`large_order`) and the sorted sequences are compared window by window with
+  the exact cell rules, which is the exact comparison without its whole-column temporaries.
 
 Mixed pairs (one table compact, one a DataFrame) compare the compact table's exact frame.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import functools
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -24,6 +27,15 @@ import numpy.typing as npt
 
 from querybench.evaluation import spider2_official as official
 from querybench.evaluation import spider2_strict as strict
+from querybench.evaluation.large_order import (
+    Rows,
+    aligned_windows,
+    number_key,
+    packed_key,
+    rows_in,
+    sorted_rows,
+    str_order_key,
+)
 from querybench.evaluation.large_result import CompactTable, ResultTable
 
 CHUNK_ROWS = 1 << 18  # rows per step of an in-order comparison (tests lower it)
@@ -108,13 +120,7 @@ class _Pair:
     ) -> bool:
         gold, pred = self.gold, self.pred
         g_dtype, p_dtype = _official_dtype(gold, g_cols), _official_dtype(pred, p_cols)
-
-        def exact(table: CompactTable, j: int, dtype: np.dtype[Any], rows: Any) -> Any:
-            values = table.exact(j, rows)
-            if dtype.kind in "biuf":  # the frame's common dtype is numeric: `.values` casts
-                values = values.astype(dtype, copy=False)
-            return official.official_columns([values])[0]
-
+        exact = _official_column
         if gold.rows != pred.rows:
             return False
         g_col, p_col = gold.columns[g], pred.columns[p]
@@ -138,8 +144,13 @@ class _Pair:
             return True  # identical str keys: identical sorted columns
         if _no_pairing(g_col.values, p_col.values, official.REL_TOL, missing_is_zero=True):
             return False
-        return official.vectors_match(
-            exact(gold, g, g_dtype, slice(None)), exact(pred, p, p_dtype, slice(None)), True
+        return all(
+            official.vectors_match(
+                exact(gold, g, g_dtype, gi), exact(pred, p, p_dtype, pi), ignore_order=False
+            )
+            for gi, pi in aligned_windows(
+                _official_sorted(gold, g, g_dtype), _official_sorted(pred, p, p_dtype)
+            )
         )
 
     # -- strict ----------------------------------------------------------------------------
@@ -167,19 +178,60 @@ class _Pair:
             return True
         if _no_pairing(g_col.values, p_col.values, strict.REL_TOL, missing_is_zero=False):
             return False
-        return strict.strict_table_match(
-            strict.strict_columns([pred.exact(p)]), strict.strict_columns([gold.exact(g)]), True
-        )
+        return self._strict_sorted([g], [p])  # one column: the sorted pairing decides
 
     def strict_rows(self, g_cols: list[int], p_cols: tuple[int, ...]) -> bool:
         """Rows as a multiset, gold column g_cols[i] against predicted column p_cols[i]."""
         gold_keys, pred_keys = self._row_keys(self.gold, g_cols), self._row_keys(self.pred, p_cols)
-        if self._same_multiset(gold_keys, pred_keys):
+        if self._same_multiset(gold_keys, pred_keys) or self._strict_sorted(g_cols, p_cols):
             return True
-        return strict.rows_match_as_multiset(
+        if len(g_cols) == 1 or self.gold.rows > strict.MAX_BIPARTITE_ROWS:
+            return False  # where `rows_match_as_multiset` trusts the sorted pairing alone
+        return strict.rows_match_as_multiset(  # a small table: its one-to-one pairing search
             strict.strict_columns([self.pred.exact(j) for j in p_cols]),
             strict.strict_columns([self.gold.exact(j) for j in g_cols]),
         )
+
+    def _strict_sorted(self, g_cols: Sequence[int], p_cols: Sequence[int]) -> bool:
+        """Whether both sides' rows, each sorted as `rows_match_as_multiset` sorts them, are
+        equal cell for cell (gold column g_cols[i] beside predicted column p_cols[i])."""
+        for gi, pi in aligned_windows(
+            self._strict_order(self.gold, g_cols), self._strict_order(self.pred, p_cols)
+        ):
+            at = np.arange(len(gi))
+            gold = strict.strict_columns([self.gold.exact(j, gi) for j in g_cols])
+            pred = strict.strict_columns([self.pred.exact(j, pi) for j in p_cols])
+            if not all(
+                strict.cells_equal(a, b, at, at).all() for a, b in zip(gold, pred, strict=True)
+            ):
+                return False
+        return True
+
+    def _strict_order(self, table: CompactTable, cols: Sequence[int]) -> Iterator[Rows]:
+        """Rows in `spider2_strict`'s multiset order: by each column in turn, a number column
+        by (missing first, value), a text column by (missing first, text), i.e. by
+        `number_key` and by shared code."""
+        lut = self._luts[id(table)]
+
+        def key(j: int, rows: Rows) -> npt.NDArray[np.uint64]:
+            column = table.columns[j]
+            if column.is_text:
+                codes: npt.NDArray[np.int64] = lut[column.values[rows]] + 1
+                return codes.astype(np.uint64)
+            return number_key(table.exact(j, rows).astype(np.float64))
+
+        def width(j: int) -> int:
+            return self._shared.bit_length() if table.columns[j].is_text else 64
+
+        def coarse(rows: Rows) -> npt.NDArray[np.uint64]:
+            parts = [(functools.partial(key, j, rows), width(j)) for j in cols]
+            return packed_key(len(rows), parts)
+
+        def exact(rows: Rows) -> Rows:
+            order: Rows = np.lexsort([key(j, rows) for j in reversed(cols)])
+            return order
+
+        return sorted_rows(table.rows, coarse, exact)
 
     # -- keys and multisets ----------------------------------------------------------------
 
@@ -211,8 +263,8 @@ class _Pair:
         """Whether a's key tuples and b's are equal multisets (rows counted alike)."""
         a_buckets, b_buckets = _buckets(a, self.gold.rows), _buckets(b, self.pred.rows)
         for bucket in range(1 << BUCKET_BITS):
-            a_rows = np.flatnonzero(a_buckets == bucket)
-            b_rows = np.flatnonzero(b_buckets == bucket)
+            a_rows = rows_in(a_buckets, bucket, bucket + 1)
+            b_rows = rows_in(b_buckets, bucket, bucket + 1)
             if len(a_rows) != len(b_rows):
                 return False
             a_keys, b_keys = a(a_rows), b(b_rows)
@@ -221,6 +273,36 @@ class _Pair:
                 if not np.array_equal(x[a_order], y[b_order]):
                     return False
         return True
+
+
+def _official_column(
+    table: CompactTable, j: int, dtype: np.dtype[Any], rows: Any
+) -> official.OfficialColumn:
+    """Column j's `rows` as the official scorer sees them in a frame of common `dtype`."""
+    values = table.exact(j, rows)
+    if dtype.kind in "biuf":  # the frame's common dtype is numeric: `.values` casts
+        values = values.astype(dtype, copy=False)
+    return official.official_columns([values])[0]
+
+
+def _official_sorted(table: CompactTable, j: int, dtype: np.dtype[Any]) -> Iterator[Rows]:
+    """Column j's rows in `OfficialColumn.order()`'s order (by `str(x)`; numbers only here),
+    formatting cells only where `str_order_key` cannot tell their order."""
+
+    def cells(rows: Rows) -> npt.NDArray[Any]:
+        values = table.exact(j, rows)
+        return values.astype(dtype, copy=False) if dtype.kind in "biuf" else values
+
+    def exact(rows: Rows) -> Rows:
+        values = cells(rows)
+        key, simple = str_order_key(values)
+        if not simple.all():
+            return official.official_columns([values])[0].order()
+        magnitude = np.abs(np.nan_to_num(values.astype(np.float64)))
+        order: Rows = np.lexsort((magnitude, key))
+        return order
+
+    return sorted_rows(table.rows, lambda rows: str_order_key(cells(rows))[0], exact)
 
 
 def _windows(rows: int) -> list[slice]:

@@ -34,7 +34,7 @@ REL_TOL = 1e-6
 
 MISSING, NUMBER, TEXT, BIG_INT = 0, 1, 2, 3  # BIG_INT: an int no float64 holds, as its digits
 _MAX_ASSIGNMENTS = 20_000
-_MAX_BIPARTITE_ROWS = 3_000
+MAX_BIPARTITE_ROWS = 3_000  # beyond this many rows a failed sorted pairing is final
 _CHUNK_ROWS = 1 << 20  # cells compared per step, bounding the temporaries of a big column
 
 
@@ -292,7 +292,7 @@ def rows_match_as_multiset(pred: Sequence[StrictColumn], gold: Sequence[StrictCo
     if all(_all_cells_equal(g, p, gi, pi) for g, p in zip(gold, pred, strict=True)):
         return True
     # One column: sorted pairing is exact (each value's tolerance window is monotone in it).
-    if len(gold) == 1 or n > _MAX_BIPARTITE_ROWS or not _same_rows_ignoring_numbers(pred, gold):
+    if len(gold) == 1 or n > MAX_BIPARTITE_ROWS or not _same_rows_ignoring_numbers(pred, gold):
         return False
     return _rows_pair_up(pred, gold)
 
