@@ -483,9 +483,6 @@ def eval_bird(
     )
 
 
-_DIALECT_SCHEMES = {"mysql": ("mysql", "mariadb"), "postgresql": ("postgresql", "postgres")}
-
-
 @eval_app.command("bird-mini-dev")
 def eval_bird_mini_dev(
     predictions: BirdPredictions,
@@ -527,7 +524,9 @@ def eval_bird_mini_dev(
     `querybench eval bird-mini-dev --dialect mysql --db-url mysql://root@127.0.0.1:3306/BIRD
     --predictions predict_mini_dev_mysql.json --questions mini_dev_mysql.json`
     """
-    if dialect not in ("sqlite", "mysql", "postgresql"):
+    from querybench.evaluation.bird import BIRD_DIALECTS, bird_dialect
+
+    if dialect not in BIRD_DIALECTS:
         _fail(f"--dialect must be sqlite, mysql or postgresql, not {dialect!r}")
     if dialect != "sqlite":
         scheme = (db_url or "").partition("://")[0].lower()
@@ -541,7 +540,7 @@ def eval_bird_mini_dev(
                 )
                 + " (load it with `querybench db load`)"
             )
-        elif scheme not in _DIALECT_SCHEMES[dialect]:
+        elif bird_dialect(db_url) != dialect:
             _fail(f"--db-url {scheme}:// does not match --dialect {dialect}")
     if dialect == "sqlite":
         _check_db_dir(db_dir, "*/*.sqlite", "<db_id>/<db_id>.sqlite")

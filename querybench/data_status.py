@@ -14,12 +14,13 @@ from pathlib import Path
 
 from querybench.credentials import Found, find_bigquery, find_snowflake
 from querybench.data import data_roots, find_data
+from querybench.engines.registry import dialect_label, emulated_kinds
 from querybench.errors import QuerybenchError
 from querybench.layout import GOLD_DIRS, TASK_FILES
 from querybench.tasks.databases import emulation_file, task_database
 from querybench.tasks.model import Task
 
-_CLOUD = {"bigquery": "BigQuery", "snowflake": "Snowflake"}
+_CLOUD = emulated_kinds()  # the cloud warehouses: credentials, or an emulation file
 
 
 @dataclass(frozen=True)
@@ -96,7 +97,7 @@ def benchmark_status(benchmark: str, data_dir: Path | None = None) -> BenchmarkS
             credentials[engine] = find_bigquery() if engine == "bigquery" else find_snowflake()
             state = credentials[engine]
             text = f"found: {state.source}" if state.ok else f"not found: {state.problem}"
-            items.append(Item(f"{_CLOUD[engine]} credentials", text, state.hint))
+            items.append(Item(f"{dialect_label(engine)} credentials", text, state.hint))
     dbt = [t for t in tasks if t.engine == "duckdb"]
     started = {t.instance_id for t in dbt if _has_start_database(t)}
     if dbt:

@@ -266,3 +266,39 @@ def test_an_answer_streams_where_its_engine_declares_it(
         assert not answer.matched and answer.rows_read == 3  # stopped at its first foreign row
     else:
         assert isinstance(answer, Result) and len(answer.rows) == ROWS
+
+
+def test_the_cloud_kinds_emulation_entries_come_from_the_registry(tmp_path: Path) -> None:
+    from querybench.engines.registry import (
+        EngineKind,
+        emulated_kinds,
+        emulation_spec,
+        spec_for_scheme,
+    )
+
+    assert emulated_kinds() == {EngineKind.BIGQUERY, EngineKind.SNOWFLAKE}
+    assert emulation_spec("postgres") is None and emulation_spec("sqlite") is None
+    for kind in ("bigquery", "snowflake"):
+        spec = emulation_spec(kind)
+        assert spec is not None and spec.embedded and spec.kind == kind
+        url = spec.url_for(tmp_path / "shop.duckdb")
+        assert url == f"{kind}+local://{tmp_path / 'shop.duckdb'}"
+        assert spec_for_scheme(url.partition("://")[0]) is spec
+
+
+@pytest.mark.parametrize(
+    ("url", "dialect"),
+    [
+        (None, "sqlite"),
+        ("mysql://root@127.0.0.1:3306/BIRD", "mysql"),
+        ("mariadb://root@127.0.0.1:3306/BIRD", "mysql"),
+        ("postgresql://postgres@127.0.0.1/bird", "postgresql"),
+        ("postgres://postgres@127.0.0.1/bird", "postgresql"),
+        ("PG://postgres@127.0.0.1/bird", "pg"),
+        ("duckdb:///x.duckdb", "duckdb"),
+    ],
+)
+def test_birds_dialect_names_are_read_through_the_registry(url: str | None, dialect: str) -> None:
+    from querybench.evaluation.bird import bird_dialect
+
+    assert bird_dialect(url) == dialect

@@ -66,6 +66,12 @@ class EngineSpec:
     magic: tuple[int, bytes] | None = None  # (offset, bytes) every file of the engine holds
     aliases: tuple[str, ...] = ()  # further spellings of the dialect (`transpile --from pg`)
     password_env: str | None = None  # where a password comes from when the URL has none
+    # an offline stand-in for a cloud warehouse: a `<db>.duckdb` file (`data emulate`)
+    emulates: bool = False
+
+    def url_for(self, path: object) -> str:
+        """The URL of the database at `path` (a file or folder) through this entry."""
+        return f"{self.schemes[0]}://{path}"
 
     @property
     def is_file(self) -> bool:
@@ -158,6 +164,7 @@ _SPECS = (
         embedded=True,
         opener="querybench.engines.snowflake:from_url",
         schemes=("snowflake+local",),
+        emulates=True,
     ),
     EngineSpec(
         "bigquery",
@@ -177,6 +184,7 @@ _SPECS = (
         embedded=True,
         opener="querybench.engines.bigquery:from_url",
         schemes=("bigquery+local",),
+        emulates=True,
     ),
 )
 
@@ -219,6 +227,16 @@ def file_specs() -> tuple[EngineSpec, ...]:
 def kind_spec(kind: EngineKind) -> EngineSpec:
     """The first (primary) entry of `kind`: where its dialect and label are read."""
     return _BY_KIND[kind]
+
+
+def emulation_spec(kind: str) -> EngineSpec | None:
+    """The offline emulation of a cloud kind (`bigquery+local` for BigQuery), else None."""
+    return next((s for s in _SPECS if s.emulates and s.kind.value == kind), None)
+
+
+def emulated_kinds() -> frozenset[EngineKind]:
+    """The kinds with an offline emulation: the cloud warehouses of Spider 2.0."""
+    return frozenset(s.kind for s in _SPECS if s.emulates)
 
 
 def dialect_label(kind: str) -> str:

@@ -21,12 +21,14 @@ from __future__ import annotations
 import json
 import time
 from collections import Counter
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 from querybench.engines.base import Result
+from querybench.engines.registry import EngineKind, spec_for_scheme
 from querybench.errors import DataError, EngineError
 from querybench.evaluation.bird_metrics import (
     BirdMetric,
@@ -407,7 +409,7 @@ def evaluate_bird(
             clock=clock,
             on_pair=_on_query,
         )
-    engine = _engine_label(db_url)
+    engine = bird_dialect(db_url)
     results = []
     for q in listed:
         g, p = gold.get(q.question_id), pred.get(q.question_id)
@@ -434,11 +436,21 @@ def bird_database(db_id: str, db_dir: str | Path, db_url: str | None) -> str | P
     return Path(db_dir) / db_id / f"{db_id}.sqlite"
 
 
-def _engine_label(db_url: str | None) -> str:
+# BIRD mini-dev's names for its dialects (its file names, `--dialect`), and the engine of each.
+BIRD_DIALECTS: Mapping[str, EngineKind] = MappingProxyType(
+    {"sqlite": EngineKind.SQLITE, "mysql": EngineKind.MYSQL, "postgresql": EngineKind.POSTGRES}
+)
+
+
+def bird_dialect(db_url: str | None) -> str:
+    """BIRD's name for the dialect `db_url` speaks (the SQLite files without one); a URL no
+    BIRD dialect matches keeps its scheme."""
     if db_url is None:
         return "sqlite"
     scheme = db_url.partition("://")[0].lower()
-    return {"postgres": "postgresql", "mariadb": "mysql"}.get(scheme, scheme)
+    spec = spec_for_scheme(scheme)
+    kind = None if spec is None else spec.kind
+    return next((name for name, k in BIRD_DIALECTS.items() if k == kind), scheme)
 
 
 def _ran(outcome: Result | EngineError | None) -> Result | EngineError:

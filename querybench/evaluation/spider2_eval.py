@@ -20,6 +20,7 @@ from typing import Literal
 import pandas as pd
 
 from querybench.engines.base import Result
+from querybench.engines.registry import emulation_spec
 from querybench.errors import DataError
 from querybench.evaluation import csv_cache
 from querybench.evaluation.large_result import ResultTable, read_result
@@ -49,8 +50,8 @@ from querybench.evaluation.verdict import (
     ErrorCode,
     Verdict,
 )
-from querybench.tasks.databases import EMULATION_URLS
 from querybench.tasks.input_files import read_jsonl
+from querybench.tasks.spider2 import FAMILY_KINDS
 
 Mode = Literal["exec_result", "sql"]
 Scoring = Literal["official", "strict"]
@@ -60,8 +61,6 @@ _CHUNK = 16  # tasks per worker-process job in exec_result mode
 # Prediction bytes below which exec_result mode scores in-process whatever --workers says:
 # forking, and sending results back, cost more than they save on less (see docs/benchmarks.md).
 POOL_MIN_BYTES = 32 << 20
-# BigQuery and Snowflake tasks run on `<db>.duckdb` emulation files in --db-dir when present.
-_EMULATION_URL = {"bq": EMULATION_URLS["bigquery"], "sf": EMULATION_URLS["snowflake"]}
 
 
 def evaluate_spider2(
@@ -302,7 +301,8 @@ def _sql_mode(
             yield job.failed(instance_id, MISSING_PREDICTION, f"no {path.name}")
             continue
         family = engine_family(instance_id)
-        if family != "local" and family not in _EMULATION_URL:
+        emulation = None if family == "local" else emulation_spec(FAMILY_KINDS.get(family, ""))
+        if family != "local" and emulation is None:
             yield job.failed(instance_id, ENGINE_UNAVAILABLE, f"no {family} engine configured here")
             continue
         database = databases.get(instance_id)
@@ -325,7 +325,7 @@ def _sql_mode(
         if not sql.strip():
             yield job.rejected(instance_id, Verdict.statement_failed(PARSE_ERROR, "empty SQL"))
             continue
-        target = db_path if family == "local" else f"{_EMULATION_URL[family]}{db_path.resolve()}"
+        target = db_path if emulation is None else emulation.url_for(db_path.resolve())
         jobs.append(QueryJob(instance_id, target, sql))
     with QueryPool(workers=workers, timeout=timeout) as pool:
         for outcome in pool.run(jobs):

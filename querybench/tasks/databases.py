@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from querybench.data import Roots, data_roots, find_data
+from querybench.engines.registry import emulation_spec
 from querybench.layout import SPIDER2_LOCAL_DIRS, emulation_candidates, sqlite_candidates
 from querybench.tasks.model import Task
 
@@ -44,11 +45,6 @@ def spider2_database_dirs(where: Where = None) -> list[Path]:
     ]
 
 
-# BigQuery and Snowflake tasks run on DuckDB-backed emulation files `<db>.duckdb` (built by
-# `querybench data emulate`, engines.spider2_metadata_load.build_emulation).
-EMULATION_URLS = {"bigquery": "bigquery+local://", "snowflake": "snowflake+local://"}
-
-
 def emulation_file(task: Task, where: Where = None) -> Path | None:
     found = find_data(*emulation_candidates(task.db), roots=roots_of(where))
     return found if found is not None and found.is_file() else None
@@ -57,8 +53,9 @@ def emulation_file(task: Task, where: Where = None) -> Path | None:
 def task_target(task: Task, where: Where = None) -> str | None:
     """What `engines.connect` opens for `task` here: its SQLite file or, for a Spider 2.0
     BigQuery/Snowflake task, its emulation file when one was built; None when neither is."""
-    if task.benchmark.startswith("spider2") and task.engine in EMULATION_URLS:
+    emulation = emulation_spec(task.engine) if task.benchmark.startswith("spider2") else None
+    if emulation is not None:  # BigQuery, Snowflake: a `<db>.duckdb` file of `data emulate`
         path = emulation_file(task, where)
-        return f"{EMULATION_URLS[task.engine]}{path.resolve()}" if path is not None else None
+        return emulation.url_for(path.resolve()) if path is not None else None
     database = task_database(task, where)
     return None if database is None else str(database)
