@@ -45,7 +45,7 @@ class Spec:
     help: str = ""
     flag: str | None = None  # the spelling when not `--<name-with-dashes>`; "" for no flag
     identity: bool = False  # part of the resume identity: a change means another experiment
-    min: float | None = None  # the least value the command line accepts
+    min: float | None = None  # the least value accepted (the flag's bound, checked on make)
     split: str | None = None  # a repeatable flag whose values may also be joined by this
     argument: bool = False  # a positional argument on the command line
     cli_default: Any = UNSET  # the command line's default, where it differs from the field's
@@ -96,12 +96,14 @@ def declared_fields(cls: type) -> tuple[Declaration, ...]:
 class Declared:
     """Base of the declared dataclasses: each value is checked against its annotation (and
     converted where JSON cannot say it: a list to a tuple, a string to a Path, an int to a
-    float)."""
+    float) and its least value, so a file or a keyword is held to what the flag accepts."""
 
     def __post_init__(self) -> None:
-        for field, _, kind in declared_fields(type(self)):
+        for field, spec, kind in declared_fields(type(self)):
             value = getattr(self, field.name)
             checked = check_value(field.name, value, kind)
+            if spec.min is not None and checked is not None and checked < spec.min:
+                raise OptionError(f"{field.name}: at least {spec.min:g}, got {checked!r}")
             if checked is not value:
                 object.__setattr__(self, field.name, checked)
 

@@ -388,3 +388,22 @@ def test_a_run_folder_of_the_earlier_layout_resumes_unchanged(
     assert outcome.summary.to_json() == summary
     with pytest.raises(DataError, match=r"stop: \['x'\] -> \[\]"):
         run(RunConfig("spider1", "zero-shot", "oracle", out, data_dir=data, limit=2))
+
+
+def test_a_value_below_the_declared_least_is_refused_off_the_command_line_too(
+    tmp_path: Path,
+) -> None:
+    # `--n 0` is refused by the flag; the same value from a file or a keyword was taken, and
+    # every task then failed with an IndexError (n = 0 candidates), exit 0
+    out = tmp_path / "run"
+    with pytest.raises(OptionError, match=r"n: at least 1, got 0"):
+        RunConfig("spider1", "zero-shot", "oracle", out, n=0)
+    with pytest.raises(OptionError, match=r"action_timeout: at least 0\.1, got 0\.0"):
+        RunConfig("spider1", "spider-agent", "oracle", out, extra={"action_timeout": 0})
+    assert RunConfig("spider1", "zero-shot", "oracle", out, limit=None).selection.limit is None
+    toml = tmp_path / "run.toml"
+    toml.write_text("workers = 0\n")
+    refused = CliRunner().invoke(app, ["run", "spider1", "--config", str(toml), "--out", str(out)])
+    assert refused.exit_code == 2
+    assert "workers: at least 1, got 0" in " ".join(refused.output.split())
+    assert not (out / "records.jsonl").exists()
