@@ -650,6 +650,8 @@ def eval_spider2_dbt(
     """
     from querybench.evaluation.spider2_dbt import with_gold_summary
 
+    if not predictions.is_dir():
+        _fail(f"--predictions {predictions} is not a folder (<instance_id>/<db>.duckdb)")
     results = _evaluate(
         "scoring spider2-dbt",
         "spider2-dbt",

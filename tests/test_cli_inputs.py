@@ -157,3 +157,13 @@ def test_files_named_after_no_task_are_named(tmp_path: Path) -> None:
     said = _said(result.output)
     assert "1 .csv files but none is named after a spider2-lite instance id" in said
     assert "found e.g. sf_bq999.csv, expected e.g. bq001.csv" in said
+
+
+def test_a_dbt_predictions_path_that_is_not_a_folder_exits_two(tmp_path: Path) -> None:
+    # it used to score all 68 tasks `missing_prediction`, exit 0, like every other eval refuses
+    a_file = tmp_path / "pred.txt"
+    a_file.write_text("SELECT 1\n")
+    for predictions in (tmp_path / "typo", a_file):
+        result = runner.invoke(app, ["eval", "spider2-dbt", "--predictions", str(predictions)])
+        assert result.exit_code == 2, result.output
+        assert f"--predictions {predictions} is not a folder" in _said(result.output)
