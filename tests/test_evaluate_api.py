@@ -197,3 +197,9 @@ def test_typed_options_are_the_options_accepted(benchmark: str) -> None:
         needed = " and ".join(f"{n}=" for n in required[benchmark])
         with pytest.raises(TypeError, match=f"needs {needed} "):
             querybench.evaluate(benchmark, "predictions")
+
+
+def test_instance_ids_given_as_one_string_are_refused(tmp_path: Path) -> None:
+    # a str is a Collection[str] of its characters: "bq011" scored no instance, in silence
+    with pytest.raises(TypeError, match=r"instance_ids must be a collection of ids, not 'bq011'"):
+        querybench.evaluate("spider2-lite", tmp_path, instance_ids="bq011")

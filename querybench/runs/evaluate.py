@@ -243,6 +243,10 @@ def _checked(benchmark: str, evaluator: Callable[..., Any], options: Arguments) 
     if missing:
         needed = " and ".join(f"{n}=" for n in missing)
         raise TypeError(f"evaluate({benchmark!r}) needs {needed} (no default in the data layout)")
+    if isinstance(options.get("instance_ids"), str):  # a Collection[str] of its characters
+        raise TypeError(
+            f"instance_ids must be a collection of ids, not {options['instance_ids']!r}"
+        )
     for name, allowed in _CHOICES.items():
         if name in options and options[name] not in allowed:
             raise ValueError(f"{name} must be {' or '.join(allowed)}, not {options[name]!r}")
