@@ -273,19 +273,24 @@ def _spider2_command(benchmark: str) -> Callable[..., None]:
         executor: Executor = "local",
         address: Address = None,
         max_bytes: Annotated[
-            int, typer.Option(help="Bytes one prediction file may have (else too_large).")
+            int, typer.Option(help="Bytes one prediction file may have (else too_large).", min=1)
         ] = _LIMITS.max_bytes,
         max_columns: Annotated[
-            int, typer.Option(help="Columns one prediction may have (else too_large).")
+            int, typer.Option(help="Columns one prediction may have (else too_large).", min=1)
         ] = _LIMITS.max_columns,
         max_cells: Annotated[
-            int, typer.Option(help="Cells (rows x columns) one prediction may have.")
+            int, typer.Option(help="Cells (rows x columns) one prediction may have.", min=1)
         ] = _LIMITS.max_cells,
         max_line_bytes: Annotated[
-            int, typer.Option(help="Bytes one line of a prediction file may have.")
+            int, typer.Option(help="Bytes one line of a prediction file may have.", min=1)
         ] = _LIMITS.max_line_bytes,
         read_timeout: Annotated[
-            float, typer.Option(help="Seconds reading one prediction file may take.")
+            float,
+            typer.Option(
+                help="Seconds reading one prediction file may take (on a network or FUSE mount; "
+                "a local disk's read always returns).",
+                min=0.001,
+            ),
         ] = _LIMITS.seconds,
     ) -> None:
         limits = ReadLimits(max_bytes, max_columns, max_cells, max_line_bytes, read_timeout)

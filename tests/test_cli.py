@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from querybench.cli import app
@@ -229,3 +230,35 @@ def test_eval_bird_prediction_json_and_metrics(tmp_path: Path) -> None:
     assert lines["1"]["score"] == 0 and lines["1"]["error"] == "refused_write"
     assert lines["1"]["difficulty"] == "challenging"
     assert "metrics" in result.output
+
+
+def test_a_predictions_path_that_is_a_file_is_named_as_not_a_folder(tmp_path: Path) -> None:
+    gold = _gold(tmp_path)
+    (tmp_path / "preds.txt").write_text("x")
+    args = ["eval", "spider2-lite", "--predictions", str(tmp_path / "preds.txt")]
+    result = runner.invoke(app, [*args, "--gold-dir", str(gold)])
+    assert result.exit_code == 2
+    said = " ".join(result.output.split())  # rich wraps long lines
+    assert f"predictions path is not a folder: {tmp_path / 'preds.txt'}" in said
+
+
+@pytest.mark.parametrize(
+    ("flag", "value"),
+    [
+        ("--max-bytes", "0"),
+        ("--max-columns", "-5"),
+        ("--max-cells", "0"),
+        ("--max-line-bytes", "0"),
+        ("--read-timeout", "0"),
+        ("--read-timeout", "-1"),
+    ],
+)
+def test_read_limits_below_their_least_value_exit_two(
+    tmp_path: Path, flag: str, value: str
+) -> None:
+    gold = _gold(tmp_path)
+    (tmp_path / "pred").mkdir()
+    args = ["eval", "spider2-lite", "--predictions", str(tmp_path / "pred")]
+    result = runner.invoke(app, [*args, "--gold-dir", str(gold), flag, value])
+    assert result.exit_code == 2
+    assert flag in result.output

@@ -85,7 +85,8 @@ def evaluate_spider2(
     prediction may cost (see `prediction_file`)."""
     pred_dir = Path(predictions)
     if not pred_dir.is_dir():
-        raise DataError(f"predictions folder not found: {pred_dir}")
+        what = "path is not a folder" if pred_dir.exists() else "folder not found"
+        raise DataError(f"predictions {what}: {pred_dir}")
     gold = Spider2Gold(gold_dir, benchmark)
     ids = sorted(gold.specs if instance_ids is None else set(gold.specs) & set(instance_ids))
     job = _Job(gold, pred_dir, scoring, limits or ReadLimits())

@@ -73,7 +73,8 @@ def _instances(
         from querybench.evaluation.spider2_gold import Spider2Gold, engine_family
 
         if not predictions.is_dir():
-            raise DataError(f"predictions folder not found: {predictions}")
+            what = "path is not a folder" if predictions.exists() else "folder not found"
+            raise DataError(f"predictions {what}: {predictions}")
         gold = Spider2Gold(arguments["gold_dir"], benchmark)  # type: ignore[arg-type]
         return sorted(gold.specs), engine_family
     if benchmark == "spider1":
