@@ -330,6 +330,30 @@ def test_a_big_file_is_parsed_as_scanned_though_it_changes_after_the_scan(
     assert table.shape == (100, 2)
 
 
+def test_a_link_swapped_while_its_path_is_resolved_is_a_bad_prediction_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The writer of the folder may swap `<id>.csv` between a symlink and a file while it is
+    resolved (`realpath` then fails reading the link): that instance's verdict, not a crash
+    of the whole evaluation."""
+    from querybench.evaluation import prediction_file
+
+    path = tmp_path / "local001.csv"
+    path.write_text("a\n1\n")
+    real = os.path.realpath
+
+    def swapped(name: Any, *args: Any, **kwargs: Any) -> str:
+        if str(name) == str(path):
+            raise OSError(22, "Invalid argument")  # readlink on what is no longer a link
+        return real(name, *args, **kwargs)
+
+    monkeypatch.setattr(prediction_file.os.path, "realpath", swapped)
+    with pytest.raises(prediction_file.PredictionRefused) as refused:
+        prediction_file.read_prediction_text(path, tmp_path, ReadLimits())
+    assert refused.value.code == ErrorCode.BAD_PREDICTION_FILE
+    assert "Invalid argument" in str(refused.value)
+
+
 def test_a_read_past_its_deadline_is_that_instances_verdict(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -100,7 +100,10 @@ def _checked_target(
         raise PredictionRefused(MISSING_PREDICTION, f"no {name}") from None
     except OSError as exc:
         raise PredictionRefused(BAD_PREDICTION_FILE, f"{name}: {exc.strerror}") from exc
-    target = os.path.realpath(path)
+    try:
+        target = os.path.realpath(path)
+    except OSError as exc:  # a link swapped for a file (or a folder) while it was resolved
+        raise PredictionRefused(BAD_PREDICTION_FILE, f"{name}: {exc.strerror}") from exc
     if stat.S_ISLNK(entry.st_mode) and folder is not None:
         for place in forbidden:
             if _within(target, os.path.realpath(place)):
