@@ -187,3 +187,23 @@ def test_a_reward_left_unclosed_stops_its_children_when_collected(db: str) -> No
         assert pid is not None
         with pytest.raises(ProcessLookupError):  # stopped and reaped
             os.kill(pid, 0)
+
+
+def test_rows_that_make_the_comparison_quadratic_are_stopped_like_a_slow_answer(
+    tmp_path: Path,
+) -> None:
+    """Integers k * (2**61 - 1) all hash to 0, so a set of 30,000 of them costs 450 million
+    comparisons (minutes); the answer's rows are compared under its deadline, so it is
+    killed as a timeout instead of holding its child (and the reward) for as long."""
+    import duckdb
+
+    path = tmp_path / "fixture.duckdb"
+    with duckdb.connect(str(path)) as conn:
+        conn.execute("CREATE TABLE t (name VARCHAR)")
+    colliding = "SELECT i::HUGEINT * 2305843009213693951 FROM range(30000) t(i)"
+    process = RewardProcess(config(answer_max_rows=None))
+    try:
+        outcomes = process.score([(str(path), "SELECT name FROM t", colliding)])
+    finally:
+        process.close()
+    assert outcomes[0].verdict.error == "timeout", outcomes[0].verdict

@@ -309,6 +309,51 @@ def test_a_sparse_2gb_file_and_a_million_columns_fail_fast(tmp_path: Path) -> No
     assert "a line longer than" in str(results["local003"].message)
 
 
+def test_a_big_file_is_parsed_as_scanned_though_it_changes_after_the_scan(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The system under test may append to (or rewrite) a big prediction between the bounded
+    scan and the parse: the parse must see exactly the bytes the bounds were checked on."""
+    from querybench.evaluation import large_result
+    from querybench.evaluation.prediction_file import open_prediction
+
+    monkeypatch.setattr(large_result, "LARGE_FILE_BYTES", 64)  # the streamed path, small
+    path = tmp_path / "local001.csv"
+    path.write_bytes(b"a,b\n" + b"1,2\n" * 100)
+    limits = ReadLimits(max_bytes=1000, max_cells=400)
+    with open_prediction(path, tmp_path, limits) as scanned:
+        with path.open("r+b") as f:  # the same inode: a wider header, rows past every bound
+            f.write(b"a,b,c,d")
+            f.seek(0, os.SEEK_END)
+            f.write(b"3,4\n" * 10_000)
+        table = large_result.read_result(scanned)
+    assert table.shape == (100, 2)
+
+
+def test_a_link_swapped_while_its_path_is_resolved_is_a_bad_prediction_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The writer of the folder may swap `<id>.csv` between a symlink and a file while it is
+    resolved (`realpath` then fails reading the link): that instance's verdict, not a crash
+    of the whole evaluation."""
+    from querybench.evaluation import prediction_file
+
+    path = tmp_path / "local001.csv"
+    path.write_text("a\n1\n")
+    real = os.path.realpath
+
+    def swapped(name: Any, *args: Any, **kwargs: Any) -> str:
+        if str(name) == str(path):
+            raise OSError(22, "Invalid argument")  # readlink on what is no longer a link
+        return real(name, *args, **kwargs)
+
+    monkeypatch.setattr(prediction_file.os.path, "realpath", swapped)
+    with pytest.raises(prediction_file.PredictionRefused) as refused:
+        prediction_file.read_prediction_text(path, tmp_path, ReadLimits())
+    assert refused.value.code == ErrorCode.BAD_PREDICTION_FILE
+    assert "Invalid argument" in str(refused.value)
+
+
 def test_a_read_past_its_deadline_is_that_instances_verdict(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -10,6 +10,8 @@ gold, a 2 GB sparse file or a header of a million columns. Before pandas sees a 
 * the file is opened with O_NOFOLLOW | O_NONBLOCK and checked again on the descriptor, then read
   (at most `max_bytes`) on a helper thread with a deadline (`ReadLimits.seconds`), unless it
   sits on a local disk, whose reads cannot stall (`_local_devices`);
+* what is parsed is the bytes read, kept in memory or, for a big file, in a private temporary
+  file: the file itself may grow or be rewritten once its bounds are checked;
 * the header's fields and the rows (line ends) bound the cells; a line longer than
   `max_line_bytes` is refused too (pandas holds a column name at about nine times its size).
 
@@ -23,12 +25,13 @@ import functools
 import io
 import os
 import stat
+import tempfile
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, BinaryIO, cast
 
 from querybench.errors import DataError
 from querybench.evaluation.verdict import (
@@ -97,7 +100,10 @@ def _checked_target(
         raise PredictionRefused(MISSING_PREDICTION, f"no {name}") from None
     except OSError as exc:
         raise PredictionRefused(BAD_PREDICTION_FILE, f"{name}: {exc.strerror}") from exc
-    target = os.path.realpath(path)
+    try:
+        target = os.path.realpath(path)
+    except OSError as exc:  # a link swapped for a file (or a folder) while it was resolved
+        raise PredictionRefused(BAD_PREDICTION_FILE, f"{name}: {exc.strerror}") from exc
     if stat.S_ISLNK(entry.st_mode) and folder is not None:
         for place in forbidden:
             if _within(target, os.path.realpath(place)):
@@ -146,10 +152,11 @@ class _Scan:
     The longest line is measured only in a block that could hold one over the bound: a
     smaller file is scanned with `bytes` methods alone, without importing NumPy."""
 
-    def __init__(self, limits: ReadLimits, keep: bool) -> None:
+    def __init__(self, limits: ReadLimits, keep: bool, spool: BinaryIO | None = None) -> None:
         self.limits = limits
         self.keep = keep
         self.parts: list[bytes] = []
+        self.spool = spool  # where the bytes of a file too big to keep go
         self.size = self.lines = self.run = self.longest = 0
         self.header = bytearray()  # the first line, until its end is seen
         self.header_done = False
@@ -165,6 +172,8 @@ class _Scan:
             raise PredictionRefused(TOO_LARGE, f"more than {self.limits.max_bytes:,} bytes")
         if self.keep:
             self.parts.append(block)
+        elif self.spool is not None:
+            self.spool.write(block)
         first = min((i for i in (block.find(b"\n"), block.find(b"\r")) if i >= 0), default=-1)
         if not self.header_done:
             self.header += block[:first] if first >= 0 else block
@@ -178,6 +187,10 @@ class _Scan:
         else:
             self.run += len(block)
         self.ends_with_newline = bool(len(block)) and block[-1] in (10, 13)
+
+    def close_spool(self) -> None:
+        if self.spool is not None:
+            self.spool.close()
 
     def _measure_lines(self, block: bytes) -> None:
         """The longest line so far, exactly (NumPy, as a block is up to 16 MiB)."""
@@ -210,6 +223,7 @@ def _read_all(fd: int, scan: _Scan) -> None:
             scan.finished = True
             if scan.abandoned:  # nobody waits any more: the descriptor is this thread's
                 scan.parts.clear()
+                scan.close_spool()
                 os.close(fd)
 
 
@@ -219,6 +233,7 @@ def _abandon(fd: int, scan: _Scan) -> None:
     with scan.handover:
         scan.abandoned = True
         if scan.finished:
+            scan.close_spool()
             os.close(fd)
 
 
@@ -265,10 +280,17 @@ def _local_devices() -> frozenset[int]:
 
 
 def _read(
-    path: Path, folder: Path | None, limits: ReadLimits, forbidden: Sequence[Path], keep_below: int
+    path: Path,
+    folder: Path | None,
+    limits: ReadLimits,
+    forbidden: Sequence[Path],
+    keep_below: int,
+    *,
+    spool: bool = False,
 ) -> tuple[_Scan, int]:
     """The checks, the open and the bounded read, keeping the bytes of a file smaller than
-    `keep_below`; the caller closes the descriptor."""
+    `keep_below` (and with `spool` a bigger one's in `scan.spool`); the caller closes the
+    descriptor and the spool."""
     name = path.name
     target, entry = _checked_target(path, folder, forbidden)
     if entry.st_size > limits.max_bytes:
@@ -276,7 +298,15 @@ def _read(
             TOO_LARGE, f"{name}: {entry.st_size:,} bytes (limit {limits.max_bytes:,})"
         )
     fd = _open(target, entry, name)
-    scan = _Scan(limits, keep=entry.st_size < keep_below)
+    keep = entry.st_size < keep_below
+    copy = None
+    if spool and not keep:
+        try:  # closed by the caller, or by the reader once the caller gave up on it
+            copy = cast(BinaryIO, tempfile.TemporaryFile(prefix="querybench-prediction-"))  # noqa: SIM115
+        except OSError as exc:
+            os.close(fd)
+            raise PredictionRefused(BAD_PREDICTION_FILE, f"{name}: cannot copy it: {exc}") from exc
+    scan = _Scan(limits, keep=keep, spool=copy)
     if entry.st_dev in _local_devices():
         _read_all(fd, scan)  # a local disk's read returns: no thread to hand it to
     else:
@@ -290,6 +320,7 @@ def _read(
             )
     if scan.error is None:
         return scan, fd
+    scan.close_spool()
     os.close(fd)
     if isinstance(scan.error, PredictionRefused):
         raise PredictionRefused(scan.error.code, f"{name}: {scan.error}")
@@ -323,7 +354,7 @@ def open_prediction(
     from querybench.evaluation.large_result import LARGE_FILE_BYTES, Scanned
 
     name = path.name
-    scan, fd = _read(path, folder, limits, forbidden, keep_below=LARGE_FILE_BYTES)
+    scan, fd = _read(path, folder, limits, forbidden, keep_below=LARGE_FILE_BYTES, spool=True)
     try:
         lines = scan.lines + (0 if scan.ends_with_newline or not scan.size else 1)
         columns = _columns(bytes(scan.header)) if scan.size else 0
@@ -339,10 +370,11 @@ def open_prediction(
         if scan.keep:
             yield Scanned(io.BytesIO(b"".join(scan.parts)), scan.size, lines, name)
             return
-        with os.fdopen(os.dup(fd), "rb") as handle:
-            handle.seek(0)
-            yield Scanned(handle, scan.size, lines, name)
+        assert scan.spool is not None
+        scan.spool.seek(0)
+        yield Scanned(scan.spool, scan.size, lines, name)
     finally:
+        scan.close_spool()
         os.close(fd)
 
 
