@@ -205,3 +205,42 @@ def test_execute_batches_stopped_early_frees_the_connection(engine: SQLiteEngine
     assert next(batches) == [(1,), (2,), (3,)]
     batches.close()  # the cursor is closed and the lock released at once
     assert engine.execute("SELECT 7").rows == [(7,)]
+
+
+_HEAP_PROBE = """
+import sqlite3
+import sys
+from querybench.engines.sqlite import SQLiteEngine
+from querybench.errors import EngineError
+
+engine = SQLiteEngine(sys.argv[1])
+big = (
+    "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 3000000) "
+    "SELECT count(DISTINCT printf('%0100d', x)) FROM c"
+)
+try:
+    engine.execute(big, timeout=60)
+    print("ran")
+except EngineError as exc:
+    print(type(exc).__name__, type(exc.__cause__).__name__, exc)
+print(engine.execute("SELECT 1").rows)
+print(sqlite3.connect(":memory:").execute("PRAGMA hard_heap_limit").fetchone()[0])
+"""
+
+
+def test_a_query_past_the_heap_cap_fails_as_out_of_memory_and_the_engine_goes_on(
+    database: Path,
+) -> None:
+    # the cap is process-wide: probed in a process of its own, with a low cap
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "QUERYBENCH_SQLITE_HEAP_BYTES": str(64 * 1024**2)}
+    probe = [sys.executable, "-c", _HEAP_PROBE, str(database)]
+    lines = subprocess.run(probe, env=env, capture_output=True, text=True, timeout=120).stdout
+    assert lines.splitlines() == [
+        "EngineError MemoryError out of memory while running the query",
+        "[(1,)]",
+        str(64 * 1024**2),
+    ]

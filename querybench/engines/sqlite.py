@@ -4,6 +4,9 @@ Every layer assumes the others may fail: `mode=ro` stops writes to the database 
 authorizer stops what `mode=ro` allows (temp objects, ATTACH, VACUUM INTO, pragmas with side
 effects, `load_extension`), a keyword check refuses statements the authorizer never sees
 (REINDEX), and `SQLITE_LIMIT_ATTACHED = 0` makes any attach fail even if all else let it through.
+SQLite's heap in the process is capped (`$QUERYBENCH_SQLITE_HEAP_BYTES`, 4 GiB): a query that
+sorts or builds past it fails as out of memory instead of taking the machine's memory (sorts and
+temporary tables are kept in memory, as the read-only file allows no temporary file beside it).
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from querybench.engines.base import (
     Result,
     Table,
     fetch_capped,
+    positive_int_env,
     quote_identifier,
 )
 from querybench.engines.registry import ENGINES
@@ -81,6 +85,19 @@ _WORD = re.compile(r"[A-Za-z_]+")
 _SCAN_STOP = re.compile(r"[;'\"`\[]|--|/\*")
 
 
+HEAP_BYTES_ENV = "QUERYBENCH_SQLITE_HEAP_BYTES"
+DEFAULT_HEAP_BYTES = 4 * 1024**3
+
+
+def _cap_heap(conn: sqlite3.Connection) -> None:
+    """SQLite's process-wide hard heap limit: `$QUERYBENCH_SQLITE_HEAP_BYTES` (4 GiB), unless a
+    lower one is already set."""
+    cap = positive_int_env(HEAP_BYTES_ENV) or DEFAULT_HEAP_BYTES
+    (current,) = conn.execute("PRAGMA hard_heap_limit").fetchone()
+    if current == 0 or current > cap:
+        conn.execute(f"PRAGMA hard_heap_limit={int(cap)}")
+
+
 class SQLiteEngine(EngineBase):
     """A read-only connection to one SQLite file.
 
@@ -118,6 +135,7 @@ class SQLiteEngine(EngineBase):
         conn.setlimit(sqlite3.SQLITE_LIMIT_ATTACHED, 0)
         # Before the authorizer, which refuses every pragma that sets something.
         conn.execute("PRAGMA temp_store=MEMORY")
+        _cap_heap(conn)
         conn.set_authorizer(self._authorize)
         conn.set_progress_handler(self._past_deadline, progress_every)
         self._conn = conn
