@@ -207,3 +207,21 @@ def test_rows_that_make_the_comparison_quadratic_are_stopped_like_a_slow_answer(
     finally:
         process.close()
     assert outcomes[0].verdict.error == "timeout", outcomes[0].verdict
+
+
+def test_no_api_key_reaches_the_child_that_runs_model_sql(
+    db: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-model-secret")
+    monkeypatch.setenv("HF_TOKEN", "hf-secret")
+    monkeypatch.setenv("PGPASSWORD", "engine-password")  # an engine reads it: kept
+    monkeypatch.setenv("SNOWFLAKE_PASSWORD", "pat-token")
+    served = RewardProcess(config())
+    try:
+        assert served.score([(db, GOLD, GOLD)])[0].reward == 1.0
+        environ = Path(f"/proc/{served.pid}/environ").read_bytes().split(b"\0")
+    finally:
+        served.close()
+    names = {entry.partition(b"=")[0].decode() for entry in environ if entry}
+    assert "OPENAI_API_KEY" not in names and "HF_TOKEN" not in names
+    assert {"PGPASSWORD", "SNOWFLAKE_PASSWORD", "PATH"} <= names

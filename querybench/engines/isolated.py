@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import contextlib
 import multiprocessing
+import os
 import pickle
+import re
 import sys
 import threading
 import time
@@ -36,6 +38,24 @@ from querybench.errors import EngineError, QueryTimeout
 GRACE_S = 0.5
 # Opening a database has no timeout of its own; a child that takes longer is killed.
 OPEN_TIMEOUT_S = 120.0
+
+# Names of model-service and other API secrets, which a process running a model's SQL never needs.
+_SECRET_NAME = re.compile(r"(API_?KEY|_TOKEN|SECRET|ACCESS_KEY)", re.IGNORECASE)
+
+
+def query_environment(environ: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment for a process that runs a model's SQL: the parent's, without its API
+    keys, tokens and secrets (OPENAI_API_KEY, HF_TOKEN, ...), keeping what the engines read
+    (their password variables, SNOWFLAKE_*, GOOGLE_APPLICATION_CREDENTIALS)."""
+    keep = {spec.password_env for spec in ENGINES.values() if spec.password_env}
+    source = dict(os.environ if environ is None else environ)
+    return {
+        name: value
+        for name, value in source.items()
+        if name in keep or name.startswith("SNOWFLAKE_") or not _SECRET_NAME.search(name)
+    }
+
+
 # `__main__` first, as multiprocessing's own default: imported once in the server, not in
 # every child. DuckDB (0.25 s to import) only when the parent has loaded it: a SQLite-only
 # run (BIRD, Spider 1.0) does not pay for it before its first query; a child that opens a

@@ -34,7 +34,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 
-from querybench.engines.isolated import GRACE_S, OPEN_TIMEOUT_S
+from querybench.engines.isolated import GRACE_S, OPEN_TIMEOUT_S, query_environment
 from querybench.envs.match import RewardOutcome
 from querybench.envs.reward_child import (
     ANSWER,
@@ -333,7 +333,9 @@ class RewardProcess:
                 f"serve({to_child}, {from_child}, {progress_fd})"
             )
             child = subprocess.Popen(
-                [sys.executable, "-c", boot], pass_fds=(to_child, from_child, progress_fd)
+                [sys.executable, "-c", boot],
+                pass_fds=(to_child, from_child, progress_fd),
+                env=query_environment(),  # no API key reaches a process running model SQL
             )
         except BaseException:
             for fd in (to_child, from_parent, to_parent, from_child):
