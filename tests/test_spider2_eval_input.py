@@ -572,3 +572,14 @@ def test_a_scoring_worker_that_dies_fails_only_its_own_instance(
     assert results["local007"].error == "scorer_error"
     assert "process died" in str(results["local007"].message)
     assert all(results[i].score == 1 for i in ids if i != "local007")
+
+
+@pytest.mark.parametrize(
+    "bounds", [{"max_bytes": 0}, {"max_columns": -5}, {"max_cells": 0}, {"seconds": 0.0}]
+)
+def test_read_limits_below_their_least_value_are_refused_by_the_library(
+    bounds: dict[str, float],
+) -> None:
+    (name,) = bounds
+    with pytest.raises(ValueError, match=f"ReadLimits.{name} must be"):
+        ReadLimits(**bounds)  # type: ignore[arg-type]

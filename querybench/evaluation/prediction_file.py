@@ -60,6 +60,23 @@ class ReadLimits:
     max_line_bytes: int = 16 << 20
     seconds: float = 60.0
 
+    def __post_init__(self) -> None:
+        # A bound of 0 would refuse every file (or time every read out) with no word why.
+        for name in ("max_bytes", "max_columns", "max_cells", "max_line_bytes"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"ReadLimits.{name} must be at least 1, got {getattr(self, name)}")
+        if not self.seconds > 0:
+            raise ValueError(f"ReadLimits.seconds must be above 0, got {self.seconds}")
+
+
+def predictions_folder(path: str | Path) -> Path:
+    """`path` as a predictions folder, or `DataError` saying it is missing or not a folder."""
+    folder = Path(path)
+    if not folder.is_dir():
+        what = "path is not a folder" if folder.exists() else "folder not found"
+        raise DataError(f"predictions {what}: {folder}")
+    return folder
+
 
 class PredictionRefused(DataError):
     """A prediction file that is not read, with the instance's error code."""

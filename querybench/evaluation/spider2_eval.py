@@ -29,6 +29,7 @@ from querybench.evaluation.prediction_file import (
     ReadLimits,
     check_result_shape,
     open_prediction,
+    predictions_folder,
     read_prediction_text,
 )
 from querybench.evaluation.record import InstanceResult, OnResult
@@ -83,10 +84,7 @@ def evaluate_spider2(
     `write_csv`, each query that ran also leaves `<id>.csv` beside its `<id>.sql`: the file the
     official sql mode writes, which exec_result mode reads. `limits` bound what reading one
     prediction may cost (see `prediction_file`)."""
-    pred_dir = Path(predictions)
-    if not pred_dir.is_dir():
-        what = "path is not a folder" if pred_dir.exists() else "folder not found"
-        raise DataError(f"predictions {what}: {pred_dir}")
+    pred_dir = predictions_folder(predictions)
     gold = Spider2Gold(gold_dir, benchmark)
     ids = sorted(gold.specs if instance_ids is None else set(gold.specs) & set(instance_ids))
     job = _Job(gold, pred_dir, scoring, limits or ReadLimits())

@@ -69,12 +69,10 @@ def _instances(
     """The instance ids in the local evaluator's order and each one's engine kind, read on
     the driver so that unreadable inputs fail here, as locally."""
     if benchmark in ("spider2-lite", "spider2-snow"):
-        from querybench.errors import DataError
+        from querybench.evaluation.prediction_file import predictions_folder
         from querybench.evaluation.spider2_gold import Spider2Gold, engine_family
 
-        if not predictions.is_dir():
-            what = "path is not a folder" if predictions.exists() else "folder not found"
-            raise DataError(f"predictions {what}: {predictions}")
+        predictions_folder(predictions)
         gold = Spider2Gold(arguments["gold_dir"], benchmark)  # type: ignore[arg-type]
         return sorted(gold.specs), engine_family
     if benchmark == "spider1":
