@@ -15,7 +15,8 @@ CPU is user+sys of this process and its children (the reward's worker processes 
 the figure that holds up on a busy machine. `cold` times a fresh process: a new reward on an
 empty cache scoring the answers once, against the naive reward in a fresh process too.
 
-    .venv/bin/python -m bench.bench_reward [--workers 2] [--rounds 3] [--rollouts 256]
+    .venv/bin/python -m bench.bench_reward [--workers 2] [--rounds 3] [--rollouts 256] \
+        [--batch-size 64] [--only warm|cold]
 """
 
 from __future__ import annotations
@@ -186,7 +187,7 @@ def warm_run(args: argparse.Namespace) -> None:
         items = answers(args.answers, mixed=mixed)
         with (
             tempfile.TemporaryDirectory() as cache,
-            SQLReward(workers=args.workers, cache_dir=cache) as reward,
+            SQLReward(workers=args.workers, cache_dir=cache, batch_size=args.batch_size) as reward,
         ):
             warm_kind(reward, items, args, mixed=mixed)
 
@@ -262,6 +263,7 @@ def main() -> None:
     parser.add_argument("--rollouts", type=int, default=256, help="concurrent ascore calls")
     parser.add_argument("--answers", type=int, default=2000)
     parser.add_argument("--only", choices=["warm", "cold"])
+    parser.add_argument("--batch-size", type=int, default=64, help="SQLReward's batch_size")
     parser.add_argument("--cold-child", choices=["naive", "ours"], help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.cold_child:
