@@ -20,6 +20,7 @@ run before the measurements warms the OS file cache and the tokenizer.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import sys
@@ -93,29 +94,19 @@ def main() -> None:
                 )
                 _fresh_cache(tmp, f"eval-{executor}{k}")
                 if executor == "ray":
-                    eval_s, results = _timed(
-                        lambda g=gold, p=pred, k=k: evaluate(
-                            "spider1",
-                            p,
-                            gold=g,
-                            db_dir=db_dir,
-                            timeout=30.0,
-                            workers=k,
-                            executor="ray",
-                        )
+                    ray_eval = functools.partial(
+                        evaluate,
+                        "spider1",
+                        pred,
+                        gold=gold,
+                        db_dir=db_dir,
+                        timeout=30.0,
+                        workers=k,
+                        executor="ray",
                     )
+                    eval_s, results = _timed(ray_eval)
                     _fresh_cache(tmp, f"eval-again{k}")
-                    row["eval_warm_s"], _ = _timed(
-                        lambda g=gold, p=pred, k=k: evaluate(
-                            "spider1",
-                            p,
-                            gold=g,
-                            db_dir=db_dir,
-                            timeout=30.0,
-                            workers=k,
-                            executor="ray",
-                        )
-                    )
+                    row["eval_warm_s"], _ = _timed(ray_eval)
                     row["eval_warm_s"] = round(row["eval_warm_s"], 2)
                     ray.shutdown()
                 else:
