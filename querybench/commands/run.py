@@ -44,6 +44,7 @@ def run(**values: Any) -> None:
     Example: `querybench run spider1 --method zero-shot --model oracle --out runs/oracle`
     """
     from querybench.report.summary import print_summary, summarise
+    from querybench.report.terminal import Terminal
     from querybench.runs.runner import run as run_benchmark
     from querybench.runs.store import InstanceRecord
 
@@ -98,7 +99,7 @@ def run(**values: Any) -> None:
         )
     if outcome.stopped:
         console.print(f"[yellow]stopped early[/yellow]: {outcome.stopped}; re-run to resume")
-    print_summary(summarise(outcome.results), Console(), f"{benchmark} {method} {model}")
+    print_summary(summarise(outcome.results), Terminal(), f"{benchmark} {method} {model}")
     runnable = ""
     if summary.unavailable:
         runnable = (

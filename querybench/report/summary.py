@@ -12,13 +12,10 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from rich.console import Console
-from rich.markup import escape
-from rich.table import Table
-
 from querybench.evaluation.bird_metrics import BirdMetric, level_scores, official_table
 from querybench.evaluation.record import InstanceResult
 from querybench.evaluation.verdict import ENGINE_UNAVAILABLE, MISSING_PREDICTION
+from querybench.report.terminal import Column, Terminal
 
 DIFFICULTY_ORDER = ["easy", "medium", "hard", "extra", "simple", "moderate", "challenging"]
 
@@ -162,15 +159,11 @@ def _pct(value: float | None) -> str:
     return "" if value is None else f"{100 * value:.2f}"
 
 
-def print_summary(summary: Summary, console: Console, title: str) -> None:
+def print_summary(summary: Summary, console: Terminal, title: str) -> None:
     show_both = summary.overall.official is not None
-    table = Table(title=title)
-    table.add_column("group")
-    table.add_column("n", justify="right")
-    table.add_column("score %", justify="right")
+    columns = [Column("group"), Column("n", "right"), Column("score %", "right")]
     if show_both:
-        table.add_column("official %", justify="right")
-        table.add_column("strict %", justify="right")
+        columns += [Column("official %", "right"), Column("strict %", "right")]
     head = [summary.overall, summary.submitted]
     if summary.runnable.n != summary.overall.n:
         head.append(summary.runnable)
@@ -179,15 +172,15 @@ def print_summary(summary: Summary, console: Console, title: str) -> None:
         summary.by_difficulty if len(summary.by_difficulty) > 1 else [],
         summary.by_engine if len(summary.by_engine) > 1 else [],
     ]
+    rows: list[list[list[str]]] = []
     for section in sections:
+        rows.append([])
         for g in section:
             cells = [g.name, str(g.n), _pct(g.score)]
             if show_both:
                 cells += [_pct(g.official), _pct(g.strict)]
-            table.add_row(*cells)
-        if section:
-            table.add_section()
-    console.print(table)
+            rows[-1].append(cells)
+    console.table(title, columns, rows)
     if summary.metrics:
         console.print(
             "metrics: " + ", ".join(f"{k} {100 * v:.2f}%" for k, v in summary.metrics.items())
@@ -202,7 +195,7 @@ def print_summary(summary: Summary, console: Console, title: str) -> None:
     if summary.errors:
         console.print("errors (count: the most common message):")
         for error in summary.errors:
-            console.print(f"  {escape(error.line)}", soft_wrap=True)
+            console.print(f"  {error.line}", literal=True, soft_wrap=True)
 
 
 def bird_tables(results: Sequence[InstanceResult], metrics: Sequence[BirdMetric]) -> str:
@@ -223,6 +216,6 @@ def bird_tables(results: Sequence[InstanceResult], metrics: Sequence[BirdMetric]
 
 
 def print_bird_tables(
-    results: Sequence[InstanceResult], metrics: Sequence[BirdMetric], console: Console
+    results: Sequence[InstanceResult], metrics: Sequence[BirdMetric], console: Terminal
 ) -> None:
     console.print(bird_tables(results, metrics), markup=False, highlight=False, soft_wrap=True)
