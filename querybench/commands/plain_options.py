@@ -11,68 +11,17 @@ error message stays typer's. On a typer without these internals the group change
 
 from __future__ import annotations
 
-import os
-import re
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import typer.core
+
+from querybench.commands.plain_values import _UNSET, plain_value
 
 try:  # typer's private coercion layer (0.29); without it, typer coerces as it always did
     from typer._coercion import RuntimeParam, build_runtime_param
 except ImportError:  # pragma: no cover - another typer
     RuntimeParam = None  # type: ignore[assignment,misc]
-
-_INT = re.compile(r"0|[1-9][0-9]{0,17}")
-_FLOAT = re.compile(r"(0|[1-9][0-9]{0,14})(\.[0-9]{1,15})?")
-_DEFAULT_PATH_FLAGS = {
-    "exists": False,
-    "file_okay": True,
-    "dir_okay": True,
-    "writable": False,
-    "readable": True,
-    "resolve_path": False,
-    "allow_dash": False,
-    "path_type": None,
-    "parser": None,
-}
-_UNSET = object()
-
-
-def plain_value(annotation: Any, info: Any, value: Any) -> Any:
-    """`value` coerced as typer would, or `_UNSET` when only typer's own coercion can say."""
-    if getattr(info, "parser", None) is not None or getattr(info, "clamp", False):
-        return _UNSET
-    if annotation is str:
-        return value if isinstance(value, str) else _UNSET
-    if annotation is int or annotation is float:
-        if isinstance(value, str) and (_INT if annotation is int else _FLOAT).fullmatch(value):
-            number: Any = annotation(value)
-        elif type(value) is int or (annotation is float and type(value) is float):
-            number = annotation(value)
-        else:
-            return _UNSET
-        low, high = info.min, info.max
-        if (low is not None and number < low) or (high is not None and number > high):
-            return _UNSET
-        return number
-    if annotation is Path:
-        if any(getattr(info, k, v) != v for k, v in _DEFAULT_PATH_FLAGS.items()):
-            return _UNSET
-        if isinstance(value, Path):
-            path = value
-        elif isinstance(value, str) and value:
-            path = Path(value)
-        else:
-            return _UNSET
-        try:
-            os.stat(path)
-        except OSError:
-            return path
-        return path if os.access(path, os.R_OK) else _UNSET
-    return _UNSET
-
 
 if RuntimeParam is not None:
 
