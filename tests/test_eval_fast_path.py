@@ -32,6 +32,7 @@ HEAVY = (
     "httpx",
     "querybench.runs.ray_eval",
     "querybench.commands.run",
+    "zoneinfo",  # the result cache's pickler knows zones without importing them
 )
 
 
@@ -48,7 +49,7 @@ def _database(root: Path) -> Path:
 def _imports_of(args: list[str], tmp_path: Path) -> dict[str, bool]:
     script = (
         "import sys, json\n"
-        "from querybench.cli import main\n"
+        "from querybench._entry import main\n"
         f"sys.argv = ['querybench', *{args!r}]\n"
         "try:\n"
         "    main()\n"
@@ -138,3 +139,18 @@ def test_a_nan_result_is_not_shared(tmp_path: Path) -> None:
     )
     assert len(ran) == 2
     assert not bird_verdict(gold["q"], pred["q"]).passed
+
+
+def test_a_zoned_timestamp_round_trips_through_the_result_cache() -> None:
+    """The cache's pickler still sends zones through the safe loader (zoneinfo imported late)."""
+    import datetime
+    import zoneinfo
+
+    from querybench.engines.base import Result
+    from querybench.engines.cache import _dump, _load
+
+    paris = zoneinfo.ZoneInfo("Europe/Paris")
+    stamp = datetime.datetime(2024, 3, 1, 12, 0, tzinfo=paris)
+    back = _load(_dump(Result(("t",), [(stamp,)], 0.01, {})))
+    assert back is not None and back.rows == [(stamp,)]
+    assert back.rows[0][0].tzinfo is paris

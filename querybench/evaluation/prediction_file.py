@@ -25,7 +25,6 @@ import functools
 import io
 import os
 import stat
-import tempfile
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -319,6 +318,8 @@ def _read(
     copy = None
     if spool and not keep:
         try:  # closed by the caller, or by the reader once the caller gave up on it
+            import tempfile  # only for a file on a network mount
+
             copy = cast(BinaryIO, tempfile.TemporaryFile(prefix="querybench-prediction-"))  # noqa: SIM115
         except OSError as exc:
             os.close(fd)
