@@ -161,3 +161,34 @@ class _nothing:
 
     def __exit__(self, *exc: object) -> None:
         return None
+
+
+class _Events(io.StringIO):
+    """A stream that logs its writes and flushes."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.events: list[str] = []
+
+    def write(self, text: str) -> int:
+        self.events.append("write")
+        return super().write(text)
+
+    def flush(self) -> None:
+        self.events.append("flush")
+
+
+def test_each_print_is_flushed_as_rich_flushes_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Buffered stdout and stderr on one pipe then interleave as they did under rich."""
+    for draw in (
+        lambda t: t.print("scored"),
+        lambda t: t.error("no such file"),
+        lambda t: t.table("t", [Column("a")], [[["1"]]]),
+    ):
+        ours, theirs = _Events(), _Events()
+        monkeypatch.setattr(sys, "stdout", ours)
+        draw(Terminal())
+        assert ours.events[-1] == "flush"
+        rich = Console(file=theirs)
+        rich.print("scored")
+        assert theirs.events[-1] == "flush"

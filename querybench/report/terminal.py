@@ -67,6 +67,12 @@ class Terminal:
             self._rich = Console(stderr=self.stderr)
         return self._rich
 
+    def _write(self, text: str) -> None:
+        """Written and flushed, as rich does after each print (so that stdout and stderr
+        interleave in a shared pipe as they did)."""
+        self.file.write(text)
+        self.file.flush()
+
     def _plain_width(self) -> int | None:
         """The console width rich would use when it writes plain text here, else None."""
         if os.name == "nt" or hasattr(builtins, "get_ipython"):
@@ -106,7 +112,7 @@ class Terminal:
         width = self._plain_width()
         plain = width is not None and _plain_text(text, soft_wrap=soft_wrap)
         if plain and (soft_wrap or all(len(x) <= (width or 0) for x in text.split("\n"))):
-            self.file.write(text + "\n")
+            self._write(text + "\n")
             return
         if literal:
             from rich.markup import escape
@@ -124,7 +130,7 @@ class Terminal:
         width = self._plain_width()
         text = f"{label}: {message}"
         if width is not None and len(text) <= width and _plain_text(text, soft_wrap=False):
-            self.file.write(text + "\n")
+            self._write(text + "\n")
             return
         from rich.markup import escape
 
@@ -138,7 +144,7 @@ class Terminal:
         width = self._plain_width()
         drawn = None if width is None else _plain_table(title, columns, sections, width)
         if drawn is not None:
-            self.file.write(drawn)
+            self._write(drawn)
             return
         from rich.table import Table
 
@@ -180,7 +186,7 @@ class Terminal:
         try:
             yield lambda: None
         finally:
-            self.file.write("\n")
+            self._write("\n")
 
 
 # rich's HEAVY_HEAD box: the top, the header's row, the line under it, a row, a section's end
