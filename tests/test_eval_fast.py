@@ -9,7 +9,6 @@ typer, click or rich yet prints, writes and exits as the typer path does, byte f
 from __future__ import annotations
 
 import json
-import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -25,6 +24,7 @@ from typer.testing import CliRunner
 from querybench.cli import _root, app, eval_app
 from querybench.commands import eval_fast, eval_flags, eval_run
 from querybench.commands.eval_fast import parse
+from tests.test_eval_fast_path import _database
 
 _ROOT = Path(__file__).resolve().parent.parent
 
@@ -203,12 +203,7 @@ def _run(
 
 
 def _bird_inputs(tmp_path: Path) -> list[str]:
-    db = tmp_path / "db" / "shop" / "shop.sqlite"
-    db.parent.mkdir(parents=True)
-    with sqlite3.connect(db) as conn:
-        conn.execute("CREATE TABLE item (id INTEGER, name TEXT)")
-        conn.executemany("INSERT INTO item VALUES (?, ?)", [(1, "a"), (2, "b")])
-    conn.close()
+    _database(tmp_path)  # db/shop/shop.sqlite
     questions = [
         {"question_id": 0, "db_id": "shop", "SQL": "SELECT name FROM item", "difficulty": "simple"},
         {"question_id": 1, "db_id": "shop", "SQL": "SELECT id FROM item", "difficulty": "moderate"},
