@@ -1,132 +1,28 @@
 """The eval commands' bodies, free of typer and rich: the typer commands of `cli.py` and the
-fast path of `commands/eval_fast.py` both call these, with the same values.
+fast path of `commands/eval_fast.py` both call them, with the same values.
 
 `cli.py` declares each command's options (typer is the one source of truth for the flags, the
-defaults and the help) and hands the parsed values to the function of `COMMANDS` here. A usage
-error prints `error: ...` and exits 2 (`SystemExit`, which typer lets through as its `Exit`).
+defaults and the help) and hands the parsed values to the function of `COMMANDS` here: the
+Spider 2.0 commands below, Spider 1.0 and BIRD in `eval_execution.py`.
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from functools import partial
 from pathlib import Path
-from typing import Any, NoReturn
 
-from querybench.errors import QuerybenchError
+from querybench.commands.eval_common import (
+    check_db_dir,
+    check_prediction_names,
+    check_predictions_kind,
+    evaluate_under_progress,
+    finish,
+    out_console,
+    usage_error,
+)
+from querybench.commands.eval_execution import bird, bird_mini_dev, spider1
 from querybench.evaluation.prediction_file import ReadLimits
-from querybench.evaluation.record import InstanceResult
-from querybench.report.summary import print_summary, summarise
-from querybench.report.terminal import Terminal
-
-console = Terminal(stderr=True)
-out_console = Terminal()
-
-
-def _fail(message: str) -> NoReturn:
-    console.error(message)
-    raise SystemExit(2)
-
-
-def _warn(message: str) -> None:
-    console.warning(message)
-
-
-def _check_predictions_kind(predictions: Path, mode: str) -> None:
-    """A folder of the other mode's files scores 0 everywhere: say so before scoring it."""
-    if not predictions.is_dir():
-        return
-    found = {kind: sum(1 for _ in predictions.glob(f"*.{kind}")) for kind in ("csv", "sql")}
-    wanted, other = ("csv", "sql") if mode == "exec_result" else ("sql", "csv")
-    if not found[wanted] and found[other]:
-        hint = "--mode sql" if mode == "exec_result" else "--mode exec_result"
-        _warn(
-            f"--mode {mode} reads <instance_id>.{wanted} files, but {predictions} holds "
-            f"{found[other]} .{other} files and no .{wanted}: every instance will be "
-            f"missing_prediction; did you mean {hint}?"
-        )
-
-
-def _check_prediction_names(
-    predictions: Path, mode: str, benchmark: str, results: Sequence[InstanceResult]
-) -> None:
-    """Files of the right kind, none named after a task: another benchmark's folder?"""
-    from querybench.evaluation.verdict import MISSING_PREDICTION
-
-    if not all(r.error == MISSING_PREDICTION for r in results):
-        return  # some were found: no need to list the folder
-    suffix = "csv" if mode == "exec_result" else "sql"
-    files = sorted(predictions.glob(f"*.{suffix}")) if predictions.is_dir() else []
-    if files:
-        _warn(
-            f"{predictions} holds {len(files)} .{suffix} files but none is named after a "
-            f"{benchmark} instance id (found e.g. {files[0].name}, expected e.g. "
-            f"{results[0].instance_id}.{suffix}): another benchmark's predictions?"
-        )
-
-
-def _check_db_dir(db_dir: Path | None, pattern: str, expected: str) -> None:
-    """An explicit --db-dir without a single database can only be a mistake: exit 2."""
-    if db_dir is None:
-        return
-    if not db_dir.is_dir():
-        _fail(f"--db-dir {db_dir} is not a folder (expected {expected})")
-    if next(db_dir.glob(pattern), None) is None:
-        _fail(f"--db-dir {db_dir} holds no database: expected {expected}, found none")
-
-
-def _finish(results: Sequence[InstanceResult], output: Path | None, title: str) -> None:
-    if output is not None:
-        output.parent.mkdir(parents=True, exist_ok=True)
-        with output.open("w", encoding="utf-8") as f:
-            for r in results:
-                f.write(json.dumps(r.to_json()) + "\n")
-        console.print(f"wrote {len(results)} lines to {output}")
-    print_summary(summarise(results), out_console, title)
-
-
-def _evaluate(
-    title: str,
-    benchmark: str,
-    predictions: Path,
-    *,
-    executor: str = "local",
-    address: str | None = None,
-    per_query: bool = False,
-    **options: Any,
-) -> list[InstanceResult]:
-    """`querybench.evaluate` under a progress bar that advances per result (per query with
-    `per_query`, Spider 1.0 and BIRD run here); library errors (an unknown executor, Ray
-    missing for `--executor ray`) become a clean exit 2, submission warnings are printed."""
-    import warnings
-
-    from querybench.runs.evaluate import SubmissionWarning, evaluate
-
-    try:
-        if executor != "local":  # the Ray modules import the models' stack: only when asked
-            from querybench.runs.ray_executor import check_executor
-
-            check_executor(executor)
-        with console.progress(title) as advance, warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always", SubmissionWarning)
-            if per_query and executor == "local":
-                options["_on_query"] = advance
-            else:
-                options["on_result"] = lambda _result: advance()
-            # names read from the command line: `evaluate` checks them at run time
-            untyped: Callable[..., list[InstanceResult]] = evaluate
-            results = untyped(benchmark, predictions, executor=executor, address=address, **options)
-    except QuerybenchError as exc:
-        _fail(str(exc))
-    for warning in caught:
-        if issubclass(warning.category, SubmissionWarning):
-            _warn(str(warning.message))
-        else:
-            warnings.showwarning(
-                warning.message, warning.category, warning.filename, warning.lineno
-            )
-    return results
 
 
 def spider2(
@@ -151,13 +47,13 @@ def spider2(
     """`eval spider2-lite` / `eval spider2-snow`."""
     limits = ReadLimits(max_bytes, max_columns, max_cells, max_line_bytes, read_timeout)
     if mode not in ("exec_result", "sql"):
-        _fail(f"--mode must be exec_result or sql, not {mode!r}")
+        usage_error(f"--mode must be exec_result or sql, not {mode!r}")
     if scoring not in ("official", "strict"):
-        _fail(f"--scoring must be official or strict, not {scoring!r}")
-    _check_predictions_kind(predictions, mode)
+        usage_error(f"--scoring must be official or strict, not {scoring!r}")
+    check_predictions_kind(predictions, mode)
     if mode == "sql":
-        _check_db_dir(db_dir, "*.sqlite", "<db>.sqlite files for the local tasks")
-    results = _evaluate(
+        check_db_dir(db_dir, "*.sqlite", "<db>.sqlite files for the local tasks")
+    results = evaluate_under_progress(
         f"scoring {benchmark}",
         benchmark,
         predictions,
@@ -172,192 +68,8 @@ def spider2(
         timeout=timeout,
         limits=limits,
     )
-    _check_prediction_names(predictions, mode, benchmark, results)
-    _finish(results, output, f"{benchmark} ({mode}, score = {scoring})")
-
-
-def spider1(
-    gold: Path,
-    predictions: Path,
-    db_dir: Path,
-    questions: Path | None,
-    timeout: float,
-    workers: int,
-    output: Path | None,
-    executor: str,
-    address: str | None,
-) -> None:
-    """`eval spider1`."""
-    from querybench.evaluation.spider1 import read_spider1_instances
-
-    _check_db_dir(db_dir, "*/*.sqlite", "<db_id>/<db_id>.sqlite")
-    try:
-        instances = read_spider1_instances(gold, predictions)
-    except QuerybenchError as exc:
-        _fail(str(exc))
-    named = sorted({i.db_id for i in instances})
-    if named and not any((db_dir / d / f"{d}.sqlite").is_file() for d in named):
-        _fail(
-            f"--db-dir {db_dir} holds none of the {len(named)} databases {gold} names "
-            f"(expected e.g. {named[0]}/{named[0]}.sqlite)"
-        )
-    past_end = sum(i.past_end for i in instances)
-    if past_end:
-        _warn(
-            f"{predictions} has {len(instances) - past_end} prediction lines for "
-            f"{len(instances)} gold queries in {gold}: the last {past_end} are "
-            "missing_prediction"
-        )
-    results = _evaluate(
-        "running queries" if executor == "local" else "scoring shards",
-        "spider1",
-        predictions,
-        executor=executor,
-        address=address,
-        per_query=True,
-        gold=gold,
-        db_dir=db_dir,
-        questions=questions,
-        timeout=timeout,
-        workers=workers,
-    )
-    _finish(results, output, "Spider 1.0 execution match")
-
-
-def _bird(
-    title: str,
-    benchmark: str,
-    questions: Path | None,
-    predictions: Path,
-    db_dir: Path | None,
-    metrics: str,
-    *,
-    layout: dict[str, Any] | None = None,
-    db_url: str | None = None,
-    ves_repeats: int = 100,
-    timeout: float = 30.0,
-    workers: int = 2,
-    output: Path | None = None,
-    executor: str = "local",
-    address: str | None = None,
-) -> None:
-    """Score one BIRD questions file; the summary, then the official by-difficulty tables."""
-    from querybench.evaluation.bird_metrics import BirdMetric, parse_metrics
-    from querybench.report.summary import print_bird_tables
-
-    try:
-        chosen = parse_metrics(metrics)
-    except ValueError as exc:
-        _fail(f"--metrics: {exc}")
-        return
-    if executor == "ray" and (db_url is not None or set(chosen) - {BirdMetric.EX}):
-        _fail("--executor ray scores EX on SQLite files only; drop --metrics/--db-url or use local")
-    extra: dict[str, Any] = dict(layout or {})
-    if executor == "local":
-        extra |= {"metrics": chosen, "db_url": db_url, "ves_repeats": ves_repeats}
-    if BirdMetric.R_VES in chosen:
-        console.print(
-            f"r_ves: timing every matched pair {ves_repeats} times; slow, and the figures "
-            "depend on the machine's load"
-        )
-    results = _evaluate(
-        "running queries" if executor == "local" else "scoring shards",
-        benchmark,
-        predictions,
-        executor=executor,
-        address=address,
-        per_query=True,
-        questions=questions,
-        db_dir=db_dir,
-        timeout=timeout,
-        workers=workers,
-        **extra,
-    )
-    _finish(results, output, title)
-    print_bird_tables(results, chosen, out_console)
-
-
-def bird(
-    questions: Path,
-    predictions: Path,
-    db_dir: Path,
-    metrics: str,
-    ves_repeats: int,
-    timeout: float,
-    workers: int,
-    output: Path | None,
-    executor: str,
-    address: str | None,
-) -> None:
-    """`eval bird`."""
-    _check_db_dir(db_dir, "*/*.sqlite", "<db_id>/<db_id>.sqlite")
-    _bird(
-        "BIRD execution match",
-        "bird",
-        questions,
-        predictions,
-        db_dir,
-        metrics,
-        ves_repeats=ves_repeats,
-        timeout=timeout,
-        workers=workers,
-        output=output,
-        executor=executor,
-        address=address,
-    )
-
-
-def bird_mini_dev(
-    predictions: Path,
-    dialect: str,
-    questions: Path | None,
-    db_dir: Path | None,
-    db_url: str | None,
-    metrics: str,
-    ves_repeats: int,
-    timeout: float,
-    workers: int,
-    output: Path | None,
-    executor: str,
-    address: str | None,
-) -> None:
-    """`eval bird-mini-dev`."""
-    from querybench.evaluation.bird import BIRD_DIALECTS, bird_dialect
-
-    if dialect not in BIRD_DIALECTS:
-        _fail(f"--dialect must be sqlite, mysql or postgresql, not {dialect!r}")
-    if dialect != "sqlite":
-        scheme = (db_url or "").partition("://")[0].lower()
-        if db_url is None or "://" not in db_url:
-            _fail(
-                f"--dialect {dialect} needs --db-url, e.g. "
-                + (
-                    "mysql://root@127.0.0.1:3306/BIRD"
-                    if dialect == "mysql"
-                    else "postgresql://postgres@127.0.0.1:5432/bird"
-                )
-                + " (load it with `querybench db load`)"
-            )
-        elif bird_dialect(db_url) != dialect:
-            _fail(f"--db-url {scheme}:// does not match --dialect {dialect}")
-    if dialect == "sqlite":
-        _check_db_dir(db_dir, "*/*.sqlite", "<db_id>/<db_id>.sqlite")
-    _bird(
-        f"BIRD mini-dev ({dialect}) execution match",
-        "bird-mini-dev",
-        questions,  # these two default to the data's mini-dev files
-        predictions,
-        db_dir,
-        metrics,
-        layout={"dialect": dialect},
-        db_url=db_url,
-        ves_repeats=ves_repeats,
-        timeout=timeout,
-        workers=workers,
-        output=output,
-        executor=executor,
-        address=address,
-    )
+    check_prediction_names(predictions, mode, benchmark, results)
+    finish(results, output, f"{benchmark} ({mode}, score = {scoring})")
 
 
 def spider2_dbt(
@@ -371,8 +83,8 @@ def spider2_dbt(
     from querybench.evaluation.spider2_dbt import with_gold_summary
 
     if not predictions.is_dir():
-        _fail(f"--predictions {predictions} is not a folder (<instance_id>/<db>.duckdb)")
-    results = _evaluate(
+        usage_error(f"--predictions {predictions} is not a folder (<instance_id>/<db>.duckdb)")
+    results = evaluate_under_progress(
         "scoring spider2-dbt",
         "spider2-dbt",
         predictions,
@@ -380,7 +92,7 @@ def spider2_dbt(
         gold_dir=gold_dir,
         workers=workers,
     )
-    _finish(results, output, "spider2-dbt (duckdb_match, score = official)")
+    finish(results, output, "spider2-dbt (duckdb_match, score = official)")
     kept = with_gold_summary(results)
     out_console.print(
         f"with gold present: {kept['correct']}/{kept['n']} "
@@ -402,10 +114,10 @@ def spider2_agentic(
     from querybench.evaluation.spider2_agentic_eval import denominators
 
     if scoring not in ("official", "strict"):
-        _fail(f"--scoring must be official or strict, not {scoring!r}")
+        usage_error(f"--scoring must be official or strict, not {scoring!r}")
     if not predictions.is_dir():
-        _fail(f"--predictions {predictions} is not a folder (the official submission layout)")
-    results = _evaluate(
+        usage_error(f"--predictions {predictions} is not a folder (the official submission layout)")
+    results = evaluate_under_progress(
         "scoring spider2",
         "spider2",
         predictions,
@@ -415,7 +127,7 @@ def spider2_agentic(
         timeout=timeout,
         workers=workers,
     )
-    _finish(results, output, f"spider2 (agentic, score = {scoring})")
+    finish(results, output, f"spider2 (agentic, score = {scoring})")
     for part in denominators(results):
         out_console.print(
             f"{part.name}: {part.correct}/{part.n} (official {part.official:.4f}, "

@@ -1,0 +1,123 @@
+"""What every eval command shares, free of typer and rich: the two terminals, a usage error
+(`error: ...`, exit 2 by `SystemExit`, which typer lets through as its own `Exit`), the checks
+of its inputs, scoring under a progress bar, and the results file and summary at the end."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, NoReturn
+
+from querybench.errors import QuerybenchError
+from querybench.evaluation.record import InstanceResult
+from querybench.report.summary import print_summary, summarise
+from querybench.report.terminal import Terminal
+
+console = Terminal(stderr=True)
+out_console = Terminal()
+
+
+def usage_error(message: str) -> NoReturn:
+    console.error(message)
+    raise SystemExit(2)
+
+
+def warn(message: str) -> None:
+    console.warning(message)
+
+
+def check_predictions_kind(predictions: Path, mode: str) -> None:
+    """A folder of the other mode's files scores 0 everywhere: say so before scoring it."""
+    if not predictions.is_dir():
+        return
+    found = {kind: sum(1 for _ in predictions.glob(f"*.{kind}")) for kind in ("csv", "sql")}
+    wanted, other = ("csv", "sql") if mode == "exec_result" else ("sql", "csv")
+    if not found[wanted] and found[other]:
+        hint = "--mode sql" if mode == "exec_result" else "--mode exec_result"
+        warn(
+            f"--mode {mode} reads <instance_id>.{wanted} files, but {predictions} holds "
+            f"{found[other]} .{other} files and no .{wanted}: every instance will be "
+            f"missing_prediction; did you mean {hint}?"
+        )
+
+
+def check_prediction_names(
+    predictions: Path, mode: str, benchmark: str, results: Sequence[InstanceResult]
+) -> None:
+    """Files of the right kind, none named after a task: another benchmark's folder?"""
+    from querybench.evaluation.verdict import MISSING_PREDICTION
+
+    if not all(r.error == MISSING_PREDICTION for r in results):
+        return  # some were found: no need to list the folder
+    suffix = "csv" if mode == "exec_result" else "sql"
+    files = sorted(predictions.glob(f"*.{suffix}")) if predictions.is_dir() else []
+    if files:
+        warn(
+            f"{predictions} holds {len(files)} .{suffix} files but none is named after a "
+            f"{benchmark} instance id (found e.g. {files[0].name}, expected e.g. "
+            f"{results[0].instance_id}.{suffix}): another benchmark's predictions?"
+        )
+
+
+def check_db_dir(db_dir: Path | None, pattern: str, expected: str) -> None:
+    """An explicit --db-dir without a single database can only be a mistake: exit 2."""
+    if db_dir is None:
+        return
+    if not db_dir.is_dir():
+        usage_error(f"--db-dir {db_dir} is not a folder (expected {expected})")
+    if next(db_dir.glob(pattern), None) is None:
+        usage_error(f"--db-dir {db_dir} holds no database: expected {expected}, found none")
+
+
+def finish(results: Sequence[InstanceResult], output: Path | None, title: str) -> None:
+    if output is not None:
+        output.parent.mkdir(parents=True, exist_ok=True)
+        with output.open("w", encoding="utf-8") as f:
+            for r in results:
+                f.write(json.dumps(r.to_json()) + "\n")
+        console.print(f"wrote {len(results)} lines to {output}")
+    print_summary(summarise(results), out_console, title)
+
+
+def evaluate_under_progress(
+    title: str,
+    benchmark: str,
+    predictions: Path,
+    *,
+    executor: str = "local",
+    address: str | None = None,
+    per_query: bool = False,
+    **options: Any,
+) -> list[InstanceResult]:
+    """`querybench.evaluate` under a progress bar that advances per result (per query with
+    `per_query`, Spider 1.0 and BIRD run here); library errors (an unknown executor, Ray
+    missing for `--executor ray`) become a clean exit 2, submission warnings are printed."""
+    import warnings
+
+    from querybench.runs.evaluate import SubmissionWarning, evaluate
+
+    try:
+        if executor != "local":  # the Ray modules import the models' stack: only when asked
+            from querybench.runs.ray_executor import check_executor
+
+            check_executor(executor)
+        with console.progress(title) as advance, warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", SubmissionWarning)
+            if per_query and executor == "local":
+                options["_on_query"] = advance
+            else:
+                options["on_result"] = lambda _result: advance()
+            # names read from the command line: `evaluate` checks them at run time
+            untyped: Callable[..., list[InstanceResult]] = evaluate
+            results = untyped(benchmark, predictions, executor=executor, address=address, **options)
+    except QuerybenchError as exc:
+        usage_error(str(exc))
+    for warning in caught:
+        if issubclass(warning.category, SubmissionWarning):
+            warn(str(warning.message))
+        else:
+            warnings.showwarning(
+                warning.message, warning.category, warning.filename, warning.lineno
+            )
+    return results

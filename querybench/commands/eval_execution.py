@@ -1,0 +1,204 @@
+"""The eval commands that run SQL against their gold: `spider1`, `bird`, `bird-mini-dev`
+(their typer declarations are in `cli.py`; `eval_run.COMMANDS` names them)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from querybench.commands.eval_common import (
+    check_db_dir,
+    console,
+    evaluate_under_progress,
+    finish,
+    out_console,
+    usage_error,
+    warn,
+)
+from querybench.errors import QuerybenchError
+
+
+def spider1(
+    gold: Path,
+    predictions: Path,
+    db_dir: Path,
+    questions: Path | None,
+    timeout: float,
+    workers: int,
+    output: Path | None,
+    executor: str,
+    address: str | None,
+) -> None:
+    """`eval spider1`."""
+    from querybench.evaluation.spider1 import read_spider1_instances
+
+    check_db_dir(db_dir, "*/*.sqlite", "<db_id>/<db_id>.sqlite")
+    try:
+        instances = read_spider1_instances(gold, predictions)
+    except QuerybenchError as exc:
+        usage_error(str(exc))
+    named = sorted({i.db_id for i in instances})
+    if named and not any((db_dir / d / f"{d}.sqlite").is_file() for d in named):
+        usage_error(
+            f"--db-dir {db_dir} holds none of the {len(named)} databases {gold} names "
+            f"(expected e.g. {named[0]}/{named[0]}.sqlite)"
+        )
+    past_end = sum(i.past_end for i in instances)
+    if past_end:
+        warn(
+            f"{predictions} has {len(instances) - past_end} prediction lines for "
+            f"{len(instances)} gold queries in {gold}: the last {past_end} are "
+            "missing_prediction"
+        )
+    results = evaluate_under_progress(
+        "running queries" if executor == "local" else "scoring shards",
+        "spider1",
+        predictions,
+        executor=executor,
+        address=address,
+        per_query=True,
+        gold=gold,
+        db_dir=db_dir,
+        questions=questions,
+        timeout=timeout,
+        workers=workers,
+    )
+    finish(results, output, "Spider 1.0 execution match")
+
+
+def _bird(
+    title: str,
+    benchmark: str,
+    questions: Path | None,
+    predictions: Path,
+    db_dir: Path | None,
+    metrics: str,
+    *,
+    layout: dict[str, Any] | None = None,
+    db_url: str | None = None,
+    ves_repeats: int = 100,
+    timeout: float = 30.0,
+    workers: int = 2,
+    output: Path | None = None,
+    executor: str = "local",
+    address: str | None = None,
+) -> None:
+    """Score one BIRD questions file; the summary, then the official by-difficulty tables."""
+    from querybench.evaluation.bird_metrics import BirdMetric, parse_metrics
+    from querybench.report.summary import print_bird_tables
+
+    try:
+        chosen = parse_metrics(metrics)
+    except ValueError as exc:
+        usage_error(f"--metrics: {exc}")
+        return
+    if executor == "ray" and (db_url is not None or set(chosen) - {BirdMetric.EX}):
+        usage_error(
+            "--executor ray scores EX on SQLite files only; drop --metrics/--db-url or use local"
+        )
+    extra: dict[str, Any] = dict(layout or {})
+    if executor == "local":
+        extra |= {"metrics": chosen, "db_url": db_url, "ves_repeats": ves_repeats}
+    if BirdMetric.R_VES in chosen:
+        console.print(
+            f"r_ves: timing every matched pair {ves_repeats} times; slow, and the figures "
+            "depend on the machine's load"
+        )
+    results = evaluate_under_progress(
+        "running queries" if executor == "local" else "scoring shards",
+        benchmark,
+        predictions,
+        executor=executor,
+        address=address,
+        per_query=True,
+        questions=questions,
+        db_dir=db_dir,
+        timeout=timeout,
+        workers=workers,
+        **extra,
+    )
+    finish(results, output, title)
+    print_bird_tables(results, chosen, out_console)
+
+
+def bird(
+    questions: Path,
+    predictions: Path,
+    db_dir: Path,
+    metrics: str,
+    ves_repeats: int,
+    timeout: float,
+    workers: int,
+    output: Path | None,
+    executor: str,
+    address: str | None,
+) -> None:
+    """`eval bird`."""
+    check_db_dir(db_dir, "*/*.sqlite", "<db_id>/<db_id>.sqlite")
+    _bird(
+        "BIRD execution match",
+        "bird",
+        questions,
+        predictions,
+        db_dir,
+        metrics,
+        ves_repeats=ves_repeats,
+        timeout=timeout,
+        workers=workers,
+        output=output,
+        executor=executor,
+        address=address,
+    )
+
+
+def bird_mini_dev(
+    predictions: Path,
+    dialect: str,
+    questions: Path | None,
+    db_dir: Path | None,
+    db_url: str | None,
+    metrics: str,
+    ves_repeats: int,
+    timeout: float,
+    workers: int,
+    output: Path | None,
+    executor: str,
+    address: str | None,
+) -> None:
+    """`eval bird-mini-dev`."""
+    from querybench.evaluation.bird import BIRD_DIALECTS, bird_dialect
+
+    if dialect not in BIRD_DIALECTS:
+        usage_error(f"--dialect must be sqlite, mysql or postgresql, not {dialect!r}")
+    if dialect != "sqlite":
+        scheme = (db_url or "").partition("://")[0].lower()
+        if db_url is None or "://" not in db_url:
+            usage_error(
+                f"--dialect {dialect} needs --db-url, e.g. "
+                + (
+                    "mysql://root@127.0.0.1:3306/BIRD"
+                    if dialect == "mysql"
+                    else "postgresql://postgres@127.0.0.1:5432/bird"
+                )
+                + " (load it with `querybench db load`)"
+            )
+        elif bird_dialect(db_url) != dialect:
+            usage_error(f"--db-url {scheme}:// does not match --dialect {dialect}")
+    if dialect == "sqlite":
+        check_db_dir(db_dir, "*/*.sqlite", "<db_id>/<db_id>.sqlite")
+    _bird(
+        f"BIRD mini-dev ({dialect}) execution match",
+        "bird-mini-dev",
+        questions,  # these two default to the data's mini-dev files
+        predictions,
+        db_dir,
+        metrics,
+        layout={"dialect": dialect},
+        db_url=db_url,
+        ves_repeats=ves_repeats,
+        timeout=timeout,
+        workers=workers,
+        output=output,
+        executor=executor,
+        address=address,
+    )
