@@ -179,6 +179,8 @@ def _evaluate(
         with _progress() as progress, warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", SubmissionWarning)
             task = progress.add_task(title, total=None)
+            if benchmark in ("spider2", "spider2-dbt"):  # they know their count before scoring
+                options["_on_total"] = lambda n: progress.update(task, total=n)
             if per_query and executor == "local":
                 options["_on_query"] = lambda: progress.advance(task)
             else:

@@ -203,3 +203,27 @@ def test_instance_ids_given_as_one_string_are_refused(tmp_path: Path) -> None:
     # a str is a Collection[str] of its characters: "bq011" scored no instance, in silence
     with pytest.raises(TypeError, match=r"instance_ids must be a collection of ids, not 'bq011'"):
         querybench.evaluate("spider2-lite", tmp_path, instance_ids="bq011")
+
+
+@pytest.mark.parametrize("benchmark", ["spider2-dbt", "spider2"])
+def test_agentic_and_dbt_progress_bars_have_a_total(
+    benchmark: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Their bars showed `n/?`: the number of tasks is known before the first is scored."""
+    import querybench.cli
+
+    require_data("spider2", benchmark)
+    bars: list[Any] = []
+    make = querybench.cli._progress
+
+    def recorded() -> Any:
+        bars.append(make())
+        return bars[-1]
+
+    monkeypatch.setattr(querybench.cli, "_progress", recorded)
+    predictions = tmp_path / "empty"
+    predictions.mkdir()
+    out = tmp_path / "o.jsonl"
+    results = _cli_results(["eval", benchmark, "--predictions", str(predictions)], out)
+    (bar,) = bars[0].tasks
+    assert bar.total == len(results) == bar.completed
