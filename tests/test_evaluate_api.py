@@ -119,13 +119,25 @@ def test_bird_on_a_fixture_scores_as_the_cli(tmp_path: Path) -> None:
     assert [r.to_json() for r in results] == cli
 
 
-def test_mini_dev_questions_and_databases_default_to_the_data(tmp_path: Path) -> None:
+def test_mini_dev_questions_and_databases_default_to_the_data(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from querybench.evaluation.bird import load_bird_questions
     from querybench.evaluation.verdict import ENGINE_UNAVAILABLE
     from querybench.tasks.bird import mini_dev_dir, mini_dev_file
 
-    require_data("bird", "mini_dev_sqlite.json")
-    listed = load_bird_questions(mini_dev_file("sqlite"))[:3]
+    # a data root with questions on three databases, mini-dev's own folder holding one of them
+    everything = json.loads(require_data("bird", "mini_dev_sqlite.json").read_text("utf-8"))
+    entries = list({e["db_id"]: e for e in reversed(everything)}.values())[-3:]
+    mini_dev = tmp_path / "data" / "bird" / "mini_dev"
+    mini_dev.mkdir(parents=True)
+    (mini_dev / "mini_dev_sqlite.json").write_text(json.dumps(entries), encoding="utf-8")
+    listed = load_bird_questions(mini_dev / "mini_dev_sqlite.json")
+    present = listed[0].db_id
+    (mini_dev / "dev_databases" / present).mkdir(parents=True)
+    sqlite3.connect(mini_dev / "dev_databases" / present / f"{present}.sqlite").close()
+    monkeypatch.setenv("QUERYBENCH_DATA", str(tmp_path / "data"))
+    assert mini_dev_file("sqlite") == mini_dev / "mini_dev_sqlite.json"
     empty = tmp_path / "predict.json"
     empty.write_text("{}", encoding="utf-8")
     ids = [q.question_id for q in listed]
@@ -135,6 +147,7 @@ def test_mini_dev_questions_and_databases_default_to_the_data(tmp_path: Path) ->
     ]
     for q, r in zip(listed, results, strict=True):
         here = (mini_dev_dir() / q.db_id / f"{q.db_id}.sqlite").is_file()
+        assert here == (q.db_id == present)
         assert r.error == (MISSING_PREDICTION if here else ENGINE_UNAVAILABLE)
 
 
