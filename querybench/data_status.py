@@ -9,6 +9,7 @@ cloud are found; a DBT task when its project has its start database.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -61,8 +62,12 @@ class BenchmarkStatus:
         return head + "; " + "; ".join(f"{g.count} {g.reason} (fix: {g.fix})" for g in self.gaps)
 
 
-def benchmark_status(benchmark: str, data_dir: Path | None = None) -> BenchmarkStatus:
-    """The status of `benchmark` over the data roots (or `data_dir` alone)."""
+def benchmark_status(
+    benchmark: str, data_dir: Path | None = None, *, tasks: Sequence[Task] | None = None
+) -> BenchmarkStatus:
+    """The status of `benchmark` over the data roots (or `data_dir` alone). `tasks`: its task
+    file as the caller already loaded it (`run`, which then reads it once); the gold row
+    counts the gold they carry."""
     from querybench.tasks import load_tasks
 
     roots = data_roots(data_dir)
@@ -71,11 +76,12 @@ def benchmark_status(benchmark: str, data_dir: Path | None = None) -> BenchmarkS
     if task_file is None:
         item = Item("task file", f"missing ({TASK_FILES[benchmark][0]})", fetch)
         return BenchmarkStatus(benchmark, (item,), 0, 0, ())
-    try:
-        tasks = load_tasks(benchmark, data_dir=data_dir)
-    except QuerybenchError as exc:
-        item = Item("task file", f"{task_file}: unreadable ({exc})", fetch)
-        return BenchmarkStatus(benchmark, (item,), 0, 0, ())
+    if tasks is None:
+        try:
+            tasks = load_tasks(benchmark, data_dir=data_dir)
+        except QuerybenchError as exc:
+            item = Item("task file", f"{task_file}: unreadable ({exc})", fetch)
+            return BenchmarkStatus(benchmark, (item,), 0, 0, ())
     items = [Item("task file", f"{task_file} ({len(tasks)} tasks)")]
     items.append(_gold_item(benchmark, tasks, roots, fetch))
     local = [t for t in tasks if t.engine == "sqlite"]
@@ -160,7 +166,7 @@ def _has_start_database(task: Task) -> bool:
     return bool(project) and any(Path(str(project)).glob("*.duckdb"))
 
 
-def _gold_item(benchmark: str, tasks: list[Task], roots: list[Path], fetch: str) -> Item:
+def _gold_item(benchmark: str, tasks: Sequence[Task], roots: list[Path], fetch: str) -> Item:
     with_gold = sum(bool(t.gold.sql or t.gold.result_files) for t in tasks)
     if benchmark in GOLD_DIRS:
         folder = find_data(GOLD_DIRS[benchmark], roots=roots)

@@ -7,9 +7,57 @@ fetch`'s "already in place" check and `data status` all read them from here.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 from querybench.data import data_roots, find_root
+
+
+@dataclass(frozen=True)
+class BirdPaths:
+    """Where one BIRD split sits under a data root, the official unpacking first: its question
+    file (`{dialect}`: mini-dev's sqlite, mysql and postgresql files) and the folders holding
+    its `<db_id>/<db_id>.sqlite`. The one table every BIRD reader takes its paths from."""
+
+    questions: tuple[str, ...]
+    databases: tuple[str, ...]
+
+    def question_files(self, dialect: str = "sqlite") -> tuple[str, ...]:
+        return tuple(q.format(dialect=dialect) for q in self.questions)
+
+
+_BIRD_DEV_DATABASES = (
+    "bird/dev_databases",
+    "bird/dev_databases/dev_databases",  # the inner zip unpacked in place
+    "bird/database",
+    "bird",  # flat, as this project's data folder keeps dev
+)
+BIRD_PATHS: dict[str, BirdPaths] = {
+    "bird": BirdPaths(("bird/dev.json", "bird/dev/dev.json"), _BIRD_DEV_DATABASES),
+    "bird-dev-20251106": BirdPaths(  # the revised questions are over dev's databases
+        ("bird/dev_20251106.json", "bird/dev_20251106/dev_20251106.json"), _BIRD_DEV_DATABASES
+    ),
+    # mini-dev in a folder of its own (`data fetch`'s, or the official MINIDEV) with the
+    # databases minidev.zip ships; its questions may also sit flat beside dev's. Its databases
+    # are never looked for among dev's (the mini-dev README allows dev's original databases
+    # for SQLite only; name them with --db-dir)
+    "bird-mini-dev": BirdPaths(
+        (
+            "bird/mini_dev/mini_dev_{dialect}.json",
+            "bird/MINIDEV/mini_dev_{dialect}.json",
+            "bird/mini_dev_{dialect}.json",
+        ),
+        ("bird/mini_dev/dev_databases", "bird/MINIDEV/dev_databases"),
+    ),
+    "bird-train": BirdPaths(
+        ("bird/train/train.json", "bird/train.json"),
+        (
+            "bird/train/train_databases",
+            "bird/train/train_databases/train_databases",
+            "bird/train_databases",
+        ),
+    ),
+}
 
 # benchmark -> its task file, the official place first
 TASK_FILES: dict[str, tuple[str, ...]] = {
@@ -17,11 +65,7 @@ TASK_FILES: dict[str, tuple[str, ...]] = {
     "spider2-snow": ("spider2/spider2-snow/spider2-snow.jsonl",),
     "spider2-dbt": ("spider2/spider2-dbt/examples/spider2-dbt.jsonl",),
     "spider2": ("spider2/spider2/examples/spider2.jsonl",),
-    "bird": ("bird/dev.json", "bird/dev/dev.json"),
-    "bird-dev-20251106": ("bird/dev_20251106.json", "bird/dev_20251106/dev_20251106.json"),
-    # mini-dev in a folder of its own (its databases differ from dev's); a flat copy as well
-    "bird-mini-dev": ("bird/mini_dev/mini_dev_sqlite.json", "bird/mini_dev_sqlite.json"),
-    "bird-train": ("bird/train/train.json", "bird/train.json"),
+    **{benchmark: paths.question_files() for benchmark, paths in BIRD_PATHS.items()},
     "spider1": ("spider1/dev.json",),
 }
 
@@ -44,21 +88,11 @@ SPIDER2_LOCAL_DIRS = (
 # BigQuery / Snowflake emulation files `<db>.duckdb` (`data emulate` builds them)
 EMULATION_DIR = "spider2-lite-local"
 
-_BIRD_DEV = (
-    "bird/dev_databases/{db}/{db}.sqlite",
-    "bird/dev_databases/dev_databases/{db}/{db}.sqlite",  # the inner zip unpacked in place
-    "bird/database/{db}/{db}.sqlite",
-    "bird/{db}/{db}.sqlite",
-)
 _SQLITE_FILES: dict[str, tuple[str, ...]] = {
-    "bird": _BIRD_DEV,
-    "bird-dev-20251106": _BIRD_DEV,  # the revised questions are over dev's databases
-    "bird-mini-dev": ("bird/mini_dev/dev_databases/{db}/{db}.sqlite",),
-    "bird-train": (
-        "bird/train/train_databases/{db}/{db}.sqlite",
-        "bird/train/train_databases/train_databases/{db}/{db}.sqlite",
-        "bird/train_databases/{db}/{db}.sqlite",
-    ),
+    **{
+        benchmark: tuple(f"{folder}/{{db}}/{{db}}.sqlite" for folder in paths.databases)
+        for benchmark, paths in BIRD_PATHS.items()
+    },
     "spider1": ("spider1/database/{db}/{db}.sqlite", "spider1/{db}/{db}.sqlite"),
 }
 

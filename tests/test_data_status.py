@@ -126,3 +126,11 @@ def test_run_says_up_front_why_tasks_cannot_run(shared: Path, tmp_path: Path) ->
     )
     assert line in result.output
     assert result.output.index(line) < result.output.index("score ")
+
+
+def test_the_line_docs_data_md_quotes_is_the_one_printed(shared: Path) -> None:
+    # docs/data.md quoted a line from before the cloud gap was split in two (412 tasks, one fix)
+    docs = (Path(__file__).parents[1] / "docs" / "data.md").read_text(encoding="utf-8")
+    quoted = re.search(r"\n    (spider2-lite: \d+ of 547 .*?)\n\n", docs, re.DOTALL)
+    assert quoted is not None
+    assert " ".join(quoted.group(1).split()) == benchmark_status("spider2-lite").line()

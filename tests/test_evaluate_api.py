@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -119,13 +120,25 @@ def test_bird_on_a_fixture_scores_as_the_cli(tmp_path: Path) -> None:
     assert [r.to_json() for r in results] == cli
 
 
-def test_mini_dev_questions_and_databases_default_to_the_data(tmp_path: Path) -> None:
+def test_mini_dev_questions_and_databases_default_to_the_data(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from querybench.evaluation.bird import load_bird_questions
     from querybench.evaluation.verdict import ENGINE_UNAVAILABLE
     from querybench.tasks.bird import mini_dev_dir, mini_dev_file
 
-    require_data("bird", "mini_dev_sqlite.json")
-    listed = load_bird_questions(mini_dev_file("sqlite"))[:3]
+    # a data root with questions on three databases, mini-dev's own folder holding one of them
+    everything = json.loads(require_data("bird", "mini_dev_sqlite.json").read_text("utf-8"))
+    entries = list({e["db_id"]: e for e in reversed(everything)}.values())[-3:]
+    mini_dev = tmp_path / "data" / "bird" / "mini_dev"
+    mini_dev.mkdir(parents=True)
+    (mini_dev / "mini_dev_sqlite.json").write_text(json.dumps(entries), encoding="utf-8")
+    listed = load_bird_questions(mini_dev / "mini_dev_sqlite.json")
+    present = listed[0].db_id
+    (mini_dev / "dev_databases" / present).mkdir(parents=True)
+    sqlite3.connect(mini_dev / "dev_databases" / present / f"{present}.sqlite").close()
+    monkeypatch.setenv("QUERYBENCH_DATA", str(tmp_path / "data"))
+    assert mini_dev_file("sqlite") == mini_dev / "mini_dev_sqlite.json"
     empty = tmp_path / "predict.json"
     empty.write_text("{}", encoding="utf-8")
     ids = [q.question_id for q in listed]
@@ -135,6 +148,7 @@ def test_mini_dev_questions_and_databases_default_to_the_data(tmp_path: Path) ->
     ]
     for q, r in zip(listed, results, strict=True):
         here = (mini_dev_dir() / q.db_id / f"{q.db_id}.sqlite").is_file()
+        assert here == (q.db_id == present)
         assert r.error == (MISSING_PREDICTION if here else ENGINE_UNAVAILABLE)
 
 
@@ -203,3 +217,29 @@ def test_instance_ids_given_as_one_string_are_refused(tmp_path: Path) -> None:
     # a str is a Collection[str] of its characters: "bq011" scored no instance, in silence
     with pytest.raises(TypeError, match=r"instance_ids must be a collection of ids, not 'bq011'"):
         querybench.evaluate("spider2-lite", tmp_path, instance_ids="bq011")
+
+
+@pytest.mark.parametrize("benchmark", ["spider2-dbt", "spider2"])
+def test_agentic_and_dbt_progress_bars_have_a_total(
+    benchmark: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Their bars showed `n/?`: the number of tasks is known before the first is scored."""
+    from contextlib import contextmanager
+
+    from querybench.commands import eval_common
+    from querybench.report.terminal import Bar, Terminal
+
+    require_data("spider2", benchmark)
+    seen = {"total": None, "done": 0}
+
+    class Recorded(Terminal):
+        @contextmanager
+        def progress(self, title: str) -> Iterator[Bar]:
+            yield Bar(lambda: seen.update(done=seen["done"] + 1), lambda n: seen.update(total=n))
+
+    monkeypatch.setattr(eval_common, "console", Recorded(stderr=True))
+    predictions = tmp_path / "empty"
+    predictions.mkdir()
+    out = tmp_path / "o.jsonl"
+    results = _cli_results(["eval", benchmark, "--predictions", str(predictions)], out)
+    assert seen["total"] == len(results) == seen["done"]

@@ -8,6 +8,8 @@ import sys
 import tomllib
 from pathlib import Path
 
+import pytest
+
 import querybench
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -52,3 +54,21 @@ def test_py_typed_ships() -> None:
     assert (ROOT / "querybench" / "py.typed").is_file()
     config = tomllib.loads((ROOT / "pyproject.toml").read_text())
     assert "py.typed" in config["tool"]["setuptools"]["package-data"]["querybench"]
+
+
+def test_the_readme_connect_example_opens_the_file_it_names(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the README wrote `connect("sqlite:///db.sqlite")`, which opens /db.sqlite, not ./db.sqlite
+    import re
+    import sqlite3
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    found = re.search(r'querybench\.connect\("([^"]+)"\) as db:', readme)
+    assert found is not None
+    with sqlite3.connect(tmp_path / "db.sqlite") as conn:
+        conn.executescript("CREATE TABLE t (x INTEGER); INSERT INTO t VALUES (1), (2);")
+    conn.close()
+    monkeypatch.chdir(tmp_path)
+    with querybench.connect(found.group(1)) as db:
+        assert db.execute("SELECT count(*) FROM t", timeout=5).rows == [(2,)]

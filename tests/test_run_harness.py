@@ -273,3 +273,29 @@ def test_async_api_runs_inside_a_loop(data: Path, server: ScriptedServer, tmp_pa
         run_async(_config(data, tmp_path / "r", ids=("2",)), model=_model(server))
     )
     assert outcome.summary["correct"] == 1
+
+
+def test_cli_run_reads_the_task_file_once(
+    data: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The data-gap line and the run share one load of the task file (it was read twice)."""
+    from typer.testing import CliRunner
+
+    import querybench.tasks.spider1 as spider1
+    from querybench.cli import app
+
+    loads: list[Path] = []
+    real = spider1.load_spider1
+
+    def counting(root: Path, *, path: Path | None = None) -> list[Any]:
+        loads.append(root)
+        return real(root, path=path)
+
+    monkeypatch.setattr(spider1, "load_spider1", counting)
+    monkeypatch.setenv("QUERYBENCH_DATA", str(data))
+    args = ["run", "spider1", "--method", "zero-shot", "--model", "constant"]
+    out = tmp_path / "once"
+    result = CliRunner().invoke(app, [*args, "--constant-sql", "SELECT 1", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "data: spider1: 6 of 7 tasks can run here" in result.output  # the gap line stays
+    assert len(loads) == 1

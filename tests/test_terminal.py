@@ -122,8 +122,9 @@ def test_a_summary_table_is_drawn_without_rich() -> None:
 @pytest.mark.parametrize("fails", [False, True])
 def test_progress_off_a_terminal_is_richs(fails: bool) -> None:
     def ours(t: Terminal) -> None:
-        with pytest.raises(ValueError) if fails else _nothing(), t.progress("running") as go:
-            go()
+        with pytest.raises(ValueError) if fails else _nothing(), t.progress("running") as bar:
+            bar.set_total(3)
+            bar.advance()
             if fails:
                 raise ValueError
 
@@ -132,7 +133,9 @@ def test_progress_off_a_terminal_is_richs(fails: bool) -> None:
         more = (MofNCompleteColumn(), TimeElapsedColumn())
         bar = Progress(*columns, *more, console=console, transient=True)
         with pytest.raises(ValueError) if fails else _nothing(), bar:
-            bar.advance(bar.add_task("running", total=None))
+            task = bar.add_task("running", total=None)
+            bar.update(task, total=3)
+            bar.advance(task)
             if fails:
                 raise ValueError
 
@@ -192,3 +195,14 @@ def test_each_print_is_flushed_as_rich_flushes_it(monkeypatch: pytest.MonkeyPatc
         rich = Console(file=theirs)
         rich.print("scored")
         assert theirs.events[-1] == "flush"
+
+
+def test_a_terminal_gets_richs_progress_bar(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where rich would draw (here forced), the bar is rich's, with its count and total."""
+    monkeypatch.setenv("FORCE_COLOR", "1")
+    monkeypatch.setattr(sys, "stderr", io.StringIO())
+    with Terminal(stderr=True).progress("scoring") as bar:
+        bar.set_total(3)
+        bar.advance()
+    drawn = sys.stderr.getvalue()
+    assert "scoring" in drawn and "1/3" in drawn

@@ -102,12 +102,14 @@ def evaluate_under_progress(
             from querybench.runs.ray_executor import check_executor
 
             check_executor(executor)
-        with console.progress(title) as advance, warnings.catch_warnings(record=True) as caught:
+        with console.progress(title) as bar, warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", SubmissionWarning)
+            if benchmark in ("spider2", "spider2-dbt"):  # they know their count before scoring
+                options["_on_total"] = bar.set_total
             if per_query and executor == "local":
-                options["_on_query"] = advance
+                options["_on_query"] = bar.advance
             else:
-                options["on_result"] = lambda _result: advance()
+                options["on_result"] = lambda _result: bar.advance()
             # names read from the command line: `evaluate` checks them at run time
             untyped: Callable[..., list[InstanceResult]] = evaluate
             results = untyped(benchmark, predictions, executor=executor, address=address, **options)

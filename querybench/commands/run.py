@@ -13,7 +13,7 @@ import tomllib
 import typing
 from dataclasses import MISSING, Field
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
@@ -32,6 +32,9 @@ from querybench.errors import QuerybenchError
 from querybench.methods import METHODS, options_type
 from querybench.runs.config import OPTIONS_KEY, RunConfig, concerns, declarations
 
+if TYPE_CHECKING:
+    from querybench.tasks.model import Task
+
 console = Console(stderr=True)
 
 
@@ -45,6 +48,7 @@ def run(**values: Any) -> None:
     """
     from querybench.report.summary import print_summary, summarise
     from querybench.report.terminal import Terminal
+    from querybench.runs.layout import load_run_tasks
     from querybench.runs.runner import run as run_benchmark
     from querybench.runs.store import InstanceRecord
 
@@ -74,12 +78,13 @@ def run(**values: Any) -> None:
             cost=fields["cost"] + record.cost,
         )
 
-    if config.selection.task_file is None:
-        _print_data_gaps(benchmark, config.selection.data_dir)
     started = time.perf_counter()
     try:
+        tasks = load_run_tasks(config)  # once: for the data-gap line and the run
+        if config.selection.task_file is None:
+            _print_data_gaps(benchmark, config.selection.data_dir, tasks)
         with progress:
-            outcome = run_benchmark(config, on_start=on_start, on_record=on_record)
+            outcome = run_benchmark(config, on_start=on_start, on_record=on_record, tasks=tasks)
     except KeyboardInterrupt:
         done, total = progress.tasks[0].completed, progress.tasks[0].total
         kept = f"{int(done)} of {int(total)}" if total is not None else "the"
@@ -251,11 +256,11 @@ def _signature() -> inspect.Signature:
 run.__signature__ = _signature()  # type: ignore[attr-defined]
 
 
-def _print_data_gaps(benchmark: str, data_dir: Path | None) -> None:
+def _print_data_gaps(benchmark: str, data_dir: Path | None, tasks: list[Task]) -> None:
     """When some tasks cannot run here, say so up front: `data status`'s line, with the fixes."""
     from querybench.data_status import benchmark_status, status_benchmarks
 
     if benchmark in status_benchmarks():
-        status = benchmark_status(benchmark, data_dir)
+        status = benchmark_status(benchmark, data_dir, tasks=tasks)
         if status.runnable < status.total:
             console.print(f"[yellow]data[/yellow]: {escape(status.line())}")

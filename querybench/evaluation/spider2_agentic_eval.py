@@ -8,7 +8,7 @@ the instances the official script itself counts (its denominator is the submitte
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -125,8 +125,12 @@ def evaluate_spider2_agentic(
     run_sql: RunSql | None = None,
     workers: int = 2,
     on_result: OnResult | None = None,
+    _on_total: Callable[[int], None] | None = None,
 ) -> AgenticEvaluation:
-    """Every task scored from the submission in `predictions` (one result per task, in order)."""
+    """Every task scored from the submission in `predictions` (one result per task, in order);
+    `_on_total(n)` first (a progress bar's total)."""
+    if _on_total is not None:
+        _on_total(len(tasks))
     submission = read_submission(predictions)
     warnings = list(submission.warnings)
     known = {t.instance_id for t in tasks}

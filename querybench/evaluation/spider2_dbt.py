@@ -12,7 +12,7 @@ as 0 with the error `gold_error`) and the tasks whose gold files are all present
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -95,8 +95,11 @@ def evaluate_spider2_dbt(
     gold_dir: Path,
     workers: int = 2,
     on_result: OnResult | None = None,
+    _on_total: Callable[[int], None] | None = None,
 ) -> list[InstanceResult]:
-    """One result per task, in task order."""
+    """One result per task, in task order; `_on_total(n)` first (a progress bar's total)."""
+    if _on_total is not None:
+        _on_total(len(tasks))
 
     def one(task: Task) -> InstanceResult:
         result = score_dbt_task(task, predictions, gold_dir)

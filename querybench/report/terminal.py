@@ -13,10 +13,10 @@ import builtins
 import os
 import re
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, TextIO
+from typing import TYPE_CHECKING, Literal, TextIO
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -27,6 +27,14 @@ _EMOJI_CODE = re.compile(r"(:(\S*?)(?:(?:\-)(emoji|text))?:)")
 _RICH_TERMINAL_VARIABLES = ("FORCE_COLOR", "TTY_COMPATIBLE", "TTY_INTERACTIVE")
 
 Justify = Literal["left", "right"]
+
+
+@dataclass(frozen=True)
+class Bar:
+    """The task of a `Terminal.progress` bar: one step done, or the total once known."""
+
+    advance: Callable[[], None]
+    set_total: Callable[[int], None]
 
 
 @dataclass(frozen=True)
@@ -159,10 +167,9 @@ class Terminal:
         self.rich.print(table)
 
     @contextmanager
-    def progress(self, title: str) -> Iterator[Any]:
+    def progress(self, title: str) -> Iterator[Bar]:
         """rich's transient progress bar (description, bar, count, time) with one task; off a
-        terminal rich draws nothing and ends with an empty line, as this does without rich.
-        Yields a callable that advances the task."""
+        terminal rich draws nothing and ends with an empty line, as this does without rich."""
         if self._plain_width() is None:
             from rich.progress import (
                 BarColumn,
@@ -181,10 +188,10 @@ class Terminal:
                 transient=True,
             ) as progress:
                 task = progress.add_task(title, total=None)
-                yield lambda: progress.advance(task)
+                yield Bar(lambda: progress.advance(task), lambda n: progress.update(task, total=n))
             return
         try:
-            yield lambda: None
+            yield Bar(lambda: None, lambda _n: None)
         finally:
             self._write("\n")
 

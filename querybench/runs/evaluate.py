@@ -271,8 +271,8 @@ def _resolved(benchmark: str, options: Arguments) -> Arguments:
 
         if out.get("questions") is None:
             out["questions"] = mini_dev_file(str(layout["dialect"]))
-        if out.get("db_dir") is None:
-            out["db_dir"] = mini_dev_dir()
+        if out.get("db_dir") is None:  # with a server (`db_url`) no folder is read
+            out["db_dir"] = mini_dev_dir() if out.get("db_url") is None else Path()
     elif benchmark == "spider2-dbt":
         from querybench.evaluation.spider2_dbt import dbt_gold_dir
         from querybench.layout import benchmark_root

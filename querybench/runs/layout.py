@@ -9,6 +9,8 @@ no engine is reachable, as `eval` scores them.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from querybench.errors import DataError
 from querybench.layout import benchmark_root
 from querybench.methods.paper_settings import apply_paper_settings
@@ -18,15 +20,24 @@ from querybench.tasks.databases import task_database
 from querybench.tasks.model import Task
 
 
-def select_tasks(config: RunConfig) -> tuple[list[Task], dict[str, str]]:
-    """(every selected task in benchmark order, {instance id: why it cannot run here})."""
-    selection, data_dir = config.selection, config.selection.data_dir
-    tasks = load_tasks(
+def load_run_tasks(config: RunConfig) -> list[Task]:
+    """Every task of the run's task file, before `--ids` and `--limit`: `run` reads the file
+    once for its data-gap line and the run itself."""
+    return load_tasks(
         config.benchmark,
-        data_dir=data_dir,
-        path=selection.task_file,
+        data_dir=config.selection.data_dir,
+        path=config.selection.task_file,
         with_gold=config.model == "oracle" or config.prompt.oracle_functions,  # oracles read gold
     )
+
+
+def select_tasks(
+    config: RunConfig, tasks: Sequence[Task] | None = None
+) -> tuple[list[Task], dict[str, str]]:
+    """(every selected task in benchmark order, {instance id: why it cannot run here}), from
+    `tasks` when the caller loaded them (`load_run_tasks`), else from the task file."""
+    selection, data_dir = config.selection, config.selection.data_dir
+    tasks = list(tasks) if tasks is not None else load_run_tasks(config)
     if selection.ids:
         wanted = set(selection.ids)
         unknown = wanted - {t.instance_id for t in tasks}

@@ -26,7 +26,7 @@ from querybench.evaluation.detail import VerdictDetail
 from querybench.evaluation.record import InstanceResult
 from querybench.evaluation.sampling import pass_at_k
 from querybench.evaluation.verdict import ENGINE_UNAVAILABLE
-from querybench.layout import benchmark_root
+from querybench.layout import BIRD_PATHS, benchmark_root
 from querybench.runs.config import RunConfig
 from querybench.runs.store import InstanceRecord
 from querybench.runs.summary import RunSummary, mean, summarise_run, write_summary
@@ -136,7 +136,7 @@ def _score_bird(
         predictions[t.instance_id] = 0 if sql is None else f"{sql}{BIRD_SEPARATOR}{t.db}"
     pred = config.out / f"predict{tag}.json"
     pred.write_text(json.dumps(predictions, indent=1, ensure_ascii=False), encoding="utf-8")
-    db_dir = _database_folder(config, tasks, root / "bird" / "dev_databases")
+    db_dir = _database_folder(config, tasks, root / BIRD_PATHS[config.benchmark].databases[0])
     return evaluate_bird(
         pred,
         questions=questions,

@@ -21,7 +21,7 @@ import asyncio
 import json
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
 from querybench.errors import QuerybenchError
@@ -61,11 +61,20 @@ def run(
     on_start: Callable[[int, int], None] | None = None,
     on_record: OnRecord | None = None,
     evaluate: bool = True,
+    tasks: Sequence[Task] | None = None,
 ) -> RunOutcome:
     """Run (or resume) `config`; `on_start(total, already_done)` then `on_record` per instance.
-    An exception raised by `on_record` (or Ctrl-C) stops the run, records intact."""
+    An exception raised by `on_record` (or Ctrl-C) stops the run, records intact. `tasks`:
+    the task file as `layout.load_run_tasks` read it, when the caller already has it."""
     return asyncio.run(
-        run_async(config, model=model, on_start=on_start, on_record=on_record, evaluate=evaluate)
+        run_async(
+            config,
+            model=model,
+            on_start=on_start,
+            on_record=on_record,
+            evaluate=evaluate,
+            tasks=tasks,
+        )
     )
 
 
@@ -76,20 +85,21 @@ async def run_async(
     on_start: Callable[[int, int], None] | None = None,
     on_record: OnRecord | None = None,
     evaluate: bool = True,
+    tasks: Sequence[Task] | None = None,
 ) -> RunOutcome:
     check_executor(config.execution.executor)
     if config.execution.executor == "ray" and model is not None:
         raise QuerybenchError("the ray executor builds the model from the config on each worker")
     method = get_method(config.method)
-    tasks, unavailable = select_tasks(config)
-    if tasks and len(unavailable) == len(tasks):
+    selected, unavailable = select_tasks(config, tasks)
+    if selected and len(unavailable) == len(selected):
         raise QuerybenchError(
-            f"none of the {len(tasks)} {config.benchmark} tasks can run here: "
+            f"none of the {len(selected)} {config.benchmark} tasks can run here: "
             f"{next(iter(unavailable.values()))} (nor any other task's database)"
         )
     with RunLock(config.out):
         return await _locked_run(
-            config, method, tasks, unavailable, model, on_start, on_record, evaluate
+            config, method, selected, unavailable, model, on_start, on_record, evaluate
         )
 
 

@@ -13,10 +13,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from querybench.data import data_root, find_data
+from querybench.data import data_root, data_roots, find_data
 from querybench.engines.registry import EngineKind
 from querybench.errors import DataError
-from querybench.layout import task_file_candidates
+from querybench.layout import BIRD_PATHS, task_file_candidates
 from querybench.tasks.input_files import (
     optional_str,
     read_json_array,
@@ -38,20 +38,25 @@ def bird_file(benchmark: str, bird_dir: Path) -> Path:
 
 
 def mini_dev_file(dialect: str) -> Path:
-    """The mini-dev questions for `dialect` (sqlite, mysql, postgresql) in the data roots:
-    `mini_dev_<dialect>.json` in mini-dev's own folder (where `data fetch` puts it), the
-    official MINIDEV folder, or flat beside BIRD dev."""
-    names = [f"bird/{d}/mini_dev_{dialect}.json" for d in ("mini_dev", "MINIDEV")]
-    names.append(f"bird/mini_dev_{dialect}.json")
+    """The mini-dev questions for `dialect` (sqlite, mysql, postgresql) in the data roots, at
+    the first of `layout.BIRD_PATHS`'s places that holds them (else the first place)."""
+    names = BIRD_PATHS["bird-mini-dev"].question_files(dialect)
     return find_data(*names) or data_root() / names[0]
 
 
 def mini_dev_dir() -> Path:
-    """The folder of mini-dev's `<db_id>/<db_id>.sqlite` in the data roots: its own
-    `dev_databases/` (never BIRD dev's, five of whose databases differ), else the flat BIRD
-    folder."""
-    found = find_data("bird/mini_dev/dev_databases", "bird/MINIDEV/dev_databases")
-    return found or find_data("bird") or data_root() / "bird"
+    """The folder of mini-dev's own `<db_id>/<db_id>.sqlite` in the data roots. None there is a
+    `DataError` naming where it looked: it never falls back to BIRD dev's databases."""
+    folders = BIRD_PATHS["bird-mini-dev"].databases
+    found = find_data(*folders)
+    if found is None:
+        roots = ", ".join(str(root) for root in data_roots())
+        raise DataError(
+            f"no BIRD mini-dev databases: neither {' nor '.join(folders)} is in {roots}; "
+            "fetch them with `querybench data fetch bird-mini-dev`, or name a folder of "
+            "<db_id>/<db_id>.sqlite with --db-dir (db_dir=)"
+        )
+    return found
 
 
 def load_bird(benchmark: str, bird_dir: Path, *, path: Path | None = None) -> list[Task]:
