@@ -18,6 +18,9 @@ Jobs = dict[str, tuple[str | Path, str]]  # key -> (database file or server URL,
 Outcomes = dict[str, Result | EngineError]
 Query = tuple[str, str]  # (database, SQL) as text: what makes two jobs the same query
 
+MAX_ROWS = 1_000_000  # the row cap of every query run here (the pool's default)
+MAX_ENTRY_BYTES = 16 * 1024**2  # the largest prediction result kept in the cache
+
 
 def run_gold_and_predictions(
     gold_jobs: Jobs,
@@ -30,37 +33,42 @@ def run_gold_and_predictions(
 ) -> tuple[Outcomes, Outcomes]:
     """Run gold and prediction jobs on one pool; the outcome of each, by key.
 
-    Gold results come from the result cache when it has them (`cache_dir`, default
-    `$QUERYBENCH_CACHE` or ~/.cache/querybench) and are stored there once computed (database
-    files only: a server has no content to key them by). Each distinct query (database, SQL
-    text) runs once: a prediction that is its gold's very text shares the gold's outcome,
-    cached or not, as running it again would return the same rows. The one exception is a
-    result holding a float NaN, which equals no other NaN: the official scripts run the two
-    queries apart and find them different, so such a prediction runs on its own. `on_query`
-    is called after each query that ran (progress).
+    Gold and prediction outcomes come from the result cache when it has them (`cache_dir`,
+    default `$QUERYBENCH_CACHE` or ~/.cache/querybench) and are stored there once computed
+    (database files only: a server has no content to key them by); a prediction's result over
+    `MAX_ENTRY_BYTES` is not stored, nor is any failure but a deterministic one. So a warm
+    re-score runs no query. Each distinct query (database, SQL text) runs once: a prediction
+    that is its gold's very text shares the gold's outcome, as running it again would return
+    the same rows. The one exception is a result holding a float NaN, which equals no other
+    NaN: the official scripts run the two queries apart and find them different, so such a
+    prediction gets rows of its own. `on_query` is called after each query that ran.
     """
     from querybench.engines.cache import ResultCache
 
     cache = ResultCache(cache_dir)
-    gold_queries = {key: _query(job) for key, job in gold_jobs.items()}
-    pred_queries = {key: _query(job) for key, job in pred_jobs.items()}
-    gold_distinct = list(dict.fromkeys(gold_queries.values()))
-    pred_distinct = list(dict.fromkeys(pred_queries.values()))
-    # One read of the store; a database that cannot be fingerprinted is left to the pool,
-    # which reports its error.
-    known: dict[Query, Result | EngineError] = dict(cache.get_many(gold_distinct))
-    gold_to_run = [q for q in gold_distinct if q not in known]
-    shared = set(gold_distinct)
-    pred_to_run = [q for q in pred_distinct if q not in shared]
-    for query, value in _run(gold_to_run + pred_to_run, timeout, workers, on_query).items():
-        known[query] = value
-    _store(cache, [(q, v) for q in gold_to_run if isinstance(v := known[q], Result)])
-    gold = {key: known[query] for key, query in gold_queries.items()}
-    pred = {key: known[query] for key, query in pred_queries.items()}
-    again = [q for q in pred_distinct if q in shared and _has_nan(known[q])]
-    if again:
-        rerun = _run(again, timeout, workers, on_query)
-        pred |= {key: rerun[query] for key, query in pred_queries.items() if query in rerun}
+    try:
+        gold_queries = {key: _query(job) for key, job in gold_jobs.items()}
+        pred_queries = {key: _query(job) for key, job in pred_jobs.items()}
+        distinct = list(dict.fromkeys([*gold_queries.values(), *pred_queries.values()]))
+        # One read of the store; a database that cannot be fingerprinted is left to the pool,
+        # which reports its error.
+        known = cache.get_outcomes(distinct, max_rows=MAX_ROWS)
+        to_run = [q for q in distinct if q not in known]
+        computed = _run(to_run, timeout, workers, on_query)
+        known |= computed
+        _store(cache, list(computed.items()))
+        gold = {key: known[query] for key, query in gold_queries.items()}
+        pred = {key: known[query] for key, query in pred_queries.items()}
+        shared = set(gold_queries.values())
+        again = [
+            q for q in dict.fromkeys(pred_queries.values()) if q in shared and _has_nan(known[q])
+        ]
+        if again:  # their own copy of the rows: read again from the store, else run again
+            fresh = cache.get_outcomes(again, max_rows=MAX_ROWS)
+            fresh |= _run([q for q in again if q not in fresh], timeout, workers, on_query)
+            pred |= {key: fresh[query] for key, query in pred_queries.items() if query in fresh}
+    finally:
+        cache.close()
     return gold, pred
 
 
@@ -81,7 +89,7 @@ def _run(
 
     jobs = [QueryJob(str(i), db, sql) for i, (db, sql) in enumerate(queries)]
     out: dict[Query, Result | EngineError] = {}
-    with QueryPool(workers=workers, timeout=timeout) as pool:
+    with QueryPool(workers=workers, timeout=timeout, max_rows=MAX_ROWS) as pool:
         for outcome in pool.run(jobs):
             value = outcome.result or outcome.error or EngineError("no outcome from the pool")
             out[queries[int(outcome.key)]] = value
@@ -90,21 +98,19 @@ def _run(
     return out
 
 
-def _store(cache: ResultCache, computed: list[tuple[Query, Result]]) -> None:
-    """The computed gold results in one write; a server URL has no content to key by."""
+def _store(cache: ResultCache, computed: list[tuple[Query, Result | EngineError]]) -> None:
+    """The computed outcomes in one write; a server URL has no content to key by."""
     files = []
-    for query, result in computed:
+    for query, outcome in computed:
         try:
             cache.key(*query)
         except (EngineError, OSError):
             continue  # a server URL (or a database gone since): nothing cached
-        files.append((query, result))
+        files.append((query, outcome))
     try:
-        cache.put_many(files)
+        cache.put_outcomes(files, max_rows=MAX_ROWS, max_bytes=MAX_ENTRY_BYTES)
     except (EngineError, OSError) as exc:  # a read-only or full cache costs speed, not results
         warnings.warn(f"result cache not written: {exc}", RuntimeWarning, stacklevel=3)
-    finally:
-        cache.close()
 
 
 def _has_nan(value: Result | EngineError) -> bool:
