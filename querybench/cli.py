@@ -141,6 +141,9 @@ def _progress() -> Progress:
         TimeElapsedColumn(),
         console=console,
         transient=True,
+        # no refresh thread where nothing is drawn: a process with one thread forks its query
+        # children directly (engines.isolated.QueryProcess.start), not through the forkserver
+        auto_refresh=console.is_terminal,
     )
 
 

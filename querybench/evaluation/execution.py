@@ -20,6 +20,7 @@ Query = tuple[str, str]  # (database, SQL) as text: what makes two jobs the same
 
 MAX_ROWS = 1_000_000  # the row cap of every query run here (the pool's default)
 MAX_ENTRY_BYTES = 16 * 1024**2  # the largest prediction result kept in the cache
+BATCH = 16  # the most queries a pool worker takes at a time
 
 
 def run_gold_and_predictions(
@@ -87,15 +88,25 @@ def _run(
         return {}
     from querybench.engines.pool import QueryJob, QueryPool
 
-    jobs = [QueryJob(str(i), db, sql) for i, (db, sql) in enumerate(queries)]
+    # By database, so that a worker's batch stays on one connection.
+    jobs = sorted(
+        (QueryJob(str(i), db, sql) for i, (db, sql) in enumerate(queries)),
+        key=lambda job: str(job.database),
+    )
     out: dict[Query, Result | EngineError] = {}
     with QueryPool(workers=workers, timeout=timeout, max_rows=MAX_ROWS) as pool:
-        for outcome in pool.run(jobs):
+        for outcome in pool.run(jobs, batch=_batch(len(jobs), workers)):
             value = outcome.result or outcome.error or EngineError("no outcome from the pool")
             out[queries[int(outcome.key)]] = value
             if on_query is not None:
                 on_query()
     return out
+
+
+def _batch(jobs: int, workers: int) -> int:
+    """Jobs per hand-off to a worker: a few batches per worker, so that one slow query holds
+    back only its own batch, at most `BATCH`."""
+    return max(1, min(BATCH, jobs // (4 * max(1, workers))))
 
 
 def _store(cache: ResultCache, computed: list[tuple[Query, Result | EngineError]]) -> None:
