@@ -125,12 +125,25 @@ class ResultCache:
     def key(self, database: str | Path, sql: str) -> str:
         return self._key(database, sql, [])
 
-    def _key(self, database: str | Path, sql: str, more: list[object]) -> str:
-        target = self._targets.get(str(database))
-        if target is None:
-            target = self._targets[str(database)] = parse_target(database)
-        kind = target.kind
-        parts = [kind, _driver_version(kind), max_result_bytes(), self._fingerprint(target.path)]
+    def _key(
+        self,
+        database: str | Path,
+        sql: str,
+        more: list[object],
+        seen: dict[str, list[object]] | None = None,
+    ) -> str:
+        """The key; `seen` keeps each database's part across one bulk call (one `stat` of the
+        file per call, not per query)."""
+        parts = None if seen is None else seen.get(str(database))
+        if parts is None:
+            target = self._targets.get(str(database))
+            if target is None:
+                target = self._targets[str(database)] = parse_target(database)
+            kind = target.kind
+            fingerprint = self._fingerprint(target.path)
+            parts = [kind, _driver_version(kind), max_result_bytes(), fingerprint]
+            if seen is not None:
+                seen[str(database)] = parts
         return hashlib.sha256(json.dumps([*parts, sql, *more]).encode()).hexdigest()
 
     def get(self, database: str | Path, sql: str) -> Result | None:
@@ -153,11 +166,13 @@ class ResultCache:
         """`get_many` with the stored failures too, for queries run under `max_rows`: a
         result with more rows than that is left out (the capped query would fail)."""
         keys: dict[str, list[Q]] = {}
+        seen: dict[str, list[object]] = {}
         for query in queries:
             try:
                 database, sql = query
-                keys.setdefault(self.key(database, sql), []).append(query)
-                keys.setdefault(self._key(database, sql, ["error", max_rows]), []).append(query)
+                keys.setdefault(self._key(database, sql, [], seen), []).append(query)
+                failed = self._key(database, sql, ["error", max_rows], seen)
+                keys.setdefault(failed, []).append(query)
             except (EngineError, OSError):
                 continue
         rows = self._select("SELECT key, value FROM results WHERE key IN", list(keys))
@@ -174,16 +189,22 @@ class ResultCache:
         self, items: Iterable[tuple[Query, Outcome]], *, max_rows: int | None, max_bytes: int
     ) -> None:
         """`put_many` of results and deterministic failures (`storable_error`) run under
-        `max_rows`; an entry over `max_bytes` is left out."""
-        results: list[tuple[Query, Result]] = []
-        failures = []
+        `max_rows`; an entry over `max_bytes`, or of a database that cannot be fingerprinted
+        (a server, a file gone), is left out."""
+        rows = []
+        seen: dict[str, list[object]] = {}
         for (database, sql), outcome in items:
-            if isinstance(outcome, Result):
-                results.append(((database, sql), outcome))
-            elif storable_error(outcome):
-                key = self._key(database, sql, ["error", max_rows])
-                failures.append((key, dump_error(outcome)))
-        self._write(self._dumped(results, max_bytes) + failures)
+            try:
+                if isinstance(outcome, Result):
+                    data = dump_result(outcome)
+                    if len(data) <= max_bytes:
+                        rows.append((self._key(database, sql, [], seen), data))
+                elif storable_error(outcome):
+                    key = self._key(database, sql, ["error", max_rows], seen)
+                    rows.append((key, dump_error(outcome)))
+            except (pickle.PicklingError, TypeError, AttributeError, EngineError, OSError):
+                continue
+        self._write(rows)
 
     def put(self, database: str | Path, sql: str, result: Result) -> None:
         self.put_many([((database, sql), result)])
@@ -192,20 +213,15 @@ class ResultCache:
         """Store the results in one transaction; a value the safe loader could not rebuild is
         left out. Raises `OSError` when the store cannot be written, `EngineError` when a
         database cannot be fingerprinted (nothing is written then)."""
-        self._write(self._dumped(items, None))
-
-    def _dumped(
-        self, items: Iterable[tuple[Query, Result]], max_bytes: int | None
-    ) -> list[tuple[str, bytes]]:
         rows = []
+        seen: dict[str, list[object]] = {}
         for (database, sql), result in items:
             try:
                 data = dump_result(result)
             except (pickle.PicklingError, TypeError, AttributeError):
                 continue
-            if max_bytes is None or len(data) <= max_bytes:
-                rows.append((self.key(database, sql), data))
-        return rows
+            rows.append((self._key(database, sql, [], seen), data))
+        self._write(rows)
 
     def _write(self, rows: list[tuple[str, bytes]]) -> None:
         if not rows and not self._new_fingerprints:

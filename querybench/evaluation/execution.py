@@ -110,17 +110,10 @@ def _batch(jobs: int, workers: int) -> int:
 
 
 def _store(cache: ResultCache, computed: list[tuple[Query, Result | EngineError]]) -> None:
-    """The computed outcomes in one write; a server URL has no content to key by."""
-    files = []
-    for query, outcome in computed:
-        try:
-            cache.key(*query)
-        except (EngineError, OSError):
-            continue  # a server URL (or a database gone since): nothing cached
-        files.append((query, outcome))
+    """The computed outcomes in one write (a server URL has no content to key them by)."""
     try:
-        cache.put_outcomes(files, max_rows=MAX_ROWS, max_bytes=MAX_ENTRY_BYTES)
-    except (EngineError, OSError) as exc:  # a read-only or full cache costs speed, not results
+        cache.put_outcomes(computed, max_rows=MAX_ROWS, max_bytes=MAX_ENTRY_BYTES)
+    except OSError as exc:  # a read-only or full cache costs speed, not results
         warnings.warn(f"result cache not written: {exc}", RuntimeWarning, stacklevel=3)
 
 
