@@ -198,3 +198,19 @@ print("OPENAI_API_KEY" in os.environ, "HF_TOKEN" in os.environ, "PATH" in os.env
 """
     secrets = {"OPENAI_API_KEY": "sk-test", "HF_TOKEN": "hf-test"}
     assert _in_fresh_interpreter(script, secrets) == ["False", "False", "True"]
+
+
+def test_a_batch_times_each_query_and_runs_the_rest_after_a_kill(
+    databases: dict[str, Path], process: QueryProcess
+) -> None:
+    # One message for the batch; the bomb in its middle is killed at its own timeout and
+    # the queries after it run in a fresh child, each on its own timeout again.
+    database = str(databases["sqlite"])
+    bomb = SINGLE_CALL_BOMBS["sqlite"][0]
+    sqls = ["SELECT 1", bomb, "SELECT nope", "SELECT 2", bomb, "SELECT 3"]
+    start = time.monotonic()
+    outcomes = process.execute_many(database, sqls, timeout=TIMEOUT, max_rows=10)
+    assert time.monotonic() - start < 2 * DID_NOT_HANG
+    kinds = [o.rows if not isinstance(o, EngineError) else type(o).__name__ for o in outcomes]
+    assert kinds == [[(1,)], "QueryTimeout", "EngineError", [(2,)], "QueryTimeout", [(3,)]]
+    assert "no such column" in str(outcomes[2])

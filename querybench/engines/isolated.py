@@ -105,6 +105,45 @@ class QueryProcess:
         result: Result = self._call(timeout, timeout, ("execute", database, sql, timeout, max_rows))
         return result
 
+    def execute_many(
+        self, database: str, sqls: list[str], *, timeout: float | None, max_rows: int | None
+    ) -> list[Result | EngineError]:
+        """Each query's outcome, in order, the queries sent as one message: the child answers
+        each as it finishes and goes on without waiting to be asked for the next. Each is timed
+        from its own start; one still running `GRACE_S` past its timeout is a `QueryTimeout`
+        (its child killed), and the rest go to a fresh child."""
+        outcomes: list[Result | EngineError] = []
+        with self._lock:
+            while len(outcomes) < len(sqls):
+                rest = sqls[len(outcomes) :]
+                pipe = self._start()
+                try:
+                    pipe.send(("execute_many", database, rest, timeout, max_rows))
+                except OSError:  # the child ended since its last reply (killed from outside)
+                    self._stop(kill=True)
+                    pipe = self._start()
+                    pipe.send(("execute_many", database, rest, timeout, max_rows))
+                for _ in rest:
+                    outcome = self._next_outcome(pipe, timeout)
+                    outcomes.append(outcome)
+                    if self._pipe is None:  # killed or gone: the rest to a fresh child
+                        break
+        return outcomes
+
+    def _next_outcome(self, pipe: Connection, timeout: float | None) -> Result | EngineError:
+        """The next reply of a batch, waited for from now until its timeout (+ grace)."""
+        if not pipe.poll(None if timeout is None else timeout + GRACE_S):
+            self._stop(kill=True)
+            return QueryTimeout(f"the query ran past its {timeout}s timeout and was stopped")
+        try:
+            _, value = pipe.recv()  # "ok" and its result, or "error" and its EngineError
+        except (EOFError, OSError):
+            process = self._process
+            self._stop(kill=True)
+            return EngineError(f"the query's process ended ({_exit_reason(process)})")
+        outcome: Result | EngineError = value
+        return outcome
+
     def batches(
         self,
         database: str,
@@ -246,6 +285,12 @@ class IsolatedEngine(Closing):
     ) -> Result:
         return self._served().execute(self.database, sql, timeout=timeout, max_rows=max_rows)
 
+    def execute_many(
+        self, sqls: list[str], *, timeout: float | None = None, max_rows: int | None = None
+    ) -> list[Result | EngineError]:
+        """`QueryProcess.execute_many` on this database: one message for many queries."""
+        return self._served().execute_many(self.database, sqls, timeout=timeout, max_rows=max_rows)
+
     def execute_batches(
         self,
         sql: str,
@@ -361,6 +406,19 @@ def _serve(pipe: Connection, open_databases: int) -> None:
         kind, args = message[0], message[1:]
         if kind == "exit":
             break
+        if kind == "execute_many":
+            database, sqls, timeout, max_rows = args
+            for sql in sqls:
+                try:
+                    reply: tuple[str, Any] = (
+                        "ok",
+                        engine(database).execute(sql, timeout=timeout, max_rows=max_rows),
+                    )
+                except Exception as exc:
+                    reply = ("error", _portable(exc))
+                if not _send(pipe, reply):
+                    return
+            continue
         try:
             if kind == "open":
                 value: Any = engine(args[0]).spec.name
@@ -390,17 +448,25 @@ def _serve(pipe: Connection, open_databases: int) -> None:
                 value = None
             else:
                 raise EngineError(f"unknown request {kind!r}")
-            reply: tuple[str, Any] = ("ok", value)
+            reply = ("ok", value)
         except Exception as exc:
             _close(stream)
             stream = None
             reply = ("error", _portable(exc))
-        try:
-            pipe.send(reply)
-        except (pickle.PicklingError, TypeError, AttributeError, MemoryError) as exc:
-            pipe.send(("error", EngineError(f"the result cannot be handed over: {exc}")))
-        except (BrokenPipeError, OSError):
+        if not _send(pipe, reply):
             break
+
+
+def _send(pipe: Connection, reply: tuple[str, Any]) -> bool:
+    """Send one reply (a result that cannot be pickled as an error); False once the parent
+    is gone."""
+    try:
+        pipe.send(reply)
+    except (pickle.PicklingError, TypeError, AttributeError, MemoryError) as exc:
+        pipe.send(("error", EngineError(f"the result cannot be handed over: {exc}")))
+    except (BrokenPipeError, OSError):
+        return False
+    return True
 
 
 def _close(stream: Iterator[Any] | None) -> None:
