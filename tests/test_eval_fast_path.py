@@ -13,11 +13,17 @@ import sqlite3
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import duckdb
+import pytest
 
+from querybench.engines.base import Result
+from querybench.errors import EngineError
+from querybench.evaluation import execution
 from querybench.evaluation.bird import bird_verdict
 from querybench.evaluation.execution import run_gold_and_predictions
+from tests.test_engines_pool import counting_query
 
 # Not needed to score SQLite answers: the columnar stack, the pydantic typer would coerce options
 # with, the Ray and model stacks, the engines of other databases, the SQL translator, the
@@ -139,3 +145,53 @@ def test_a_nan_result_is_not_shared(tmp_path: Path) -> None:
     assert len(ran) == 1  # the prediction's own copy is read back from the store
     assert pred["q"] is not gold["q"]
     assert not bird_verdict(gold["q"], pred["q"]).passed
+
+
+def _pool_jobs(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The number of jobs each `QueryPool.run` was given, recorded."""
+    from querybench.engines.pool import QueryPool
+
+    runs: list[int] = []
+    original = QueryPool.run
+
+    def run(self: QueryPool, jobs: list[Any], **options: Any) -> Any:
+        runs.append(len(jobs))
+        return original(self, jobs, **options)
+
+    monkeypatch.setattr(QueryPool, "run", run)
+    return runs
+
+
+def test_a_small_job_runs_in_one_child_without_a_pool(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    db = _database(tmp_path) / "shop" / "shop.sqlite"
+    runs = _pool_jobs(monkeypatch)
+    gold, pred = run_gold_and_predictions(
+        {"q1": (db, "SELECT name FROM item"), "q2": (db, "SELECT nope FROM item")},
+        {"q1": (db, "SELECT id FROM item"), "q2": (db, "SELECT 1")},
+        timeout=10,
+        workers=2,
+        cache_dir=tmp_path / "cache",
+    )
+    assert runs == []
+    assert isinstance(gold["q1"], Result) and gold["q1"].rows == [("a",), ("b",)]
+    assert isinstance(gold["q2"], EngineError) and "no such column" in str(gold["q2"])
+    assert isinstance(pred["q1"], Result) and pred["q1"].rows == [(1,), (2,)]
+
+
+def test_work_past_its_budget_goes_to_the_pool(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The first query alone outlasts the budget: the other ten run on the pool's workers.
+    db = _database(tmp_path) / "shop" / "shop.sqlite"
+    slow = counting_query(0.2, db)
+    monkeypatch.setattr(execution, "POOL_AFTER_S", 0.05)
+    runs = _pool_jobs(monkeypatch)
+    jobs = {"slow": (db, slow)} | {f"q{i}": (db, f"SELECT {i}") for i in range(10)}
+    gold, _ = run_gold_and_predictions(
+        jobs, {}, timeout=10, workers=2, cache_dir=tmp_path / "cache"
+    )
+    assert runs == [10]
+    assert all(isinstance(gold[f"q{i}"], Result) for i in range(10))
+    assert gold["q3"].rows == [(3,)]  # type: ignore[union-attr]

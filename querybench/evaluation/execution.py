@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import time
 import warnings
 from collections.abc import Callable
 from pathlib import Path
@@ -21,6 +22,7 @@ Query = tuple[str, str]  # (database, SQL) as text: what makes two jobs the same
 MAX_ROWS = 1_000_000  # the row cap of every query run here (the pool's default)
 MAX_ENTRY_BYTES = 16 * 1024**2  # the largest prediction result kept in the cache
 BATCH = 16  # the most queries a pool worker takes at a time
+POOL_AFTER_S = 0.05  # a job's queries run in one child until they take this long, then on a pool
 
 
 def run_gold_and_predictions(
@@ -83,24 +85,71 @@ def _run(
     workers: int,
     on_query: Callable[[], None] | None,
 ) -> dict[Query, Result | EngineError]:
-    """Each query's outcome; no pool is started when there is nothing to run."""
+    """Each query's outcome: in one child driven from this thread while the work stays under
+    `POOL_AFTER_S` (no worker threads for a small job: they cost more than its queries), the
+    rest on a pool of `workers`."""
     if not queries:
         return {}
+    ordered = sorted(queries, key=lambda query: query[0])  # a batch stays on one database
+    out: dict[Query, Result | EngineError] = {}
+    rest = _run_while_small(ordered, timeout, out, on_query)
+    if not rest:
+        return out
     from querybench.engines.pool import QueryJob, QueryPool
 
-    # By database, so that a worker's batch stays on one connection.
-    jobs = sorted(
-        (QueryJob(str(i), db, sql) for i, (db, sql) in enumerate(queries)),
-        key=lambda job: str(job.database),
-    )
-    out: dict[Query, Result | EngineError] = {}
+    jobs = [QueryJob(str(i), db, sql) for i, (db, sql) in enumerate(rest)]
     with QueryPool(workers=workers, timeout=timeout, max_rows=MAX_ROWS) as pool:
         for outcome in pool.run(jobs, batch=_batch(len(jobs), workers)):
             value = outcome.result or outcome.error or EngineError("no outcome from the pool")
-            out[queries[int(outcome.key)]] = value
+            out[rest[int(outcome.key)]] = value
             if on_query is not None:
                 on_query()
     return out
+
+
+def _run_while_small(
+    queries: list[Query],
+    timeout: float | None,
+    out: dict[Query, Result | EngineError],
+    on_query: Callable[[], None] | None,
+) -> list[Query]:
+    """Run `queries` in order in one child (each timed from its own start, as on the pool),
+    in batches sized to what is left of `POOL_AFTER_S` at their pace so far, into `out`;
+    the queries not run once that time is spent."""
+    from querybench.engines.isolated import QueryProcess
+
+    done = 0
+    opened: dict[str, EngineError | None] = {}
+    with QueryProcess() as process:
+        process.start()
+        start = time.monotonic()
+        while done < len(queries) and (spent := time.monotonic() - start) < POOL_AFTER_S:
+            pace = spent / done if done else POOL_AFTER_S
+            size = max(1, min(BATCH, int((POOL_AFTER_S - spent) / max(pace, 1e-6))))
+            database = queries[done][0]
+            end = done + 1
+            while end < min(len(queries), done + size) and queries[end][0] == database:
+                end += 1
+            run = queries[done:end]
+            if database not in opened:
+                try:
+                    process.engine(database)
+                    opened[database] = None
+                except EngineError as exc:
+                    opened[database] = exc
+            failed = opened[database]
+            sqls = [sql for _, sql in run]
+            values = (
+                [failed] * len(run)
+                if failed is not None
+                else process.execute_many(database, sqls, timeout=timeout, max_rows=MAX_ROWS)
+            )
+            for query, value in zip(run, values, strict=True):
+                out[query] = value
+                if on_query is not None:
+                    on_query()
+            done += len(run)
+    return queries[done:]
 
 
 def _batch(jobs: int, workers: int) -> int:
