@@ -1,4 +1,4 @@
-"""Gold results computed once and kept on disk, keyed by content rather than by name.
+"""Query outcomes (gold and predictions) computed once and kept on disk, keyed by content.
 
 The key is sha256 of (engine kind, driver version, result byte cap, database file content
 hash, SQL text): a database file edited in place, or a driver upgrade that could change

@@ -1,4 +1,4 @@
-"""Running gold and predicted SQL together: one pool, gold results from the on-disk cache."""
+"""Running gold and predicted SQL together: outcomes from the on-disk cache, the rest run once."""
 
 from __future__ import annotations
 
