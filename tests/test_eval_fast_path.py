@@ -166,6 +166,7 @@ def test_a_small_job_runs_in_one_child_without_a_pool(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     db = _database(tmp_path) / "shop" / "shop.sqlite"
+    monkeypatch.setattr(execution, "POOL_AFTER_S", 60.0)  # however loaded the machine is
     runs = _pool_jobs(monkeypatch)
     gold, pred = run_gold_and_predictions(
         {"q1": (db, "SELECT name FROM item"), "q2": (db, "SELECT nope FROM item")},
@@ -195,3 +196,26 @@ def test_work_past_its_budget_goes_to_the_pool(
     assert runs == [10]
     assert all(isinstance(gold[f"q{i}"], Result) for i in range(10))
     assert gold["q3"].rows == [(3,)]  # type: ignore[union-attr]
+
+
+def test_a_child_that_cannot_be_forked_costs_no_result(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A fork that fails (no memory, a process limit) leaves the queries to the pool's
+    # workers, which start their children from the forkserver.
+    from querybench.engines.isolated import QueryProcess
+
+    def refuse(self: QueryProcess) -> None:
+        raise OSError("fork: Resource temporarily unavailable")
+
+    monkeypatch.setattr(QueryProcess, "start", refuse)
+    db = _database(tmp_path) / "shop" / "shop.sqlite"
+    gold, pred = run_gold_and_predictions(
+        {"q": (db, "SELECT name FROM item")},
+        {"q": (db, "SELECT id FROM item")},
+        timeout=10,
+        workers=1,
+        cache_dir=tmp_path / "cache",
+    )
+    assert isinstance(gold["q"], Result) and gold["q"].rows == [("a",), ("b",)]
+    assert isinstance(pred["q"], Result) and pred["q"].rows == [(1,), (2,)]

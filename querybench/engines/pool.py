@@ -129,7 +129,10 @@ class QueryPool:
             with self._all_open_lock:
                 self._all_open.add(process)
             self._spare.append(process)
-            process.start()
+            try:
+                process.start()
+            except Exception:  # the worker retries on its first job, and reports it there
+                continue
 
     def _run_jobs(self, jobs: list[QueryJob]) -> list[QueryOutcome]:
         """The jobs in order, each run of them on one database sent to the child at once."""

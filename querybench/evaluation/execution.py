@@ -92,7 +92,10 @@ def _run(
         return {}
     ordered = sorted(queries, key=lambda query: query[0])  # a batch stays on one database
     out: dict[Query, Result | EngineError] = {}
-    rest = _run_while_small(ordered, timeout, out, on_query)
+    try:
+        rest = _run_while_small(ordered, timeout, out, on_query)
+    except Exception:  # no child could be started here: the pool reports it query by query
+        rest = [query for query in ordered if query not in out]
     if not rest:
         return out
     from querybench.engines.pool import QueryJob, QueryPool
