@@ -13,12 +13,8 @@ from pathlib import Path
 import pytest
 
 from querybench.engines.base import Result
-from querybench.engines.cache import (
-    ResultCache,
-    _dump,
-    database_fingerprint,
-    default_cache_dir,
-)
+from querybench.engines.cache import ResultCache, database_fingerprint, default_cache_dir
+from querybench.engines.cache_values import dump_result
 from querybench.engines.pool import QueryOutcome, run_one
 from querybench.errors import QueryTimeout
 from tests.test_engines_conformance import build_database
@@ -135,9 +131,9 @@ class _RunsCode:
     "data",
     [
         b"not a cache file",
-        _dump(Result(("a",), [(1,)]))[:-5],
-        _dump(Result(("a",), [(1,)])).split(b"\n", 1)[0] + b"\n" + pickle.dumps(_RunsCode()),
-        _dump(Result(("a",), [(1,)])).split(b"\n", 1)[0] + b"\n" + pickle.dumps([1, 2, 3]),
+        dump_result(Result(("a",), [(1,)]))[:-5],
+        dump_result(Result(("a",), [(1,)])).split(b"\n", 1)[0] + b"\n" + pickle.dumps(_RunsCode()),
+        dump_result(Result(("a",), [(1,)])).split(b"\n", 1)[0] + b"\n" + pickle.dumps([1, 2, 3]),
     ],
     ids=["garbage", "truncated", "code", "wrong-shape"],
 )

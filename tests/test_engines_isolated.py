@@ -5,6 +5,8 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -134,3 +136,81 @@ def test_a_closed_engine_or_process_refuses_to_run(
 def _child_pid(process: QueryProcess) -> int | None:
     child = process._process
     return None if child is None else child.pid
+
+
+def _in_fresh_interpreter(script: str, env: dict[str, str] | None = None) -> list[str]:
+    """The lines `script` prints, run by a fresh single-threaded interpreter."""
+    root = Path(__file__).resolve().parent.parent
+    proc = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **(env or {}), "PYTHONPATH": str(root)},
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout.split()
+
+
+def test_a_single_threaded_pool_forks_its_children_and_ends_them_cleanly(
+    databases: dict[str, Path],
+) -> None:
+    # No forkserver (a new interpreter, 0.1 s before the first query) when the caller has no
+    # other thread; closing asks each forked child to end (a sibling holds its pipe's other
+    # end, so it would never read EOF and be killed after a 5 s wait).
+    script = f"""
+import multiprocessing.forkserver as fs
+from querybench.engines.pool import QueryJob, QueryPool
+pool = QueryPool(workers=2)
+jobs = [QueryJob(str(i), {str(databases["sqlite"])!r}, "SELECT 1") for i in range(8)]
+print(all(o.result is not None for o in pool.run(jobs)))
+children = [c._process for c in pool._all_open]
+pool.close()
+print(fs._forkserver._forkserver_pid is None)
+print(*[c.exitcode for c in children])
+"""
+    assert _in_fresh_interpreter(script) == ["True", "True", "0", "0"]
+
+
+def test_a_forked_child_exits_by_itself_on_close(databases: dict[str, Path]) -> None:
+    script = f"""
+from querybench.engines.isolated import QueryProcess
+first, second = QueryProcess(), QueryProcess()
+first.start(); second.start()
+child = first._process
+first.engine({str(databases["sqlite"])!r}).execute("SELECT 1")
+first.close()
+print(child.exitcode)
+second.close()
+"""
+    assert _in_fresh_interpreter(script) == ["0"]  # not -9: it was not killed
+
+
+def test_the_child_drops_the_parents_secrets() -> None:
+    script = """
+import os
+from querybench.engines.isolated import _serve
+class Closed:
+    def recv(self):
+        raise EOFError
+_serve(Closed(), 1)
+print("OPENAI_API_KEY" in os.environ, "HF_TOKEN" in os.environ, "PATH" in os.environ)
+"""
+    secrets = {"OPENAI_API_KEY": "sk-test", "HF_TOKEN": "hf-test"}
+    assert _in_fresh_interpreter(script, secrets) == ["False", "False", "True"]
+
+
+def test_a_batch_times_each_query_and_runs_the_rest_after_a_kill(
+    databases: dict[str, Path], process: QueryProcess
+) -> None:
+    # One message for the batch; the bomb in its middle is killed at its own timeout and
+    # the queries after it run in a fresh child, each on its own timeout again.
+    database = str(databases["sqlite"])
+    bomb = SINGLE_CALL_BOMBS["sqlite"][0]
+    sqls = ["SELECT 1", bomb, "SELECT nope", "SELECT 2", bomb, "SELECT 3"]
+    start = time.monotonic()
+    outcomes = process.execute_many(database, sqls, timeout=TIMEOUT, max_rows=10)
+    assert time.monotonic() - start < 2 * DID_NOT_HANG
+    kinds = [o.rows if not isinstance(o, EngineError) else type(o).__name__ for o in outcomes]
+    assert kinds == [[(1,)], "QueryTimeout", "EngineError", [(2,)], "QueryTimeout", [(3,)]]
+    assert "no such column" in str(outcomes[2])

@@ -13,11 +13,17 @@ import sqlite3
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import duckdb
+import pytest
 
+from querybench.engines.base import Result
+from querybench.errors import EngineError
+from querybench.evaluation import execution
 from querybench.evaluation.bird import bird_verdict
 from querybench.evaluation.execution import run_gold_and_predictions
+from tests.test_engines_pool import counting_query
 
 # Not needed to score SQLite answers: the columnar stack, the pydantic typer would coerce options
 # with, the Ray and model stacks, the engines of other databases, the SQL translator, the
@@ -109,7 +115,7 @@ def test_a_prediction_that_is_the_gold_text_runs_once(tmp_path: Path) -> None:
     assert gold["q1"] == pred["q1"] == gold["q2"]
     assert bird_verdict(gold["q1"], pred["q1"]).passed
     assert not bird_verdict(gold["q2"], pred["q2"]).passed
-    # Warm: the gold comes from the cache and the prediction shares it; only q2's runs.
+    # Warm: the gold and q2's prediction come from the cache; nothing runs.
     ran.clear()
     run_gold_and_predictions(
         {"q1": (db, sql)},
@@ -119,7 +125,7 @@ def test_a_prediction_that_is_the_gold_text_runs_once(tmp_path: Path) -> None:
         cache_dir=tmp_path / "cache",
         on_query=lambda: ran.append(None),
     )
-    assert len(ran) == 1
+    assert len(ran) == 0
 
 
 def test_a_nan_result_is_not_shared(tmp_path: Path) -> None:
@@ -137,7 +143,8 @@ def test_a_nan_result_is_not_shared(tmp_path: Path) -> None:
         cache_dir=tmp_path / "cache",
         on_query=lambda: ran.append(None),
     )
-    assert len(ran) == 2
+    assert len(ran) == 1  # the prediction's own copy is read back from the store
+    assert pred["q"] is not gold["q"]
     assert not bird_verdict(gold["q"], pred["q"]).passed
 
 
@@ -147,10 +154,85 @@ def test_a_zoned_timestamp_round_trips_through_the_result_cache() -> None:
     import zoneinfo
 
     from querybench.engines.base import Result
-    from querybench.engines.cache import _dump, _load
+    from querybench.engines.cache_values import dump_result as _dump
+    from querybench.engines.cache_values import load_result as _load
 
     paris = zoneinfo.ZoneInfo("Europe/Paris")
     stamp = datetime.datetime(2024, 3, 1, 12, 0, tzinfo=paris)
     back = _load(_dump(Result(("t",), [(stamp,)], 0.01, {})))
     assert back is not None and back.rows == [(stamp,)]
     assert back.rows[0][0].tzinfo is paris
+
+
+def _pool_jobs(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The number of jobs each `QueryPool.run` was given, recorded."""
+    from querybench.engines.pool import QueryPool
+
+    runs: list[int] = []
+    original = QueryPool.run
+
+    def run(self: QueryPool, jobs: list[Any], **options: Any) -> Any:
+        runs.append(len(jobs))
+        return original(self, jobs, **options)
+
+    monkeypatch.setattr(QueryPool, "run", run)
+    return runs
+
+
+def test_a_small_job_runs_in_one_child_without_a_pool(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    db = _database(tmp_path) / "shop" / "shop.sqlite"
+    monkeypatch.setattr(execution, "POOL_AFTER_S", 60.0)  # however loaded the machine is
+    runs = _pool_jobs(monkeypatch)
+    gold, pred = run_gold_and_predictions(
+        {"q1": (db, "SELECT name FROM item"), "q2": (db, "SELECT nope FROM item")},
+        {"q1": (db, "SELECT id FROM item"), "q2": (db, "SELECT 1")},
+        timeout=10,
+        workers=2,
+        cache_dir=tmp_path / "cache",
+    )
+    assert runs == []
+    assert isinstance(gold["q1"], Result) and gold["q1"].rows == [("a",), ("b",)]
+    assert isinstance(gold["q2"], EngineError) and "no such column" in str(gold["q2"])
+    assert isinstance(pred["q1"], Result) and pred["q1"].rows == [(1,), (2,)]
+
+
+def test_work_past_its_budget_goes_to_the_pool(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The first query alone outlasts the budget: the other ten run on the pool's workers.
+    db = _database(tmp_path) / "shop" / "shop.sqlite"
+    slow = counting_query(0.2, db)
+    monkeypatch.setattr(execution, "POOL_AFTER_S", 0.05)
+    runs = _pool_jobs(monkeypatch)
+    jobs = {"slow": (db, slow)} | {f"q{i}": (db, f"SELECT {i}") for i in range(10)}
+    gold, _ = run_gold_and_predictions(
+        jobs, {}, timeout=10, workers=2, cache_dir=tmp_path / "cache"
+    )
+    assert runs == [10]
+    assert all(isinstance(gold[f"q{i}"], Result) for i in range(10))
+    assert gold["q3"].rows == [(3,)]  # type: ignore[union-attr]
+
+
+def test_a_child_that_cannot_be_forked_costs_no_result(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A fork that fails (no memory, a process limit) leaves the queries to the pool's
+    # workers, which start their children from the forkserver.
+    from querybench.engines.isolated import QueryProcess
+
+    def refuse(self: QueryProcess) -> None:
+        raise OSError("fork: Resource temporarily unavailable")
+
+    monkeypatch.setattr(QueryProcess, "start", refuse)
+    db = _database(tmp_path) / "shop" / "shop.sqlite"
+    gold, pred = run_gold_and_predictions(
+        {"q": (db, "SELECT name FROM item")},
+        {"q": (db, "SELECT id FROM item")},
+        timeout=10,
+        workers=1,
+        cache_dir=tmp_path / "cache",
+    )
+    assert isinstance(gold["q"], Result) and gold["q"].rows == [("a",), ("b",)]
+    assert isinstance(pred["q"], Result) and pred["q"].rows == [(1,), (2,)]

@@ -305,11 +305,15 @@ def test_evaluate_spider1_tiny(tmp_path: Path) -> None:
         (0.0, "missing_prediction"),
     ]
     assert "nowhere" in (results[5].message or "")
-    # the gold results that ran are in the default cache, the failed gold is not
+    # the queries that ran are in the default cache: 3 distinct gold results, 5 distinct
+    # prediction results, and the gold's deterministic failure (no such column)
     store = sqlite3.connect(tmp_path / "default-cache" / "results" / "store.sqlite3")
-    (cached,) = store.execute("SELECT count(*) FROM results").fetchone()
+    values = [bytes(v) for (v,) in store.execute("SELECT value FROM results")]
     store.close()
-    assert cached == 3  # 3 distinct gold queries succeeded
+    assert sum(v.startswith(b"querybench result cache") for v in values) == 8
+    assert [v for v in values if v.startswith(b"querybench error cache")] == [
+        b'querybench error cache v1\n{"class": "EngineError", "message": "no such column: nme"}'
+    ]
     assert all(r.difficulty is None and r.engine == "sqlite" for r in results)
 
 

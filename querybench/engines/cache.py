@@ -1,8 +1,12 @@
-"""Gold results computed once and kept on disk, keyed by content rather than by name.
+"""Query outcomes (gold and predictions) computed once and kept on disk, keyed by content.
 
-The key is sha256 of (engine kind, driver version, database file content hash, SQL text): a
-database file edited in place, or a driver upgrade that could change results, is a new key.
-Only successful results are stored; errors (timeouts above all) are always recomputed.
+The key is sha256 of (engine kind, driver version, result byte cap, database file content
+hash, SQL text): a database file edited in place, or a driver upgrade that could change
+results, is a new key. A successful result is whole (a capped query fails instead), so it
+serves any row cap it fits under, checked on read. Besides results, `get_outcomes` /
+`put_outcomes` keep a query's deterministic failure (bad SQL, a refused statement) with its
+exact message, under a key that adds the row cap (a query can fail past row n only when it gets
+there); a timeout, a cap, a killed or crashed child, anything environmental is never stored.
 
 Every entry lives in one SQLite file (`<cache>/results/store.sqlite3`, WAL mode): a run reads
 all its gold in one query and writes what it computed in one transaction, where one file per
@@ -19,12 +23,10 @@ The content hash of a database file is remembered in the store too, by the file'
 from __future__ import annotations
 
 import hashlib
-import io
 import json
 import os
 import pickle
 import sqlite3
-import sys
 import threading
 import warnings
 from collections.abc import Callable, Iterable
@@ -32,7 +34,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from querybench.engines import Target, parse_target
-from querybench.engines.base import Result
+from querybench.engines.base import Result, max_result_bytes
+from querybench.engines.cache_values import (
+    Outcome,
+    dump_error,
+    dump_result,
+    load_outcome,
+    load_result,
+    storable_error,
+)
 from querybench.errors import EngineError
 
 if TYPE_CHECKING:  # the pool (and multiprocessing) loads only when a query must run
@@ -49,20 +59,6 @@ def _log() -> logging.Logger:
     return logging.getLogger(__name__)
 
 
-_MAGIC = b"querybench result cache v1\n"
-_SAFE_GLOBALS = frozenset(
-    {
-        ("decimal", "Decimal"),
-        ("datetime", "date"),
-        ("datetime", "datetime"),
-        ("datetime", "time"),
-        ("datetime", "timedelta"),
-        ("datetime", "timezone"),
-        ("uuid", "UUID"),
-        ("uuid", "SafeUUID"),
-        ("zoneinfo", "ZoneInfo"),
-    }
-)
 _CHUNK = 1 << 20
 _STORE = "store.sqlite3"
 _SCHEMA = (
@@ -127,11 +123,28 @@ class ResultCache:
         self._new_fingerprints: dict[str, str] = {}  # identity -> sha256, not yet stored
 
     def key(self, database: str | Path, sql: str) -> str:
-        target = self._targets.get(str(database))
-        if target is None:
-            target = self._targets[str(database)] = parse_target(database)
-        parts = [target.kind, _driver_version(target.kind), self._fingerprint(target.path), sql]
-        return hashlib.sha256(json.dumps(parts).encode()).hexdigest()
+        return self._key(database, sql, [])
+
+    def _key(
+        self,
+        database: str | Path,
+        sql: str,
+        more: list[object],
+        seen: dict[str, list[object]] | None = None,
+    ) -> str:
+        """The key; `seen` keeps each database's part across one bulk call (one `stat` of the
+        file per call, not per query)."""
+        parts = None if seen is None else seen.get(str(database))
+        if parts is None:
+            target = self._targets.get(str(database))
+            if target is None:
+                target = self._targets[str(database)] = parse_target(database)
+            kind = target.kind
+            fingerprint = self._fingerprint(target.path)
+            parts = [kind, _driver_version(kind), max_result_bytes(), fingerprint]
+            if seen is not None:
+                seen[str(database)] = parts
+        return hashlib.sha256(json.dumps([*parts, sql, *more]).encode()).hexdigest()
 
     def get(self, database: str | Path, sql: str) -> Result | None:
         key = self.key(database, sql)
@@ -149,6 +162,50 @@ class ResultCache:
         found = self._read(list(keys))
         return {query: found[key] for key, same in keys.items() if key in found for query in same}
 
+    def get_outcomes(self, queries: Iterable[Q], *, max_rows: int | None) -> dict[Q, Outcome]:
+        """`get_many` with the stored failures too, for queries run under `max_rows`: a
+        result with more rows than that is left out (the capped query would fail)."""
+        keys: dict[str, list[Q]] = {}
+        seen: dict[str, list[object]] = {}
+        for query in queries:
+            try:
+                database, sql = query
+                keys.setdefault(self._key(database, sql, [], seen), []).append(query)
+                failed = self._key(database, sql, ["error", max_rows], seen)
+                keys.setdefault(failed, []).append(query)
+            except (EngineError, OSError):
+                continue
+        rows = self._select("SELECT key, value FROM results WHERE key IN", list(keys))
+        found: dict[Q, Outcome] = {}
+        for key, data in rows.items():
+            value = load_outcome(data) if isinstance(data, bytes) else None
+            if isinstance(value, Result) and max_rows is not None and len(value.rows) > max_rows:
+                continue
+            if value is not None:
+                found |= dict.fromkeys(keys[key], value)
+        return found
+
+    def put_outcomes(
+        self, items: Iterable[tuple[Query, Outcome]], *, max_rows: int | None, max_bytes: int
+    ) -> None:
+        """`put_many` of results and deterministic failures (`storable_error`) run under
+        `max_rows`; an entry over `max_bytes`, or of a database that cannot be fingerprinted
+        (a server, a file gone), is left out."""
+        rows = []
+        seen: dict[str, list[object]] = {}
+        for (database, sql), outcome in items:
+            try:
+                if isinstance(outcome, Result):
+                    data = dump_result(outcome)
+                    if len(data) <= max_bytes:
+                        rows.append((self._key(database, sql, [], seen), data))
+                elif storable_error(outcome):
+                    key = self._key(database, sql, ["error", max_rows], seen)
+                    rows.append((key, dump_error(outcome)))
+            except (pickle.PicklingError, TypeError, AttributeError, EngineError, OSError):
+                continue
+        self._write(rows)
+
     def put(self, database: str | Path, sql: str, result: Result) -> None:
         self.put_many([((database, sql), result)])
 
@@ -157,12 +214,16 @@ class ResultCache:
         left out. Raises `OSError` when the store cannot be written, `EngineError` when a
         database cannot be fingerprinted (nothing is written then)."""
         rows = []
+        seen: dict[str, list[object]] = {}
         for (database, sql), result in items:
             try:
-                data = _dump(result)
+                data = dump_result(result)
             except (pickle.PicklingError, TypeError, AttributeError):
                 continue
-            rows.append((self.key(database, sql), data))
+            rows.append((self._key(database, sql, [], seen), data))
+        self._write(rows)
+
+    def _write(self, rows: list[tuple[str, bytes]]) -> None:
         if not rows and not self._new_fingerprints:
             return
         with self._lock:
@@ -242,7 +303,7 @@ class ResultCache:
         rows = self._select("SELECT key, value FROM results WHERE key IN", keys)
         found = {}
         for key, data in rows.items():
-            result = _load(data) if isinstance(data, bytes) else None
+            result = load_result(data) if isinstance(data, bytes) else None
             if result is not None:
                 found[key] = result
         return found
@@ -305,41 +366,3 @@ def _driver_version(kind: str) -> str:
     import duckdb
 
     return str(duckdb.__version__)
-
-
-class _Pickler(pickle.Pickler):
-    def reducer_override(self, obj: Any) -> Any:
-        # ZoneInfo pickles through `getattr`, which the safe loader must not allow. No zone
-        # exists before zoneinfo is imported: importing it here would cost every eval 3 ms.
-        zoneinfo = sys.modules.get("zoneinfo")
-        if zoneinfo is not None and isinstance(obj, zoneinfo.ZoneInfo):
-            return zoneinfo.ZoneInfo, (obj.key,)
-        return NotImplemented
-
-
-class _SafeUnpickler(pickle.Unpickler):
-    def find_class(self, module: str, name: str) -> Any:
-        if (module, name) not in _SAFE_GLOBALS:
-            raise pickle.UnpicklingError(f"{module}.{name} is not allowed in the result cache")
-        return super().find_class(module, name)
-
-
-def _dump(result: Result) -> bytes:
-    buffer = io.BytesIO()
-    buffer.write(_MAGIC)
-    payload = (list(result.columns), result.rows, result.elapsed_s, result.extra)
-    _Pickler(buffer, protocol=5).dump(payload)
-    return buffer.getvalue()
-
-
-def _load(data: bytes) -> Result | None:
-    """The stored result, or None for anything that is not a well-formed cache file."""
-    if not data.startswith(_MAGIC):
-        return None
-    try:
-        columns, rows, elapsed_s, extra = _SafeUnpickler(io.BytesIO(data[len(_MAGIC) :])).load()
-        if not (isinstance(columns, list) and isinstance(rows, list) and isinstance(extra, dict)):
-            return None
-        return Result(tuple(columns), rows, float(elapsed_s), {**extra, "cached": True})
-    except Exception:
-        return None

@@ -9,6 +9,7 @@ shared between threads.
 
 from __future__ import annotations
 
+import itertools
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator
@@ -71,6 +72,7 @@ class QueryPool:
         self._local = threading.local()
         self._all_open: set[QueryProcess] = set()
         self._all_open_lock = threading.Lock()
+        self._spare: list[QueryProcess] | None = None  # children started before the workers
 
     def __enter__(self) -> QueryPool:
         return self
@@ -78,18 +80,24 @@ class QueryPool:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def run(self, jobs: Iterable[QueryJob]) -> Iterator[QueryOutcome]:
-        """Outcomes as jobs finish; `jobs` is read lazily, a few ahead of the workers."""
-        in_flight: set[Future[QueryOutcome]] = set()
+    def run(self, jobs: Iterable[QueryJob], *, batch: int = 1) -> Iterator[QueryOutcome]:
+        """Outcomes as jobs finish; `jobs` is read lazily, a few ahead of the workers.
+
+        A worker takes `batch` jobs at a time and runs them one after the other, each timed
+        from its own start: many short queries then cost one hand-off between threads per
+        batch rather than per query (at half a millisecond each under load, more than the
+        queries themselves)."""
+        in_flight: set[Future[list[QueryOutcome]]] = set()
+        self._start_children()
         try:
-            for job in jobs:
-                in_flight.add(self._executor.submit(self._run_job, job))
+            for chunk in _chunks(jobs, max(1, batch)):
+                in_flight.add(self._executor.submit(self._run_jobs, chunk))
                 if len(in_flight) >= 2 * self.workers:
                     done, in_flight = wait(in_flight, return_when=FIRST_COMPLETED)
-                    yield from (future.result() for future in done)
+                    yield from (outcome for future in done for outcome in future.result())
             while in_flight:
                 done, in_flight = wait(in_flight, return_when=FIRST_COMPLETED)
-                yield from (future.result() for future in done)
+                yield from (outcome for future in done for outcome in future.result())
         finally:
             for future in in_flight:  # the caller stopped early
                 future.cancel()
@@ -107,6 +115,49 @@ class QueryPool:
         for process in processes:
             process.close()
 
+    def _start_children(self) -> None:
+        """On the first run, one child per worker started from the calling thread before any
+        worker thread exists, so that they can be forked from this process (`start`); a
+        worker that finds none (or needs another after a kill) starts its own."""
+        if self._spare is not None:
+            return
+        self._spare = []
+        if threading.active_count() > 1:
+            return  # they would come from the forkserver anyway: leave them to the workers
+        for _ in range(self.workers):
+            process = QueryProcess(open_databases=self._open_per_worker)
+            with self._all_open_lock:
+                self._all_open.add(process)
+            self._spare.append(process)
+            try:
+                process.start()
+            except Exception:  # the worker retries on its first job, and reports it there
+                continue
+
+    def _run_jobs(self, jobs: list[QueryJob]) -> list[QueryOutcome]:
+        """The jobs in order, each run of them on one database sent to the child at once."""
+        outcomes = []
+        for _, same in itertools.groupby(jobs, key=lambda job: str(job.database)):
+            run = list(same)
+            if len(run) == 1:
+                outcomes.append(self._run_job(run[0]))
+                continue
+            try:
+                engine = self._engine_for(run[0].database)
+                values = engine.execute_many(
+                    [job.sql for job in run], timeout=self.timeout, max_rows=self.max_rows
+                )
+            except EngineError as exc:
+                values = [exc] * len(run)
+            except Exception as exc:  # a bug in one batch must not take the others down
+                values = [_unexpected(exc)] * len(run)
+            for job, value in zip(run, values, strict=True):
+                if isinstance(value, Result):
+                    outcomes.append(QueryOutcome(job.key, value, None))
+                else:
+                    outcomes.append(QueryOutcome(job.key, None, value))
+        return outcomes
+
     def _run_job(self, job: QueryJob) -> QueryOutcome:
         try:
             engine = self._engine_for(job.database)
@@ -117,13 +168,16 @@ class QueryPool:
         except Exception as exc:  # a bug in one job must not take the others down
             return QueryOutcome(job.key, None, _unexpected(exc))
 
-    def _engine_for(self, database: str | Path) -> Engine:
+    def _engine_for(self, database: str | Path) -> IsolatedEngine:
         engines: OrderedDict[str, IsolatedEngine] | None = getattr(self._local, "engines", None)
         if engines is None:
             engines = self._local.engines = OrderedDict()
-            self._local.process = QueryProcess(open_databases=self._open_per_worker)
             with self._all_open_lock:
-                self._all_open.add(self._local.process)
+                spare = self._spare.pop() if self._spare else None
+                if spare is None:
+                    spare = QueryProcess(open_databases=self._open_per_worker)
+                    self._all_open.add(spare)
+            self._local.process = spare
         name = str(database)
         engine = engines.get(name)
         if engine is not None:
@@ -156,6 +210,12 @@ def run_one(
             return QueryOutcome(key, None, exc)
         except Exception as exc:
             return QueryOutcome(key, None, _unexpected(exc))
+
+
+def _chunks(jobs: Iterable[QueryJob], size: int) -> Iterator[list[QueryJob]]:
+    iterator = iter(jobs)
+    while chunk := list(itertools.islice(iterator, size)):
+        yield chunk
 
 
 def _unexpected(exc: Exception) -> EngineError:

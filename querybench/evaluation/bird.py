@@ -41,6 +41,7 @@ from querybench.evaluation.detail import Difference, Shape, VerdictDetail
 from querybench.evaluation.execution import run_gold_and_predictions
 from querybench.evaluation.prediction_file import ReadLimits, read_prediction_text
 from querybench.evaluation.record import InstanceResult, OnResult
+from querybench.evaluation.row_keys import hash_safe
 from querybench.evaluation.sql_extract import extract_sql
 from querybench.evaluation.verdict import (
     BAD_PREDICTION_FILE,
@@ -78,7 +79,10 @@ class BirdPrediction:
 def bird_result_match(gold_rows: Sequence[Row], pred_rows: Sequence[Row]) -> bool:
     """The official comparison: the same set of rows (order and duplicates ignored)."""
     # The very same rows (one query shared by gold and prediction) are their own set.
-    return pred_rows is gold_rows or set(pred_rows) == set(gold_rows)
+    if pred_rows is gold_rows:
+        return True
+    gold, pred = hash_safe(gold_rows, pred_rows)
+    return set(pred) == set(gold)
 
 
 def is_trivial_result(rows: Iterable[Row]) -> bool:
@@ -175,7 +179,8 @@ def bird_verdict(
         )
     if bird_result_match(gold.rows, pred.rows):
         return Verdict.ok()
-    gold_distinct, pred_distinct = len(set(gold.rows)), len(set(pred.rows))
+    gold_rows, pred_rows = hash_safe(gold.rows, pred.rows)
+    gold_distinct, pred_distinct = len(set(gold_rows)), len(set(pred_rows))
     return Verdict.fail(
         WRONG_RESULT,
         f"different row sets: gold {gold_distinct} distinct rows, prediction {pred_distinct}",

@@ -1,8 +1,9 @@
-"""Running gold and predicted SQL together: one pool, gold results from the on-disk cache."""
+"""Running gold and predicted SQL together: outcomes from the on-disk cache, the rest run once."""
 
 from __future__ import annotations
 
 import math
+import time
 import warnings
 from collections.abc import Callable
 from pathlib import Path
@@ -18,6 +19,11 @@ Jobs = dict[str, tuple[str | Path, str]]  # key -> (database file or server URL,
 Outcomes = dict[str, Result | EngineError]
 Query = tuple[str, str]  # (database, SQL) as text: what makes two jobs the same query
 
+MAX_ROWS = 1_000_000  # the row cap of every query run here (the pool's default)
+MAX_ENTRY_BYTES = 16 * 1024**2  # the largest prediction result kept in the cache
+BATCH = 16  # the most queries a pool worker takes at a time
+POOL_AFTER_S = 0.05  # a job's queries run in one child until they take this long, then on a pool
+
 
 def run_gold_and_predictions(
     gold_jobs: Jobs,
@@ -30,37 +36,42 @@ def run_gold_and_predictions(
 ) -> tuple[Outcomes, Outcomes]:
     """Run gold and prediction jobs on one pool; the outcome of each, by key.
 
-    Gold results come from the result cache when it has them (`cache_dir`, default
-    `$QUERYBENCH_CACHE` or ~/.cache/querybench) and are stored there once computed (database
-    files only: a server has no content to key them by). Each distinct query (database, SQL
-    text) runs once: a prediction that is its gold's very text shares the gold's outcome,
-    cached or not, as running it again would return the same rows. The one exception is a
-    result holding a float NaN, which equals no other NaN: the official scripts run the two
-    queries apart and find them different, so such a prediction runs on its own. `on_query`
-    is called after each query that ran (progress).
+    Gold and prediction outcomes come from the result cache when it has them (`cache_dir`,
+    default `$QUERYBENCH_CACHE` or ~/.cache/querybench) and are stored there once computed
+    (database files only: a server has no content to key them by); a prediction's result over
+    `MAX_ENTRY_BYTES` is not stored, nor is any failure but a deterministic one. So a warm
+    re-score runs no query. Each distinct query (database, SQL text) runs once: a prediction
+    that is its gold's very text shares the gold's outcome, as running it again would return
+    the same rows. The one exception is a result holding a float NaN, which equals no other
+    NaN: the official scripts run the two queries apart and find them different, so such a
+    prediction gets rows of its own. `on_query` is called after each query that ran.
     """
     from querybench.engines.cache import ResultCache
 
     cache = ResultCache(cache_dir)
-    gold_queries = {key: _query(job) for key, job in gold_jobs.items()}
-    pred_queries = {key: _query(job) for key, job in pred_jobs.items()}
-    gold_distinct = list(dict.fromkeys(gold_queries.values()))
-    pred_distinct = list(dict.fromkeys(pred_queries.values()))
-    # One read of the store; a database that cannot be fingerprinted is left to the pool,
-    # which reports its error.
-    known: dict[Query, Result | EngineError] = dict(cache.get_many(gold_distinct))
-    gold_to_run = [q for q in gold_distinct if q not in known]
-    shared = set(gold_distinct)
-    pred_to_run = [q for q in pred_distinct if q not in shared]
-    for query, value in _run(gold_to_run + pred_to_run, timeout, workers, on_query).items():
-        known[query] = value
-    _store(cache, [(q, v) for q in gold_to_run if isinstance(v := known[q], Result)])
-    gold = {key: known[query] for key, query in gold_queries.items()}
-    pred = {key: known[query] for key, query in pred_queries.items()}
-    again = [q for q in pred_distinct if q in shared and _has_nan(known[q])]
-    if again:
-        rerun = _run(again, timeout, workers, on_query)
-        pred |= {key: rerun[query] for key, query in pred_queries.items() if query in rerun}
+    try:
+        gold_queries = {key: _query(job) for key, job in gold_jobs.items()}
+        pred_queries = {key: _query(job) for key, job in pred_jobs.items()}
+        distinct = list(dict.fromkeys([*gold_queries.values(), *pred_queries.values()]))
+        # One read of the store; a database that cannot be fingerprinted is left to the pool,
+        # which reports its error.
+        known = cache.get_outcomes(distinct, max_rows=MAX_ROWS)
+        to_run = [q for q in distinct if q not in known]
+        computed = _run(to_run, timeout, workers, on_query)
+        known |= computed
+        _store(cache, list(computed.items()))
+        gold = {key: known[query] for key, query in gold_queries.items()}
+        pred = {key: known[query] for key, query in pred_queries.items()}
+        shared = set(gold_queries.values())
+        again = [
+            q for q in dict.fromkeys(pred_queries.values()) if q in shared and _has_nan(known[q])
+        ]
+        if again:  # their own copy of the rows: read again from the store, else run again
+            fresh = cache.get_outcomes(again, max_rows=MAX_ROWS)
+            fresh |= _run([q for q in again if q not in fresh], timeout, workers, on_query)
+            pred |= {key: fresh[query] for key, query in pred_queries.items() if query in fresh}
+    finally:
+        cache.close()
     return gold, pred
 
 
@@ -74,37 +85,88 @@ def _run(
     workers: int,
     on_query: Callable[[], None] | None,
 ) -> dict[Query, Result | EngineError]:
-    """Each query's outcome; no pool is started when there is nothing to run."""
+    """Each query's outcome: in one child driven from this thread while the work stays under
+    `POOL_AFTER_S` (no worker threads for a small job: they cost more than its queries), the
+    rest on a pool of `workers`."""
     if not queries:
         return {}
+    ordered = sorted(queries, key=lambda query: query[0])  # a batch stays on one database
+    out: dict[Query, Result | EngineError] = {}
+    try:
+        rest = _run_while_small(ordered, timeout, out, on_query)
+    except Exception:  # no child could be started here: the pool reports it query by query
+        rest = [query for query in ordered if query not in out]
+    if not rest:
+        return out
     from querybench.engines.pool import QueryJob, QueryPool
 
-    jobs = [QueryJob(str(i), db, sql) for i, (db, sql) in enumerate(queries)]
-    out: dict[Query, Result | EngineError] = {}
-    with QueryPool(workers=workers, timeout=timeout) as pool:
-        for outcome in pool.run(jobs):
+    jobs = [QueryJob(str(i), db, sql) for i, (db, sql) in enumerate(rest)]
+    with QueryPool(workers=workers, timeout=timeout, max_rows=MAX_ROWS) as pool:
+        for outcome in pool.run(jobs, batch=_batch(len(jobs), workers)):
             value = outcome.result or outcome.error or EngineError("no outcome from the pool")
-            out[queries[int(outcome.key)]] = value
+            out[rest[int(outcome.key)]] = value
             if on_query is not None:
                 on_query()
     return out
 
 
-def _store(cache: ResultCache, computed: list[tuple[Query, Result]]) -> None:
-    """The computed gold results in one write; a server URL has no content to key by."""
-    files = []
-    for query, result in computed:
-        try:
-            cache.key(*query)
-        except (EngineError, OSError):
-            continue  # a server URL (or a database gone since): nothing cached
-        files.append((query, result))
+def _run_while_small(
+    queries: list[Query],
+    timeout: float | None,
+    out: dict[Query, Result | EngineError],
+    on_query: Callable[[], None] | None,
+) -> list[Query]:
+    """Run `queries` in order in one child (each timed from its own start, as on the pool),
+    in batches sized to what is left of `POOL_AFTER_S` at their pace so far, into `out`;
+    the queries not run once that time is spent."""
+    from querybench.engines.isolated import QueryProcess
+
+    done = 0
+    opened: dict[str, EngineError | None] = {}
+    with QueryProcess() as process:
+        process.start()
+        start = time.monotonic()
+        while done < len(queries) and (spent := time.monotonic() - start) < POOL_AFTER_S:
+            pace = spent / done if done else POOL_AFTER_S
+            size = max(1, min(BATCH, int((POOL_AFTER_S - spent) / max(pace, 1e-6))))
+            database = queries[done][0]
+            end = done + 1
+            while end < min(len(queries), done + size) and queries[end][0] == database:
+                end += 1
+            run = queries[done:end]
+            if database not in opened:
+                try:
+                    process.engine(database)
+                    opened[database] = None
+                except EngineError as exc:
+                    opened[database] = exc
+            failed = opened[database]
+            sqls = [sql for _, sql in run]
+            values = (
+                [failed] * len(run)
+                if failed is not None
+                else process.execute_many(database, sqls, timeout=timeout, max_rows=MAX_ROWS)
+            )
+            for query, value in zip(run, values, strict=True):
+                out[query] = value
+                if on_query is not None:
+                    on_query()
+            done += len(run)
+    return queries[done:]
+
+
+def _batch(jobs: int, workers: int) -> int:
+    """Jobs per hand-off to a worker: a few batches per worker, so that one slow query holds
+    back only its own batch, at most `BATCH`."""
+    return max(1, min(BATCH, jobs // (4 * max(1, workers))))
+
+
+def _store(cache: ResultCache, computed: list[tuple[Query, Result | EngineError]]) -> None:
+    """The computed outcomes in one write (a server URL has no content to key them by)."""
     try:
-        cache.put_many(files)
-    except (EngineError, OSError) as exc:  # a read-only or full cache costs speed, not results
+        cache.put_outcomes(computed, max_rows=MAX_ROWS, max_bytes=MAX_ENTRY_BYTES)
+    except OSError as exc:  # a read-only or full cache costs speed, not results
         warnings.warn(f"result cache not written: {exc}", RuntimeWarning, stacklevel=3)
-    finally:
-        cache.close()
 
 
 def _has_nan(value: Result | EngineError) -> bool:

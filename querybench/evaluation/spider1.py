@@ -34,6 +34,7 @@ from querybench.evaluation.detail import Difference, Shape, VerdictDetail
 from querybench.evaluation.execution import Jobs, run_gold_and_predictions
 from querybench.evaluation.prediction_file import ReadLimits, read_prediction_text
 from querybench.evaluation.record import InstanceResult, OnResult
+from querybench.evaluation.row_keys import hash_safe
 from querybench.evaluation.verdict import (
     ENGINE_UNAVAILABLE,
     GOLD_ERROR,
@@ -203,7 +204,10 @@ def _same_unordered_rows(gold: Sequence[Row], pred: Sequence[Row], order_matters
     else:
         g = [tuple(sorted(row, key=_cell_key)) for row in gold]
         p = [tuple(sorted(row, key=_cell_key)) for row in pred]
-    return g == p if order_matters else set(g) == set(p)
+    if order_matters:
+        return g == p
+    g_safe, p_safe = hash_safe(g, p)
+    return set(g_safe) == set(p_safe)
 
 
 def _column_permutation_exists(
@@ -217,6 +221,7 @@ def _column_permutation_exists(
     one order is tried), and each partial assignment must already agree on the columns chosen.
     """
     width = len(gold[0])
+    gold, pred = hash_safe(gold, pred, columns=True)
     gold_cols = list(zip(*gold, strict=True))
     pred_cols = list(zip(*pred, strict=True))
     gold_sets = [set(col) for col in gold_cols]
