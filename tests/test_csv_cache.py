@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import gc
 import hashlib
 import io
 import math
@@ -294,3 +295,41 @@ def test_pruning_keeps_the_namespace_bounded(monkeypatch: pytest.MonkeyPatch) ->
     assert _stored_bytes("prediction") <= 400_000
     assert len(_entries("prediction")) < len(first)
     assert csv_cache.parse(tables[-1], "p.csv", "prediction").iloc[0, 0] == 5
+
+
+def test_a_prediction_of_its_gold_bytes_is_parsed_once(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    data = b"a,b\n1,x\n2,\n"
+    gold = tmp_path / "g.csv"
+    gold.write_bytes(data)
+    calls = _spy_parses(monkeypatch)
+    pred = csv_cache.parse(data, "p.csv", "prediction")
+    shared = csv_cache.read_result_file(gold, "gold")
+    assert calls == ["p.csv"]
+    assert shared is pred
+    assert_identical(read_result_csv(io.BytesIO(data)), pred)
+    assert _entries("gold") == _entries("prediction")  # the next run finds both stored
+    monkeypatch.setattr(csv_cache, "_stores", {})  # a new process: loaded, not parsed
+    csv_cache.read_result_file(gold, "gold")
+    assert calls == ["p.csv"]
+
+
+def test_only_this_process_s_parses_are_shared(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A frame loaded from one namespace's store is never another namespace's parse."""
+    data = b"a\n1\n"
+    csv_cache.parse(data, "p.csv", "prediction")
+    monkeypatch.setattr(csv_cache, "_parsed", type(csv_cache._parsed)())  # a new process
+    calls = _spy_parses(monkeypatch)
+    held = csv_cache.parse(data, "p.csv", "prediction")  # loaded from the store
+    csv_cache.parse(data, "g.csv", "gold")
+    assert calls == ["g.csv"]
+    assert held.iloc[0, 0] == 1
+
+
+def test_a_shared_parse_ends_with_its_last_holder(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls = _spy_parses(monkeypatch)
+    csv_cache.parse(b"a\n1\n", "p.csv", "prediction")  # held by no one
+    gc.collect()
+    csv_cache.parse(b"a\n1\n", "g.csv", "gold")
+    assert calls == ["p.csv", "g.csv"]

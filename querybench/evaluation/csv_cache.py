@@ -30,6 +30,7 @@ import pickle
 import sqlite3
 import threading
 import time
+import weakref
 from pathlib import Path
 from typing import Any, Literal
 
@@ -144,6 +145,13 @@ def _store(namespace: Namespace) -> _Store | None:
         return _stores[handle]
 
 
+# Frames parsed in this process, by key, while something still holds them: a prediction
+# whose bytes are its gold's (or two files of the same bytes) is parsed once. Only parses
+# go here, never entries loaded from a store, and a frame's columns are handed out
+# read-only (`column_arrays`), so whoever shares one sees exactly what the parser gave.
+_parsed: weakref.WeakValueDictionary[str, pd.DataFrame] = weakref.WeakValueDictionary()
+
+
 def read_result_file(path: Path, namespace: Namespace) -> ResultTable:
     """`large_result.read_result(path)`, a small file's parse taken from the cache."""
     if not enabled():
@@ -162,7 +170,8 @@ def read_result_file(path: Path, namespace: Namespace) -> ResultTable:
 
 
 def parse(data: Bytes, name: str, namespace: Namespace) -> pd.DataFrame:
-    """`read_result_csv` of these bytes (`name` is what errors say), from the cache if there.
+    """`read_result_csv` of these bytes (`name` is what errors say), from the cache if there,
+    or from this process's own parse of the same bytes.
 
     Errors are never cached: an unreadable file is parsed, and fails, every time.
     """
@@ -176,7 +185,10 @@ def parse(data: Bytes, name: str, namespace: Namespace) -> pd.DataFrame:
         if frame is not None:
             return frame
         log.debug("parsed-CSV cache entry %s is not valid; parsing %s again", key, name)
-    frame = read_result_csv(io.BytesIO(data), name=name)
+    frame = _parsed.get(key)
+    if frame is None:
+        frame = read_result_csv(io.BytesIO(data), name=name)
+        _parsed[key] = frame
     payload = _payload(frame, key)
     if payload is not None and store is not None:
         store.put(key, MAGIC + hashlib.sha256(payload).digest() + payload)
