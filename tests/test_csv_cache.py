@@ -333,3 +333,17 @@ def test_a_shared_parse_ends_with_its_last_holder(monkeypatch: pytest.MonkeyPatc
     gc.collect()
     csv_cache.parse(b"a\n1\n", "g.csv", "gold")
     assert calls == ["p.csv", "g.csv"]
+
+
+def test_is_stored_says_whether_a_file_s_parse_is_there(tmp_path: Path) -> None:
+    path = tmp_path / "p.csv"
+    path.write_bytes(b"a\n1\n")
+    assert csv_cache.is_stored(path, "prediction") is False
+    csv_cache.parse(b"a\n1\n", "p.csv", "prediction")
+    assert csv_cache.is_stored(path, "prediction") is True
+    assert csv_cache.is_stored(path, "gold") is False  # namespaces apart
+    (tmp_path / "link.csv").symlink_to(path)
+    os.mkfifo(tmp_path / "fifo.csv")
+    (tmp_path / "empty.csv").write_bytes(b"")
+    for name in ("link.csv", "fifo.csv", "empty.csv", "none.csv"):
+        assert csv_cache.is_stored(tmp_path / name, "prediction") is None  # cannot tell

@@ -28,6 +28,7 @@ import logging
 import os
 import pickle
 import sqlite3
+import stat
 import threading
 import time
 import weakref
@@ -96,6 +97,14 @@ class _Store:
             log.warning("parsed-CSV cache not read: %s", exc)
             return None
         return None if row is None else bytes(row[0])
+
+    def has(self, key: str) -> bool:
+        try:
+            with self.lock:
+                row = self.db.execute("SELECT 1 FROM entries WHERE key = ?", (key,)).fetchone()
+        except sqlite3.Error:
+            return False
+        return row is not None
 
     def put(self, key: str, entry: bytes) -> None:
         try:
@@ -193,6 +202,27 @@ def parse(data: Bytes, name: str, namespace: Namespace) -> pd.DataFrame:
     if payload is not None and store is not None:
         store.put(key, MAGIC + hashlib.sha256(payload).digest() + payload)
     return frame
+
+
+def is_stored(path: Path, namespace: Namespace) -> bool | None:
+    """Whether the namespace's store holds this file's parse; None when there is no telling
+    without more than a read of a small regular file (a FIFO or device is never waited on)."""
+    if not enabled() or (store := _store(namespace)) is None:
+        return None
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
+    except OSError:
+        return None
+    with open(fd, "rb") as f:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or not 0 < info.st_size < large_result.LARGE_FILE_BYTES:
+            return None
+        try:
+            data = f.read()
+        except OSError:
+            return None
+    key = hashlib.sha256(_KEY_PREFIX + data).hexdigest()
+    return store.has(key)
 
 
 def _payload(frame: pd.DataFrame, key: str) -> bytes | None:
