@@ -347,3 +347,75 @@ def test_is_stored_says_whether_a_file_s_parse_is_there(tmp_path: Path) -> None:
     (tmp_path / "empty.csv").write_bytes(b"")
     for name in ("link.csv", "fifo.csv", "empty.csv", "none.csv"):
         assert csv_cache.is_stored(tmp_path / name, "prediction") is None  # cannot tell
+
+
+def test_deferred_writes_store_every_entry_when_the_block_ends(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    calls = _spy_parses(monkeypatch)
+    with csv_cache.deferred_writes():
+        for k in range(5):
+            csv_cache.parse(b"a\n%d\n" % k, f"{k}.csv", "prediction")
+        assert _entries("prediction") == []  # nothing written yet
+        gc.collect()  # no parse held: the second read is the pending entry's
+        csv_cache.parse(b"a\n3\n", "again.csv", "prediction")
+        assert calls == [f"{k}.csv" for k in range(5)]
+    assert len(_entries("prediction")) == 5
+    monkeypatch.setattr(csv_cache, "_stores", {})  # a new process: all five are there
+    for k in range(5):
+        assert csv_cache.parse(b"a\n%d\n" % k, "p.csv", "prediction").iloc[0, 0] == k
+    assert len(calls) == 5
+
+
+def test_deferred_writes_are_written_when_the_block_fails() -> None:
+    with pytest.raises(RuntimeError), csv_cache.deferred_writes():
+        csv_cache.parse(b"a\n1\n", "p.csv", "prediction")
+        raise RuntimeError("scoring failed")
+    assert len(_entries("prediction")) == 1
+
+
+def test_deferred_writes_are_bounded_in_memory(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(csv_cache, "_PENDING_MAX_BYTES", 1)
+    with csv_cache.deferred_writes():
+        csv_cache.parse(b"a\n1\n", "p.csv", "prediction")
+        assert len(_entries("prediction")) == 1  # past the bound: written at once
+
+
+def test_a_fork_writes_its_own_pending_entries_never_its_parent_s() -> None:
+    import multiprocessing
+
+    context = multiprocessing.get_context("fork")
+    with csv_cache.deferred_writes():
+        csv_cache.parse(b"a\n1\n", "parent.csv", "prediction")  # pending in the parent
+        child = context.Process(target=_parse_deferred, args=(b"a\n2\n",))
+        child.start()
+        child.join(60)
+        assert child.exitcode == 0
+        child_s = sorted([_key(b"a\n2\n"), _key(b"a\n3\n")])
+        assert _entries("prediction") == child_s  # the child's, written by it
+    assert _entries("prediction") == sorted([_key(b"a\n1\n"), *child_s])
+
+
+def _key(data: bytes) -> str:
+    return hashlib.sha256(csv_cache._KEY_PREFIX + data).hexdigest()
+
+
+def _parse_deferred(data: bytes) -> None:
+    csv_cache.parse(b"a\n3\n", "c.csv", "prediction")  # not deferred: the parent's switch
+    with csv_cache.deferred_writes():
+        csv_cache.parse(data, "child.csv", "prediction")
+
+
+def test_a_shared_parse_stores_the_same_entry_in_both_namespaces(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    built: list[str] = []
+    real = csv_cache._payload
+    monkeypatch.setattr(csv_cache, "_payload", lambda f, k: built.append(k) or real(f, k))
+    with csv_cache.deferred_writes():
+        held = csv_cache.parse(b"a,b\n1,x\n", "p.csv", "prediction")
+        csv_cache.parse(b"a,b\n1,x\n", "g.csv", "gold")
+    assert len(built) == 1  # one entry made, for both
+    (key,) = _entries("gold")
+    assert _entry("gold", key) == _entry("prediction", key)
+    assert held.iloc[0, 1] == "x"

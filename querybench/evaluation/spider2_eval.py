@@ -133,7 +133,8 @@ def _exec_result_mode(job: _Job, ids: list[str], workers: int) -> Iterator[Insta
     """Score every task; with several workers and enough to read, chunks of tasks go to
     worker processes."""
     if workers <= 1 or not _worth_a_pool(job.pred_dir, ids):
-        yield from _score_ids(job, ids)
+        with csv_cache.deferred_writes():
+            yield from _score_ids(job, ids)
         return
     chunks = [ids[i : i + _CHUNK] for i in range(0, len(ids), _CHUNK)]
     context = multiprocessing.get_context("fork" if sys.platform == "linux" else "spawn")
@@ -226,7 +227,8 @@ def _adopt_job(job: _Job) -> None:
 
 def _score_chunk(ids: list[str]) -> list[InstanceResult]:
     assert _worker_job is not None, "worker started without its gold"
-    return list(_score_ids(_worker_job, ids))
+    with csv_cache.deferred_writes():
+        return list(_score_ids(_worker_job, ids))
 
 
 def _score_ids(job: _Job, ids: list[str]) -> Iterator[InstanceResult]:
