@@ -419,3 +419,14 @@ def test_a_shared_parse_stores_the_same_entry_in_both_namespaces(
     (key,) = _entries("gold")
     assert _entry("gold", key) == _entry("prediction", key)
     assert held.iloc[0, 1] == "x"
+
+
+def test_a_new_cache_folder_is_a_new_store(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    calls = _spy_parses(monkeypatch)
+    csv_cache.parse(b"a\n1\n", "p.csv", "prediction")
+    monkeypatch.setenv("QUERYBENCH_CACHE", str(tmp_path / "other"))
+    gc.collect()
+    csv_cache.parse(b"a\n1\n", "p.csv", "prediction")
+    assert calls == ["p.csv", "p.csv"]
+    assert csv_cache.store_path("prediction").parent.parent == tmp_path / "other"
+    assert len(_entries("prediction")) == 1

@@ -166,6 +166,7 @@ _SIZE_PRAGMAS = ("page_count", "page_size")
 _PENDING_MAX_BYTES = 16 << 20  # deferred entries held in memory before they are written
 _stores: dict[tuple[str, int], _Store | None] = {}
 _stores_lock = threading.Lock()
+_store_names: dict[tuple[str | None, str | None, str], str] = {}  # where the cache is -> file
 _deferring: int | None = None  # the process that is deferring its writes
 
 
@@ -210,10 +211,13 @@ def _own_stores() -> list[_Store]:
 def _store(namespace: Namespace) -> _Store | None:
     """This process's connection to the namespace's store (a forked worker opens its own:
     a SQLite connection must not cross a fork); None when the store cannot be opened."""
-    path = store_path(namespace)
-    handle = (str(path), os.getpid())
+    where = (os.environ.get("QUERYBENCH_CACHE"), os.environ.get("HOME"), namespace)
+    if (name := _store_names.get(where)) is None:  # a path built per file cost 20 µs each
+        name = _store_names[where] = str(store_path(namespace))
+    handle = (name, os.getpid())
     with _stores_lock:
         if handle not in _stores:
+            path = Path(name)
             try:
                 _stores[handle] = _Store(path)
             except (OSError, sqlite3.Error) as exc:
