@@ -430,3 +430,19 @@ def test_a_new_cache_folder_is_a_new_store(monkeypatch: pytest.MonkeyPatch, tmp_
     assert calls == ["p.csv", "p.csv"]
     assert csv_cache.store_path("prediction").parent.parent == tmp_path / "other"
     assert len(_entries("prediction")) == 1
+
+
+def test_a_store_that_refuses_the_deferred_write_costs_nothing_but_speed(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    csv_cache.parse(b"a\n0\n", "first.csv", "prediction")  # the store exists
+    store = csv_cache._store("prediction")
+    assert store is not None
+    path = csv_cache.store_path("prediction")
+    with csv_cache.deferred_writes():
+        frame = csv_cache.parse(b"a\n1\n", "p.csv", "prediction")
+        store.db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, isolation_level=None)
+    assert frame.iloc[0, 0] == 1
+    assert "not written" in caplog.text
+    assert store.pending == {}
+    assert len(_entries("prediction")) == 1  # the first only
