@@ -446,3 +446,32 @@ def test_a_store_that_refuses_the_deferred_write_costs_nothing_but_speed(
     assert "not written" in caplog.text
     assert store.pending == {}
     assert len(_entries("prediction")) == 1  # the first only
+
+
+def test_deferred_blocks_of_two_threads_end_deferring_when_both_end() -> None:
+    a_open, b_open, a_closed = threading.Event(), threading.Event(), threading.Event()
+    seen_inside: list[list[str]] = []
+
+    def a() -> None:
+        with csv_cache.deferred_writes():
+            a_open.set()
+            b_open.wait(10)
+        a_closed.set()
+
+    def b() -> None:
+        a_open.wait(10)
+        with csv_cache.deferred_writes():
+            b_open.set()
+            a_closed.wait(10)  # a's block ends inside b's: still deferring
+            csv_cache.parse(b"a\n1\n", "b.csv", "prediction")
+            seen_inside.append(_entries("prediction"))
+
+    threads = [threading.Thread(target=a), threading.Thread(target=b)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    assert seen_inside == [[]]
+    assert len(_entries("prediction")) == 1  # written when the last block ended
+    csv_cache.parse(b"a\n2\n", "after.csv", "prediction")  # no block open: written at once
+    assert len(_entries("prediction")) == 2

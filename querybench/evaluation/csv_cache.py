@@ -121,7 +121,7 @@ class _Store:
         with self.lock:
             self.pending[key] = entry
             self.pending_bytes += len(entry)
-            if _deferring != os.getpid() or self.pending_bytes >= _PENDING_MAX_BYTES:
+            if not _deferring() or self.pending_bytes >= _PENDING_MAX_BYTES:
                 self._write_pending()
 
     def flush(self) -> None:
@@ -167,23 +167,33 @@ _PENDING_MAX_BYTES = 16 << 20  # deferred entries held in memory before they are
 _stores: dict[tuple[str, int], _Store | None] = {}
 _stores_lock = threading.Lock()
 _store_names: dict[tuple[str | None, str | None, str], str] = {}  # where the cache is -> file
-_deferring: int | None = None  # the process that is deferring its writes
+_deferral = (0, 0)  # (the process, its open `deferred_writes` blocks, in any thread)
+_deferral_lock = threading.Lock()
 
 
 @contextlib.contextmanager
 def deferred_writes() -> Iterator[None]:
-    """New entries written together when the block ends (or past `_PENDING_MAX_BYTES`), not
-    one transaction each: what a run scoring hundreds of files wraps its reads in. In a fork
-    of a deferring process, writes go through until its own block, which writes its own."""
-    global _deferring
-    outer = _deferring
-    _deferring = os.getpid()
+    """New entries written together when the last open block ends (or past
+    `_PENDING_MAX_BYTES`), not one transaction each: what a run scoring hundreds of files wraps
+    its reads in. A fork of a deferring process writes through until it opens its own block."""
+    global _deferral
+    pid = os.getpid()
+    with _deferral_lock:
+        owner, depth = _deferral
+        _deferral = (pid, depth + 1 if owner == pid else 1)
     try:
         yield
     finally:
-        _deferring = outer
-        if outer != os.getpid():
+        with _deferral_lock:
+            owner, depth = _deferral
+            _deferral = (owner, depth - 1)
+        if depth == 1:
             flush()
+
+
+def _deferring() -> bool:
+    owner, depth = _deferral
+    return owner == os.getpid() and depth > 0
 
 
 def flush() -> None:
