@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import gc
 import hashlib
 import io
 import math
@@ -294,3 +295,183 @@ def test_pruning_keeps_the_namespace_bounded(monkeypatch: pytest.MonkeyPatch) ->
     assert _stored_bytes("prediction") <= 400_000
     assert len(_entries("prediction")) < len(first)
     assert csv_cache.parse(tables[-1], "p.csv", "prediction").iloc[0, 0] == 5
+
+
+def test_a_prediction_of_its_gold_bytes_is_parsed_once(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    data = b"a,b\n1,x\n2,\n"
+    gold = tmp_path / "g.csv"
+    gold.write_bytes(data)
+    calls = _spy_parses(monkeypatch)
+    pred = csv_cache.parse(data, "p.csv", "prediction")
+    shared = csv_cache.read_result_file(gold, "gold")
+    assert calls == ["p.csv"]
+    assert shared is pred
+    assert_identical(read_result_csv(io.BytesIO(data)), pred)
+    assert _entries("gold") == _entries("prediction")  # the next run finds both stored
+    monkeypatch.setattr(csv_cache, "_stores", {})  # a new process: loaded, not parsed
+    csv_cache.read_result_file(gold, "gold")
+    assert calls == ["p.csv"]
+
+
+def test_only_this_process_s_parses_are_shared(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A frame loaded from one namespace's store is never another namespace's parse."""
+    data = b"a\n1\n"
+    csv_cache.parse(data, "p.csv", "prediction")
+    monkeypatch.setattr(csv_cache, "_parsed", type(csv_cache._parsed)())  # a new process
+    calls = _spy_parses(monkeypatch)
+    held = csv_cache.parse(data, "p.csv", "prediction")  # loaded from the store
+    csv_cache.parse(data, "g.csv", "gold")
+    assert calls == ["g.csv"]
+    assert held.iloc[0, 0] == 1
+
+
+def test_a_shared_parse_ends_with_its_last_holder(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls = _spy_parses(monkeypatch)
+    csv_cache.parse(b"a\n1\n", "p.csv", "prediction")  # held by no one
+    gc.collect()
+    csv_cache.parse(b"a\n1\n", "g.csv", "gold")
+    assert calls == ["p.csv", "g.csv"]
+
+
+def test_is_stored_says_whether_a_file_s_parse_is_there(tmp_path: Path) -> None:
+    path = tmp_path / "p.csv"
+    path.write_bytes(b"a\n1\n")
+    assert csv_cache.is_stored(path, "prediction") is False
+    csv_cache.parse(b"a\n1\n", "p.csv", "prediction")
+    assert csv_cache.is_stored(path, "prediction") is True
+    assert csv_cache.is_stored(path, "gold") is False  # namespaces apart
+    (tmp_path / "link.csv").symlink_to(path)
+    os.mkfifo(tmp_path / "fifo.csv")
+    (tmp_path / "empty.csv").write_bytes(b"")
+    for name in ("link.csv", "fifo.csv", "empty.csv", "none.csv"):
+        assert csv_cache.is_stored(tmp_path / name, "prediction") is None  # cannot tell
+
+
+def test_deferred_writes_store_every_entry_when_the_block_ends(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    calls = _spy_parses(monkeypatch)
+    with csv_cache.deferred_writes():
+        for k in range(5):
+            csv_cache.parse(b"a\n%d\n" % k, f"{k}.csv", "prediction")
+        assert _entries("prediction") == []  # nothing written yet
+        gc.collect()  # no parse held: the second read is the pending entry's
+        csv_cache.parse(b"a\n3\n", "again.csv", "prediction")
+        assert calls == [f"{k}.csv" for k in range(5)]
+    assert len(_entries("prediction")) == 5
+    monkeypatch.setattr(csv_cache, "_stores", {})  # a new process: all five are there
+    for k in range(5):
+        assert csv_cache.parse(b"a\n%d\n" % k, "p.csv", "prediction").iloc[0, 0] == k
+    assert len(calls) == 5
+
+
+def test_deferred_writes_are_written_when_the_block_fails() -> None:
+    with pytest.raises(RuntimeError), csv_cache.deferred_writes():
+        csv_cache.parse(b"a\n1\n", "p.csv", "prediction")
+        raise RuntimeError("scoring failed")
+    assert len(_entries("prediction")) == 1
+
+
+def test_deferred_writes_are_bounded_in_memory(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(csv_cache, "_PENDING_MAX_BYTES", 1)
+    with csv_cache.deferred_writes():
+        csv_cache.parse(b"a\n1\n", "p.csv", "prediction")
+        assert len(_entries("prediction")) == 1  # past the bound: written at once
+
+
+def test_a_fork_writes_its_own_pending_entries_never_its_parent_s() -> None:
+    import multiprocessing
+
+    context = multiprocessing.get_context("fork")
+    with csv_cache.deferred_writes():
+        csv_cache.parse(b"a\n1\n", "parent.csv", "prediction")  # pending in the parent
+        child = context.Process(target=_parse_deferred, args=(b"a\n2\n",))
+        child.start()
+        child.join(60)
+        assert child.exitcode == 0
+        child_s = sorted([_key(b"a\n2\n"), _key(b"a\n3\n")])
+        assert _entries("prediction") == child_s  # the child's, written by it
+    assert _entries("prediction") == sorted([_key(b"a\n1\n"), *child_s])
+
+
+def _key(data: bytes) -> str:
+    return hashlib.sha256(csv_cache._KEY_PREFIX + data).hexdigest()
+
+
+def _parse_deferred(data: bytes) -> None:
+    csv_cache.parse(b"a\n3\n", "c.csv", "prediction")  # not deferred: the parent's switch
+    with csv_cache.deferred_writes():
+        csv_cache.parse(data, "child.csv", "prediction")
+
+
+def test_a_shared_parse_stores_the_same_entry_in_both_namespaces(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    built: list[str] = []
+    real = csv_cache._payload
+    monkeypatch.setattr(csv_cache, "_payload", lambda f, k: built.append(k) or real(f, k))
+    with csv_cache.deferred_writes():
+        held = csv_cache.parse(b"a,b\n1,x\n", "p.csv", "prediction")
+        csv_cache.parse(b"a,b\n1,x\n", "g.csv", "gold")
+    assert len(built) == 1  # one entry made, for both
+    (key,) = _entries("gold")
+    assert _entry("gold", key) == _entry("prediction", key)
+    assert held.iloc[0, 1] == "x"
+
+
+def test_a_new_cache_folder_is_a_new_store(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    calls = _spy_parses(monkeypatch)
+    csv_cache.parse(b"a\n1\n", "p.csv", "prediction")
+    monkeypatch.setenv("QUERYBENCH_CACHE", str(tmp_path / "other"))
+    gc.collect()
+    csv_cache.parse(b"a\n1\n", "p.csv", "prediction")
+    assert calls == ["p.csv", "p.csv"]
+    assert csv_cache.store_path("prediction").parent.parent == tmp_path / "other"
+    assert len(_entries("prediction")) == 1
+
+
+def test_a_store_that_refuses_the_deferred_write_costs_nothing_but_speed(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    csv_cache.parse(b"a\n0\n", "first.csv", "prediction")  # the store exists
+    store = csv_cache._store("prediction")
+    assert store is not None
+    path = csv_cache.store_path("prediction")
+    with csv_cache.deferred_writes():
+        frame = csv_cache.parse(b"a\n1\n", "p.csv", "prediction")
+        store.db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, isolation_level=None)
+    assert frame.iloc[0, 0] == 1
+    assert "not written" in caplog.text
+    assert store.pending == {}
+    assert len(_entries("prediction")) == 1  # the first only
+
+
+def test_deferred_blocks_of_two_threads_end_deferring_when_both_end() -> None:
+    a_open, b_open, a_closed = threading.Event(), threading.Event(), threading.Event()
+    seen_inside: list[list[str]] = []
+
+    def a() -> None:
+        with csv_cache.deferred_writes():
+            a_open.set()
+            b_open.wait(10)
+        a_closed.set()
+
+    def b() -> None:
+        a_open.wait(10)
+        with csv_cache.deferred_writes():
+            b_open.set()
+            a_closed.wait(10)  # a's block ends inside b's: still deferring
+            csv_cache.parse(b"a\n1\n", "b.csv", "prediction")
+            seen_inside.append(_entries("prediction"))
+
+    threads = [threading.Thread(target=a), threading.Thread(target=b)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    assert seen_inside == [[]]
+    assert len(_entries("prediction")) == 1  # written when the last block ended
+    csv_cache.parse(b"a\n2\n", "after.csv", "prediction")  # no block open: written at once
+    assert len(_entries("prediction")) == 2

@@ -574,6 +574,72 @@ def test_a_scoring_worker_that_dies_fails_only_its_own_instance(
     assert all(results[i].score == 1 for i in ids if i != "local007")
 
 
+def _cold_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, list[str]]:
+    """40 predictions of 128 KiB (5 MiB: under `POOL_MIN_BYTES`), and an empty cache."""
+    monkeypatch.setenv("QUERYBENCH_CACHE", str(tmp_path / "cache"))
+    ids = [f"local{i:03d}" for i in range(40)]
+    pred = tmp_path / "pred"
+    pred.mkdir()
+    for k, iid in enumerate(ids):
+        (pred / f"{iid}.csv").write_bytes(b"a\n" + b"%07d\n" % k * 16384)
+    return pred, ids
+
+
+def test_a_cold_run_takes_an_idle_core(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from querybench.evaluation import spider2_eval
+
+    pred, ids = _cold_folder(tmp_path, monkeypatch)
+    monkeypatch.setattr(spider2_eval, "_idle_core", lambda: True)
+    assert spider2_eval._worth_a_pool(pred, ids)
+    monkeypatch.setattr(spider2_eval, "_idle_core", lambda: False)  # both cores busy
+    assert not spider2_eval._worth_a_pool(pred, ids)
+
+
+def test_a_warm_run_stays_in_process(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from querybench.evaluation import csv_cache, spider2_eval
+
+    pred, ids = _cold_folder(tmp_path, monkeypatch)
+    monkeypatch.setattr(spider2_eval, "_idle_core", lambda: True)
+    for path in sorted(pred.iterdir()):
+        csv_cache.parse(path.read_bytes(), path.name, "prediction")
+    assert not spider2_eval._worth_a_pool(pred, ids)
+    monkeypatch.setenv("QUERYBENCH_CSV_CACHE", "0")  # no cache: nothing says it is cold
+    assert not spider2_eval._worth_a_pool(pred, ids)
+
+
+def test_the_cold_probe_never_waits_on_a_fifo(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from querybench.evaluation import spider2_eval
+
+    pred, ids = _cold_folder(tmp_path, monkeypatch)
+    monkeypatch.setattr(spider2_eval, "_idle_core", lambda: True)
+    for iid in (ids[0], ids[20], ids[-1]):  # the three it reads
+        (pred / f"{iid}.csv").unlink()
+        os.mkfifo(pred / f"{iid}.csv")
+    assert not spider2_eval._worth_a_pool(pred, ids)  # returns, and cannot tell: no pool
+
+
+def test_the_idle_core_check_reads_the_instant_count(monkeypatch: pytest.MonkeyPatch) -> None:
+    from querybench.evaluation import spider2_eval
+
+    real_open = open
+
+    def loadavg(running: int) -> Callable[..., Any]:
+        def fake(path: Any, *args: Any, **kwargs: Any) -> Any:
+            if path == "/proc/loadavg":
+                return io.BytesIO(b"9.00 9.00 9.00 %d/300 4242\n" % running)
+            return real_open(path, *args, **kwargs)
+
+        return fake
+
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
+    monkeypatch.setattr("builtins.open", loadavg(1))  # only this process runs
+    assert spider2_eval._idle_core()
+    monkeypatch.setattr("builtins.open", loadavg(2))  # another runnable thread
+    assert not spider2_eval._idle_core()
+
+
 @pytest.mark.parametrize(
     "bounds", [{"max_bytes": 0}, {"max_columns": -5}, {"max_cells": 0}, {"seconds": 0.0}]
 )

@@ -13,7 +13,9 @@ values), read back by an unpickler that refuses every global, so a planted entry
 code. An entry that fails any check (magic, digest, key, shape) is a miss: the CSV is parsed
 again and the entry rewritten, never a wrong table. Entries live in one SQLite file per
 namespace (`_Store`), whose transactions keep concurrent runs whole (two writers of one key
-write the same bytes).
+write the same bytes); a run's new entries go in one transaction at its end
+(`deferred_writes`). Within a process, bytes parsed once are not parsed again while their frame
+is held: a prediction that is its gold's very bytes costs one parse.
 
 Gold and predictions live in separate namespaces: predictions change from run to run, so each
 namespace is pruned (oldest first) once it outgrows `MAX_NAMESPACE_BYTES`. Set
@@ -22,14 +24,18 @@ namespace is pruned (oldest first) once it outgrows `MAX_NAMESPACE_BYTES`. Set
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import io
 import logging
 import os
 import pickle
 import sqlite3
+import stat
 import threading
 import time
+import weakref
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Literal
 
@@ -79,6 +85,8 @@ class _Store:
         )
         self.lock = threading.Lock()
         self.pruned = False
+        self.pending: dict[str, bytes] = {}  # entries not yet written (`deferred_writes`)
+        self.pending_bytes = 0
 
     def get(self, key: str) -> bytes | None:
         """The entry, None if absent; one unused for a day is marked used (pruning removes the
@@ -86,6 +94,8 @@ class _Store:
         now = time.time()
         try:
             with self.lock:
+                if key in self.pending:
+                    return self.pending[key]
                 row = self.db.execute(
                     "SELECT data, used FROM entries WHERE key = ?", (key,)
                 ).fetchone()
@@ -96,15 +106,43 @@ class _Store:
             return None
         return None if row is None else bytes(row[0])
 
-    def put(self, key: str, entry: bytes) -> None:
+    def has(self, key: str) -> bool:
         try:
             with self.lock:
-                if not self.pruned:
-                    self.pruned = True
-                    self._prune()
-                self.db.execute(
-                    "INSERT OR REPLACE INTO entries VALUES (?, ?, ?)", (key, entry, time.time())
-                )
+                if key in self.pending:
+                    return True
+                row = self.db.execute("SELECT 1 FROM entries WHERE key = ?", (key,)).fetchone()
+        except sqlite3.Error:
+            return False
+        return row is not None
+
+    def put(self, key: str, entry: bytes) -> None:
+        """Stored now, or with the others at the end of `deferred_writes`."""
+        with self.lock:
+            self.pending[key] = entry
+            self.pending_bytes += len(entry)
+            if not _deferring() or self.pending_bytes >= _PENDING_MAX_BYTES:
+                self._write_pending()
+
+    def flush(self) -> None:
+        with self.lock:
+            self._write_pending()
+
+    def _write_pending(self) -> None:
+        """The pending entries in one transaction (one lock taken, one WAL sync, however many:
+        two processes filling one store no longer queue for it entry by entry)."""
+        rows = [(key, entry, time.time()) for key, entry in self.pending.items()]
+        self.pending.clear()
+        self.pending_bytes = 0
+        if not rows:
+            return
+        try:
+            if not self.pruned:
+                self.pruned = True
+                self._prune()
+            with self.db:  # BEGIN ... COMMIT, or ROLLBACK on an error
+                self.db.execute("BEGIN IMMEDIATE")
+                self.db.executemany("INSERT OR REPLACE INTO entries VALUES (?, ?, ?)", rows)
         except sqlite3.Error as exc:  # a full or read-only cache costs speed, never the result
             log.warning("parsed-CSV cache not written: %s", exc)
 
@@ -125,23 +163,84 @@ class _Store:
 
 
 _SIZE_PRAGMAS = ("page_count", "page_size")
+_PENDING_MAX_BYTES = 16 << 20  # deferred entries held in memory before they are written
 _stores: dict[tuple[str, int], _Store | None] = {}
 _stores_lock = threading.Lock()
+_store_names: dict[tuple[str | None, str | None, str], str] = {}  # where the cache is -> file
+_deferral = (0, 0)  # (the process, its open `deferred_writes` blocks, in any thread)
+_deferral_lock = threading.Lock()
+
+
+@contextlib.contextmanager
+def deferred_writes() -> Iterator[None]:
+    """New entries written together when the last open block ends (or past
+    `_PENDING_MAX_BYTES`), not one transaction each: what a run scoring hundreds of files wraps
+    its reads in. A fork of a deferring process writes through until it opens its own block."""
+    global _deferral
+    pid = os.getpid()
+    with _deferral_lock:
+        owner, depth = _deferral
+        _deferral = (pid, depth + 1 if owner == pid else 1)
+    try:
+        yield
+    finally:
+        with _deferral_lock:
+            owner, depth = _deferral
+            _deferral = (owner, depth - 1)
+        if depth == 1:
+            flush()
+
+
+def _deferring() -> bool:
+    owner, depth = _deferral
+    return owner == os.getpid() and depth > 0
+
+
+def flush() -> None:
+    """Write this process's pending entries."""
+    for store in _own_stores():
+        store.flush()
+
+
+def _pending_entry(key: str) -> bytes | None:
+    """An entry this process has made but not yet written, in whichever namespace."""
+    for store in _own_stores():
+        if (entry := store.pending.get(key)) is not None:
+            return entry
+    return None
+
+
+def _own_stores() -> list[_Store]:
+    """This process's stores (a parent's, copied into a fork, and its pending entries with
+    them, are not its own)."""
+    pid = os.getpid()
+    with _stores_lock:
+        return [s for (_, owner), s in _stores.items() if owner == pid and s is not None]
 
 
 def _store(namespace: Namespace) -> _Store | None:
     """This process's connection to the namespace's store (a forked worker opens its own:
     a SQLite connection must not cross a fork); None when the store cannot be opened."""
-    path = store_path(namespace)
-    handle = (str(path), os.getpid())
+    where = (os.environ.get("QUERYBENCH_CACHE"), os.environ.get("HOME"), namespace)
+    if (name := _store_names.get(where)) is None:  # a path built per file cost 20 µs each
+        name = _store_names[where] = str(store_path(namespace))
+    handle = (name, os.getpid())
     with _stores_lock:
         if handle not in _stores:
+            path = Path(name)
             try:
                 _stores[handle] = _Store(path)
             except (OSError, sqlite3.Error) as exc:
                 log.warning("parsed-CSV cache %s unusable, parsing every file: %s", path, exc)
                 _stores[handle] = None
         return _stores[handle]
+
+
+# Frames parsed in this process, by key, while something still holds them: a prediction
+# whose bytes are its gold's (or two files of the same bytes) is parsed once. Only parses
+# go here, never entries loaded from a store, and a frame's columns are handed out
+# read-only (`column_arrays`), so whoever shares one sees exactly what the parser gave.
+_parsed: weakref.WeakValueDictionary[str, pd.DataFrame] = weakref.WeakValueDictionary()
 
 
 def read_result_file(path: Path, namespace: Namespace) -> ResultTable:
@@ -162,7 +261,8 @@ def read_result_file(path: Path, namespace: Namespace) -> ResultTable:
 
 
 def parse(data: Bytes, name: str, namespace: Namespace) -> pd.DataFrame:
-    """`read_result_csv` of these bytes (`name` is what errors say), from the cache if there.
+    """`read_result_csv` of these bytes (`name` is what errors say), from the cache if there,
+    or from this process's own parse of the same bytes.
 
     Errors are never cached: an unreadable file is parsed, and fails, every time.
     """
@@ -170,6 +270,13 @@ def parse(data: Bytes, name: str, namespace: Namespace) -> pd.DataFrame:
         return read_result_csv(io.BytesIO(data), name=name)
     key = hashlib.sha256(_KEY_PREFIX + memoryview(data)).hexdigest()
     store = _store(namespace)
+    frame = _parsed.get(key)
+    if frame is not None:  # parsed here already: stored in this namespace too
+        if store is not None and not store.has(key):
+            entry = _pending_entry(key) or _entry(frame, key)  # the other namespace's: same bytes
+            if entry is not None:
+                store.put(key, entry)
+        return frame
     stored = store.get(key) if store is not None else None
     if stored is not None:
         frame = _load(stored, key)
@@ -177,10 +284,36 @@ def parse(data: Bytes, name: str, namespace: Namespace) -> pd.DataFrame:
             return frame
         log.debug("parsed-CSV cache entry %s is not valid; parsing %s again", key, name)
     frame = read_result_csv(io.BytesIO(data), name=name)
-    payload = _payload(frame, key)
-    if payload is not None and store is not None:
-        store.put(key, MAGIC + hashlib.sha256(payload).digest() + payload)
+    _parsed[key] = frame
+    if store is not None and (entry := _entry(frame, key)) is not None:
+        store.put(key, entry)
     return frame
+
+
+def _entry(frame: pd.DataFrame, key: str) -> bytes | None:
+    payload = _payload(frame, key)
+    return None if payload is None else MAGIC + hashlib.sha256(payload).digest() + payload
+
+
+def is_stored(path: Path, namespace: Namespace) -> bool | None:
+    """Whether the namespace's store holds this file's parse; None when there is no telling
+    without more than a read of a small regular file (a FIFO or device is never waited on)."""
+    if not enabled() or (store := _store(namespace)) is None:
+        return None
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
+    except OSError:
+        return None
+    with open(fd, "rb") as f:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or not 0 < info.st_size < large_result.LARGE_FILE_BYTES:
+            return None
+        try:
+            data = f.read()
+        except OSError:
+            return None
+    key = hashlib.sha256(_KEY_PREFIX + data).hexdigest()
+    return store.has(key)
 
 
 def _payload(frame: pd.DataFrame, key: str) -> bytes | None:

@@ -62,6 +62,9 @@ _CHUNK = 16  # tasks per worker-process job in exec_result mode
 # Prediction bytes below which exec_result mode scores in-process whatever --workers says:
 # forking, and sending results back, cost more than they save on less (see docs/benchmarks.md).
 POOL_MIN_BYTES = 32 << 20
+# Below it, predictions the parsed-CSV cache has not seen, from which a second core, if idle,
+# is worth a worker pool's start-up: pandas parsing them is most of a cold run.
+COLD_POOL_MIN_BYTES = 4 << 20
 
 
 def evaluate_spider2(
@@ -130,7 +133,8 @@ def _exec_result_mode(job: _Job, ids: list[str], workers: int) -> Iterator[Insta
     """Score every task; with several workers and enough to read, chunks of tasks go to
     worker processes."""
     if workers <= 1 or not _worth_a_pool(job.pred_dir, ids):
-        yield from _score_ids(job, ids)
+        with csv_cache.deferred_writes():
+            yield from _score_ids(job, ids)
         return
     chunks = [ids[i : i + _CHUNK] for i in range(0, len(ids), _CHUNK)]
     context = multiprocessing.get_context("fork" if sys.platform == "linux" else "spawn")
@@ -151,7 +155,8 @@ def _exec_result_mode(job: _Job, ids: list[str], workers: int) -> Iterator[Insta
 
 def _worth_a_pool(pred_dir: Path, ids: list[str]) -> bool:
     """Whether the predictions present outweigh starting worker processes: at least two
-    chunks of them and `POOL_MIN_BYTES` to read (the official 6-file sample runs in-process)."""
+    chunks of them, and `POOL_MIN_BYTES` to read, or `COLD_POOL_MIN_BYTES` the parsed-CSV
+    cache has not seen while a core is idle (the official 6-file sample runs in-process)."""
     try:
         names = set(os.listdir(pred_dir))
     except OSError:
@@ -165,7 +170,27 @@ def _worth_a_pool(pred_dir: Path, ids: list[str]) -> bool:
             total += os.stat(pred_dir / name).st_size
         if total >= POOL_MIN_BYTES:
             return True
-    return False
+    return total >= COLD_POOL_MIN_BYTES and _idle_core() and _mostly_unparsed(pred_dir, present)
+
+
+def _idle_core() -> bool:
+    """Whether a core is free now: fewer runnable threads than cores, this one included
+    (`/proc/loadavg`'s instant count: the load averages lag a minute behind). Elsewhere, no."""
+    try:
+        with open("/proc/loadavg", "rb") as f:
+            runnable = int(f.read().split()[3].split(b"/")[0])
+        cores = len(os.sched_getaffinity(0))
+    except (OSError, ValueError, IndexError, AttributeError):
+        return False
+    return runnable < cores
+
+
+def _mostly_unparsed(pred_dir: Path, present: list[str]) -> bool:
+    """Whether most of three predictions (first, middle, last) are not in the parsed-CSV
+    cache: a cold run's parsing is the work a second process pays for; a warm one's is not."""
+    sample = {present[0], present[len(present) // 2], present[-1]}
+    unparsed = [csv_cache.is_stored(pred_dir / name, "prediction") is False for name in sample]
+    return sum(unparsed) * 2 > len(sample)
 
 
 def _rescued(
@@ -202,7 +227,8 @@ def _adopt_job(job: _Job) -> None:
 
 def _score_chunk(ids: list[str]) -> list[InstanceResult]:
     assert _worker_job is not None, "worker started without its gold"
-    return list(_score_ids(_worker_job, ids))
+    with csv_cache.deferred_writes():
+        return list(_score_ids(_worker_job, ids))
 
 
 def _score_ids(job: _Job, ids: list[str]) -> Iterator[InstanceResult]:
