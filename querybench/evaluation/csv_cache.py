@@ -37,7 +37,7 @@ import numpy as np
 import pandas as pd
 
 from querybench.engines.cache import default_cache_dir
-from querybench.evaluation import large_result
+from querybench.evaluation import prediction_file
 from querybench.evaluation.large_result import ResultTable, read_result
 from querybench.evaluation.result_csv import PARSER_VERSION, column_arrays, read_result_csv
 
@@ -150,7 +150,7 @@ def read_result_file(path: Path, namespace: Namespace) -> ResultTable:
         return read_result(path)
     try:
         with open(path, "rb") as f:
-            if os.fstat(f.fileno()).st_size >= large_result.LARGE_FILE_BYTES:
+            if os.fstat(f.fileno()).st_size >= prediction_file.LARGE_FILE_BYTES:
                 data = None  # a big file is read a chunk at a time, never whole
             else:
                 data = f.read()
