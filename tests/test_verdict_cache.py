@@ -290,7 +290,7 @@ def test_a_corrupted_store_costs_speed_never_a_verdict(tmp_path: Path, garbage: 
     for extra in (Path(f"{store}-wal"), Path(f"{store}-shm")):
         extra.unlink(missing_ok=True)
     store.write_bytes(garbage)
-    verdict_cache._stores.clear()  # a new process meets the corrupted file
+    verdict_cache._store_at.cache_clear()  # a new process meets the corrupted file
     assert _lines(_score(gold, preds)) == expected
     assert _lines(_score(gold, preds)) == expected
 
@@ -374,3 +374,16 @@ def test_concurrent_runs_share_one_store(tmp_path: Path) -> None:
     assert outputs == [expected] * 3
     assert _entries_count() == 5
     assert _run(gold, preds)["lines"] == expected
+
+
+def test_pruning_keeps_the_store_bounded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    gold, preds = _folders(tmp_path)
+    expected = _lines(_score(gold, preds))
+    assert _entries_count() == 5
+    monkeypatch.setattr(verdict_cache, "MAX_STORE_BYTES", 1)
+    verdict_cache._store_at.cache_clear()  # the next process's first write prunes
+    (preds / "local003.csv").write_bytes(b"a,b\n6,x\n")  # one new entry
+    results = _lines(_score(gold, preds))
+    assert results[:2] == expected[:2] and results[3:] == expected[3:]
+    assert _entries_count() == 4  # the oldest quarter (and one) gone, one added
+    assert _lines(_score(gold, preds)) == results

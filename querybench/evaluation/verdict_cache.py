@@ -181,9 +181,8 @@ def remember(key: str, verdicts: Verdicts) -> None:
 
 def flush() -> None:
     """Write the entries this process has not written yet."""
-    with _stores_lock:
-        stores = [s for (_, pid), s in _stores.items() if pid == os.getpid() and s is not None]
-    for store in stores:
+    store = _store()
+    if store is not None:
         store.write()
 
 
@@ -285,25 +284,22 @@ class _Store:
 
 
 _SIZE_PRAGMAS = ("page_count", "page_size")
-_stores: dict[tuple[str, int], _Store | None] = {}
-_stores_lock = threading.Lock()
 
 
 def _store() -> _Store | None:
     """This process's connection to the store (a forked worker opens its own); None when the
     store cannot be opened."""
-    path = store_path()
-    handle = (str(path), os.getpid())
-    with _stores_lock:
-        if handle not in _stores:
-            try:
-                _stores[handle] = _Store(path)
-            except (OSError, sqlite3.Error) as exc:
-                log.warning(
-                    "verdict cache %s unusable (delete it to start afresh), scoring every "
-                    "instance: %s",
-                    path,
-                    exc,
-                )
-                _stores[handle] = None
-        return _stores[handle]
+    return _store_at(str(store_path()), os.getpid())
+
+
+@functools.cache
+def _store_at(path: str, pid: int) -> _Store | None:
+    try:
+        return _Store(Path(path))
+    except (OSError, sqlite3.Error) as exc:
+        log.warning(
+            "verdict cache %s unusable (delete it to start afresh), scoring every instance: %s",
+            path,
+            exc,
+        )
+        return None
