@@ -143,6 +143,8 @@ def _spider2_command(benchmark: str) -> Callable[..., None]:
         f"Score {benchmark} predictions; both official and strict scores are reported.\n\n"
         f"Example: `querybench eval {benchmark} --predictions "
         f"$QUERYBENCH_DATA/spider2/{benchmark}/evaluation_suite/example_submission_folder_csv`"
+        "\n\nVerdicts are kept by the content of each prediction and gold file under "
+        "$QUERYBENCH_CACHE: QUERYBENCH_VERDICT_CACHE=0 scores every instance again."
     )
     return command
 

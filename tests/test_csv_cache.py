@@ -17,7 +17,7 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from querybench.evaluation import csv_cache
+from querybench.evaluation import csv_cache, result_csv
 from querybench.evaluation.result_csv import read_result_csv
 from tests.conftest import require_data
 
@@ -139,13 +139,13 @@ def test_unreadable_files_fail_every_time_and_are_not_cached() -> None:
 
 def _spy_parses(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     calls: list[str] = []
-    real = csv_cache.read_result_csv
+    real = result_csv.read_result_csv
 
     def counting(source: Any, name: str | None = None) -> pd.DataFrame:
         calls.append(str(name))
         return real(source, name=name)
 
-    monkeypatch.setattr(csv_cache, "read_result_csv", counting)
+    monkeypatch.setattr(result_csv, "read_result_csv", counting)
     return calls
 
 
@@ -209,7 +209,7 @@ class _Planted:
 
 def test_a_new_parser_version_is_a_new_key(monkeypatch: pytest.MonkeyPatch) -> None:
     csv_cache.parse(b"a\n1\n", "p.csv", "prediction")
-    monkeypatch.setattr(csv_cache, "_KEY_PREFIX", b"result_csv 999 pandas x numpy y\n")
+    monkeypatch.setattr(csv_cache, "_key_prefix", lambda: b"result_csv 999 pandas x numpy y\n")
     calls = _spy_parses(monkeypatch)
     csv_cache.parse(b"a\n1\n", "p.csv", "prediction")
     assert calls == ["p.csv"]
@@ -397,7 +397,7 @@ def test_a_fork_writes_its_own_pending_entries_never_its_parent_s() -> None:
 
 
 def _key(data: bytes) -> str:
-    return hashlib.sha256(csv_cache._KEY_PREFIX + data).hexdigest()
+    return hashlib.sha256(csv_cache._key_prefix() + data).hexdigest()
 
 
 def _parse_deferred(data: bytes) -> None:

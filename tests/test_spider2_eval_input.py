@@ -314,10 +314,10 @@ def test_a_big_file_is_parsed_as_scanned_though_it_changes_after_the_scan(
 ) -> None:
     """The system under test may append to (or rewrite) a big prediction between the bounded
     scan and the parse: the parse must see exactly the bytes the bounds were checked on."""
-    from querybench.evaluation import large_result
+    from querybench.evaluation import large_result, prediction_file
     from querybench.evaluation.prediction_file import open_prediction
 
-    monkeypatch.setattr(large_result, "LARGE_FILE_BYTES", 64)  # the streamed path, small
+    monkeypatch.setattr(prediction_file, "LARGE_FILE_BYTES", 64)  # the streamed path, small
     path = tmp_path / "local001.csv"
     path.write_bytes(b"a,b\n" + b"1,2\n" * 100)
     limits = ReadLimits(max_bytes=1000, max_cells=400)

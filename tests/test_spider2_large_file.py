@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from bench.official_baseline import compare_table
 from querybench.errors import DataError, ErrorCode
-from querybench.evaluation import large_order, large_result, large_scoring
+from querybench.evaluation import large_order, large_result, large_scoring, prediction_file
 from querybench.evaluation import spider2_official as official
 from querybench.evaluation import spider2_strict as strict
 from querybench.evaluation.large_result import CompactTable, read_compact, read_result
@@ -29,7 +29,7 @@ def force_large_path(
     mp: pytest.MonkeyPatch, read_rows: int, chunk_rows: int, window_rows: int, ranges: int
 ) -> None:
     """Every file read in compact chunks of `read_rows`, scored in small steps."""
-    mp.setattr(large_result, "LARGE_FILE_BYTES", 0)
+    mp.setattr(prediction_file, "LARGE_FILE_BYTES", 0)
     mp.setattr(large_result, "READ_CHUNK_ROWS", read_rows)
     mp.setattr(large_scoring, "CHUNK_ROWS", chunk_rows)
     mp.setattr(large_scoring, "BUCKET_BITS", 1)
@@ -334,7 +334,7 @@ def test_sorted_runs_are_the_exact_scorers_order(tmp_path: Path, ranges: int) ->
     rows += [(5, 9.995, "a", 1), (5, 10.004, "a", 1), (6, 1e-05, "b", 0), (6, -0.0, "b", 0)]
     path = write(tmp_path / "t.csv", _table(rows, "id,value,label,count"))
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(large_result, "LARGE_FILE_BYTES", 0)
+        mp.setattr(prediction_file, "LARGE_FILE_BYTES", 0)
         mp.setattr(large_order, "WINDOW_ROWS", 31)
         mp.setattr(large_order, "RANGES", ranges)
         table, frame = read_result(path), read_result_csv(path)

@@ -25,6 +25,7 @@ namespace is pruned (oldest first) once it outgrows `MAX_NAMESPACE_BYTES`. Set
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import io
 import logging
@@ -37,15 +38,17 @@ import time
 import weakref
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Literal
-
-import numpy as np
-import pandas as pd
+from typing import TYPE_CHECKING, Any, Literal
 
 from querybench.engines.cache import default_cache_dir
-from querybench.evaluation import large_result
-from querybench.evaluation.large_result import ResultTable, read_result
-from querybench.evaluation.result_csv import PARSER_VERSION, column_arrays, read_result_csv
+from querybench.evaluation import prediction_file
+
+if TYPE_CHECKING:  # pandas and NumPy load with the first parse or entry: a run whose every
+    # verdict is known (verdict_cache) defers its writes here without importing them
+    import numpy as np
+    import pandas as pd
+
+    from querybench.evaluation.large_result import ResultTable
 
 log = logging.getLogger(__name__)
 
@@ -56,9 +59,18 @@ MAGIC = b"querybench parsed csv v1\n"
 MAX_NAMESPACE_BYTES = 1 << 30
 _DIGEST = 32
 _NUMERIC_DTYPES = frozenset({"<i8", "<f8", "|b1", "<u8"})  # what read_csv gives, bar object
-_PARSER_ID = f"result_csv {PARSER_VERSION} pandas {pd.__version__} numpy {np.__version__}"
-_KEY_PREFIX = _PARSER_ID.encode() + b"\n"
 _TOUCH_AFTER_S = 86_400
+
+
+@functools.cache
+def _key_prefix() -> bytes:
+    """The parser's identity, the head of every key (imports pandas)."""
+    import numpy as np
+    import pandas as pd
+
+    from querybench.evaluation.result_csv import PARSER_VERSION
+
+    return f"result_csv {PARSER_VERSION} pandas {pd.__version__} numpy {np.__version__}\n".encode()
 
 
 def enabled() -> bool:
@@ -245,11 +257,13 @@ _parsed: weakref.WeakValueDictionary[str, pd.DataFrame] = weakref.WeakValueDicti
 
 def read_result_file(path: Path, namespace: Namespace) -> ResultTable:
     """`large_result.read_result(path)`, a small file's parse taken from the cache."""
+    from querybench.evaluation.large_result import read_result
+
     if not enabled():
         return read_result(path)
     try:
         with open(path, "rb") as f:
-            if os.fstat(f.fileno()).st_size >= large_result.LARGE_FILE_BYTES:
+            if os.fstat(f.fileno()).st_size >= prediction_file.LARGE_FILE_BYTES:
                 data = None  # a big file is read a chunk at a time, never whole
             else:
                 data = f.read()
@@ -266,9 +280,11 @@ def parse(data: Bytes, name: str, namespace: Namespace) -> pd.DataFrame:
 
     Errors are never cached: an unreadable file is parsed, and fails, every time.
     """
+    from querybench.evaluation.result_csv import read_result_csv
+
     if not enabled():
         return read_result_csv(io.BytesIO(data), name=name)
-    key = hashlib.sha256(_KEY_PREFIX + memoryview(data)).hexdigest()
+    key = hashlib.sha256(_key_prefix() + memoryview(data)).hexdigest()
     store = _store(namespace)
     frame = _parsed.get(key)
     if frame is not None:  # parsed here already: stored in this namespace too
@@ -306,18 +322,24 @@ def is_stored(path: Path, namespace: Namespace) -> bool | None:
         return None
     with open(fd, "rb") as f:
         info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode) or not 0 < info.st_size < large_result.LARGE_FILE_BYTES:
+        large = prediction_file.LARGE_FILE_BYTES
+        if not stat.S_ISREG(info.st_mode) or not 0 < info.st_size < large:
             return None
         try:
             data = f.read()
         except OSError:
             return None
-    key = hashlib.sha256(_KEY_PREFIX + data).hexdigest()
+    key = hashlib.sha256(_key_prefix() + data).hexdigest()
     return store.has(key)
 
 
 def _payload(frame: pd.DataFrame, key: str) -> bytes | None:
     """The entry's payload, or None for a frame the loader could not rebuild exactly."""
+    import numpy as np
+    import pandas as pd
+
+    from querybench.evaluation.result_csv import column_arrays
+
     index = frame.index
     if not isinstance(index, pd.RangeIndex) or index.start != 0 or index.step != 1:
         return None  # an implicit index column: rare, parsed every time
@@ -349,6 +371,8 @@ class _PlainUnpickler(pickle.Unpickler):
 
 def _load(stored: bytes, key: str) -> pd.DataFrame | None:
     """The frame of a well-formed entry for `key`, else None."""
+    import numpy as np
+
     head = len(MAGIC) + _DIGEST
     if not stored.startswith(MAGIC) or len(stored) < head:
         return None
@@ -382,6 +406,8 @@ def _frame(arrays: list[np.ndarray[Any, Any]], names: list[str], rows: int) -> p
     Built without pandas' checks, which also infer pandas 3's `str` dtype for text columns:
     `_load` has checked each array's type and length, and text stays plain objects.
     """
+    import pandas as pd
+
     columns = pd.Index(names, dtype=object)
     frame: pd.DataFrame = pd.DataFrame._from_arrays(  # type: ignore[attr-defined]
         arrays, columns=columns, index=pd.RangeIndex(rows), verify_integrity=False

@@ -1,9 +1,10 @@
 """Big result CSVs read a chunk at a time into compact columns, only where provably exact.
 
 A whole-file `pd.read_csv` of a multi-million-row result costs gigabytes once both scorings
-have their Python objects. A file of at least `LARGE_FILE_BYTES` is therefore read with
-`pd.read_csv(chunksize=...)` and kept as one NumPy array per column: numbers as int32/int64 or
-float64 (NaN: missing), text as integer codes into one sorted dictionary (-1: missing).
+have their Python objects. A file of at least `prediction_file.LARGE_FILE_BYTES` is therefore
+read with `pd.read_csv(chunksize=...)` and kept as one NumPy array per column: numbers as
+int32/int64 or float64 (NaN: missing), text as integer codes into one sorted dictionary (-1:
+missing).
 
 Chunked parsing types each chunk on its own, so the compact table is used only when the
 whole-file parse is bound to give the same values; anything else returns None and the caller
@@ -25,7 +26,7 @@ import logging
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -33,12 +34,13 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from querybench.evaluation import prediction_file
+from querybench.evaluation.prediction_file import Scanned
 from querybench.evaluation.result_csv import read_result_csv
 
 log = logging.getLogger(__name__)
 
-# Files from this size on are read in chunks (tests lower both to force the path).
-LARGE_FILE_BYTES = 32 << 20
+# Rows per chunk of a file of `prediction_file.LARGE_FILE_BYTES` or more (tests lower both).
 READ_CHUNK_ROWS = 100_000
 # Pandas could type any text starting like this as a number or a boolean.
 _TYPEABLE_TEXT = r"(?i)^\s*[-+]?\s*([0-9.]|inf|nan|true|false)"
@@ -84,17 +86,6 @@ class CompactTable:
 ResultTable = pd.DataFrame | CompactTable
 
 
-@dataclass(frozen=True)
-class Scanned:
-    """A result file already opened and measured (see `prediction_file`): a binary handle at
-    offset 0, its size, its line count, and the name its errors mention."""
-
-    handle: BinaryIO
-    size: int
-    lines: int
-    name: str
-
-
 def read_result(source: str | Path | Scanned) -> ResultTable:
     """`read_result_csv(source)`, or for a big file the same values as a `CompactTable`."""
     if isinstance(source, Scanned):
@@ -104,7 +95,7 @@ def read_result(source: str | Path | Scanned) -> ResultTable:
             size = Path(source).stat().st_size
         except OSError:
             size = 0
-    if size >= LARGE_FILE_BYTES:
+    if size >= prediction_file.LARGE_FILE_BYTES:
         compact = read_compact(source, READ_CHUNK_ROWS)
         if compact is not None:
             return compact

@@ -30,7 +30,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, BinaryIO, cast
+from typing import BinaryIO, cast
 
 from querybench.errors import DataError
 from querybench.evaluation.verdict import (
@@ -40,10 +40,10 @@ from querybench.evaluation.verdict import (
     ErrorCode,
 )
 
-if TYPE_CHECKING:  # pandas and numpy load only when a file is read: the CLI imports this early
-    from querybench.evaluation.large_result import Scanned
-
 _BLOCK = 1 << 24
+# A result file from this size on is spooled rather than kept in memory, and parsed a chunk at
+# a time (`large_result`); tests lower it to force that path.
+LARGE_FILE_BYTES = 32 << 20
 _PSEUDO_ROOTS = ("/proc", "/sys", "/dev")
 
 
@@ -75,6 +75,18 @@ def predictions_folder(path: str | Path) -> Path:
         what = "path is not a folder" if folder.exists() else "folder not found"
         raise DataError(f"predictions {what}: {folder}")
     return folder
+
+
+@dataclass(frozen=True)
+class Scanned:
+    """A result file already opened and measured: a binary handle at offset 0 (the bytes
+    themselves, in a `BytesIO`, below `LARGE_FILE_BYTES`), its size, its line count, and the
+    name its errors mention."""
+
+    handle: BinaryIO
+    size: int
+    lines: int
+    name: str
 
 
 class PredictionRefused(DataError):
@@ -369,8 +381,6 @@ def open_prediction(
     path: Path, folder: Path, limits: ReadLimits, forbidden: Sequence[Path] = ()
 ) -> Iterator[Scanned]:
     """The checked, bounded result CSV at `path` (inside `folder`), or `PredictionRefused`."""
-    from querybench.evaluation.large_result import LARGE_FILE_BYTES, Scanned
-
     name = path.name
     scan, fd = _read(path, folder, limits, forbidden, keep_below=LARGE_FILE_BYTES, spool=True)
     try:

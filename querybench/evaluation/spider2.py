@@ -17,9 +17,9 @@ from querybench.evaluation import spider2_official as official
 from querybench.evaluation import spider2_strict as strict
 from querybench.evaluation.detail import Shape, VerdictDetail
 from querybench.evaluation.large_result import ResultTable
-from querybench.evaluation.record import InstanceResult
 from querybench.evaluation.result_csv import column_arrays
-from querybench.evaluation.spider2_gold import Benchmark, EvalSpec, Spider2Gold, engine_family
+from querybench.evaluation.spider2_gold import Benchmark, EvalSpec
+from querybench.evaluation.spider2_verdicts import Verdicts
 from querybench.evaluation.verdict import (
     GOLD_ERROR,
     SCORER_ERROR,
@@ -31,12 +31,6 @@ from querybench.evaluation.verdict import (
 _log = logging.getLogger(__name__)
 PredArrays = Callable[[], list[npt.NDArray[Any]]]
 GoldArrays = Callable[[int], list[npt.NDArray[Any]]]  # alternative i's columns
-
-
-@dataclass(frozen=True)
-class Verdicts:
-    official: Verdict
-    strict: Verdict
 
 
 def variant_of(benchmark: Benchmark) -> official.Variant:
@@ -263,28 +257,3 @@ def _strict_verdict(
         f"({', '.join(_shape(g) for g in golds)})",
         _shapes(pred, golds),
     )
-
-
-def instance_result(
-    instance_id: str,
-    verdicts: Verdicts,
-    scoring: str,
-    gold: Spider2Gold,
-) -> InstanceResult:
-    chosen = verdicts.official if scoring == "official" else verdicts.strict
-    return InstanceResult(
-        instance_id=instance_id,
-        score=chosen.score,
-        error=None if chosen.passed else chosen.error,
-        message=None if chosen.passed else chosen.message,
-        official_score=verdicts.official.score,
-        strict_score=verdicts.strict.score,
-        difficulty=gold.difficulty(instance_id),
-        engine=engine_family(instance_id),
-        detail=None if chosen.passed else chosen.detail,
-    )
-
-
-def failed(instance_id: str, verdict: Verdict, gold: Spider2Gold) -> InstanceResult:
-    """An instance that never reached comparison (missing, unreadable, did not run)."""
-    return instance_result(instance_id, Verdicts(verdict, verdict), "official", gold)

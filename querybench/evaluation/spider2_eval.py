@@ -11,19 +11,16 @@ import io
 import multiprocessing
 import os
 import sys
-from collections.abc import Collection, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
-
-import pandas as pd
+from typing import TYPE_CHECKING, Literal
 
 from querybench.engines.base import Result
 from querybench.engines.registry import emulation_spec
 from querybench.errors import DataError
-from querybench.evaluation import csv_cache
-from querybench.evaluation.large_result import ResultTable, read_result
+from querybench.evaluation import csv_cache, verdict_cache
 from querybench.evaluation.prediction_file import (
     PredictionRefused,
     ReadLimits,
@@ -33,13 +30,8 @@ from querybench.evaluation.prediction_file import (
     read_prediction_text,
 )
 from querybench.evaluation.record import InstanceResult, OnResult
-from querybench.evaluation.spider2 import (
-    failed,
-    instance_result,
-    score_frame,
-    variant_of,
-)
 from querybench.evaluation.spider2_gold import Benchmark, Spider2Gold, engine_family
+from querybench.evaluation.spider2_verdicts import Verdicts, failed, instance_result
 from querybench.evaluation.verdict import (
     BAD_PREDICTION_FILE,
     ENGINE_UNAVAILABLE,
@@ -51,8 +43,14 @@ from querybench.evaluation.verdict import (
     ErrorCode,
     Verdict,
 )
+from querybench.evaluation.verdict_cache import Keyed
 from querybench.tasks.input_files import read_jsonl
 from querybench.tasks.spider2 import FAMILY_KINDS
+
+if TYPE_CHECKING:  # pandas and the scorers load on the first prediction the store cannot answer
+    import pandas as pd
+
+    from querybench.evaluation.large_result import ResultTable
 
 Mode = Literal["exec_result", "sql"]
 Scoring = Literal["official", "strict"]
@@ -113,14 +111,43 @@ class _Job:
     scoring: Scoring
     limits: ReadLimits
 
-    def read(self, name: str) -> ResultTable:
-        """A prediction CSV, checked and bounded; `PredictionRefused` / `DataError` if not."""
+    def read(self, instance_id: str) -> tuple[ResultTable | Verdicts, Keyed | None]:
+        """A prediction CSV, checked and bounded (`PredictionRefused` / `DataError` if not),
+        parsed, or its verdicts if the verdict store knows its content; and its verdict key
+        (None: not to be stored)."""
         with open_prediction(
-            self.pred_dir / name, self.pred_dir, self.limits, (self.gold.dir,)
+            self.pred_dir / f"{instance_id}.csv", self.pred_dir, self.limits, (self.gold.dir,)
         ) as scanned:
-            if isinstance(scanned.handle, io.BytesIO):  # a small file, read whole: cacheable
-                return csv_cache.parse(scanned.handle.getbuffer(), scanned.name, "prediction")
-            return read_result(scanned)
+            if not isinstance(scanned.handle, io.BytesIO):  # a big file, spooled: parsed anew
+                from querybench.evaluation.large_result import read_result
+
+                return read_result(scanned), None
+            data = scanned.handle.getbuffer()  # a small file, read whole: cacheable
+            keyed = self._keyed(instance_id, data)
+            known = verdict_cache.lookup(keyed.key) if keyed is not None else None
+            if known is not None:
+                return known, keyed
+            return csv_cache.parse(data, scanned.name, "prediction"), keyed
+
+    def _keyed(self, instance_id: str, data: memoryview) -> Keyed | None:
+        paths, single = self.gold.result_paths(instance_id)
+        spec = self.gold.specs[instance_id]
+        return verdict_cache.instance_key(self.gold.benchmark, spec, paths, single, data)
+
+    def scored(self, instance_id: str) -> bool:
+        """Whether the verdict store knows this prediction (read and hashed, never parsed)."""
+        if not verdict_cache.enabled():
+            return False
+        try:
+            with open_prediction(
+                self.pred_dir / f"{instance_id}.csv", self.pred_dir, self.limits, (self.gold.dir,)
+            ) as scanned:
+                if not isinstance(scanned.handle, io.BytesIO):
+                    return False
+                keyed = self._keyed(instance_id, scanned.handle.getbuffer())
+        except (PredictionRefused, DataError, OSError):
+            return False
+        return keyed is not None and verdict_cache.lookup(keyed.key) is not None
 
     def failed(self, instance_id: str, code: ErrorCode, message: str) -> InstanceResult:
         return self.rejected(instance_id, Verdict.fail(code, message))
@@ -132,7 +159,7 @@ class _Job:
 def _exec_result_mode(job: _Job, ids: list[str], workers: int) -> Iterator[InstanceResult]:
     """Score every task; with several workers and enough to read, chunks of tasks go to
     worker processes."""
-    if workers <= 1 or not _worth_a_pool(job.pred_dir, ids):
+    if workers <= 1 or not _worth_a_pool(job.pred_dir, ids, job.scored):
         with csv_cache.deferred_writes():
             yield from _score_ids(job, ids)
         return
@@ -153,10 +180,13 @@ def _exec_result_mode(job: _Job, ids: list[str], workers: int) -> Iterator[Insta
         yield from _rescued(job, chunk, context)
 
 
-def _worth_a_pool(pred_dir: Path, ids: list[str]) -> bool:
+def _worth_a_pool(
+    pred_dir: Path, ids: list[str], scored: Callable[[str], bool] | None = None
+) -> bool:
     """Whether the predictions present outweigh starting worker processes: at least two
-    chunks of them, and `POOL_MIN_BYTES` to read, or `COLD_POOL_MIN_BYTES` the parsed-CSV
-    cache has not seen while a core is idle (the official 6-file sample runs in-process)."""
+    chunks of them, and `POOL_MIN_BYTES` to read, or `COLD_POOL_MIN_BYTES` neither the verdict
+    store (`scored`) nor the parsed-CSV cache has seen while a core is idle (the official
+    6-file sample runs in-process; a warm re-score too, without importing pandas)."""
     try:
         names = set(os.listdir(pred_dir))
     except OSError:
@@ -170,7 +200,13 @@ def _worth_a_pool(pred_dir: Path, ids: list[str]) -> bool:
             total += os.stat(pred_dir / name).st_size
         if total >= POOL_MIN_BYTES:
             return True
-    return total >= COLD_POOL_MIN_BYTES and _idle_core() and _mostly_unparsed(pred_dir, present)
+    if total < COLD_POOL_MIN_BYTES or not _idle_core():
+        return False
+    sample = sorted({present[0], present[len(present) // 2], present[-1]})
+    known = sum(scored(name.removesuffix(".csv")) for name in sample) if scored else 0
+    if known * 2 > len(sample):  # a warm re-score: a pool would only cost its start
+        return False
+    return _mostly_unparsed(pred_dir, sample)
 
 
 def _idle_core() -> bool:
@@ -185,10 +221,9 @@ def _idle_core() -> bool:
     return runnable < cores
 
 
-def _mostly_unparsed(pred_dir: Path, present: list[str]) -> bool:
-    """Whether most of three predictions (first, middle, last) are not in the parsed-CSV
+def _mostly_unparsed(pred_dir: Path, sample: list[str]) -> bool:
+    """Whether most of these predictions (first, middle, last) are not in the parsed-CSV
     cache: a cold run's parsing is the work a second process pays for; a warm one's is not."""
-    sample = {present[0], present[len(present) // 2], present[-1]}
     unparsed = [csv_cache.is_stored(pred_dir / name, "prediction") is False for name in sample]
     return sum(unparsed) * 2 > len(sample)
 
@@ -232,29 +267,45 @@ def _score_chunk(ids: list[str]) -> list[InstanceResult]:
 
 
 def _score_ids(job: _Job, ids: list[str]) -> Iterator[InstanceResult]:
-    for instance_id in ids:
-        try:
-            pred = job.read(f"{instance_id}.csv")
-        except PredictionRefused as exc:
-            yield job.failed(instance_id, exc.code, str(exc))
-            continue
-        except DataError as exc:
-            yield job.failed(instance_id, BAD_PREDICTION_FILE, str(exc))
-            continue
-        except MemoryError:
-            yield job.failed(instance_id, TOO_LARGE, f"{instance_id}.csv: out of memory parsing it")
-            continue
-        yield _score(instance_id, pred, job)
+    try:
+        for instance_id in ids:
+            try:
+                pred, keyed = job.read(instance_id)
+            except PredictionRefused as exc:
+                yield job.failed(instance_id, exc.code, str(exc))
+                continue
+            except DataError as exc:
+                yield job.failed(instance_id, BAD_PREDICTION_FILE, str(exc))
+                continue
+            except MemoryError:
+                message = f"{instance_id}.csv: out of memory parsing it"
+                yield job.failed(instance_id, TOO_LARGE, message)
+                continue
+            yield _score(instance_id, pred, job, keyed)
+    finally:
+        verdict_cache.flush()
 
 
-def _score(instance_id: str, pred: ResultTable, job: _Job) -> InstanceResult:
-    """Both verdicts of one parsed prediction; any error here is this instance's verdict."""
+def _score(
+    instance_id: str, pred: ResultTable | Verdicts, job: _Job, keyed: Keyed | None = None
+) -> InstanceResult:
+    """Both verdicts of one parsed prediction (stored under `keyed`, whose gold bytes are
+    parsed, unless None), or those the verdict store gave; any error here is this instance's
+    verdict."""
     gold = job.gold
     try:
-        golds, single = gold.load_results(instance_id)
-        verdicts = score_frame(
-            pred, golds, single, gold.specs[instance_id], variant_of(gold.benchmark)
-        )
+        if isinstance(pred, Verdicts):
+            verdicts = pred
+        else:
+            from querybench.evaluation.spider2 import score_frame, variant_of
+
+            contents = None if keyed is None else keyed.gold_bytes
+            golds, single = gold.load_results(instance_id, contents)
+            verdicts = score_frame(
+                pred, golds, single, gold.specs[instance_id], variant_of(gold.benchmark)
+            )
+            if keyed is not None and not golds.unreadable:
+                verdict_cache.remember(keyed.key, verdicts)
         return instance_result(instance_id, verdicts, job.scoring, gold)
     except DataError as exc:
         return job.failed(instance_id, GOLD_ERROR, str(exc))
@@ -283,6 +334,8 @@ def official_result_csv(result: Result) -> str:
     and for the whole file on the way in, so the caller parses this text to see the prediction
     as the official sql mode does.
     """
+    import pandas as pd
+
     buffer = io.StringIO()
     columns = list(result.columns)
     if not result.rows:
@@ -384,4 +437,6 @@ def _round_trip(job: _Job, instance_id: str, result: Result, write_csv: bool) ->
         path.unlink(missing_ok=True)
         with open(path, "x", encoding="utf-8") as f:
             f.write(text)
+    import pandas as pd
+
     return pd.read_csv(io.StringIO(text))

@@ -5,11 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import overload
+from typing import TYPE_CHECKING, overload
 
 from querybench.errors import DataError
-from querybench.evaluation.csv_cache import read_result_file
-from querybench.evaluation.large_result import ResultTable
 from querybench.tasks.spider2_gold import (
     EASY_BELOW,
     HARD_FROM,
@@ -35,28 +33,41 @@ __all__ = [
     "eval_file_name",
 ]
 
+if TYPE_CHECKING:  # pandas loads with the first gold file parsed, not with the gold folder
+    from querybench.evaluation.large_result import ResultTable
+
 
 class Spider2Gold(GoldFolder):
     """A gold folder whose result files the scorers read."""
 
-    def load_results(self, instance_id: str) -> tuple[GoldFrames, bool]:
+    def load_results(
+        self, instance_id: str, contents: Sequence[bytes] | None = None
+    ) -> tuple[GoldFrames, bool]:
+        """The instance's gold alternatives; `contents` their bytes, already read, if given."""
         paths, single = self.result_paths(instance_id)
-        return GoldFrames(paths), single
+        return GoldFrames(paths, contents), single
 
 
-class GoldFrames(Sequence[ResultTable]):
+class GoldFrames(Sequence["ResultTable"]):
     """Gold alternatives parsed on first use: scoring stops at the first one that matches.
 
     A big file comes as a `CompactTable` (see `large_result`), a small one as a DataFrame,
     its parse kept in the parsed-CSV cache (`csv_cache`).
     """
 
-    def __init__(self, paths: list[Path]) -> None:
+    def __init__(self, paths: list[Path], contents: Sequence[bytes] | None = None) -> None:
         self.paths = paths
+        self.contents = contents  # the files' bytes, parsed instead of the files if given
         self._frames: dict[int, ResultTable | DataError] = {}
 
     def __len__(self) -> int:
         return len(self.paths)
+
+    @property
+    def unreadable(self) -> bool:
+        """Whether an alternative read so far failed (a file may fail for a reason of the
+        moment: a verdict that read it is not kept)."""
+        return any(isinstance(frame, DataError) for frame in self._frames.values())
 
     @overload
     def __getitem__(self, index: int) -> ResultTable: ...
@@ -68,8 +79,14 @@ class GoldFrames(Sequence[ResultTable]):
         if isinstance(index, slice):
             return [self[i] for i in range(len(self))[index]]
         if index not in self._frames:
+            from querybench.evaluation import csv_cache
+
+            path = self.paths[index]
             try:
-                self._frames[index] = read_result_file(self.paths[index], "gold")
+                if self.contents is None:
+                    self._frames[index] = csv_cache.read_result_file(path, "gold")
+                else:
+                    self._frames[index] = csv_cache.parse(self.contents[index], str(path), "gold")
             except DataError as exc:  # kept: asked again, it fails again without a re-read
                 self._frames[index] = exc
         frame = self._frames[index]

@@ -1,0 +1,442 @@
+"""The verdict store answers a re-score with the very results scoring gives, or scores again:
+an edit in place, a new eval config or scorer, a damaged store, concurrent runs."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from querybench.evaluation import csv_cache, spider2_strict, verdict_cache
+from querybench.evaluation.record import InstanceResult
+from querybench.evaluation.spider2_eval import Scoring, evaluate_spider2
+from querybench.evaluation.spider2_gold import Spider2Gold
+from tests.test_import_graph import import_graph
+
+REPO = Path(__file__).resolve().parent.parent
+
+# instance id -> (eval config fields, gold files, prediction bytes or None for none)
+CASES: dict[str, tuple[dict[str, Any], dict[str, bytes], bytes | None]] = {
+    "local001": ({}, {"": b"a,b\n1,x\n2,y\n"}, b"a,b\n1,x\n2,y\n"),  # a pass
+    "local002": ({"ignore_order": True}, {"": b"a\n1\n2\n"}, b"a\n2\n1\n"),  # a pass, reordered
+    "local003": ({}, {"": b"a,b\n1,x\n"}, b"a,b\n5,x\n"),  # wrong_result, with a detail
+    "local004": ({}, {"_a": b"a\n1\n", "_b": b"a\n2\n"}, b"a\n2\n"),  # its second alternative
+    "local005": ({}, {"": b"a\n1\n"}, None),  # missing_prediction
+    "local006": ({}, {"": b"a\n1\n"}, b""),  # an empty prediction: bad_prediction_file
+    "local007": ({"condition_cols": [5]}, {"": b"a\n1\n"}, b"a\n1\n"),  # official IndexError
+    "local008": ({}, {"": b""}, b"a\n1\n"),  # an unreadable gold: gold_error, never stored
+}
+
+
+@pytest.fixture(autouse=True)
+def _own_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("QUERYBENCH_CACHE", str(tmp_path / "cache"))
+    monkeypatch.delenv("QUERYBENCH_CSV_CACHE", raising=False)
+    monkeypatch.delenv("QUERYBENCH_VERDICT_CACHE", raising=False)
+
+
+def _folders(root: Path) -> tuple[Path, Path]:
+    """A spider2-lite gold folder of `CASES` and its predictions folder."""
+    gold, preds = root / "gold", root / "preds"
+    (gold / "exec_result").mkdir(parents=True)
+    preds.mkdir()
+    lines = []
+    for instance_id, (config, golds, prediction) in CASES.items():
+        lines.append(json.dumps({"instance_id": instance_id, "toks": 10, **config}))
+        for suffix, data in golds.items():
+            (gold / "exec_result" / f"{instance_id}{suffix}.csv").write_bytes(data)
+        if prediction is not None:
+            (preds / f"{instance_id}.csv").write_bytes(prediction)
+    (gold / "spider2lite_eval.jsonl").write_text("\n".join(lines) + "\n")
+    return gold, preds
+
+
+def _score(gold: Path, preds: Path, scoring: Scoring = "official") -> list[InstanceResult]:
+    return evaluate_spider2(
+        preds, benchmark="spider2-lite", gold_dir=gold, workers=1, scoring=scoring
+    )
+
+
+def _lines(results: list[InstanceResult]) -> list[str]:
+    return [json.dumps(r.to_json()) for r in results]
+
+
+def _count_parses(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The names `csv_cache.parse` is asked for from now on (it still parses)."""
+    asked: list[str] = []
+    parse = csv_cache.parse
+
+    def counted(data: Any, name: str, namespace: csv_cache.Namespace) -> Any:
+        asked.append(name)
+        return parse(data, name, namespace)
+
+    monkeypatch.setattr(csv_cache, "parse", counted)
+    return asked
+
+
+def _keys() -> list[str]:
+    path = verdict_cache.store_path()
+    if not path.exists():
+        return []
+    with contextlib.closing(sqlite3.connect(path)) as db:
+        return sorted(key for (key,) in db.execute("SELECT key FROM verdicts"))
+
+
+def _entries_count() -> int:
+    return len(_keys())
+
+
+def test_a_warm_re_score_gives_the_cold_results_and_parses_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    gold, preds = _folders(tmp_path)
+    cold = _score(gold, preds)
+    errors = {r.instance_id: r.error for r in cold}
+    assert errors == {
+        "local001": None,
+        "local002": None,
+        "local003": "wrong_result",
+        "local004": None,
+        "local005": "missing_prediction",
+        "local006": "bad_prediction_file",
+        "local007": "gold_error",
+        "local008": "gold_error",
+    }
+    assert cold[2].detail is not None and cold[2].detail.gold_shapes  # a detail to round-trip
+    asked = _count_parses(monkeypatch)
+    warm = _score(gold, preds)
+    assert _lines(warm) == _lines(cold)
+    assert warm == cold
+    # only what the store may not answer is parsed: the empty prediction, the unreadable gold
+    unanswered = ["local006.csv", "local008.csv", str(gold / "exec_result/local008.csv")]
+    assert sorted(asked) == sorted(unanswered)
+    strict = _score(gold, preds, "strict")  # the other scoring, from the same entries
+    assert [r.score for r in strict] == [r.strict_score for r in cold]
+    assert len(asked) == 6
+
+
+def test_only_what_the_comparison_decided_is_stored(tmp_path: Path) -> None:
+    gold, preds = _folders(tmp_path)
+    _score(gold, preds)
+    # local001-004 and 007 (the official scorer's own error); not the missing, the
+    # unparsable prediction or the unreadable gold
+    assert _entries_count() == 5
+
+
+def test_a_scorer_error_is_not_stored(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    gold, preds = _folders(tmp_path)
+    expected = _lines(_score_without_store(gold, preds))
+
+    def broken(*args: Any) -> bool:
+        raise RuntimeError("a bug of the moment")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(spider2_strict, "strict_table_match", broken)
+        results = _score(gold, preds, "strict")
+    assert {r.error for r in results if r.instance_id == "local001"} == {"scorer_error"}
+    assert _entries_count() == 1  # local007: its strict verdict needs no comparison
+    assert _lines(_score(gold, preds)) == expected
+
+
+@pytest.mark.parametrize("which", ["prediction", "gold"])
+def test_a_file_edited_in_place_same_size_and_mtime_is_scored_again(
+    tmp_path: Path, which: str
+) -> None:
+    gold, preds = _folders(tmp_path)
+    assert _score(gold, preds)[0].score == 1.0
+    path = preds / "local001.csv" if which == "prediction" else gold / "exec_result/local001.csv"
+    before = path.stat()
+    with path.open("r+b") as f:  # the same inode, size and mtime, other bytes
+        f.write(b"a,b\n7")
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    after = path.stat()
+    assert (after.st_size, after.st_mtime_ns, after.st_ino) == (
+        before.st_size,
+        before.st_mtime_ns,
+        before.st_ino,
+    )
+    assert _score(gold, preds)[0].error == "wrong_result"
+
+
+def test_files_swapped_between_instances_are_scored_again(tmp_path: Path) -> None:
+    gold, preds = _folders(tmp_path)
+    _score(gold, preds)
+    one, three = preds / "local001.csv", preds / "local003.csv"
+    a, b = one.read_bytes(), three.read_bytes()
+    one.write_bytes(b)
+    three.write_bytes(a)
+    results = {r.instance_id: r.error for r in _score(gold, preds)}
+    assert results["local001"] == "wrong_result"
+    assert results["local003"] == "wrong_result"
+    fresh = {r.instance_id: r.error for r in _score_without_store(gold, preds)}
+    assert results == fresh
+
+
+def _score_without_store(gold: Path, preds: Path) -> list[InstanceResult]:
+    with pytest.MonkeyPatch.context() as off:
+        off.setenv("QUERYBENCH_VERDICT_CACHE", "0")
+        return _score(gold, preds)
+
+
+def test_a_changed_eval_config_is_scored_again(tmp_path: Path) -> None:
+    gold, preds = _folders(tmp_path)
+    assert _score(gold, preds)[1].score == 1.0  # local002: reordered rows, ignore_order
+    config = gold / "spider2lite_eval.jsonl"
+    config.write_text(config.read_text().replace('"ignore_order": true', '"ignore_order": false'))
+    assert _score(gold, preds)[1].error == "wrong_result"
+
+
+def test_a_changed_scorer_source_or_library_is_a_new_key(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    module = tmp_path / "scorer_stand_in.py"
+    module.write_text("X = 1\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(verdict_cache, "SCORER_MODULES", ("scorer_stand_in",))
+
+    def identity() -> bytes | None:
+        verdict_cache.scorer_identity.cache_clear()
+        return verdict_cache.scorer_identity()
+
+    first = identity()
+    module.write_text("X = 2\n")  # the same size
+    second = identity()
+    monkeypatch.setattr(verdict_cache, "LIBRARIES", ("numpy", "pytest"))
+    third = identity()
+    assert None not in (first, second, third)
+    assert len({first, second, third}) == 3
+    monkeypatch.setattr(verdict_cache, "SCORER_MODULES", ("no_such_scorer_module",))
+    assert identity() is None  # no source, no store
+    verdict_cache.scorer_identity.cache_clear()
+
+
+def test_the_scorer_modules_cover_what_scoring_imports() -> None:
+    """Every evaluation module the exec_result scoring reaches (and `errors`) is hashed."""
+    graph = import_graph()
+    reached, todo = set(), ["querybench.evaluation.spider2_eval"]
+    while todo:
+        module = todo.pop()
+        if module in reached:
+            continue
+        reached.add(module)
+        todo += [m for m in graph.get(module, ()) if m.startswith("querybench.evaluation.")]
+    reached |= {"querybench.errors"}
+    assert reached - set(verdict_cache.SCORER_MODULES) == set()
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        lambda entry: entry[:-1] + bytes([entry[-1] ^ 1]),  # a flipped bit
+        lambda entry: entry[:10],  # cut short
+        lambda entry: b"",
+    ],
+)
+def test_a_damaged_entry_is_scored_again_and_rewritten(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, damage: Callable[[bytes], bytes]
+) -> None:
+    gold, preds = _folders(tmp_path)
+    expected = _lines(_score(gold, preds))
+    with contextlib.closing(sqlite3.connect(verdict_cache.store_path())) as db, db:
+        for key, entry in db.execute("SELECT key, entry FROM verdicts").fetchall():
+            db.execute("UPDATE verdicts SET entry = ? WHERE key = ?", (damage(entry), key))
+    asked = _count_parses(monkeypatch)
+    assert _lines(_score(gold, preds)) == expected
+    assert "local001.csv" in asked
+    asked.clear()
+    assert _lines(_score(gold, preds)) == expected
+    assert "local001.csv" not in asked  # rewritten
+
+
+def test_an_entry_moved_to_another_key_is_refused(tmp_path: Path) -> None:
+    """A well-formed entry of another instance (a pass) under a failing instance's key."""
+    gold, preds = _folders(tmp_path)
+    expected = _lines(_score(gold, preds))
+    store = verdict_cache.store_path()
+    gold_folder = Spider2Gold(gold, "spider2-lite")
+    keys = {}
+    for instance_id in ("local001", "local003"):
+        paths, single = gold_folder.result_paths(instance_id)
+        keyed = verdict_cache.instance_key(
+            "spider2-lite",
+            gold_folder.specs[instance_id],
+            paths,
+            single,
+            (preds / f"{instance_id}.csv").read_bytes(),
+        )
+        assert keyed is not None
+        keys[instance_id] = keyed.key
+    with contextlib.closing(sqlite3.connect(store)) as db, db:
+        (passing,) = db.execute(
+            "SELECT entry FROM verdicts WHERE key = ?", (keys["local001"],)
+        ).fetchone()
+        db.execute("UPDATE verdicts SET entry = ? WHERE key = ?", (passing, keys["local003"]))
+    assert _lines(_score(gold, preds)) == expected
+
+
+@pytest.mark.parametrize("garbage", [b"not a database at all" * 100, b""])
+def test_a_corrupted_store_costs_speed_never_a_verdict(tmp_path: Path, garbage: bytes) -> None:
+    gold, preds = _folders(tmp_path)
+    expected = _lines(_score(gold, preds))
+    store = verdict_cache.store_path()
+    for extra in (Path(f"{store}-wal"), Path(f"{store}-shm")):
+        extra.unlink(missing_ok=True)
+    store.write_bytes(garbage)
+    verdict_cache._store_at.cache_clear()  # a new process meets the corrupted file
+    assert _lines(_score(gold, preds)) == expected
+    assert _lines(_score(gold, preds)) == expected
+
+
+def test_switched_off_it_neither_reads_nor_writes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    gold, preds = _folders(tmp_path)
+    expected = _lines(_score(gold, preds))
+    for name in ("QUERYBENCH_VERDICT_CACHE", "QUERYBENCH_CSV_CACHE"):
+        with monkeypatch.context() as off:
+            off.setenv(name, "0")
+            asked = _count_parses(off)
+            assert _lines(_score(gold, preds)) == expected
+            assert "local001.csv" in asked
+    verdict_cache.store_path().unlink()
+    monkeypatch.setenv("QUERYBENCH_VERDICT_CACHE", "off")
+    _score(gold, preds)
+    assert not verdict_cache.store_path().exists()
+
+
+def test_the_scorer_parses_the_gold_bytes_the_key_was_made_of(tmp_path: Path) -> None:
+    """A gold file rewritten between hashing and parsing cannot put its verdict under the
+    key of the bytes hashed: the bytes hashed are the ones parsed."""
+    gold, _ = _folders(tmp_path)
+    frames, _single = Spider2Gold(gold, "spider2-lite").load_results("local001", [b"z\n9\n"])
+    assert list(frames[0].columns) == ["z"]
+
+
+_RUN = """
+import json, sys
+from querybench.evaluation.spider2_eval import Scoring, evaluate_spider2
+results = evaluate_spider2(sys.argv[1], benchmark="spider2-lite", gold_dir=sys.argv[2], workers=1)
+print(json.dumps({"lines": [r.to_json() for r in results],
+                  "loaded": [m for m in ("pandas", "numpy", "pyarrow") if m in sys.modules]}))
+"""
+
+
+def _run(gold: Path, preds: Path) -> dict[str, Any]:
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    done = subprocess.run(
+        [sys.executable, "-c", _RUN, str(preds), str(gold)],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    )
+    out: dict[str, Any] = json.loads(done.stdout)
+    return out
+
+
+def test_a_warm_run_imports_no_pandas(tmp_path: Path) -> None:
+    gold, preds = _folders(tmp_path)
+    for name in ("local005", "local006", "local008"):  # what the store cannot answer
+        (preds / f"{name}.csv").unlink(missing_ok=True)
+        (gold / "exec_result" / f"{name}.csv").write_bytes(b"a\n1\n")
+    (preds / "local008.csv").write_bytes(b"a\n1\n")
+    cold = _run(gold, preds)
+    assert cold["loaded"] == ["pandas", "numpy", "pyarrow"]  # the check sees them
+    warm = _run(gold, preds)
+    assert warm["lines"] == cold["lines"]
+    assert warm["loaded"] == []
+
+
+def test_concurrent_runs_share_one_store(tmp_path: Path) -> None:
+    gold, preds = _folders(tmp_path)
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    runs = [
+        subprocess.Popen(
+            [sys.executable, "-c", _RUN, str(preds), str(gold)],
+            env=env,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(3)
+    ]
+    outputs = [json.loads(run.communicate(timeout=120)[0])["lines"] for run in runs]
+    assert [run.returncode for run in runs] == [0, 0, 0]
+    expected = [r.to_json() for r in _score_without_store(gold, preds)]
+    assert outputs == [expected] * 3
+    assert _entries_count() == 5
+    assert _run(gold, preds)["lines"] == expected
+
+
+def test_pruning_keeps_the_store_bounded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    gold, preds = _folders(tmp_path)
+    expected = _lines(_score(gold, preds))
+    assert _entries_count() == 5
+    monkeypatch.setattr(verdict_cache, "MAX_STORE_BYTES", 1)
+    verdict_cache._store_at.cache_clear()  # the next process's first write prunes
+    (preds / "local003.csv").write_bytes(b"a,b\n6,x\n")  # one new entry
+    results = _lines(_score(gold, preds))
+    assert results[:2] == expected[:2] and results[3:] == expected[3:]
+    assert _entries_count() == 4  # the oldest quarter (and one) gone, one added
+    assert _lines(_score(gold, preds)) == results
+
+
+_RUN_IDLE = """
+import json, sys
+from querybench.evaluation import spider2_eval
+spider2_eval._idle_core = lambda: True  # a core free: a cold run of this size takes a pool
+pools = []
+real = spider2_eval.ProcessPoolExecutor
+spider2_eval.ProcessPoolExecutor = lambda *a, **k: pools.append(1) or real(*a, **k)
+results = spider2_eval.evaluate_spider2(
+    sys.argv[1], benchmark="spider2-lite", gold_dir=sys.argv[2], workers=2
+)
+print(json.dumps({"lines": [r.to_json() for r in results], "pools": len(pools),
+                  "loaded": [m for m in ("pandas", "numpy", "pyarrow") if m in sys.modules]}))
+"""
+
+
+def test_a_warm_run_on_an_idle_core_starts_no_pool_and_imports_no_pandas(
+    tmp_path: Path,
+) -> None:
+    """40 predictions of 128 KiB: cold, an idle core takes a pool; warm, the verdict store
+    answers them all, and asking the parsed-CSV cache (pandas) is not needed to say so."""
+    gold, preds = tmp_path / "gold", tmp_path / "preds"
+    (gold / "exec_result").mkdir(parents=True)
+    preds.mkdir()
+    lines = []
+    for k in range(40):
+        data = b"a\n" + b"%07d\n" % k * 16384
+        (gold / "exec_result" / f"local{k:03d}.csv").write_bytes(data)
+        (preds / f"local{k:03d}.csv").write_bytes(data)
+        config = {"condition_cols": [], "ignore_order": True}
+        lines.append(json.dumps({"instance_id": f"local{k:03d}", "toks": 1, **config}))
+    (gold / "spider2lite_eval.jsonl").write_text("\n".join(lines) + "\n")
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+
+    def run() -> dict[str, Any]:
+        done = subprocess.run(
+            [sys.executable, "-c", _RUN_IDLE, str(preds), str(gold)],
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=300,
+        )
+        out: dict[str, Any] = json.loads(done.stdout)
+        return out
+
+    cold = run()
+    assert cold["pools"] == 1 and "pandas" in cold["loaded"]
+    warm = run()
+    assert warm["lines"] == cold["lines"]
+    assert [line["score"] for line in warm["lines"]] == [1.0] * 40
+    assert warm["pools"] == 0 and warm["loaded"] == []
