@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import math
 from collections.abc import Callable
 from concurrent.futures import Future
 
 from querybench.envs.match import RewardOutcome
+from querybench.envs.repeats import copy_outcome, shareable
 from querybench.envs.reward_child import WorkItem
 
 # Scores a batch in the worker processes; the future never fails (a crash scores 0 instead).
@@ -31,17 +33,47 @@ class Coalescer:
         self.loop, self.submit = loop, submit
         self.in_flight_limit, self.batch_size = max(1, in_flight), max(1, batch_size)
         self.waiting: list[_Waiting] = []
+        # The first call of each shareable item still waiting or in flight.
+        self.pending: dict[WorkItem, asyncio.Future[RewardOutcome]] = {}
         self.in_flight = 0
         self.scheduled = False
 
     def score(self, item: WorkItem) -> asyncio.Future[RewardOutcome]:
-        """The outcome of `item`, sent with the other calls of this loop pass."""
+        """The outcome of `item`, sent with the other calls of this loop pass; a call repeating
+        one still waiting or in flight takes a copy of its outcome instead (`repeats.py`)."""
         future: asyncio.Future[RewardOutcome] = self.loop.create_future()
+        self._enqueue(item, future)
+        return future
+
+    def _enqueue(self, item: WorkItem, future: asyncio.Future[RewardOutcome]) -> None:
+        first = self.pending.get(item)
+        if first is not None:
+            first.add_done_callback(functools.partial(self._copy, item, future))
+            return
+        if shareable(item):
+            self.pending[item] = future
+            future.add_done_callback(functools.partial(self._forget, item))
         self.waiting.append((item, future))
         if not self.scheduled:
             self.scheduled = True
             self.loop.call_soon(self._flush)
-        return future
+
+    def _forget(self, item: WorkItem, future: asyncio.Future[RewardOutcome]) -> None:
+        if self.pending.get(item) is future:
+            del self.pending[item]
+
+    def _copy(
+        self,
+        item: WorkItem,
+        future: asyncio.Future[RewardOutcome],
+        first: asyncio.Future[RewardOutcome],
+    ) -> None:
+        if future.done():  # this caller was cancelled
+            return
+        if first.cancelled():  # the first caller gave up: this one is scored in its place
+            self._enqueue(item, future)
+        else:
+            future.set_result(copy_outcome(first.result()))
 
     def _flush(self) -> None:
         self.scheduled = False
