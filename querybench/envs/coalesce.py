@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import math
 from collections.abc import Callable
 from concurrent.futures import Future
@@ -21,7 +20,8 @@ from querybench.envs.reward_child import WorkItem
 
 # Scores a batch in the worker processes; the future never fails (a crash scores 0 instead).
 Submit = Callable[[list[WorkItem]], "Future[list[RewardOutcome]]"]
-_Waiting = tuple[WorkItem, "asyncio.Future[RewardOutcome]"]
+# An item and the calls waiting for it: one, or the repeats that joined it.
+_Waiting = tuple[WorkItem, "list[asyncio.Future[RewardOutcome]]"]
 
 
 class Coalescer:
@@ -33,51 +33,35 @@ class Coalescer:
         self.loop, self.submit = loop, submit
         self.in_flight_limit, self.batch_size = max(1, in_flight), max(1, batch_size)
         self.waiting: list[_Waiting] = []
-        # The first call of each shareable item still waiting or in flight.
-        self.pending: dict[WorkItem, asyncio.Future[RewardOutcome]] = {}
+        # The callers of each shareable item still waiting or in flight (the same list).
+        self.shared: dict[WorkItem, list[asyncio.Future[RewardOutcome]]] = {}
         self.in_flight = 0
         self.scheduled = False
 
     def score(self, item: WorkItem) -> asyncio.Future[RewardOutcome]:
         """The outcome of `item`, sent with the other calls of this loop pass; a call repeating
-        one still waiting or in flight takes a copy of its outcome instead (`repeats.py`)."""
+        one still waiting or in flight joins it and gets a copy of its outcome (`repeats.py`)."""
         future: asyncio.Future[RewardOutcome] = self.loop.create_future()
-        self._enqueue(item, future)
-        return future
-
-    def _enqueue(self, item: WorkItem, future: asyncio.Future[RewardOutcome]) -> None:
-        first = self.pending.get(item)
-        if first is not None:
-            first.add_done_callback(functools.partial(self._copy, item, future))
-            return
+        callers = self.shared.get(item)
+        if callers is not None:
+            callers.append(future)
+            return future
+        callers = [future]
         if shareable(item):
-            self.pending[item] = future
-            future.add_done_callback(functools.partial(self._forget, item))
-        self.waiting.append((item, future))
+            self.shared[item] = callers
+        self.waiting.append((item, callers))
         if not self.scheduled:
             self.scheduled = True
             self.loop.call_soon(self._flush)
-
-    def _forget(self, item: WorkItem, future: asyncio.Future[RewardOutcome]) -> None:
-        if self.pending.get(item) is future:
-            del self.pending[item]
-
-    def _copy(
-        self,
-        item: WorkItem,
-        future: asyncio.Future[RewardOutcome],
-        first: asyncio.Future[RewardOutcome],
-    ) -> None:
-        if future.done():  # this caller was cancelled
-            return
-        if first.cancelled():  # the first caller gave up: this one is scored in its place
-            self._enqueue(item, future)
-        else:
-            future.set_result(copy_outcome(first.result()))
+        return future
 
     def _flush(self) -> None:
         self.scheduled = False
-        self.waiting = [w for w in self.waiting if not w[1].cancelled()]
+        if any(_abandoned(callers) for _, callers in self.waiting):
+            for item, callers in self.waiting:
+                if _abandoned(callers) and self.shared.get(item) is callers:
+                    del self.shared[item]
+            self.waiting = [w for w in self.waiting if not _abandoned(w[1])]
         while self.waiting and self.in_flight < self.in_flight_limit:
             # Spread what waits over the free workers, so a few calls still use them all.
             free = self.in_flight_limit - self.in_flight
@@ -96,7 +80,17 @@ class Coalescer:
 
     def _finish(self, batch: list[_Waiting], done: Future[list[RewardOutcome]]) -> None:
         self.in_flight -= 1
-        for (_, future), outcome in zip(batch, done.result(), strict=True):
-            if not future.done():
-                future.set_result(outcome)
+        shared = self.shared
+        for (item, callers), outcome in zip(batch, done.result(), strict=True):
+            if shared.get(item) is callers:
+                del shared[item]
+            given = False
+            for future in callers:
+                if not future.done():  # a caller cancelled meanwhile is skipped
+                    future.set_result(copy_outcome(outcome) if given else outcome)
+                    given = True
         self._flush()
+
+
+def _abandoned(callers: list[asyncio.Future[RewardOutcome]]) -> bool:
+    return all(future.cancelled() for future in callers)
