@@ -57,20 +57,29 @@ class Coalescer:
 
     def _flush(self) -> None:
         self.scheduled = False
-        if any(_abandoned(callers) for _, callers in self.waiting):
-            for item, callers in self.waiting:
-                if _abandoned(callers) and self.shared.get(item) is callers:
-                    del self.shared[item]
-            self.waiting = [w for w in self.waiting if not _abandoned(w[1])]
         while self.waiting and self.in_flight < self.in_flight_limit:
             # Spread what waits over the free workers, so a few calls still use them all.
             free = self.in_flight_limit - self.in_flight
             size = min(self.batch_size, math.ceil(len(self.waiting) / free))
-            batch, self.waiting = self.waiting[:size], self.waiting[size:]
+            batch, self.waiting = self._live(self.waiting[:size]), self.waiting[size:]
+            if not batch:
+                continue
             self.in_flight += 1
             self.submit([item for item, _ in batch]).add_done_callback(
                 lambda done, batch=batch: self._back(batch, done)  # type: ignore[misc]
             )
+
+    def _live(self, batch: list[_Waiting]) -> list[_Waiting]:
+        """`batch` without the items every caller of which was cancelled while it waited."""
+        live = []
+        for entry in batch:
+            item, callers = entry
+            if callers[0].cancelled() and all(future.cancelled() for future in callers):
+                if self.shared.get(item) is callers:
+                    del self.shared[item]
+            else:
+                live.append(entry)
+        return live
 
     def _back(self, batch: list[_Waiting], done: Future[list[RewardOutcome]]) -> None:
         # Called on the pool's thread: hand the outcomes to the loop (unless it has closed,
@@ -90,7 +99,3 @@ class Coalescer:
                     future.set_result(copy_outcome(outcome) if given else outcome)
                     given = True
         self._flush()
-
-
-def _abandoned(callers: list[asyncio.Future[RewardOutcome]]) -> bool:
-    return all(future.cancelled() for future in callers)
