@@ -18,10 +18,12 @@ CPU seconds (user+sys), the minimum of `--rounds` interleaved rounds, divided by
 
 Instruction counts repeat where CPU times do not (a busy machine): `--layer floor|engine|
 child|many` only sets the layer up and runs it `--rounds` times; the count of one run is
-(rounds 2 - rounds 0) / 2, e.g. for the whole reward, children included:
+(rounds 2 - rounds 0) / 2, e.g. for the whole reward, children included (one worker: with two,
+which child first meets a gold, and so runs it, changes from run to run):
 
     valgrind --tool=callgrind --trace-children=yes --callgrind-out-file=/tmp/cg.%p \
-        .venv/bin/python -m bench.bench_reward_profile --layer many --answers 1000 --rounds 2
+        .venv/bin/python -m bench.bench_reward_profile --layer many --workers 1 --answers 1000 \
+        --rounds 2
     # sum the "Collected" lines of every process, minus the same with --rounds 0
 """
 
