@@ -3,11 +3,13 @@
 `--answers` rollouts (default 2,000) cycle through the 972 dev questions whose database is
 present. Each answer is a ```sql block whose text is its own (a `-- rollout N` line before the
 SQL, as two rollouts rarely agree to the byte), so no prepared statement or cached result is
-ever shared between two answers or with the gold. `correct`: every answer is its question's
-gold SQL; `mixed`: every other answer is wrong (another question's gold on the same database,
-else `SELECT 1`). `grouped` is GRPO's shape instead: `--group` rollouts per question in a
-row whose SQL blocks take `--distinct` texts (`grouped_answers`; the share of repeated
-answers is printed), where a reward may run a repeated answer once per call.
+ever shared between two answers or with the gold; each timed call gets texts of its own (the
+round and the call in that line), so none is shared with an earlier call either. `correct`:
+every answer is its question's gold SQL; `mixed`: every other answer is wrong (another
+question's gold on the same database, else `SELECT 1`). `grouped` is GRPO's shape instead:
+`--group` rollouts per question in a row whose SQL blocks take `--distinct` texts
+(`grouped_answers`; the share of repeated answers is printed), where a reward may run a
+repeated answer once per call.
 
 The naive reward is the plain one-thread implementation: for each answer, `sqlite3.connect`,
 execute the gold and the answer, `fetchall` both, compare sets, close (`naive`); `naive-reuse`
@@ -44,20 +46,21 @@ from querybench.envs import RewardItem, SQLReward, answer_sql
 Timing = dict[str, float]
 
 
-def answers(count: int, *, mixed: bool) -> list[RewardItem]:
-    """`count` rollouts over the Spider 1.0 dev questions (see the module docstring)."""
+def answers(count: int, *, mixed: bool, tag: str = "") -> list[RewardItem]:
+    """`count` rollouts over the Spider 1.0 dev questions (see the module docstring); `tag`
+    goes into every answer's text (a timed call's own texts)."""
     root, questions = _questions()
     items = []
     for i in range(count):
         question = questions[i % len(questions)]
         answer = _wrong(questions, i) if mixed and i % 2 else question["query"]
         database = root / question["db_id"] / f"{question['db_id']}.sqlite"
-        completion = f"```sql\n-- rollout {i}\n{answer}\n```"
+        completion = f"```sql\n-- rollout {i}{tag}\n{answer}\n```"
         items.append(RewardItem(database, question["query"], completion))
     return items
 
 
-def grouped_answers(count: int, group: int, distinct: int) -> list[RewardItem]:
+def grouped_answers(count: int, group: int, distinct: int, tag: str = "") -> list[RewardItem]:
     """GRPO's shape: `group` rollouts of each question in a row, whose ```sql blocks take only
     `distinct` texts (text v: a `-- variant v` line, then the gold SQL for even v, the mixed
     rows' wrong answer for odd v); the reasoning above each block is the rollout's own.
@@ -70,7 +73,7 @@ def grouped_answers(count: int, group: int, distinct: int) -> list[RewardItem]:
         variant = (i % group) % distinct
         answer = question["query"] if variant % 2 == 0 else _wrong(questions, index)
         database = root / question["db_id"] / f"{question['db_id']}.sqlite"
-        completion = f"rollout {i}: reasoning\n```sql\n-- variant {variant}\n{answer}\n```"
+        completion = f"rollout {i}: reasoning\n```sql\n-- variant {variant}{tag}\n{answer}\n```"
         items.append(RewardItem(database, question["query"], completion))
     return items
 
@@ -210,17 +213,17 @@ def row(label: str, timing: Timing, baselines: Timing, reuse: Timing | None = No
 
 
 def warm_run(args: argparse.Namespace) -> None:
-    kinds = {
-        "correct": answers(args.answers, mixed=False),
-        "mixed": answers(args.answers, mixed=True),
-        "grouped": grouped_answers(args.answers, args.group, args.distinct),
+    kinds: dict[str, Callable[[str], list[RewardItem]]] = {
+        "correct": lambda tag: answers(args.answers, mixed=False, tag=tag),
+        "mixed": lambda tag: answers(args.answers, mixed=True, tag=tag),
+        "grouped": lambda tag: grouped_answers(args.answers, args.group, args.distinct, tag),
     }
-    for kind, items in kinds.items():
+    for kind, make in kinds.items():
         with (
             tempfile.TemporaryDirectory() as cache,
             SQLReward(workers=args.workers, cache_dir=cache, batch_size=args.batch_size) as reward,
         ):
-            warm_kind(reward, items, args, kind)
+            warm_kind(reward, make, args, kind)
 
 
 def repeated_share(items: Sequence[RewardItem]) -> float:
@@ -230,16 +233,24 @@ def repeated_share(items: Sequence[RewardItem]) -> float:
 
 
 def warm_kind(
-    reward: SQLReward, items: list[RewardItem], args: argparse.Namespace, kind: str
+    reward: SQLReward,
+    make: Callable[[str], list[RewardItem]],
+    args: argparse.Namespace,
+    kind: str,
 ) -> None:
+    """Each timed call scores answers of its own text (`make(tag)`): SQLite keeps the last 128
+    statements prepared per connection, so texts met in an earlier call would skip their
+    preparing there (5 us of the 48 us of an answer query here) where no rollout does."""
     many = scoring_many(reward)
+    items = make("")
     many(items)  # the gold computed and the databases opened before timing
     rounds: dict[str, list[Timing]] = {"naive": [], "reuse": [], "many": [], "ascore": []}
-    for _ in range(args.rounds):
-        rounds["naive"].append(timed(naive, items))
-        rounds["many"].append(timed(many, items))
-        rounds["reuse"].append(timed(naive_reuse, items))
-        rounds["ascore"].append(asyncio.run(concurrent_ascore(reward, items, args.rollouts)))
+    for r in range(args.rounds):
+        rounds["naive"].append(timed(naive, make(f" {r}a")))
+        rounds["many"].append(timed(many, make(f" {r}b")))
+        rounds["reuse"].append(timed(naive_reuse, make(f" {r}c")))
+        work = make(f" {r}d")
+        rounds["ascore"].append(asyncio.run(concurrent_ascore(reward, work, args.rollouts)))
     plain, reuse = best(rounds["naive"]), best(rounds["reuse"])
     repeated = f", {100 * repeated_share(items):.1f}% repeated"
     print(f"{kind} answers ({len(items)}{repeated}); ratios against naive, naive-reuse")
@@ -248,7 +259,8 @@ def warm_kind(
     row("score_many", best(rounds["many"]), plain, reuse)
     row(f"ascore x{args.rollouts}", best(rounds["ascore"]), plain, reuse)
     if kind == "correct":
-        row("score, one call at a time", timed(scoring_one_by_one(reward), items), plain, reuse)
+        one_by_one = timed(scoring_one_by_one(reward), make(" one"))
+        row("score, one call at a time", one_by_one, plain, reuse)
     matched = {name: best(r)["matched"] for name, r in rounds.items()}
     assert len(set(matched.values())) == 1, f"the rewards disagree: {matched}"
 
