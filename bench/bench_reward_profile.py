@@ -119,6 +119,8 @@ def main() -> None:
         if args.layer is not None:
             layer = LAYERS.get(args.layer)
             run = (lambda: reward.score_many(items)) if layer is None else layer(items)
+            if layer is not None:
+                run()  # as `score_many` above: the first round, cold, is the set-up's
             for _ in range(args.rounds):
                 run()
             return
