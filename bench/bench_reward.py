@@ -3,9 +3,13 @@
 `--answers` rollouts (default 2,000) cycle through the 972 dev questions whose database is
 present. Each answer is a ```sql block whose text is its own (a `-- rollout N` line before the
 SQL, as two rollouts rarely agree to the byte), so no prepared statement or cached result is
-ever shared between two answers or with the gold. `correct`: every answer is its question's
-gold SQL; `mixed`: every other answer is wrong (another question's gold on the same database,
-else `SELECT 1`).
+ever shared between two answers or with the gold; each timed call gets texts of its own (the
+round and the call in that line), so none is shared with an earlier call either. `correct`:
+every answer is its question's gold SQL; `mixed`: every other answer is wrong (another
+question's gold on the same database, else `SELECT 1`). `grouped` is GRPO's shape instead:
+`--group` rollouts per question in a row whose SQL blocks take `--distinct` texts
+(`grouped_answers`; the share of repeated answers is printed), where a reward may run a
+repeated answer once per call.
 
 The naive reward is the plain one-thread implementation: for each answer, `sqlite3.connect`,
 execute the gold and the answer, `fetchall` both, compare sets, close (`naive`); `naive-reuse`
@@ -16,7 +20,7 @@ the figure that holds up on a busy machine. `cold` times a fresh process: a new 
 empty cache scoring the answers once, against the naive reward in a fresh process too.
 
     .venv/bin/python -m bench.bench_reward [--workers 2] [--rounds 3] [--rollouts 256] \
-        [--batch-size 64] [--only warm|cold]
+        [--batch-size 64] [--group 16] [--distinct 4] [--only warm|cold]
 """
 
 from __future__ import annotations
@@ -37,26 +41,52 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from querybench.data import data_root
-from querybench.envs import RewardItem, SQLReward
+from querybench.envs import RewardItem, SQLReward, answer_sql
 
 Timing = dict[str, float]
 
 
-def answers(count: int, *, mixed: bool) -> list[RewardItem]:
-    """`count` rollouts over the Spider 1.0 dev questions (see the module docstring)."""
-    root = data_root() / "spider1"
-    questions = json.loads((root / "dev_subset_available_dbs.json").read_text())
+def answers(count: int, *, mixed: bool, tag: str = "") -> list[RewardItem]:
+    """`count` rollouts over the Spider 1.0 dev questions (see the module docstring); `tag`
+    goes into every answer's text (a timed call's own texts)."""
+    root, questions = _questions()
     items = []
     for i in range(count):
         question = questions[i % len(questions)]
-        answer = question["query"]
-        if mixed and i % 2:
-            other = questions[(i + 1) % len(questions)]
-            answer = other["query"] if other["db_id"] == question["db_id"] else "SELECT 1"
+        answer = _wrong(questions, i) if mixed and i % 2 else question["query"]
         database = root / question["db_id"] / f"{question['db_id']}.sqlite"
-        completion = f"```sql\n-- rollout {i}\n{answer}\n```"
+        completion = f"```sql\n-- rollout {i}{tag}\n{answer}\n```"
         items.append(RewardItem(database, question["query"], completion))
     return items
+
+
+def grouped_answers(count: int, group: int, distinct: int, tag: str = "") -> list[RewardItem]:
+    """GRPO's shape: `group` rollouts of each question in a row, whose ```sql blocks take only
+    `distinct` texts (text v: a `-- variant v` line, then the gold SQL for even v, the mixed
+    rows' wrong answer for odd v); the reasoning above each block is the rollout's own.
+    Repeated answers: 1 - distinct / group of them."""
+    root, questions = _questions()
+    items = []
+    for i in range(count):
+        index = i // group
+        question = questions[index % len(questions)]
+        variant = (i % group) % distinct
+        answer = question["query"] if variant % 2 == 0 else _wrong(questions, index)
+        database = root / question["db_id"] / f"{question['db_id']}.sqlite"
+        completion = f"rollout {i}: reasoning\n```sql\n-- variant {variant}{tag}\n{answer}\n```"
+        items.append(RewardItem(database, question["query"], completion))
+    return items
+
+
+def _questions() -> tuple[Path, list[dict[str, str]]]:
+    root = data_root() / "spider1"
+    return root, json.loads((root / "dev_subset_available_dbs.json").read_text())
+
+
+def _wrong(questions: list[dict[str, str]], i: int) -> str:
+    """Another question's gold on the same database, else `SELECT 1`."""
+    question, other = questions[i % len(questions)], questions[(i + 1) % len(questions)]
+    return other["query"] if other["db_id"] == question["db_id"] else "SELECT 1"
 
 
 def _sql(completion: str) -> str:
@@ -183,35 +213,54 @@ def row(label: str, timing: Timing, baselines: Timing, reuse: Timing | None = No
 
 
 def warm_run(args: argparse.Namespace) -> None:
-    for mixed in (False, True):
-        items = answers(args.answers, mixed=mixed)
+    kinds: dict[str, Callable[[str], list[RewardItem]]] = {
+        "correct": lambda tag: answers(args.answers, mixed=False, tag=tag),
+        "mixed": lambda tag: answers(args.answers, mixed=True, tag=tag),
+        "grouped": lambda tag: grouped_answers(args.answers, args.group, args.distinct, tag),
+    }
+    for kind, make in kinds.items():
         with (
             tempfile.TemporaryDirectory() as cache,
             SQLReward(workers=args.workers, cache_dir=cache, batch_size=args.batch_size) as reward,
         ):
-            warm_kind(reward, items, args, mixed=mixed)
+            warm_kind(reward, make, args, kind)
+
+
+def repeated_share(items: Sequence[RewardItem]) -> float:
+    """The share of answers that repeat an earlier one to the byte (database, gold, SQL)."""
+    keys = {(str(i.database), i.gold_sql, answer_sql(i.completion)) for i in items}
+    return 1 - len(keys) / len(items)
 
 
 def warm_kind(
-    reward: SQLReward, items: list[RewardItem], args: argparse.Namespace, *, mixed: bool
+    reward: SQLReward,
+    make: Callable[[str], list[RewardItem]],
+    args: argparse.Namespace,
+    kind: str,
 ) -> None:
+    """Each timed call scores answers of its own text (`make(tag)`): SQLite keeps the last 128
+    statements prepared per connection, so texts met in an earlier call would skip their
+    preparing there (5 us of the 48 us of an answer query here) where no rollout does."""
     many = scoring_many(reward)
+    items = make("")
     many(items)  # the gold computed and the databases opened before timing
     rounds: dict[str, list[Timing]] = {"naive": [], "reuse": [], "many": [], "ascore": []}
-    for _ in range(args.rounds):
-        rounds["naive"].append(timed(naive, items))
-        rounds["many"].append(timed(many, items))
-        rounds["reuse"].append(timed(naive_reuse, items))
-        rounds["ascore"].append(asyncio.run(concurrent_ascore(reward, items, args.rollouts)))
+    for r in range(args.rounds):
+        rounds["naive"].append(timed(naive, make(f" {r}a")))
+        rounds["many"].append(timed(many, make(f" {r}b")))
+        rounds["reuse"].append(timed(naive_reuse, make(f" {r}c")))
+        work = make(f" {r}d")
+        rounds["ascore"].append(asyncio.run(concurrent_ascore(reward, work, args.rollouts)))
     plain, reuse = best(rounds["naive"]), best(rounds["reuse"])
-    kind = "mixed" if mixed else "correct"
-    print(f"{kind} answers ({len(items)}); ratios against naive, naive-reuse")
+    repeated = f", {100 * repeated_share(items):.1f}% repeated"
+    print(f"{kind} answers ({len(items)}{repeated}); ratios against naive, naive-reuse")
     row("naive (connect per answer)", plain, plain, reuse)
     row("naive-reuse (connection per db)", reuse, plain, reuse)
     row("score_many", best(rounds["many"]), plain, reuse)
     row(f"ascore x{args.rollouts}", best(rounds["ascore"]), plain, reuse)
-    if not mixed:
-        row("score, one call at a time", timed(scoring_one_by_one(reward), items), plain, reuse)
+    if kind == "correct":
+        one_by_one = timed(scoring_one_by_one(reward), make(" one"))
+        row("score, one call at a time", one_by_one, plain, reuse)
     matched = {name: best(r)["matched"] for name, r in rounds.items()}
     assert len(set(matched.values())) == 1, f"the rewards disagree: {matched}"
 
@@ -264,6 +313,8 @@ def main() -> None:
     parser.add_argument("--answers", type=int, default=2000)
     parser.add_argument("--only", choices=["warm", "cold"])
     parser.add_argument("--batch-size", type=int, default=64, help="SQLReward's batch_size")
+    parser.add_argument("--group", type=int, default=16, help="grouped: rollouts per question")
+    parser.add_argument("--distinct", type=int, default=4, help="grouped: SQL texts per group")
     parser.add_argument("--cold-child", choices=["naive", "ours"], help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.cold_child:

@@ -9,10 +9,22 @@ CPU seconds (user+sys), the minimum of `--rounds` interleaved rounds, divided by
 * `engine + rule`: `match.run_answer` on a kept `SQLiteEngine` (read-only opening, authorizer,
   one-statement rule, row and byte caps, timeout, rows streamed against the gold set) and
   `execution_match`, in this process;
+* `the child's loop`: `engine + rule` as the reward's child runs it (gold lookup, the
+  progress bytes announcing each step), in this process, without the pipe;
 * `score_many`: the whole reward, this process (parent: SQL extraction, batching, outcomes)
   and its worker children (everything else) apart.
 
     .venv/bin/python -m bench.bench_reward_profile [--rounds 5] [--answers 2000]
+
+Instruction counts repeat where CPU times do not (a busy machine): `--layer floor|engine|
+child|many` only sets the layer up and runs it `--rounds` times; the count of one run is
+(rounds 2 - rounds 0) / 2, e.g. for the whole reward, children included (one worker: with two,
+which child first meets a gold, and so runs it, changes from run to run):
+
+    valgrind --tool=callgrind --trace-children=yes --callgrind-out-file=/tmp/cg.%p \
+        .venv/bin/python -m bench.bench_reward_profile --layer many --workers 1 --answers 1000 \
+        --rounds 2
+    # sum the "Collected" lines of every process, minus the same with --rounds 0
 """
 
 from __future__ import annotations
@@ -28,6 +40,8 @@ from querybench.engines.base import Result
 from querybench.engines.sqlite import SQLiteEngine
 from querybench.envs import RewardItem, SQLReward, answer_sql, execution_match
 from querybench.envs.match import run_answer
+from querybench.envs.reward_child import PROGRESS, WorkerConfig, _Progress, _Worker
+from querybench.envs.reward_workers import _shared_file
 
 
 def answer_alone(items: Sequence[RewardItem]) -> Callable[[], object]:
@@ -47,6 +61,7 @@ def answer_alone(items: Sequence[RewardItem]) -> Callable[[], object]:
 def engine_and_rule(items: Sequence[RewardItem]) -> Callable[[], object]:
     engines: dict[str, SQLiteEngine] = {}
     golds: dict[tuple[str, str], Result] = {}
+    gold_rows: dict[tuple[str, str], frozenset[tuple[object, ...]]] = {}
     work = []
     for item in items:
         database = str(item.database)
@@ -56,15 +71,32 @@ def engine_and_rule(items: Sequence[RewardItem]) -> Callable[[], object]:
         key = (database, item.gold_sql)
         if key not in golds:
             golds[key] = engine.execute(item.gold_sql, timeout=120)
-        work.append((engine, answer_sql(item.completion) or "", golds[key]))
+            gold_rows[key] = frozenset(golds[key].rows)  # as the reward's child keeps them
+        work.append((engine, answer_sql(item.completion) or "", golds[key], gold_rows[key]))
 
     def run() -> object:
         return [
-            execution_match(gold, run_answer(engine, sql, gold, timeout=30, max_rows=1_000_000))
-            for engine, sql, gold in work
+            execution_match(
+                gold,
+                run_answer(engine, sql, gold, timeout=30, max_rows=1_000_000, gold_rows=rows),
+            )
+            for engine, sql, gold, rows in work
         ]
 
     return run
+
+
+def child_loop(items: Sequence[RewardItem]) -> Callable[[], object]:
+    """The reward child's own loop (`reward_child._Worker.score`: gold lookup, engine, the
+    progress bytes, the rule) in this process, without the pipe."""
+    worker = _Worker(
+        WorkerConfig(30, 120, 1_000_000, None, False), _Progress(_shared_file(PROGRESS.size))
+    )
+    tasks = [(str(i.database), i.gold_sql, answer_sql(i.completion), None, None) for i in items]
+    return lambda: [worker.score(task) for task in tasks]
+
+
+LAYERS = {"floor": answer_alone, "engine": engine_and_rule, "child": child_loop}
 
 
 def main() -> None:
@@ -72,6 +104,11 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--answers", type=int, default=2000)
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument(
+        "--layer",
+        choices=[*LAYERS, "many"],
+        help="only set up this layer and run it --rounds times, untimed (for callgrind)",
+    )
     args = parser.parse_args()
     items = answers(args.answers, mixed=False)
     with (
@@ -79,11 +116,20 @@ def main() -> None:
         SQLReward(workers=args.workers, cache_dir=cache) as reward,
     ):
         reward.score_many(items)
+        if args.layer is not None:
+            layer = LAYERS.get(args.layer)
+            run = (lambda: reward.score_many(items)) if layer is None else layer(items)
+            if layer is not None:
+                run()  # as `score_many` above: the first round, cold, is the set-up's
+            for _ in range(args.rounds):
+                run()
+            return
         runs: dict[str, Callable[[], object]] = {
             "naive (connect per answer)": lambda: naive(items),
             "naive-reuse (connection per db)": lambda: naive_reuse(items),
             "answer query alone (the floor)": answer_alone(items),
             "engine + rule, in process": engine_and_rule(items),
+            "the child's loop, in process": child_loop(items),
             "score_many": lambda: reward.score_many(items),
         }
         cpu: dict[str, list[float]] = {name: [] for name in runs}

@@ -242,7 +242,9 @@ def test_processes_and_threads_agree_batch_by_batch(db: Path, tmp_path: Path) ->
 def test_concurrent_ascore_calls_travel_in_few_batches(reward: SQLReward, db: Path) -> None:
     import asyncio
 
-    answers = [GOLD, "SELECT name FROM t", "DELETE FROM t", "SELECT nope"] * 25
+    kinds = [GOLD, "SELECT name FROM t", "DELETE FROM t", "SELECT nope"]
+    # Each text its own (a repeat in flight would take the first one's outcome, not travel).
+    answers = [f"-- rollout {i}\n{kinds[i % 4]}" for i in range(100)]
     sizes: list[int] = []
     send = reward._batch
 

@@ -36,6 +36,11 @@ CASES = [
     # everything on one line
     (f"{FENCE}SELECT 7{FENCE}", "SELECT 7"),
     (f"{FENCE}sql SELECT 8{FENCE}", "SELECT 8"),
+    # a block closes only on a line of backticks alone, at least as many as opened it
+    (f"````sql\nSELECT 9\n{FENCE}\nSELECT 10\n`````  \n", f"SELECT 9\n{FENCE}\nSELECT 10"),
+    (f"{FENCE}sql\nSELECT 11 -- {FENCE} here\n \t{FENCE}\t\nafter", f"SELECT 11 -- {FENCE} here"),
+    # fences inside a line of prose open nothing
+    (f"see x{FENCE}sql\nSELECT 12\n\n{FENCE}sql\nSELECT 13\n{FENCE}", "SELECT 13"),
 ]
 
 

@@ -253,8 +253,12 @@ class ByteBudget:
             raise too_many_bytes(self.cap)
 
     def row_factory(self, _cursor: object, row: tuple[Any, ...]) -> tuple[Any, ...]:
-        self.used += row_bytes(row)  # `add`, inlined: called for every row
-        if self.used > self.cap:
+        # `add` and `row_bytes`, inlined: called for every row of every result.
+        used = self.used
+        for value in row:
+            used += len(value) if type(value) in _SIZED else _SCALAR_BYTES
+        self.used = used
+        if used > self.cap:
             raise too_many_bytes(self.cap)
         return row
 

@@ -169,7 +169,7 @@ class SQLiteEngine(EngineBase):
         self, sql: str, *, timeout: float | None = None, max_rows: int | None = None
     ) -> Result:
         statement = single_statement(sql)
-        with self._running(timeout) as start:
+        with _Running(self, timeout) as start:
             try:
                 columns, rows = self._run(statement, max_rows)
                 extra: dict[str, Any] = {}
@@ -203,37 +203,22 @@ class SQLiteEngine(EngineBase):
     def _batches(
         self, statement: str, timeout: float | None, max_rows: int | None, batch: int
     ) -> Generator[list[tuple[Any, ...]], None, None]:
-        with self._running(timeout):
+        with _Running(self, timeout):
             handed_out = 0
+            rows = self._stream(statement, batch, max_rows, 0)
             try:
-                with contextlib.closing(self._stream(statement, batch, max_rows, 0)) as rows:
-                    for chunk in rows:
-                        handed_out += len(chunk)
-                        yield chunk
+                for chunk in rows:
+                    handed_out += len(chunk)
+                    yield chunk
             except sqlite3.OperationalError as exc:
                 if not str(exc).startswith(_DECODE_ERROR):
                     raise
                 with self._lenient_text():
                     lenient = self._stream(statement, batch, max_rows, handed_out)
-                    with contextlib.closing(lenient) as rows:
-                        yield from rows
-
-    @contextlib.contextmanager
-    def _running(self, timeout: float | None) -> Iterator[float]:
-        """One query's span: the lock held, the deadline armed from the start time it yields,
-        and SQLite's errors turned into querybench's."""
-        with self._lock:
-            start = time.monotonic()
-            self._deadline = None if timeout is None else start + timeout
-            self._denied = None
-            try:
-                yield start
-            except sqlite3.Error as exc:
-                raise self._engine_error(exc, timeout) from exc
-            except MemoryError as exc:
-                raise EngineError("out of memory while running the query") from exc
+                    with contextlib.closing(lenient) as rest:
+                        yield from rest
             finally:
-                self._deadline = None
+                rows.close()  # the cursor closed at once, also when the consumer stops early
 
     def _stream(
         self, statement: str, batch: int, max_rows: int | None, skip: int
@@ -256,6 +241,8 @@ class SQLiteEngine(EngineBase):
                     yield rows[max(0, skip - start) :]
                 if max_rows is not None and read > max_rows:
                     raise ResultTooLarge(f"the result has more than {max_rows} rows")
+                if read - start < size:  # `fetchmany` stops short only at the last row
+                    return
         finally:
             cursor.close()  # also when the consumer stops early
 
@@ -316,13 +303,43 @@ class SQLiteEngine(EngineBase):
         return sqlite3.SQLITE_DENY
 
 
+class _Running:
+    """One query's span: the engine's lock held, its deadline armed from the start time it
+    gives, and SQLite's errors turned into querybench's (a class, not a generator: it wraps
+    every query)."""
+
+    __slots__ = ("engine", "timeout")
+
+    def __init__(self, engine: SQLiteEngine, timeout: float | None) -> None:
+        self.engine, self.timeout = engine, timeout
+
+    def __enter__(self) -> float:
+        engine, timeout = self.engine, self.timeout
+        engine._lock.acquire()
+        start = time.monotonic()
+        engine._deadline = None if timeout is None else start + timeout
+        engine._denied = None
+        return start
+
+    def __exit__(self, _kind: object, exc: BaseException | None, _tb: object) -> None:
+        engine = self.engine
+        try:
+            if isinstance(exc, sqlite3.Error):
+                raise engine._engine_error(exc, self.timeout) from exc
+            if isinstance(exc, MemoryError):
+                raise EngineError("out of memory while running the query") from exc
+        finally:
+            engine._deadline = None
+            engine._lock.release()
+
+
 def single_statement(sql: str) -> str:
     """`sql` cut to its one statement; refuse a second statement or a write keyword up front.
 
     Trailing semicolons, whitespace and comments are dropped; quotes and comments are skipped
     the way SQLite's tokenizer does, so a `;` inside a string does not count.
     """
-    end = _first_semicolon(sql)
+    end = _first_semicolon(sql) if ";" in sql else None  # the scan finds none where none is
     statement = sql if end is None else sql[:end]
     if end is not None and _strip_noise(sql[end:].replace(";", " ")):
         raise QueryRefused("only one statement per query is allowed", SEVERAL_STATEMENTS)

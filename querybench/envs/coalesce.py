@@ -15,11 +15,13 @@ from collections.abc import Callable
 from concurrent.futures import Future
 
 from querybench.envs.match import RewardOutcome
+from querybench.envs.repeats import copy_outcome, shareable
 from querybench.envs.reward_child import WorkItem
 
 # Scores a batch in the worker processes; the future never fails (a crash scores 0 instead).
 Submit = Callable[[list[WorkItem]], "Future[list[RewardOutcome]]"]
-_Waiting = tuple[WorkItem, "asyncio.Future[RewardOutcome]"]
+# An item and the calls waiting for it: one, or the repeats that joined it.
+_Waiting = tuple[WorkItem, "list[asyncio.Future[RewardOutcome]]"]
 
 
 class Coalescer:
@@ -31,13 +33,23 @@ class Coalescer:
         self.loop, self.submit = loop, submit
         self.in_flight_limit, self.batch_size = max(1, in_flight), max(1, batch_size)
         self.waiting: list[_Waiting] = []
+        # The callers of each shareable item still waiting or in flight (the same list).
+        self.shared: dict[WorkItem, list[asyncio.Future[RewardOutcome]]] = {}
         self.in_flight = 0
         self.scheduled = False
 
     def score(self, item: WorkItem) -> asyncio.Future[RewardOutcome]:
-        """The outcome of `item`, sent with the other calls of this loop pass."""
+        """The outcome of `item`, sent with the other calls of this loop pass; a call repeating
+        one still waiting or in flight joins it and gets a copy of its outcome (`repeats.py`)."""
         future: asyncio.Future[RewardOutcome] = self.loop.create_future()
-        self.waiting.append((item, future))
+        callers = self.shared.get(item)
+        if callers is not None:
+            callers.append(future)
+            return future
+        callers = [future]
+        if shareable(item):
+            self.shared[item] = callers
+        self.waiting.append((item, callers))
         if not self.scheduled:
             self.scheduled = True
             self.loop.call_soon(self._flush)
@@ -45,16 +57,29 @@ class Coalescer:
 
     def _flush(self) -> None:
         self.scheduled = False
-        self.waiting = [w for w in self.waiting if not w[1].cancelled()]
         while self.waiting and self.in_flight < self.in_flight_limit:
             # Spread what waits over the free workers, so a few calls still use them all.
             free = self.in_flight_limit - self.in_flight
             size = min(self.batch_size, math.ceil(len(self.waiting) / free))
-            batch, self.waiting = self.waiting[:size], self.waiting[size:]
+            batch, self.waiting = self._live(self.waiting[:size]), self.waiting[size:]
+            if not batch:
+                continue
             self.in_flight += 1
             self.submit([item for item, _ in batch]).add_done_callback(
                 lambda done, batch=batch: self._back(batch, done)  # type: ignore[misc]
             )
+
+    def _live(self, batch: list[_Waiting]) -> list[_Waiting]:
+        """`batch` without the items every caller of which was cancelled while it waited."""
+        live = []
+        for entry in batch:
+            item, callers = entry
+            if callers[0].cancelled() and all(future.cancelled() for future in callers):
+                if self.shared.get(item) is callers:
+                    del self.shared[item]
+            else:
+                live.append(entry)
+        return live
 
     def _back(self, batch: list[_Waiting], done: Future[list[RewardOutcome]]) -> None:
         # Called on the pool's thread: hand the outcomes to the loop (unless it has closed,
@@ -64,7 +89,13 @@ class Coalescer:
 
     def _finish(self, batch: list[_Waiting], done: Future[list[RewardOutcome]]) -> None:
         self.in_flight -= 1
-        for (_, future), outcome in zip(batch, done.result(), strict=True):
-            if not future.done():
-                future.set_result(outcome)
+        shared = self.shared
+        for (item, callers), outcome in zip(batch, done.result(), strict=True):
+            if shared.get(item) is callers:
+                del shared[item]
+            given = False
+            for future in callers:
+                if not future.done():  # a caller cancelled meanwhile is skipped
+                    future.set_result(copy_outcome(outcome) if given else outcome)
+                    given = True
         self._flush()

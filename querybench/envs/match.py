@@ -7,7 +7,9 @@ toolbox; `execution_match` is BIRD's `bird_verdict` / `bird_metrics`, never a se
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
+from typing import Any
 
 from querybench.engines import Engine
 from querybench.engines.base import Result
@@ -40,7 +42,13 @@ def answer_sql(completion: str) -> str | None:
 
 
 def run_answer(
-    engine: Engine, sql: str, gold: Outcome, *, timeout: float | None, max_rows: int | None
+    engine: Engine,
+    sql: str,
+    gold: Outcome,
+    *,
+    timeout: float | None,
+    max_rows: int | None,
+    gold_rows: AbstractSet[tuple[Any, ...]] | None = None,
 ) -> AnswerOutcome:
     """The answer's outcome, streamed against the gold rows where the engine can stream.
 
@@ -49,13 +57,14 @@ def run_answer(
     huge wrong result stops at its first foreign row and memory holds one batch plus the gold
     set; `max_rows` still caps how many rows a result made only of gold rows may run to. Other
     engines, and a failed gold (whose score never depends on the answer's rows), return whole
-    results. Errors come back as values.
+    results. Errors come back as values. `gold_rows` is the set of `gold`'s rows when the
+    caller keeps it (one gold, many answers).
     """
     try:
         if engine.spec.capabilities.streams and isinstance(gold, Result):
             batches = engine.execute_batches(sql, timeout=timeout, max_rows=max_rows)
             with contextlib.closing(batches):
-                return bird_stream_match(gold.rows, batches)
+                return bird_stream_match(gold.rows if gold_rows is None else gold_rows, batches)
         return engine.execute(sql, timeout=timeout, max_rows=max_rows)
     except EngineError as exc:
         return exc

@@ -48,6 +48,7 @@ from querybench.envs.match import (
     execution_match,
     run_answer,
 )
+from querybench.envs.repeats import fan_out, unique_items
 from querybench.envs.reward_child import WorkerConfig, WorkItem, cache_get, cache_put
 from querybench.envs.reward_workers import RewardWorkers, crashed
 from querybench.errors import EngineError
@@ -248,23 +249,26 @@ class SQLReward:
         return await asyncio.to_thread(self.score_sql, database, gold_sql, sql)
 
     def score_many(self, items: Sequence[RewardItem]) -> list[RewardOutcome]:
-        """Rewards for many answers at once, all answer queries sharing the pool; in order."""
+        """Rewards for many answers at once, in order; an answer repeated to the byte on the
+        same database and gold is run once (`repeats.py`)."""
+        work, where = unique_items(
+            [(str(i.database), i.gold_sql, answer_sql(i.completion)) for i in items]
+        )
         if self.processes:
-            work = [(str(i.database), i.gold_sql, answer_sql(i.completion)) for i in items]
             # Small batches: few hand-offs, yet a slow answer holds up only its own batch.
             size = max(1, min(self.batch_size, len(work) // (4 * self.workers)))
             batches = [self._batch(work[i : i + size]) for i in range(0, len(work), size)]
-            return [outcome for batch in batches for outcome in batch.result()]
-        golds = [self.gold(item.database, item.gold_sql) for item in items]
-        sqls = [answer_sql(item.completion) for item in items]
+            return fan_out([outcome for batch in batches for outcome in batch.result()], where)
+        golds = [self.gold(database, gold_sql) for database, gold_sql, _ in work]
         answers = [
-            None if sql is None else self._answer(item.database, sql, gold)
-            for item, sql, gold in zip(items, sqls, golds, strict=True)
+            None if sql is None else self._answer(database, sql, gold)
+            for (database, _, sql), gold in zip(work, golds, strict=True)
         ]
-        return [
+        outcomes = [
             execution_match(gold, None if answer is None else answer.result())
             for gold, answer in zip(golds, answers, strict=True)
         ]
+        return fan_out(outcomes, where)
 
     def _answer(self, database: str | Path, sql: str, gold: Outcome) -> Future[AnswerOutcome]:
         """The answer run on the answer pool, streamed against `gold` (`run_answer`)."""

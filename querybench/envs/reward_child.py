@@ -27,7 +27,7 @@ from querybench.engines import Engine, connect
 from querybench.engines.base import Result
 from querybench.engines.cache import ResultCache
 from querybench.engines.isolated import OPEN_TIMEOUT_S
-from querybench.envs.match import AnswerOutcome, Outcome, RewardOutcome, execution_match, run_answer
+from querybench.envs.match import Outcome, RewardOutcome, execution_match, run_answer
 from querybench.errors import EngineError
 
 # One reward to compute: (database, gold SQL, the answer's SQL or None).
@@ -94,33 +94,40 @@ class _Worker:
         self.cache = ResultCache(config.cache_dir) if config.disk_cache else None
         self.engines: OrderedDict[str, Engine] = OrderedDict()
         self.gold: dict[tuple[str, str], Outcome] = {}
+        self.gold_rows: dict[tuple[str, str], frozenset[tuple[object, ...]]] = {}
 
     def score(self, task: Task) -> RewardOutcome:
         database, gold_sql, sql, gold_known, answer_known = task
         gold = gold_known if gold_known is not None else self.gold_of(database, gold_sql)
-        answer: AnswerOutcome | None = answer_known
         if answer_known is not None or sql is None:
-            return execution_match(gold, answer)
-        answer = self.answer(database, sql, gold)
-        # The answer's rows are compared under a deadline of their own: rows made to share
-        # one hash bucket (integers k * (2**61 - 1)) make the set comparison quadratic.
-        self.progress.step(ANSWER, self.config.answer_timeout)
-        try:
-            return execution_match(gold, answer)
-        finally:
-            self.progress.done()
-
-    def answer(self, database: str, sql: str, gold: Outcome) -> AnswerOutcome:
+            return execution_match(gold, answer_known)
         try:
             engine = self.engine(database)
         except Exception as exc:  # as in `run`: the error is this answer's outcome
-            return exc if isinstance(exc, EngineError) else EngineError(str(exc))
+            return execution_match(
+                gold, exc if isinstance(exc, EngineError) else EngineError(str(exc))
+            )
         config, progress = self.config, self.progress
         progress.step(ANSWER, config.answer_timeout)
         try:
-            return run_answer(
-                engine, sql, gold, timeout=config.answer_timeout, max_rows=config.answer_max_rows
+            gold_rows = None
+            if isinstance(gold, Result):  # the set of gold rows, built once per gold
+                key = (database, gold_sql)
+                gold_rows = self.gold_rows.get(key)
+                if gold_rows is None:
+                    gold_rows = self.gold_rows[key] = frozenset(gold.rows)
+            answer = run_answer(
+                engine,
+                sql,
+                gold,
+                timeout=config.answer_timeout,
+                max_rows=config.answer_max_rows,
+                gold_rows=gold_rows,
             )
+            # The answer's rows are compared under a deadline of their own: rows made to share
+            # one hash bucket (integers k * (2**61 - 1)) make the set comparison quadratic.
+            progress.step(ANSWER, config.answer_timeout)
+            return execution_match(gold, answer)
         finally:
             progress.done()
 

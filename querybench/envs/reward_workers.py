@@ -20,9 +20,11 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import math
 import mmap
 import os
 import queue
+import select
 import subprocess
 import sys
 import tempfile
@@ -138,6 +140,8 @@ class KnownFailures:
         self.databases: dict[str, EngineError] = {}
 
     def task(self, item: WorkItem) -> Task:
+        if not self.databases and not self.golds:  # nothing killed yet, the common case
+            return (*item, None, None)
         return self.refresh((*item, None, None))
 
     def refresh(self, task: Task) -> Task:
@@ -177,6 +181,7 @@ class RewardProcess:
         self._requests: Connection | None = None
         self._replies: Connection | None = None
         self._progress: mmap.mmap | None = None
+        self._poller: select.poll | None = None
         self._owed: deque[_Batch] = deque()
         self._numbers = itertools.count()
         self._start()
@@ -276,7 +281,7 @@ class RewardProcess:
             wait = _TICK_S if deadline == 0.0 else deadline + GRACE_S - time.monotonic()
             wait = max(0.0, min(wait, _TICK_S))
             try:
-                if replies.poll(wait):
+                if self._readable(wait):
                     outcomes: list[RewardOutcome] = replies.recv()
                     if len(outcomes) != len(batch.rest()):
                         raise EngineError(f"{len(outcomes)} outcomes for {len(batch.rest())} items")
@@ -285,8 +290,14 @@ class RewardProcess:
                 return self._ended()
             past = deadline != 0.0 and time.monotonic() > deadline + GRACE_S
             # Read again after a beat: the step may have just begun.
-            if past and not replies.poll(0.001) and self._where() == where:
+            if past and not self._readable(0.001) and self._where() == where:
                 return self._killed(*where[:3])
+
+    def _readable(self, timeout: float) -> bool:
+        """Whether the reply pipe has something to read (or its end) within `timeout` s: one
+        `poll` system call (`Connection.poll` builds a selector on every call)."""
+        assert self._poller is not None
+        return bool(self._poller.poll(math.ceil(timeout * 1000)))
 
     def _where(self) -> tuple[int, int, float, float]:
         """(batch number, item index, step, deadline) as the child last wrote them."""
@@ -347,6 +358,8 @@ class RewardProcess:
         os.close(from_child)
         self._requests = Connection(from_parent, readable=False)
         self._replies = Connection(to_parent, writable=False)
+        self._poller = select.poll()
+        self._poller.register(to_parent, select.POLLIN)
         with contextlib.suppress(OSError):  # a child dead at once: `_wait` reads its end
             self._requests.send(self._config)
         self._child, self._progress = child, progress
@@ -355,6 +368,7 @@ class RewardProcess:
     def _stop(self, *, kill: bool) -> None:
         child, requests, replies = self._child, self._requests, self._replies
         self._child = self._requests = self._replies = None
+        self._poller = None
         if self._progress is not None:
             self._progress.close()
             self._progress = None

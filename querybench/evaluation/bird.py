@@ -22,6 +22,7 @@ import json
 import time
 from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, replace
 from pathlib import Path
 from types import MappingProxyType
@@ -119,24 +120,33 @@ class StreamedMatch:
     rows_read: int
 
 
-def bird_stream_match(gold_rows: Sequence[Row], batches: Iterable[Sequence[Row]]) -> StreamedMatch:
+def bird_stream_match(
+    gold_rows: Sequence[Row] | AbstractSet[Row], batches: Iterable[Sequence[Row]]
+) -> StreamedMatch:
     """`bird_result_match` on a prediction read in batches, holding one batch at a time.
 
     The same set rule: every row must be a gold row (else stop, no match) and every gold row
     must have been seen by the end. `trivial` is `is_trivial_result` of the prediction: after a
     mismatch, reading goes on only while every row is the same single 0, 1 or NULL (stopping
     at the first other row); if the timeout or row cap cuts that short, the rows read decide.
+    `gold_rows` may be given as the set of gold rows already (a reward scoring many answers
+    against one gold builds it once).
     """
-    gold = set(gold_rows)
+    gold = gold_rows if isinstance(gold_rows, AbstractSet) else set(gold_rows)
     seen: set[Row] = set()
     read = 0
     iterator = iter(batches)
     for batch in iterator:
+        distinct = set(batch)  # a batch of gold rows, the common case, is checked at C speed
+        if distinct <= gold:
+            seen |= distinct
+            read += len(batch)
+            continue
         for index, row in enumerate(batch):
-            read += 1
             if row not in gold:
-                return StreamedMatch(False, _trivial_rest(seen, batch[index:], iterator), read)
-            seen.add(row)
+                seen.update(batch[:index])
+                rest = _trivial_rest(seen, batch[index:], iterator)
+                return StreamedMatch(False, rest, read + index + 1)
     return StreamedMatch(len(seen) == len(gold), is_trivial_result(seen), read)
 
 

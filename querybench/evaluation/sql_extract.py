@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 
-# An opening fence (``` or longer, optional info string) up to the matching closing fence, or
-# to the end of the text when the answer was cut off mid-block.
-_FENCE = re.compile(
-    r"^[ \t]*(?P<fence>`{3,})[ \t]*(?P<info>[^\n`]*)\n(?P<body>.*?)"
-    r"(?:^[ \t]*(?P=fence)`*[ \t]*$|\Z)",
-    re.DOTALL | re.MULTILINE,
-)
+# An opening fence line (``` or longer, optional info string), matched at a line's start; its
+# block runs to the first line that closes it (the same fence, or longer), or to the end of the
+# text when the answer was cut off mid-block. Lines are found with `str.find` on the backticks
+# (a lazy `.*?` over the body tried the closing pattern at every character).
+_OPENING = re.compile(r"[ \t]*(?P<fence>`{3,})[ \t]*(?P<info>[^\n`]*)\n")
+# A closing line: backticks alone on it, at least as many as the fence opening the block.
+_CLOSING = re.compile(r"[ \t]*(?P<fence>`+)[ \t]*$", re.MULTILINE)
 # The whole answer on one line: ```SELECT 1``` or ```sql SELECT 1```.
 _INLINE = re.compile(r"^`{3,}(?:sql\b)?(?P<body>[^`]*)`{3,}$", re.IGNORECASE)
 
@@ -23,7 +24,7 @@ def extract_sql(text: str) -> str | None:
     without any fence is taken whole, as raw SQL. Surrounding whitespace is stripped; an empty
     result is None.
     """
-    blocks = [(_language(m.group("info")), m.group("body")) for m in _FENCE.finditer(text)]
+    blocks = list(_fenced_blocks(text, 0))
     if not blocks:
         inline = _INLINE.match(text.strip())
         return _non_empty(inline.group("body") if inline else text)
@@ -43,10 +44,38 @@ def sql_block(text: str) -> str | None:
     if first < 0:
         return None
     # No fence opens before the line of the first backticks: skip the prose above it (an RL
-    # answer's reasoning) rather than try the pattern at each of its lines.
-    for match in _FENCE.finditer(text, text.rfind("\n", 0, first) + 1):
-        if _language(match.group("info")) == "sql":
-            return _non_empty(match.group("body"))
+    # answer's reasoning).
+    for language, body in _fenced_blocks(text, text.rfind("\n", 0, first) + 1):
+        if language == "sql":
+            return _non_empty(body)
+    return None
+
+
+def _fenced_blocks(text: str, pos: int) -> Iterator[tuple[str, str]]:
+    """(language, body) of each fenced block whose opening line starts at or after `pos`."""
+    while True:
+        opening = _line_match(text, _OPENING, "```", pos)
+        if opening is None:
+            return
+        fence, start = opening.group("fence"), opening.end()
+        close = _line_match(text, _CLOSING, fence, start)
+        end, pos = (len(text), len(text)) if close is None else (close.start(), close.end())
+        yield _language(opening.group("info")), text[start:end]
+
+
+def _line_match(text: str, pattern: re.Pattern[str], fence: str, pos: int) -> re.Match[str] | None:
+    """`pattern` matched at the start of the first line at or after `pos` that holds `fence`
+    and where the fence it matches is at least as long. Each line is looked at once."""
+    at = pos
+    while (hit := text.find(fence, at)) >= 0:
+        line = text.rfind("\n", 0, hit) + 1
+        if line >= pos:
+            match = pattern.match(text, line)
+            if match is not None and len(match.group("fence")) >= len(fence):
+                return match
+        at = text.find("\n", hit) + 1
+        if at == 0:  # the last line
+            return None
     return None
 
 

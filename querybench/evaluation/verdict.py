@@ -34,7 +34,8 @@ class Verdict:
 
     @classmethod
     def ok(cls) -> Verdict:
-        return cls(1.0)
+        # Frozen, so one instance serves every pass (and pickles once per batch of them).
+        return _PASSED
 
     @classmethod
     def fail(
@@ -63,3 +64,4 @@ class Verdict:
 
 
 _NOTHING_KNOWN = VerdictDetail()
+_PASSED = Verdict(1.0)
