@@ -8,6 +8,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 [ -x .venv/bin/python ] || python3 -m venv .venv
 .venv/bin/pip install --quiet -e '.[all,dev]'
+# the bytecode an editable install never writes under PYTHONDONTWRITEBYTECODE (README)
+.venv/bin/python -m compileall -q querybench
 # The verifiers environments are small packages of their own, as `vf-eval <id>` imports them by name.
 # --no-deps: their one dependency, querybench[rl] from this checkout, is installed (editable) above.
 .venv/bin/pip install --quiet --no-deps -e environments/querybench_sql \
