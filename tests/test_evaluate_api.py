@@ -219,11 +219,11 @@ def test_instance_ids_given_as_one_string_are_refused(tmp_path: Path) -> None:
         querybench.evaluate("spider2-lite", tmp_path, instance_ids="bq011")
 
 
-@pytest.mark.parametrize("benchmark", ["spider2-dbt", "spider2"])
-def test_agentic_and_dbt_progress_bars_have_a_total(
+@pytest.mark.parametrize("benchmark", ["spider2-dbt", "spider2", "spider2-lite", "spider2-snow"])
+def test_progress_bars_have_a_total(
     benchmark: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Their bars showed `n/?`: the number of tasks is known before the first is scored."""
+    """The bars showed `n/?`: the number of tasks is known before the first is scored."""
     from contextlib import contextmanager
 
     from querybench.commands import eval_common

@@ -104,7 +104,7 @@ def evaluate_under_progress(
             check_executor(executor)
         with console.progress(title) as bar, warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", SubmissionWarning)
-            if benchmark in ("spider2", "spider2-dbt"):  # they know their count before scoring
+            if executor == "local" and not per_query:  # each knows its count before scoring
                 options["_on_total"] = bar.set_total
             if per_query and executor == "local":
                 options["_on_query"] = bar.advance

@@ -80,14 +80,17 @@ def evaluate_spider2(
     write_csv: bool = False,
     limits: ReadLimits | None = None,
     instance_ids: Collection[str] | None = None,
+    _on_total: Callable[[int], None] | None = None,
 ) -> list[InstanceResult]:
     """Score every task of the gold's eval config (or only `instance_ids`). In sql mode with
     `write_csv`, each query that ran also leaves `<id>.csv` beside its `<id>.sql`: the file the
     official sql mode writes, which exec_result mode reads. `limits` bound what reading one
-    prediction may cost (see `prediction_file`)."""
+    prediction may cost (see `prediction_file`); `_on_total(n)` first (a progress bar's total)."""
     pred_dir = predictions_folder(predictions)
     gold = Spider2Gold(gold_dir, benchmark)
     ids = sorted(gold.specs if instance_ids is None else set(gold.specs) & set(instance_ids))
+    if _on_total is not None:
+        _on_total(len(ids))
     job = _Job(gold, pred_dir, scoring, limits or ReadLimits())
     if mode == "exec_result":
         results: Iterable[InstanceResult] = _exec_result_mode(job, ids, workers)
