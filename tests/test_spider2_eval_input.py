@@ -649,3 +649,35 @@ def test_read_limits_below_their_least_value_are_refused_by_the_library(
     (name,) = bounds
     with pytest.raises(ValueError, match=f"ReadLimits.{name} must be"):
         ReadLimits(**bounds)  # type: ignore[arg-type]
+
+
+def test_a_pool_broken_while_its_chunks_are_sent_costs_no_instance(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A worker that dies at once breaks the pool before the parent has sent every chunk:
+    # `submit` itself raises, and the chunks not sent are scored like a dead worker's.
+    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
+
+    from querybench.evaluation import spider2_eval
+
+    ids = [f"local{i:03d}" for i in range(40)]
+    gold = make_gold(tmp_path, {f"{i}.csv": b"a\n1\n" for i in ids})
+    pred = tmp_path / "pred"
+    pred.mkdir()
+    for iid in ids:
+        (pred / f"{iid}.csv").write_text("a\n1\n")
+    pools: list[object] = []
+
+    class BreaksOnItsSecondChunk(ProcessPoolExecutor):
+        def submit(self, *args: Any, **kwargs: Any) -> Any:
+            pools.append(self)
+            if pools.count(self) == 2 and pools[0] is self:
+                raise BrokenProcessPool("a child process terminated abruptly")
+            return super().submit(*args, **kwargs)
+
+    monkeypatch.setattr(spider2_eval, "ProcessPoolExecutor", BreaksOnItsSecondChunk)
+    monkeypatch.setattr(spider2_eval, "POOL_MIN_BYTES", 0)  # these tiny files, on workers
+    results = by_id(evaluate_spider2(pred, benchmark="spider2-lite", gold_dir=gold, workers=2))
+    assert set(results) == set(ids)
+    assert all(results[i].score == 1 for i in ids)

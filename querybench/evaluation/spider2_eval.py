@@ -13,6 +13,7 @@ import os
 import sys
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
@@ -173,7 +174,13 @@ def _exec_result_mode(job: _Job, ids: list[str], workers: int) -> Iterator[Insta
     with ProcessPoolExecutor(
         max_workers=workers, mp_context=context, initializer=_adopt_job, initargs=(job,)
     ) as pool:
-        futures = {pool.submit(_score_chunk, chunk): chunk for chunk in chunks}
+        futures = {}
+        for k, chunk in enumerate(chunks):
+            try:
+                futures[pool.submit(_score_chunk, chunk)] = chunk
+            except BrokenProcessPool:  # a worker died before every chunk was sent
+                lost.extend(chunks[k:])
+                break
         for future in as_completed(futures):
             try:
                 yield from future.result()
