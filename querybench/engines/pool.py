@@ -10,6 +10,7 @@ shared between threads.
 from __future__ import annotations
 
 import itertools
+import logging
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator
@@ -22,6 +23,8 @@ from querybench.engines import Engine
 from querybench.engines.base import Result
 from querybench.engines.isolated import IsolatedEngine, QueryProcess
 from querybench.errors import EngineError
+
+log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
@@ -131,7 +134,8 @@ class QueryPool:
             self._spare.append(process)
             try:
                 process.start()
-            except Exception:  # the worker retries on its first job, and reports it there
+            except Exception as exc:  # the worker retries on its first job, and reports it there
+                log.debug("query child not forked ahead (%s); its worker starts one", exc)
                 continue
 
     def _run_jobs(self, jobs: list[QueryJob]) -> list[QueryOutcome]:
