@@ -7,6 +7,8 @@ with the phases below timed in CPU seconds (user + system: on a loaded machine w
 more about the neighbours than about the work). Without --cold the first round fills the cache
 ($QUERYBENCH_CACHE, a fresh folder per invocation of this script) and is not reported; with it
 every round starts from an empty cache. The median of each phase is printed.
+`PROFILE_EVAL_ARGS` adds eval flags (e.g. "--workers 1": a cold run at idle otherwise scores on
+worker processes, whose phases this script cannot see).
 """
 
 from __future__ import annotations
@@ -85,7 +87,7 @@ timed(verdict_cache, "instance_key", "key")
 timed(verdict_cache, "lookup", "key")
 timed(spider2_eval, "_score", "score")  # gold parses inside it are timed apart
 sys.argv = ["querybench", "eval", sys.argv[1], "--predictions", sys.argv[2],
-            "--output", sys.argv[3]]
+            "--output", sys.argv[3], *os.environ.get("PROFILE_EVAL_ARGS", "").split()]
 t = cpu()
 try:
     cli.main()
