@@ -295,6 +295,23 @@ def test_a_corrupted_store_costs_speed_never_a_verdict(tmp_path: Path, garbage: 
     assert _lines(_score(gold, preds)) == expected
 
 
+def test_a_planted_table_of_other_types_costs_speed_never_the_run(tmp_path: Path) -> None:
+    """A store made by something else: its `entry` column holds text, a number or NULL."""
+    gold, preds = _folders(tmp_path)
+    expected = _lines(_score(gold, preds))
+    keys = _keys()
+    store = verdict_cache.store_path()
+    verdict_cache._store_at.cache_clear()
+    store.unlink()
+    for extra in (Path(f"{store}-wal"), Path(f"{store}-shm")):
+        extra.unlink(missing_ok=True)
+    with contextlib.closing(sqlite3.connect(store)) as db, db:
+        db.execute("CREATE TABLE verdicts (key TEXT PRIMARY KEY, entry, written REAL)")
+        for key, value in zip(keys, [None, "text", -3, 10**15, 1.5], strict=False):
+            db.execute("INSERT INTO verdicts VALUES (?, ?, 0)", (key, value))
+    assert _lines(_score(gold, preds)) == expected
+
+
 def test_switched_off_it_neither_reads_nor_writes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -248,7 +248,8 @@ class _Store:
         except sqlite3.Error as exc:
             log.warning("verdict cache %s not read: %s", store_path(), exc)
             return None
-        return None if row is None else bytes(row[0])
+        # a store some other program made may hold text, a number or NULL there: a miss
+        return row[0] if row is not None and isinstance(row[0], bytes) else None
 
     def add(self, key: str, entry: bytes) -> None:
         with self.lock:
