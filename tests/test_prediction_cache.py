@@ -105,6 +105,13 @@ def test_an_edited_database_runs_its_predictions_again(tmp_path: Path) -> None:
         (EngineError("unexpected ValueError: a bug"), False),
         (EngineError("database file not found: /x.sqlite"), False),
         (EngineError("database is locked"), False),
+        # the machine's state, not the query's: a full temp disk, too many files, a closed engine
+        (EngineError("database or disk is full"), False),
+        (EngineError("database table is locked"), False),
+        (EngineError('IO Error: Could not write "/tmp/t": No space left on device'), False),
+        (EngineError("OSError: [Errno 24] Too many open files"), False),
+        (EngineError("the engine for /data/x.sqlite is closed"), False),
+        (EngineError("database schema has changed"), False),
     ],
 )
 def test_only_deterministic_failures_are_stored(error: EngineError, stored: bool) -> None:

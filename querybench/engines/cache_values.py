@@ -37,8 +37,14 @@ _ENVIRONMENTAL = (  # messages of failures that are the machine's, not the query
     "cannot read the schema",
     "unable to open",
     "disk i/o",
-    "database is locked",
+    "is locked",  # the database, a table
     "interrupt",
+    "disk is full",  # a sort or a join spilled to a full temporary folder
+    "no space left",
+    "io error",  # DuckDB's class for a failed read or write
+    "too many open files",
+    "is closed",
+    "schema has changed",  # another process changed the file while it ran
 )
 _SAFE_GLOBALS = frozenset(
     {
