@@ -16,7 +16,7 @@ import pytest
 
 from querybench.engines.base import Result
 from querybench.engines.cache import ResultCache
-from querybench.engines.cache_values import storable_error
+from querybench.engines.cache_values import dump_result, storable_error, volatile
 from querybench.errors import (
     EngineError,
     QueryRefused,
@@ -168,3 +168,45 @@ def test_the_byte_cap_is_part_of_the_key(
     before = cache.key(database, "SELECT 1")
     monkeypatch.setenv("QUERYBENCH_MAX_RESULT_BYTES", "1000")
     assert cache.key(database, "SELECT 1") != before
+
+
+VOLATILE = [
+    "SELECT STRFTIME('%Y', CURRENT_TIMESTAMP) - 2000",  # BIRD's gold for an age
+    "SELECT julianday('now')",
+    "SELECT date('2020-01-01 10:00', 'localtime')",
+    "SELECT current_date",
+    "SELECT abs(random()) % 7",
+    "SELECT hex(randomblob(4))",
+    "SELECT uuid()",
+]
+
+
+def test_a_uuid_cast_or_a_word_in_a_name_is_not_the_clock() -> None:
+    assert not volatile("SELECT '6c42d4b6-6973-42d3-bbbf-058057576d67'::UUID, today_sales FROM t")
+
+
+@pytest.mark.parametrize("sql", VOLATILE)
+def test_a_query_of_the_clock_or_a_draw_is_never_stored_nor_served(
+    tmp_path: Path, database: Path, sql: str
+) -> None:
+    cache = ResultCache(tmp_path / "cache")
+    steady = (database, "SELECT 1")
+    items = [(steady, Result(("a",), [(1,)])), ((database, sql), Result(("a",), [(2026,)]))]
+    cache.put_outcomes(items, max_rows=None, max_bytes=1 << 20)
+    cache.put_many(items)
+    assert set(cache.get_outcomes([steady, (database, sql)], max_rows=None)) == {steady}
+    # an entry an older version stored under its key is not served either
+    cache._write([(cache.key(database, sql), dump_result(Result(("a",), [(2025,)])))])
+    assert set(cache.get_outcomes([(database, sql)], max_rows=None)) == set()
+    assert set(cache.get_many([(database, sql)])) == set()
+    assert cache.get(database, sql) is None
+
+
+def test_a_prediction_of_the_clock_runs_again_on_a_warm_rescore(tmp_path: Path) -> None:
+    _, _, db_dir = _tiny_files(tmp_path)
+    q = _write(tmp_path / "q.json", [{"question_id": 0, "db_id": "shop", "SQL": "SELECT 1"}])
+    p = _write(tmp_path / "p.json", {"0": _official("SELECT strftime('%Y', 'now') > '2000'")})
+    for _ in range(2):
+        (result,), ran = _score(p, q, db_dir, tmp_path / "cache")
+        assert result.score == 1.0
+    assert ran == 1  # the gold came from the cache; the prediction ran again

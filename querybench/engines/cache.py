@@ -6,7 +6,8 @@ results, is a new key. A successful result is whole (a capped query fails instea
 serves any row cap it fits under, checked on read. Besides results, `get_outcomes` /
 `put_outcomes` keep a query's deterministic failure (bad SQL, a refused statement) with its
 exact message, under a key that adds the row cap (a query can fail past row n only when it gets
-there); a timeout, a cap, a killed or crashed child, anything environmental is never stored.
+there); a timeout, a cap, a killed or crashed child, anything environmental is never stored,
+nor is any outcome of a query that may read the clock or draw a random number (`volatile`).
 
 Every entry lives in one SQLite file (`<cache>/results/store.sqlite3`, WAL mode): a run reads
 all its gold in one query and writes what it computed in one transaction, where one file per
@@ -42,6 +43,7 @@ from querybench.engines.cache_values import (
     load_outcome,
     load_result,
     storable_error,
+    volatile,
 )
 from querybench.errors import EngineError
 
@@ -147,14 +149,20 @@ class ResultCache:
         return hashlib.sha256(json.dumps([*parts, sql, *more]).encode()).hexdigest()
 
     def get(self, database: str | Path, sql: str) -> Result | None:
+        if volatile(sql):
+            return None
         key = self.key(database, sql)
         return self._read([key]).get(key)
 
     def get_many(self, queries: Iterable[Q]) -> dict[Q, Result]:
         """The cached result of each query that has one, read in one pass over the store;
-        a query whose database cannot be fingerprinted (missing, a server) is left out."""
+        a query whose database cannot be fingerprinted (missing, a server) or whose rows are
+        of the moment (`volatile`: never stored, nor read if an older version stored it) is
+        left out."""
         keys: dict[str, list[Q]] = {}
         for query in queries:
+            if volatile(query[1]):
+                continue
             try:
                 keys.setdefault(self.key(*query), []).append(query)
             except (EngineError, OSError):
@@ -170,6 +178,8 @@ class ResultCache:
         for query in queries:
             try:
                 database, sql = query
+                if volatile(sql):
+                    continue
                 keys.setdefault(self._key(database, sql, [], seen), []).append(query)
                 failed = self._key(database, sql, ["error", max_rows], seen)
                 keys.setdefault(failed, []).append(query)
@@ -194,6 +204,8 @@ class ResultCache:
         rows = []
         seen: dict[str, list[object]] = {}
         for (database, sql), outcome in items:
+            if volatile(sql):
+                continue
             try:
                 if isinstance(outcome, Result):
                     data = dump_result(outcome)
@@ -216,6 +228,8 @@ class ResultCache:
         rows = []
         seen: dict[str, list[object]] = {}
         for (database, sql), result in items:
+            if volatile(sql):
+                continue
             try:
                 data = dump_result(result)
             except (pickle.PicklingError, TypeError, AttributeError):

@@ -10,6 +10,7 @@ from __future__ import annotations
 import io
 import json
 import pickle
+import re
 import sys
 from typing import Any
 
@@ -45,6 +46,15 @@ _ENVIRONMENTAL = (  # messages of failures that are the machine's, not the query
     "too many open files",
     "is closed",
     "schema has changed",  # another process changed the file while it ran
+)
+# What makes a query's rows those of the moment or of the machine, not of the database alone:
+# the clock (SQLite's 'now', CURRENT_TIMESTAMP, DuckDB's now() / today()), the local time zone
+# ('localtime', 'utc'), a random draw (random(), randomblob(), uuid(), not a ::UUID cast).
+# BIRD's gold computes ages from CURRENT_TIMESTAMP: a stored year would meet a later run's.
+_VOLATILE = re.compile(
+    r"random|\buuid\s*\(|current_(date|time)|transaction_timestamp|\bnow\b|\btoday\b"
+    r"|localtime|\butc\b",
+    re.I,
 )
 _SAFE_GLOBALS = frozenset(
     {
@@ -84,6 +94,12 @@ def dump_result(result: Result) -> bytes:
     payload = (list(result.columns), result.rows, result.elapsed_s, result.extra)
     _Pickler(buffer, protocol=5).dump(payload)
     return buffer.getvalue()
+
+
+def volatile(sql: str) -> bool:
+    """Whether `sql` may read the clock, the time zone or a random draw (a word of those in a
+    name or a string is taken for one too: it only costs running the query again)."""
+    return _VOLATILE.search(sql) is not None
 
 
 def storable_error(error: EngineError) -> bool:
