@@ -167,3 +167,26 @@ def test_a_dbt_predictions_path_that_is_not_a_folder_exits_two(tmp_path: Path) -
         result = runner.invoke(app, ["eval", "spider2-dbt", "--predictions", str(predictions)])
         assert result.exit_code == 2, result.output
         assert f"--predictions {predictions} is not a folder" in _said(result.output)
+
+
+def test_an_output_that_cannot_be_written_exits_two_before_scoring(tmp_path: Path) -> None:
+    # it used to score everything (an hour of SQL, maybe) and then end in a traceback
+    gold = _gold(tmp_path)
+    pred = tmp_path / "pred"
+    pred.mkdir()
+    (pred / "bq001.csv").write_text("a\n1\n")
+    a_file = tmp_path / "results.txt"
+    a_file.write_text("")
+    base = ["eval", "spider2-lite", "--predictions", str(pred), "--gold-dir", str(gold)]
+    for output, said in (
+        (tmp_path, f"--output {tmp_path} is a folder"),
+        (a_file / "r.jsonl", f"cannot be written: {a_file} is not a folder"),
+    ):
+        result = runner.invoke(app, [*base, "--output", str(output)])
+        assert result.exit_code == 2, result.output
+        assert said in _said(result.output)
+        assert "score = official" not in result.output  # no summary: nothing was scored
+    new = tmp_path / "new" / "folder" / "r.jsonl"
+    result = runner.invoke(app, [*base, "--output", str(new)])
+    assert result.exit_code == 0, result.output
+    assert new.is_file() and "score = official" in result.output

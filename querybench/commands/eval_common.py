@@ -5,6 +5,7 @@ of its inputs, scoring under a progress bar, and the results file and summary at
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
@@ -68,6 +69,23 @@ def check_db_dir(db_dir: Path | None, pattern: str, expected: str) -> None:
         usage_error(f"--db-dir {db_dir} is not a folder (expected {expected})")
     if next(db_dir.glob(pattern), None) is None:
         usage_error(f"--db-dir {db_dir} holds no database: expected {expected}, found none")
+
+
+def check_output(output: Path | None) -> None:
+    """An --output that cannot be written (a folder, under a file, read-only) is said before
+    the scoring, which may take an hour, not by a traceback after it."""
+    if output is None:
+        return
+    if output.is_dir():
+        usage_error(f"--output {output} is a folder (expected the results file to write)")
+    existing = output.parent
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if not existing.is_dir():
+        usage_error(f"--output {output} cannot be written: {existing} is not a folder")
+    writable = output if output.exists() else existing
+    if not os.access(writable, os.W_OK):
+        usage_error(f"--output {output} cannot be written: {writable} is not writable")
 
 
 def finish(results: Sequence[InstanceResult], output: Path | None, title: str) -> None:

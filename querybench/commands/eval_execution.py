@@ -8,6 +8,7 @@ from typing import Any
 
 from querybench.commands.eval_common import (
     check_db_dir,
+    check_output,
     console,
     evaluate_under_progress,
     finish,
@@ -50,6 +51,7 @@ def spider1(
             f"{len(instances)} gold queries in {gold}: the last {past_end} are "
             "missing_prediction"
         )
+    check_output(output)
     results = evaluate_under_progress(
         "running queries" if executor == "local" else "scoring shards",
         "spider1",
@@ -104,6 +106,7 @@ def _bird(
             f"r_ves: timing every matched pair {ves_repeats} times; slow, and the figures "
             "depend on the machine's load"
         )
+    check_output(output)
     results = evaluate_under_progress(
         "running queries" if executor == "local" else "scoring shards",
         benchmark,

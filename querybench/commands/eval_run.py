@@ -14,6 +14,7 @@ from pathlib import Path
 
 from querybench.commands.eval_common import (
     check_db_dir,
+    check_output,
     check_prediction_names,
     check_predictions_kind,
     evaluate_under_progress,
@@ -53,6 +54,7 @@ def spider2(
     check_predictions_kind(predictions, mode)
     if mode == "sql":
         check_db_dir(db_dir, "*.sqlite", "<db>.sqlite files for the local tasks")
+    check_output(output)
     results = evaluate_under_progress(
         f"scoring {benchmark}",
         benchmark,
@@ -84,6 +86,7 @@ def spider2_dbt(
 
     if not predictions.is_dir():
         usage_error(f"--predictions {predictions} is not a folder (<instance_id>/<db>.duckdb)")
+    check_output(output)
     results = evaluate_under_progress(
         "scoring spider2-dbt",
         "spider2-dbt",
@@ -117,6 +120,7 @@ def spider2_agentic(
         usage_error(f"--scoring must be official or strict, not {scoring!r}")
     if not predictions.is_dir():
         usage_error(f"--predictions {predictions} is not a folder (the official submission layout)")
+    check_output(output)
     results = evaluate_under_progress(
         "scoring spider2",
         "spider2",
