@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from querybench.engines.isolated import QueryProcess
+from querybench.engines.isolated import QueryProcess, query_environment
 from querybench.errors import EngineError, QueryRefused, QueryTimeout, ResultTooLarge
 from tests.test_engines_conformance import ENDLESS, build_database
 
@@ -214,3 +214,24 @@ def test_a_batch_times_each_query_and_runs_the_rest_after_a_kill(
     kinds = [o.rows if not isinstance(o, EngineError) else type(o).__name__ for o in outcomes]
     assert kinds == [[(1,)], "QueryTimeout", "EngineError", [(2,)], "QueryTimeout", [(3,)]]
     assert "no such column" in str(outcomes[2])
+
+
+def test_every_key_token_and_password_is_dropped_but_the_engines_own() -> None:
+    environ = {
+        "OPENAI_API_KEY": "x",
+        "OPENAI_KEY": "x",  # what older Azure and OpenAI samples name it
+        "AZURE_OPENAI_KEY": "x",
+        "HF_TOKEN": "x",
+        "AWS_SECRET_ACCESS_KEY": "x",
+        "SMTP_PASSWORD": "x",
+        "REDIS_PASSWD": "x",
+        "PATH": "/bin",
+        "HOME": "/root",
+        "PGPASSWORD": "kept",  # the engines' own password variables
+        "MYSQL_PWD": "kept",
+        "CLICKHOUSE_PASSWORD": "kept",
+        "SNOWFLAKE_PRIVATE_KEY": "kept",
+        "GOOGLE_APPLICATION_CREDENTIALS": "/key.json",
+    }
+    kept = {name for name, value in environ.items() if value != "x"}
+    assert set(query_environment(environ)) == kept

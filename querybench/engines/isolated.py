@@ -39,8 +39,11 @@ GRACE_S = 0.5
 # Opening a database has no timeout of its own; a child that takes longer is killed.
 OPEN_TIMEOUT_S = 120.0
 
-# Names of model-service and other API secrets, which a process running a model's SQL never needs.
-_SECRET_NAME = re.compile(r"(API_?KEY|_TOKEN|SECRET|ACCESS_KEY)", re.IGNORECASE)
+# Names of model-service and other API secrets, which a process running a model's SQL never needs
+# (a key, a token, a password: OPENAI_KEY and SMTP_PASSWORD as much as OPENAI_API_KEY).
+_SECRET_NAME = re.compile(
+    r"(API_?KEY|_KEY$|_TOKEN|SECRET|ACCESS_KEY|PASSWORD|PASSWD|_PWD$)", re.IGNORECASE
+)
 
 
 def query_environment(environ: dict[str, str] | None = None) -> dict[str, str]:
