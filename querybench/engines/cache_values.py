@@ -47,13 +47,15 @@ _ENVIRONMENTAL = (  # messages of failures that are the machine's, not the query
     "is closed",
     "schema has changed",  # another process changed the file while it ran
 )
-# What makes a query's rows those of the moment or of the machine, not of the database alone:
+# What makes a query's rows those of the moment or of the machine, not of the database's bytes:
 # the clock (SQLite's 'now', CURRENT_TIMESTAMP, DuckDB's now() / today()), the local time zone
-# ('localtime', 'utc'), a random draw (random(), randomblob(), uuid(), not a ::UUID cast).
+# ('localtime', 'utc'), a random draw (random(), randomblob(), uuid(), not a ::UUID cast), the
+# file's own path or name (pragma_database_list, current_database(): a copy elsewhere has the
+# same bytes) or the engine's settings (current_setting('threads'), duckdb_settings()).
 # BIRD's gold computes ages from CURRENT_TIMESTAMP: a stored year would meet a later run's.
 _VOLATILE = re.compile(
-    r"random|\buuid\s*\(|current_(date|time)|transaction_timestamp|\bnow\b|\btoday\b"
-    r"|localtime|\butc\b",
+    r"random|\buuid\s*\(|current_(date|time|database|catalog|setting)|transaction_timestamp"
+    r"|\bnow\b|\btoday\b|localtime|\butc\b|pragma|database_list|duckdb_",
     re.I,
 )
 _SAFE_GLOBALS = frozenset(
@@ -97,8 +99,9 @@ def dump_result(result: Result) -> bytes:
 
 
 def volatile(sql: str) -> bool:
-    """Whether `sql` may read the clock, the time zone or a random draw (a word of those in a
-    name or a string is taken for one too: it only costs running the query again)."""
+    """Whether `sql` may read the clock, the time zone, a random draw, the file's path or the
+    engine's settings (a word of those in a name or a string is taken for one too: it only
+    costs running the query again)."""
     return _VOLATILE.search(sql) is not None
 
 
