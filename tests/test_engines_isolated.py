@@ -235,3 +235,19 @@ def test_every_key_token_and_password_is_dropped_but_the_engines_own() -> None:
     }
     kept = {name for name, value in environ.items() if value != "x"}
     assert set(query_environment(environ)) == kept
+
+
+def test_a_thread_threading_does_not_count_still_stops_the_direct_fork() -> None:
+    # A library's native pool (OpenBLAS, Arrow) is invisible to `threading.active_count`;
+    # `_thread.start_new_thread` makes one such thread from Python.
+    script = """
+import _thread, time
+from querybench.engines import isolated
+before = isolated._may_fork()
+hold = _thread.allocate_lock()
+hold.acquire()
+_thread.start_new_thread(hold.acquire, ())
+time.sleep(0.2)
+print(before, isolated._may_fork())
+"""
+    assert _in_fresh_interpreter(script) == ["True", "False"]

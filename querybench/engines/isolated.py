@@ -351,9 +351,19 @@ def _may_fork() -> bool:
     """Whether a child may be forked from this very process: only its own thread runs in it."""
     return (
         "fork" in multiprocessing.get_all_start_methods()
-        and threading.active_count() == 1
+        and _threads() == 1
         and "duckdb" not in sys.modules
     )
+
+
+def _threads() -> int:
+    """The threads of this process, native ones too (OpenBLAS's and Arrow's pools once numpy
+    or pyarrow is loaded, a trainer's), which `threading` does not count; Linux's /proc says,
+    else only Python's are known."""
+    try:
+        return len(os.listdir("/proc/self/task"))
+    except OSError:
+        return threading.active_count()
 
 
 _context_lock = threading.Lock()
