@@ -243,11 +243,11 @@ def test_a_thread_threading_does_not_count_still_stops_the_direct_fork() -> None
     script = """
 import _thread, time
 from querybench.engines import isolated
-before = isolated._may_fork()
+before = isolated.may_fork()
 hold = _thread.allocate_lock()
 hold.acquire()
 _thread.start_new_thread(hold.acquire, ())
 time.sleep(0.2)
-print(before, isolated._may_fork())
+print(before, isolated.may_fork())
 """
     assert _in_fresh_interpreter(script) == ["True", "False"]

@@ -95,7 +95,7 @@ class QueryProcess:
         costs a new interpreter (0.13 s wall, 0.06 s CPU here); else from the forkserver."""
         with self._lock:
             if self._pipe is None:
-                self._start(fork=_may_fork())
+                self._start(fork=may_fork())
 
     def engine(self, database: str | Path) -> IsolatedEngine:
         """An `Engine` for `database`, opened in the child (raising as `connect` does)."""
@@ -347,7 +347,7 @@ def _exit_reason(process: BaseProcess | None) -> str:
     return f"signal {-code}" if code < 0 else f"exit status {code}"
 
 
-def _may_fork() -> bool:
+def may_fork() -> bool:
     """Whether a child may be forked from this very process: only its own thread runs in it."""
     return (
         "fork" in multiprocessing.get_all_start_methods()

@@ -21,7 +21,7 @@ from typing import TypeVar
 
 from querybench.engines import Engine
 from querybench.engines.base import Result
-from querybench.engines.isolated import IsolatedEngine, QueryProcess
+from querybench.engines.isolated import IsolatedEngine, QueryProcess, may_fork
 from querybench.errors import EngineError
 
 log = logging.getLogger(__name__)
@@ -125,7 +125,7 @@ class QueryPool:
         if self._spare is not None:
             return
         self._spare = []
-        if threading.active_count() > 1:
+        if not may_fork():
             return  # they would come from the forkserver anyway: leave them to the workers
         for _ in range(self.workers):
             process = QueryProcess(open_databases=self._open_per_worker)
