@@ -213,3 +213,21 @@ def test_a_prediction_of_the_clock_runs_again_on_a_warm_rescore(tmp_path: Path) 
         (result,), ran = _score(p, q, db_dir, tmp_path / "cache")
         assert result.score == 1.0
     assert ran == 1  # the gold came from the cache; the prediction ran again
+
+
+def test_another_sqlite_build_of_one_version_is_another_key(
+    tmp_path: Path, database: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A build without SQLITE_ENABLE_MATH_FUNCTIONS fails `SELECT sqrt(4)` where this one
+    # returns 2.0: a cache folder shared by two Pythons must not hand one's outcome to the other.
+    from querybench.engines import cache as cache_module
+
+    cache = ResultCache(tmp_path / "cache")
+    before = cache.key(database, "SELECT sqrt(4)")
+    options = [o for o in cache_module._sqlite_compile_options() if "MATH" not in o]
+    monkeypatch.setattr(cache_module, "_sqlite_compile_options", lambda: options)
+    cache_module._sqlite_build.cache_clear()
+    try:
+        assert ResultCache(tmp_path / "cache").key(database, "SELECT sqrt(4)") != before
+    finally:
+        cache_module._sqlite_build.cache_clear()

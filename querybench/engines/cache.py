@@ -1,13 +1,14 @@
 """Query outcomes (gold and predictions) computed once and kept on disk, keyed by content.
 
-The key is sha256 of (engine kind, driver version, result byte cap, database file content
-hash, SQL text): a database file edited in place, or a driver upgrade that could change
-results, is a new key. A successful result is whole (a capped query fails instead), so it
-serves any row cap it fits under, checked on read. Besides results, `get_outcomes` /
-`put_outcomes` keep a query's deterministic failure (bad SQL, a refused statement) with its
-exact message, under a key that adds the row cap (a query can fail past row n only when it gets
-there); a timeout, a cap, a killed or crashed child, anything environmental is never stored,
-nor is any outcome of a query that may read the clock or draw a random number (`volatile`).
+The key is sha256 of (engine kind, driver version (SQLite's with its compile options), result
+byte cap, database file content hash, SQL text): a database file edited in place, or a driver
+upgrade or another build that could change results, is a new key. A successful result is
+whole (a capped query fails instead), so it serves any row cap it fits under, checked on read.
+Besides results, `get_outcomes` / `put_outcomes` keep a query's deterministic failure (bad
+SQL, a refused statement) with its exact message, under a key that adds the row cap (a query
+can fail past row n only when it gets there); a timeout, a cap, a killed or crashed child,
+anything environmental is never stored, nor is any outcome of a query that may read the clock,
+a random draw, the file's path or the engine's settings (`cache_values.volatile`).
 
 Every entry lives in one SQLite file (`<cache>/results/store.sqlite3`, WAL mode): a run reads
 all its gold in one query and writes what it computed in one transaction, where one file per
@@ -23,6 +24,8 @@ The content hash of a database file is remembered in the store too, by the file'
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import hashlib
 import json
 import os
@@ -376,7 +379,21 @@ def _open_store(path: Path) -> sqlite3.Connection:
 
 def _driver_version(kind: str) -> str:
     if kind == "sqlite":
-        return sqlite3.sqlite_version
+        return _sqlite_build()
     import duckdb
 
     return str(duckdb.__version__)
+
+
+@functools.cache
+def _sqlite_build() -> str:
+    """SQLite's version and a digest of its compile options: two builds of one version (a
+    system Python's, conda's) differ in the functions they have (math, JSON), so in what a
+    query returns or whether it fails (`no such function: sqrt`)."""
+    options = json.dumps(_sqlite_compile_options()).encode()
+    return f"{sqlite3.sqlite_version} {hashlib.sha256(options).hexdigest()[:16]}"
+
+
+def _sqlite_compile_options() -> list[str]:
+    with contextlib.closing(sqlite3.connect(":memory:")) as db:
+        return sorted(str(row[0]) for row in db.execute("PRAGMA compile_options"))
