@@ -5,6 +5,7 @@ of its inputs, scoring under a progress bar, and the results file and summary at
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
@@ -70,14 +71,53 @@ def check_db_dir(db_dir: Path | None, pattern: str, expected: str) -> None:
         usage_error(f"--db-dir {db_dir} holds no database: expected {expected}, found none")
 
 
-def finish(results: Sequence[InstanceResult], output: Path | None, title: str) -> None:
-    if output is not None:
+def check_output(output: Path | None) -> None:
+    """An --output that cannot be written (a folder, a read-only place) exits 2 before the
+    scoring, not with a traceback after it, the scores lost."""
+    if output is None:
+        return
+    if output.is_dir():
+        usage_error(
+            f"--output {output} is a folder: name the results file (e.g. {output}/scores.jsonl)"
+        )
+    try:
         output.parent.mkdir(parents=True, exist_ok=True)
-        with output.open("w", encoding="utf-8") as f:
+        _partial(output).open("x", encoding="utf-8").close()
+        _partial(output).unlink()
+    except OSError as exc:
+        usage_error(f"--output {output} cannot be written: {exc.strerror or exc}")
+
+
+def _partial(output: Path) -> Path:
+    return output.with_name(f".{output.name}.{os.getpid()}.partial")
+
+
+def write_results(results: Sequence[InstanceResult], output: Path) -> None:
+    """Written beside `output`, then renamed over it: Ctrl-C or a full disk leaves the old file
+    (or none), never half of the new one."""
+    partial = _partial(output)
+    try:
+        output.parent.mkdir(parents=True, exist_ok=True)
+        with partial.open("w", encoding="utf-8") as f:
             for r in results:
                 f.write(json.dumps(r.to_json()) + "\n")
-        console.print(f"wrote {len(results)} lines to {output}")
+        os.replace(partial, output)
+    except BaseException:
+        partial.unlink(missing_ok=True)
+        raise
+
+
+def finish(results: Sequence[InstanceResult], output: Path | None, title: str) -> None:
+    failed: OSError | None = None
+    if output is not None:
+        try:
+            write_results(results, output)
+            console.print(f"wrote {len(results)} lines to {output}")
+        except OSError as exc:
+            failed = exc
     print_summary(summarise(results), out_console, title)
+    if failed is not None:  # the summary above is all that is left of the scores
+        usage_error(f"--output {output} could not be written: {failed.strerror or failed}")
 
 
 def evaluate_under_progress(

@@ -8,6 +8,7 @@ from typing import Any
 
 from querybench.commands.eval_common import (
     check_db_dir,
+    check_output,
     console,
     evaluate_under_progress,
     finish,
@@ -30,6 +31,7 @@ def spider1(
     address: str | None,
 ) -> None:
     """`eval spider1`."""
+    check_output(output)
     from querybench.evaluation.spider1 import read_spider1_instances
 
     check_db_dir(db_dir, "*/*.sqlite", "<db_id>/<db_id>.sqlite")
@@ -84,6 +86,7 @@ def _bird(
     address: str | None = None,
 ) -> None:
     """Score one BIRD questions file; the summary, then the official by-difficulty tables."""
+    check_output(output)
     from querybench.evaluation.bird_metrics import BirdMetric, parse_metrics
     from querybench.report.summary import print_bird_tables
 

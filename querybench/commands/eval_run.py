@@ -14,6 +14,7 @@ from pathlib import Path
 
 from querybench.commands.eval_common import (
     check_db_dir,
+    check_output,
     check_prediction_names,
     check_predictions_kind,
     evaluate_under_progress,
@@ -45,6 +46,7 @@ def spider2(
     read_timeout: float,
 ) -> None:
     """`eval spider2-lite` / `eval spider2-snow`."""
+    check_output(output)
     limits = ReadLimits(max_bytes, max_columns, max_cells, max_line_bytes, read_timeout)
     if mode not in ("exec_result", "sql"):
         usage_error(f"--mode must be exec_result or sql, not {mode!r}")
@@ -80,6 +82,7 @@ def spider2_dbt(
     output: Path | None,
 ) -> None:
     """`eval spider2-dbt`."""
+    check_output(output)
     from querybench.evaluation.spider2_dbt import with_gold_summary
 
     if not predictions.is_dir():
@@ -111,6 +114,7 @@ def spider2_agentic(
     output: Path | None,
 ) -> None:
     """`eval spider2`."""
+    check_output(output)
     from querybench.evaluation.spider2_agentic_eval import denominators
 
     if scoring not in ("official", "strict"):
