@@ -167,3 +167,17 @@ def test_a_dbt_predictions_path_that_is_not_a_folder_exits_two(tmp_path: Path) -
         result = runner.invoke(app, ["eval", "spider2-dbt", "--predictions", str(predictions)])
         assert result.exit_code == 2, result.output
         assert f"--predictions {predictions} is not a folder" in _said(result.output)
+
+
+def test_an_empty_predictions_folder_is_named(tmp_path: Path) -> None:
+    # it used to score every task missing_prediction without a word
+    gold = _gold(tmp_path)
+    pred = tmp_path / "pred"
+    pred.mkdir()
+    (pred / "notes.txt").write_text("not a prediction\n")
+    args = ["eval", "spider2-lite", "--predictions", str(pred), "--gold-dir", str(gold)]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    said = _said(result.output)
+    assert "holds no <instance_id>.csv file (nor any .sql): every instance will be" in said
+    assert said.count("warning:") == 1

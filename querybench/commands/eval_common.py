@@ -29,11 +29,17 @@ def warn(message: str) -> None:
 
 
 def check_predictions_kind(predictions: Path, mode: str) -> None:
-    """A folder of the other mode's files scores 0 everywhere: say so before scoring it."""
+    """A folder of the other mode's files, or of none, scores 0 everywhere: say so before
+    scoring it."""
     if not predictions.is_dir():
         return
     found = {kind: sum(1 for _ in predictions.glob(f"*.{kind}")) for kind in ("csv", "sql")}
     wanted, other = ("csv", "sql") if mode == "exec_result" else ("sql", "csv")
+    if not found["csv"] and not found["sql"]:
+        warn(
+            f"{predictions} holds no <instance_id>.{wanted} file (nor any .{other}): every "
+            "instance will be missing_prediction; is it the right folder?"
+        )
     if not found[wanted] and found[other]:
         hint = "--mode sql" if mode == "exec_result" else "--mode exec_result"
         warn(
