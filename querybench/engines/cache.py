@@ -81,6 +81,28 @@ def default_cache_dir() -> Path:
     return Path(os.environ.get("QUERYBENCH_CACHE") or "~/.cache/querybench").expanduser()
 
 
+_warned: set[tuple[str, int]] = set()
+
+
+def warn_unusable(log: logging.Logger, path: Path, exc: BaseException) -> None:
+    """One warning per cache folder and process, whichever of its stores fails first: a
+    read-only, full or foreign cache costs speed, never a verdict, and a run with three
+    stores and a write per batch used to say so three times or more."""
+    root = default_cache_dir()
+    if (str(root), os.getpid()) in _warned:
+        return
+    _warned.add((str(root), os.getpid()))
+    environmental = isinstance(exc, OSError) or any(
+        word in str(exc) for word in ("readonly", "full", "disk I/O", "unable to open", "locked")
+    )
+    hint = (
+        "set QUERYBENCH_CACHE to a writable folder with room"
+        if environmental
+        else f"delete {path} to start afresh"  # corrupt, or another version's layout
+    )
+    log.warning("cache %s unusable, scoring without it (slower; %s): %s", path, hint, exc)
+
+
 def _identity(path: str | Path) -> Identity:
     # The file's identity (device, inode) rather than its resolved name: one stat per lookup,
     # no walk of the path's links. The ctime too: a file swapped in with its mtime preserved
