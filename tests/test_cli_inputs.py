@@ -190,3 +190,17 @@ def test_an_output_that_cannot_be_written_exits_two_before_scoring(tmp_path: Pat
     result = runner.invoke(app, [*base, "--output", str(new)])
     assert result.exit_code == 0, result.output
     assert new.is_file() and "score = official" in result.output
+
+
+def test_an_empty_predictions_folder_is_named(tmp_path: Path) -> None:
+    # it used to score every task missing_prediction without a word
+    gold = _gold(tmp_path)
+    pred = tmp_path / "pred"
+    pred.mkdir()
+    (pred / "notes.txt").write_text("not a prediction\n")
+    args = ["eval", "spider2-lite", "--predictions", str(pred), "--gold-dir", str(gold)]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    said = _said(result.output)
+    assert "holds no <instance_id>.csv file (nor any .sql): every instance will be" in said
+    assert said.count("warning:") == 1

@@ -443,7 +443,7 @@ def test_a_store_that_refuses_the_deferred_write_costs_nothing_but_speed(
         frame = csv_cache.parse(b"a\n1\n", "p.csv", "prediction")
         store.db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, isolation_level=None)
     assert frame.iloc[0, 0] == 1
-    assert "not written" in caplog.text
+    assert "unusable, scoring without it" in caplog.text
     assert store.pending == {}
     assert len(_entries("prediction")) == 1  # the first only
 

@@ -29,11 +29,17 @@ def warn(message: str) -> None:
 
 
 def check_predictions_kind(predictions: Path, mode: str) -> None:
-    """A folder of the other mode's files scores 0 everywhere: say so before scoring it."""
+    """A folder of the other mode's files, or of none, scores 0 everywhere: say so before
+    scoring it."""
     if not predictions.is_dir():
         return
     found = {kind: sum(1 for _ in predictions.glob(f"*.{kind}")) for kind in ("csv", "sql")}
     wanted, other = ("csv", "sql") if mode == "exec_result" else ("sql", "csv")
+    if not found["csv"] and not found["sql"]:
+        warn(
+            f"{predictions} holds no <instance_id>.{wanted} file (nor any .{other}): every "
+            "instance will be missing_prediction; is it the right folder?"
+        )
     if not found[wanted] and found[other]:
         hint = "--mode sql" if mode == "exec_result" else "--mode exec_result"
         warn(
@@ -72,30 +78,57 @@ def check_db_dir(db_dir: Path | None, pattern: str, expected: str) -> None:
 
 
 def check_output(output: Path | None) -> None:
-    """An --output that cannot be written (a folder, under a file, read-only) is said before
-    the scoring, which may take an hour, not by a traceback after it."""
+    """An --output that cannot be written (a folder, a read-only place) exits 2 before the
+    scoring, not with a traceback after it, the scores lost."""
     if output is None:
         return
     if output.is_dir():
-        usage_error(f"--output {output} is a folder (expected the results file to write)")
+        usage_error(
+            f"--output {output} is a folder: name the results file (e.g. {output}/scores.jsonl)"
+        )
     existing = output.parent
     while not existing.exists() and existing != existing.parent:
         existing = existing.parent
     if not existing.is_dir():
         usage_error(f"--output {output} cannot be written: {existing} is not a folder")
-    writable = output if output.exists() else existing
-    if not os.access(writable, os.W_OK):
-        usage_error(f"--output {output} cannot be written: {writable} is not writable")
+    try:
+        output.parent.mkdir(parents=True, exist_ok=True)
+        _partial(output).open("x", encoding="utf-8").close()
+        _partial(output).unlink()
+    except OSError as exc:
+        usage_error(f"--output {output} cannot be written: {exc.strerror or exc}")
+
+
+def _partial(output: Path) -> Path:
+    return output.with_name(f".{output.name}.{os.getpid()}.partial")
+
+
+def write_results(results: Sequence[InstanceResult], output: Path) -> None:
+    """Written beside `output`, then renamed over it: Ctrl-C or a full disk leaves the old file
+    (or none), never half of the new one."""
+    partial = _partial(output)
+    try:
+        output.parent.mkdir(parents=True, exist_ok=True)
+        with partial.open("w", encoding="utf-8") as f:
+            for r in results:
+                f.write(json.dumps(r.to_json()) + "\n")
+        os.replace(partial, output)
+    except BaseException:
+        partial.unlink(missing_ok=True)
+        raise
 
 
 def finish(results: Sequence[InstanceResult], output: Path | None, title: str) -> None:
+    failed: OSError | None = None
     if output is not None:
-        output.parent.mkdir(parents=True, exist_ok=True)
-        with output.open("w", encoding="utf-8") as f:
-            for r in results:
-                f.write(json.dumps(r.to_json()) + "\n")
-        console.print(f"wrote {len(results)} lines to {output}")
+        try:
+            write_results(results, output)
+            console.print(f"wrote {len(results)} lines to {output}")
+        except OSError as exc:
+            failed = exc
     print_summary(summarise(results), out_console, title)
+    if failed is not None:  # the summary above is all that is left of the scores
+        usage_error(f"--output {output} could not be written: {failed.strerror or failed}")
 
 
 def evaluate_under_progress(

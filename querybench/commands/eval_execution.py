@@ -31,6 +31,7 @@ def spider1(
     address: str | None,
 ) -> None:
     """`eval spider1`."""
+    check_output(output)
     from querybench.evaluation.spider1 import read_spider1_instances
 
     check_db_dir(db_dir, "*/*.sqlite", "<db_id>/<db_id>.sqlite")
@@ -51,7 +52,6 @@ def spider1(
             f"{len(instances)} gold queries in {gold}: the last {past_end} are "
             "missing_prediction"
         )
-    check_output(output)
     results = evaluate_under_progress(
         "running queries" if executor == "local" else "scoring shards",
         "spider1",
@@ -86,6 +86,7 @@ def _bird(
     address: str | None = None,
 ) -> None:
     """Score one BIRD questions file; the summary, then the official by-difficulty tables."""
+    check_output(output)
     from querybench.evaluation.bird_metrics import BirdMetric, parse_metrics
     from querybench.report.summary import print_bird_tables
 
@@ -106,7 +107,6 @@ def _bird(
             f"r_ves: timing every matched pair {ves_repeats} times; slow, and the figures "
             "depend on the machine's load"
         )
-    check_output(output)
     results = evaluate_under_progress(
         "running queries" if executor == "local" else "scoring shards",
         benchmark,

@@ -46,6 +46,7 @@ def spider2(
     read_timeout: float,
 ) -> None:
     """`eval spider2-lite` / `eval spider2-snow`."""
+    check_output(output)
     limits = ReadLimits(max_bytes, max_columns, max_cells, max_line_bytes, read_timeout)
     if mode not in ("exec_result", "sql"):
         usage_error(f"--mode must be exec_result or sql, not {mode!r}")
@@ -54,7 +55,6 @@ def spider2(
     check_predictions_kind(predictions, mode)
     if mode == "sql":
         check_db_dir(db_dir, "*.sqlite", "<db>.sqlite files for the local tasks")
-    check_output(output)
     results = evaluate_under_progress(
         f"scoring {benchmark}",
         benchmark,
@@ -82,11 +82,11 @@ def spider2_dbt(
     output: Path | None,
 ) -> None:
     """`eval spider2-dbt`."""
+    check_output(output)
     from querybench.evaluation.spider2_dbt import with_gold_summary
 
     if not predictions.is_dir():
         usage_error(f"--predictions {predictions} is not a folder (<instance_id>/<db>.duckdb)")
-    check_output(output)
     results = evaluate_under_progress(
         "scoring spider2-dbt",
         "spider2-dbt",
@@ -114,13 +114,13 @@ def spider2_agentic(
     output: Path | None,
 ) -> None:
     """`eval spider2`."""
+    check_output(output)
     from querybench.evaluation.spider2_agentic_eval import denominators
 
     if scoring not in ("official", "strict"):
         usage_error(f"--scoring must be official or strict, not {scoring!r}")
     if not predictions.is_dir():
         usage_error(f"--predictions {predictions} is not a folder (the official submission layout)")
-    check_output(output)
     results = evaluate_under_progress(
         "scoring spider2",
         "spider2",

@@ -32,7 +32,6 @@ import os
 import pickle
 import sqlite3
 import threading
-import warnings
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -84,6 +83,28 @@ _fingerprints_lock = threading.Lock()
 def default_cache_dir() -> Path:
     """`$QUERYBENCH_CACHE`, else `~/.cache/querybench`."""
     return Path(os.environ.get("QUERYBENCH_CACHE") or "~/.cache/querybench").expanduser()
+
+
+_warned: set[tuple[str, int]] = set()
+
+
+def warn_unusable(log: logging.Logger, path: Path, exc: BaseException) -> None:
+    """One warning per cache folder and process, whichever of its stores fails first: a
+    read-only, full or foreign cache costs speed, never a verdict, and a run with three
+    stores and a write per batch used to say so three times or more."""
+    root = str(path.parent.parent)  # <cache>/<store kind>/<file>
+    if (root, os.getpid()) in _warned:
+        return
+    _warned.add((root, os.getpid()))
+    environmental = isinstance(exc, OSError) or any(
+        word in str(exc) for word in ("readonly", "full", "disk I/O", "unable to open", "locked")
+    )
+    hint = (
+        "set QUERYBENCH_CACHE to a writable folder with room"
+        if environmental
+        else f"delete {path} to start afresh"  # corrupt, or another version's layout
+    )
+    log.warning("cache %s unusable, scoring without it (slower; %s): %s", path, hint, exc)
 
 
 def _identity(path: str | Path) -> Identity:
@@ -287,7 +308,7 @@ class ResultCache:
             try:
                 self.put(database, sql, outcome.result)
             except OSError as exc:  # a full or read-only cache costs speed, not the result
-                warnings.warn(f"result cache not written: {exc}", RuntimeWarning, stacklevel=2)
+                warn_unusable(_log(), self.path, exc)
         return outcome
 
     def close(self) -> None:

@@ -40,7 +40,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from querybench.engines.cache import default_cache_dir
+from querybench.engines.cache import default_cache_dir, warn_unusable
 from querybench.evaluation import prediction_file
 
 if TYPE_CHECKING:  # pandas and NumPy load with the first parse or entry: a run whose every
@@ -87,6 +87,7 @@ class _Store:
     and SQLite's locking keeps concurrent runs whole."""
 
     def __init__(self, path: Path) -> None:
+        self.path = path
         path.parent.mkdir(parents=True, exist_ok=True)
         self.db = sqlite3.connect(path, timeout=30, isolation_level=None, check_same_thread=False)
         self.db.execute("PRAGMA journal_mode=WAL")  # readers never wait for a writer
@@ -114,7 +115,7 @@ class _Store:
                 if row is not None and row[1] < now - _TOUCH_AFTER_S:
                     self.db.execute("UPDATE entries SET used = ? WHERE key = ?", (now, key))
         except sqlite3.Error as exc:
-            log.warning("parsed-CSV cache not read: %s", exc)
+            warn_unusable(log, self.path, exc)
             return None
         return None if row is None else bytes(row[0])
 
@@ -156,7 +157,7 @@ class _Store:
                 self.db.execute("BEGIN IMMEDIATE")
                 self.db.executemany("INSERT OR REPLACE INTO entries VALUES (?, ?, ?)", rows)
         except sqlite3.Error as exc:  # a full or read-only cache costs speed, never the result
-            log.warning("parsed-CSV cache not written: %s", exc)
+            warn_unusable(log, self.path, exc)
 
     def _prune(self) -> None:
         """Oldest entries removed once the store outgrows `MAX_NAMESPACE_BYTES` (checked at
@@ -243,7 +244,7 @@ def _store(namespace: Namespace) -> _Store | None:
             try:
                 _stores[handle] = _Store(path)
             except (OSError, sqlite3.Error) as exc:
-                log.warning("parsed-CSV cache %s unusable, parsing every file: %s", path, exc)
+                warn_unusable(log, path, exc)
                 _stores[handle] = None
         return _stores[handle]
 

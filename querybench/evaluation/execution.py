@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 import time
-import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -166,7 +165,11 @@ def _store(cache: ResultCache, computed: list[tuple[Query, Result | EngineError]
     try:
         cache.put_outcomes(computed, max_rows=MAX_ROWS, max_bytes=MAX_ENTRY_BYTES)
     except OSError as exc:  # a read-only or full cache costs speed, not results
-        warnings.warn(f"result cache not written: {exc}", RuntimeWarning, stacklevel=3)
+        import logging
+
+        from querybench.engines.cache import warn_unusable
+
+        warn_unusable(logging.getLogger(__name__), cache.path, exc)
 
 
 def _has_nan(value: Result | EngineError) -> bool:

@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from querybench.engines.cache import default_cache_dir
+from querybench.engines.cache import default_cache_dir, warn_unusable
 from querybench.evaluation import prediction_file
 from querybench.evaluation.detail import VerdictDetail
 from querybench.evaluation.spider2_verdicts import Verdicts
@@ -246,7 +246,7 @@ class _Store:
             with self.lock:
                 row = self.db.execute("SELECT entry FROM verdicts WHERE key = ?", (key,)).fetchone()
         except sqlite3.Error as exc:
-            log.warning("verdict cache %s not read: %s", store_path(), exc)
+            warn_unusable(log, store_path(), exc)
             return None
         # a store some other program made may hold text, a number or NULL there: a miss
         return row[0] if row is not None and isinstance(row[0], bytes) else None
@@ -271,7 +271,7 @@ class _Store:
                         self._prune()
                     self.db.executemany("INSERT OR REPLACE INTO verdicts VALUES (?, ?, ?)", pending)
             except sqlite3.Error as exc:  # a full or read-only cache costs speed, never a verdict
-                log.warning("verdict cache %s not written: %s", store_path(), exc)
+                warn_unusable(log, store_path(), exc)
 
     def _prune(self) -> None:
         """The oldest written quarter deleted once the file outgrows `MAX_STORE_BYTES`
@@ -298,9 +298,5 @@ def _store_at(path: str, pid: int) -> _Store | None:
     try:
         return _Store(Path(path))
     except (OSError, sqlite3.Error) as exc:
-        log.warning(
-            "verdict cache %s unusable (delete it to start afresh), scoring every instance: %s",
-            path,
-            exc,
-        )
+        warn_unusable(log, Path(path), exc)
         return None

@@ -1,0 +1,82 @@
+"""A cache folder that cannot be used (a file, read-only, full, another version's store): the
+eval scores the same, and says so once, with what to do."""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from querybench.cli import app
+from querybench.engines import cache
+from tests.test_cli import _gold, _toy_db
+
+runner = CliRunner()
+
+
+def _eval(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> list[str]:
+    pred = tmp_path / "pred"
+    pred.mkdir(exist_ok=True)
+    (pred / "bq001.csv").write_text("a\n1\n")
+    args = ["eval", "spider2-lite", "--predictions", str(pred), "--gold-dir", str(_gold(tmp_path))]
+    monkeypatch.setattr(cache, "_warned", set(), raising=False)  # this process warned before
+    with caplog.at_level(logging.WARNING, logger="querybench"):
+        result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    return [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+
+
+def test_a_cache_that_is_a_file_warns_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    # it used to warn once per store (verdicts, parsed predictions, parsed gold)
+    not_a_folder = tmp_path / "cache"
+    not_a_folder.write_text("")
+    monkeypatch.setenv("QUERYBENCH_CACHE", str(not_a_folder))
+    monkeypatch.delenv("QUERYBENCH_VERDICT_CACHE", raising=False)
+    said = _eval(tmp_path, monkeypatch, caplog)
+    assert len(said) == 1, said
+    assert "scoring without it" in said[0] and "set QUERYBENCH_CACHE to a writable" in said[0]
+
+
+def test_another_versions_store_says_to_delete_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    root = tmp_path / "cache"
+    (root / "verdicts").mkdir(parents=True)
+    store = root / "verdicts" / "spider2.sqlite3"
+    with sqlite3.connect(store) as db:  # a layout this version does not write
+        db.execute("CREATE TABLE verdicts (key TEXT PRIMARY KEY, entry BLOB)")
+    monkeypatch.setenv("QUERYBENCH_CACHE", str(root))
+    monkeypatch.delenv("QUERYBENCH_VERDICT_CACHE", raising=False)
+    said = _eval(tmp_path, monkeypatch, caplog)
+    assert len(said) == 1, said
+    assert f"delete {store} to start afresh" in said[0]
+
+
+def test_spider1_with_a_cache_that_is_a_file_warns_once_in_plain_words(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    # it used to be a RuntimeWarning, shown with the source line of spider1.py that raised it
+    db_dir = _toy_db(tmp_path)
+    gold = tmp_path / "gold.sql"
+    gold.write_text("SELECT x FROM t\ttoy\nSELECT count(*) FROM t\ttoy\n")
+    pred = tmp_path / "pred.txt"
+    pred.write_text("SELECT x FROM t\nSELECT count(x) FROM t\n")
+    not_a_folder = tmp_path / "cache"
+    not_a_folder.write_text("")
+    monkeypatch.setenv("QUERYBENCH_CACHE", str(not_a_folder))
+    monkeypatch.setattr(cache, "_warned", set(), raising=False)
+    args = ["eval", "spider1", "--gold", str(gold), "--predictions", str(pred)]
+    with caplog.at_level(logging.WARNING, logger="querybench"):
+        result = runner.invoke(app, [*args, "--db-dir", str(db_dir)])
+    assert result.exit_code == 0, result.output
+    assert "RuntimeWarning" not in result.output
+    said = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert len(said) == 1, said
+    assert "scoring without it" in said[0] and "results" in said[0]
