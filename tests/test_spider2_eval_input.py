@@ -545,6 +545,17 @@ def test_sql_mode_results_are_bounded_like_files(tmp_path: Path) -> None:
     assert results["local002"].score == 1
 
 
+def _forty_right_answers(tmp_path: Path) -> tuple[list[str], Path, Path]:
+    """40 one-cell tasks and a predictions folder answering each right."""
+    ids = [f"local{i:03d}" for i in range(40)]
+    gold = make_gold(tmp_path, {f"{i}.csv": b"a\n1\n" for i in ids})
+    pred = tmp_path / "pred"
+    pred.mkdir()
+    for iid in ids:
+        (pred / f"{iid}.csv").write_text("a\n1\n")
+    return ids, gold, pred
+
+
 def test_a_scoring_worker_that_dies_fails_only_its_own_instance(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -552,12 +563,7 @@ def test_a_scoring_worker_that_dies_fails_only_its_own_instance(
     # simulated by the process exiting for real when it reaches local007.
     from querybench.evaluation import spider2_eval
 
-    ids = [f"local{i:03d}" for i in range(40)]
-    gold = make_gold(tmp_path, {f"{i}.csv": b"a\n1\n" for i in ids})
-    pred = tmp_path / "pred"
-    pred.mkdir()
-    for iid in ids:
-        (pred / f"{iid}.csv").write_text("a\n1\n")
+    ids, gold, pred = _forty_right_answers(tmp_path)
     real = spider2_eval._score_ids
 
     def dying(job: object, chunk: list[str]) -> object:
@@ -661,12 +667,7 @@ def test_a_pool_broken_while_its_chunks_are_sent_costs_no_instance(
 
     from querybench.evaluation import spider2_eval
 
-    ids = [f"local{i:03d}" for i in range(40)]
-    gold = make_gold(tmp_path, {f"{i}.csv": b"a\n1\n" for i in ids})
-    pred = tmp_path / "pred"
-    pred.mkdir()
-    for iid in ids:
-        (pred / f"{iid}.csv").write_text("a\n1\n")
+    ids, gold, pred = _forty_right_answers(tmp_path)
     pools: list[object] = []
 
     class BreaksOnItsSecondChunk(ProcessPoolExecutor):

@@ -346,10 +346,10 @@ print(json.dumps({"lines": [r.to_json() for r in results],
 """
 
 
-def _run(gold: Path, preds: Path) -> dict[str, Any]:
+def _run(gold: Path, preds: Path, script: str = _RUN) -> dict[str, Any]:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     done = subprocess.run(
-        [sys.executable, "-c", _RUN, str(preds), str(gold)],
+        [sys.executable, "-c", script, str(preds), str(gold)],
         env=env,
         capture_output=True,
         text=True,
@@ -437,23 +437,9 @@ def test_a_warm_run_on_an_idle_core_starts_no_pool_and_imports_no_pandas(
         config = {"condition_cols": [], "ignore_order": True}
         lines.append(json.dumps({"instance_id": f"local{k:03d}", "toks": 1, **config}))
     (gold / "spider2lite_eval.jsonl").write_text("\n".join(lines) + "\n")
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-
-    def run() -> dict[str, Any]:
-        done = subprocess.run(
-            [sys.executable, "-c", _RUN_IDLE, str(preds), str(gold)],
-            env=env,
-            capture_output=True,
-            text=True,
-            check=True,
-            timeout=300,
-        )
-        out: dict[str, Any] = json.loads(done.stdout)
-        return out
-
-    cold = run()
+    cold = _run(gold, preds, _RUN_IDLE)
     assert cold["pools"] == 1 and "pandas" in cold["loaded"]
-    warm = run()
+    warm = _run(gold, preds, _RUN_IDLE)
     assert warm["lines"] == cold["lines"]
     assert [line["score"] for line in warm["lines"]] == [1.0] * 40
     assert warm["pools"] == 0 and warm["loaded"] == []

@@ -14,6 +14,7 @@ import sys
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
@@ -25,6 +26,7 @@ from querybench.evaluation import csv_cache, verdict_cache
 from querybench.evaluation.prediction_file import (
     PredictionRefused,
     ReadLimits,
+    Scanned,
     check_result_shape,
     open_prediction,
     predictions_folder,
@@ -119,39 +121,41 @@ class _Job:
         """A prediction CSV, checked and bounded (`PredictionRefused` / `DataError` if not),
         parsed, or its verdicts if the verdict store knows its content; and its verdict key
         (None: not to be stored)."""
-        with open_prediction(
-            self.pred_dir / f"{instance_id}.csv", self.pred_dir, self.limits, (self.gold.dir,)
-        ) as scanned:
+        with self._opened(instance_id) as scanned:
             if not isinstance(scanned.handle, io.BytesIO):  # a big file, spooled: parsed anew
                 from querybench.evaluation.large_result import read_result
 
                 return read_result(scanned), None
             data = scanned.handle.getbuffer()  # a small file, read whole: cacheable
-            keyed = self._keyed(instance_id, data)
-            known = verdict_cache.lookup(keyed.key) if keyed is not None else None
+            known, keyed = self._known(instance_id, data)
             if known is not None:
                 return known, keyed
             return csv_cache.parse(data, scanned.name, "prediction"), keyed
-
-    def _keyed(self, instance_id: str, data: memoryview) -> Keyed | None:
-        paths, single = self.gold.result_paths(instance_id)
-        spec = self.gold.specs[instance_id]
-        return verdict_cache.instance_key(self.gold.benchmark, spec, paths, single, data)
 
     def scored(self, instance_id: str) -> bool:
         """Whether the verdict store knows this prediction (read and hashed, never parsed)."""
         if not verdict_cache.enabled():
             return False
         try:
-            with open_prediction(
-                self.pred_dir / f"{instance_id}.csv", self.pred_dir, self.limits, (self.gold.dir,)
-            ) as scanned:
+            with self._opened(instance_id) as scanned:
                 if not isinstance(scanned.handle, io.BytesIO):
                     return False
-                keyed = self._keyed(instance_id, scanned.handle.getbuffer())
+                known, _ = self._known(instance_id, scanned.handle.getbuffer())
         except (PredictionRefused, DataError, OSError):
             return False
-        return keyed is not None and verdict_cache.lookup(keyed.key) is not None
+        return known is not None
+
+    def _opened(self, instance_id: str) -> AbstractContextManager[Scanned]:
+        return open_prediction(
+            self.pred_dir / f"{instance_id}.csv", self.pred_dir, self.limits, (self.gold.dir,)
+        )
+
+    def _known(self, instance_id: str, data: memoryview) -> tuple[Verdicts | None, Keyed | None]:
+        """The stored verdicts of this prediction's content (None if none), and its key."""
+        paths, single = self.gold.result_paths(instance_id)
+        spec = self.gold.specs[instance_id]
+        keyed = verdict_cache.instance_key(self.gold.benchmark, spec, paths, single, data)
+        return (verdict_cache.lookup(keyed.key) if keyed is not None else None), keyed
 
     def failed(self, instance_id: str, code: ErrorCode, message: str) -> InstanceResult:
         return self.rejected(instance_id, Verdict.fail(code, message))
