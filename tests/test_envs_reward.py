@@ -266,6 +266,34 @@ def test_concurrent_ascore_calls_travel_in_few_batches(reward: SQLReward, db: Pa
     assert sum(sizes) == 101 and len(sizes) <= 8 and sizes[-1] == 1
 
 
+def test_score_many_sends_a_batch_before_reading_the_rest(
+    db: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import querybench.envs.reward as reward_module
+
+    read: list[str] = []
+    extract = reward_module.answer_sql
+
+    def reading(completion: str) -> str | None:
+        read.append(completion)
+        return extract(completion)
+
+    monkeypatch.setattr(reward_module, "answer_sql", reading)
+    items = [RewardItem(db, GOLD, sql(f"-- rollout {i}\n{GOLD}")) for i in range(64)]
+    with SQLReward(workers=2, cache_dir=tmp_path) as r:
+        read_when_sent: list[int] = []
+        send = r._batch
+
+        def counted(work: list[tuple[str, str, str | None]]) -> object:
+            read_when_sent.append(len(read))
+            return send(work)
+
+        monkeypatch.setattr(r, "_batch", counted)
+        assert [o.reward for o in r.score_many(items)] == [1.0] * 64
+    # batches of 64 // (4 * 2) = 8, each sent as soon as its answers are read
+    assert read_when_sent == list(range(8, 65, 8))
+
+
 FIVE_MILLION = "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 5000000) "
 
 

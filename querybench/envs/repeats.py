@@ -25,21 +25,33 @@ def shareable(item: WorkItem) -> bool:
     return sql is not None and "random" not in sql.lower()
 
 
+class Repeats:
+    """The items to score, each repeat once (first-seen order), and for every item added the
+    index of its outcome among them; built an item at a time, so that a caller can send the
+    first items off while it reads the rest."""
+
+    def __init__(self) -> None:
+        self.unique: list[WorkItem] = []
+        self.where: list[int] = []
+        self._first: dict[WorkItem, int] = {}
+
+    def add(self, item: WorkItem) -> None:
+        index = self._first.get(item)
+        if index is None:
+            index = len(self.unique)
+            self.unique.append(item)
+            if shareable(item):
+                self._first[item] = index
+        self.where.append(index)
+
+
 def unique_items(work: Sequence[WorkItem]) -> tuple[list[WorkItem], list[int]]:
     """The items to score (each repeat once, first-seen order) and, for every item of `work`,
     the index of its outcome among them."""
-    unique: list[WorkItem] = []
-    first: dict[WorkItem, int] = {}
-    where: list[int] = []
+    repeats = Repeats()
     for item in work:
-        index = first.get(item)
-        if index is None:
-            index = len(unique)
-            unique.append(item)
-            if shareable(item):
-                first[item] = index
-        where.append(index)
-    return unique, where
+        repeats.add(item)
+    return repeats.unique, repeats.where
 
 
 def fan_out(outcomes: Sequence[RewardOutcome], where: Sequence[int]) -> list[RewardOutcome]:

@@ -29,6 +29,7 @@ import asyncio
 import math
 import os
 import threading
+import time
 import weakref
 from collections.abc import Iterable, Sequence
 from concurrent.futures import Future
@@ -48,7 +49,7 @@ from querybench.envs.match import (
     execution_match,
     run_answer,
 )
-from querybench.envs.repeats import fan_out, unique_items
+from querybench.envs.repeats import Repeats, fan_out, unique_items
 from querybench.envs.reward_child import WorkerConfig, WorkItem, cache_get, cache_put
 from querybench.envs.reward_workers import RewardWorkers, crashed
 from querybench.errors import EngineError
@@ -251,14 +252,11 @@ class SQLReward:
     def score_many(self, items: Sequence[RewardItem]) -> list[RewardOutcome]:
         """Rewards for many answers at once, in order; an answer repeated to the byte on the
         same database and gold is run once (`repeats.py`)."""
+        if self.processes:
+            return self._score_many_on_processes(items)
         work, where = unique_items(
             [(str(i.database), i.gold_sql, answer_sql(i.completion)) for i in items]
         )
-        if self.processes:
-            # Small batches: few hand-offs, yet a slow answer holds up only its own batch.
-            size = max(1, min(self.batch_size, len(work) // (4 * self.workers)))
-            batches = [self._batch(work[i : i + size]) for i in range(0, len(work), size)]
-            return fan_out([outcome for batch in batches for outcome in batch.result()], where)
         golds = [self.gold(database, gold_sql) for database, gold_sql, _ in work]
         answers = [
             None if sql is None else self._answer(database, sql, gold)
@@ -269,6 +267,23 @@ class SQLReward:
             for gold, answer in zip(golds, answers, strict=True)
         ]
         return fan_out(outcomes, where)
+
+    def _score_many_on_processes(self, items: Sequence[RewardItem]) -> list[RewardOutcome]:
+        # Small batches: few hand-offs, yet a slow answer holds up only its own batch. Each goes
+        # out as soon as its answers are read, so the children run while this thread reads on;
+        # `sleep(0)` hands the GIL to the worker thread that sends it, which would otherwise
+        # wait for the interpreter's 5 ms switch interval (2,000 answers take 6 ms to read).
+        size = max(1, min(self.batch_size, len(items) // (4 * self.workers)))
+        repeats, batches, sent = Repeats(), [], 0
+        for item in items:
+            repeats.add((str(item.database), item.gold_sql, answer_sql(item.completion)))
+            if len(repeats.unique) - sent == size:
+                batches.append(self._batch(repeats.unique[sent:]))
+                sent = len(repeats.unique)
+                time.sleep(0)
+        if sent < len(repeats.unique):
+            batches.append(self._batch(repeats.unique[sent:]))
+        return fan_out([outcome for batch in batches for outcome in batch.result()], repeats.where)
 
     def _answer(self, database: str | Path, sql: str, gold: Outcome) -> Future[AnswerOutcome]:
         """The answer run on the answer pool, streamed against `gold` (`run_answer`)."""
