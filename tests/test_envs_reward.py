@@ -294,6 +294,36 @@ def test_score_many_sends_a_batch_before_reading_the_rest(
     assert read_when_sent == list(range(8, 65, 8))
 
 
+def test_a_burst_of_ascore_calls_sends_full_batches_while_it_is_made(
+    reward: SQLReward, db: Path
+) -> None:
+    import asyncio
+
+    made: list[int] = []  # calls made when each batch went out
+    calls = 0
+    send = reward._batch
+
+    def counted(items: list[tuple[str, str, str | None]]) -> object:
+        made.append(calls)
+        return send(items)
+
+    async def one(i: int) -> float:
+        nonlocal calls
+        calls += 1
+        return (await reward.ascore(db, GOLD, sql(f"-- rollout {i}\n{GOLD}"))).reward
+
+    async def burst() -> list[float]:  # the calls' first steps all run in one loop pass
+        return list(await asyncio.gather(*(one(i) for i in range(128))))
+
+    reward._batch = counted  # type: ignore[method-assign,assignment]
+    try:
+        rewards = asyncio.run(burst())
+    finally:
+        del reward._batch
+    assert rewards == [1.0] * 128
+    assert made[:2] == [64, 128]
+
+
 FIVE_MILLION = "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 5000000) "
 
 
