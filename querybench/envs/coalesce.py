@@ -12,13 +12,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import math
-import time
 from collections.abc import Callable
 from concurrent.futures import Future
 
 from querybench.envs.match import RewardOutcome
 from querybench.envs.repeats import copy_outcome, shareable
 from querybench.envs.reward_child import WorkItem
+from querybench.envs.reward_workers import let_workers_run
 
 # Scores a batch in the worker processes; the future never fails (a crash scores 0 instead).
 Submit = Callable[[list[WorkItem]], "Future[list[RewardOutcome]]"]
@@ -76,9 +76,7 @@ class Coalescer:
         self.submit([item for item, _ in batch]).add_done_callback(
             lambda done, batch=batch: self._back(batch, done)  # type: ignore[misc]
         )
-        # Hands the GIL to the worker thread that sends the batch (it would otherwise wait up
-        # to the interpreter's 5 ms switch interval while this loop runs on); it never blocks.
-        time.sleep(0)
+        let_workers_run()  # this loop runs on: the batch leaves now, not in up to 5 ms
 
     def _live(self, batch: list[_Waiting]) -> list[_Waiting]:
         """`batch` without the items every caller of which was cancelled while it waited."""

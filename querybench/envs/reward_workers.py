@@ -56,6 +56,14 @@ _TICK_S = GRACE_S / 5
 PIPELINE = 2
 
 
+def let_workers_run() -> None:
+    """Hand the GIL to a worker thread waiting for it, to send a batch just submitted or read a
+    reply: a caller that goes on computing after `submit` would otherwise hold it until the
+    interpreter's 5 ms switch interval forces a switch. `sleep(0)` never blocks (73 us wall,
+    17 us CPU on the bench machine); a caller that waits for its future next needs none."""
+    time.sleep(0)
+
+
 class RewardWorkers:
     """`workers` children fed batches from one queue, each by a thread of its own that keeps
     `PIPELINE` batches in its child's pipe (the child starts the next one without waiting for
