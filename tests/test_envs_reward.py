@@ -294,6 +294,24 @@ def test_score_many_sends_a_batch_before_reading_the_rest(
     assert read_when_sent == list(range(8, 65, 8))
 
 
+def test_score_many_spreads_few_distinct_answers_over_the_workers(
+    db: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # 8 distinct answers, each repeated 8 times in a row (a GRPO group agreeing on its SQL)
+    items = [RewardItem(db, GOLD, sql(f"-- group {i // 8}\n{GOLD}")) for i in range(64)]
+    with SQLReward(workers=2, cache_dir=tmp_path) as r:
+        sizes: list[int] = []
+        send = r._batch
+
+        def counted(work: list[tuple[str, str, str | None]]) -> object:
+            sizes.append(len(work))
+            return send(work)
+
+        monkeypatch.setattr(r, "_batch", counted)
+        assert [o.reward for o in r.score_many(items)] == [1.0] * 64
+    assert sizes == [1] * 8  # one batch of 8 would leave a worker idle
+
+
 def test_a_burst_of_ascore_calls_sends_full_batches_while_it_is_made(
     reward: SQLReward, db: Path
 ) -> None:

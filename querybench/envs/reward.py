@@ -268,16 +268,18 @@ class SQLReward:
         return fan_out(outcomes, where)
 
     def _score_many_on_processes(self, items: Sequence[RewardItem]) -> list[RewardOutcome]:
-        # Small batches: few hand-offs, yet a slow answer holds up only its own batch. Each goes
-        # out as soon as its answers are read, so the children run while this thread reads on
-        # (2,000 answers take 6 ms to read).
-        size = max(1, min(self.batch_size, len(items) // (4 * self.workers)))
-        repeats, batches, sent = Repeats(), [], 0
-        for item in items:
+        # Small batches: few hand-offs, yet a slow answer holds up only its own batch, and at
+        # least 4 per worker. Each goes out as soon as its answers are read, so the children run
+        # while this thread reads on (2,000 answers take 6 ms to read); the distinct answers
+        # the size is made for are estimated from their share among those read so far.
+        repeats, batches, sent, spread = Repeats(), [], 0, 4 * self.workers
+        for read, item in enumerate(items, 1):
             repeats.add((str(item.database), item.gold_sql, answer_sql(item.completion)))
-            if len(repeats.unique) - sent == size:
+            distinct = len(repeats.unique)
+            size = min(self.batch_size, int(distinct * len(items) / read) // spread)
+            if distinct - sent >= max(1, size):
                 batches.append(self._batch(repeats.unique[sent:]))
-                sent = len(repeats.unique)
+                sent = distinct
                 let_workers_run()
         if sent < len(repeats.unique):
             batches.append(self._batch(repeats.unique[sent:]))
