@@ -272,12 +272,14 @@ class SQLReward:
         # least 4 per worker. Each goes out as soon as its answers are read, so the children run
         # while this thread reads on (2,000 answers take 6 ms to read); the distinct answers
         # the size is made for are estimated from their share among those read so far.
-        repeats, batches, sent, spread = Repeats(), [], 0, 4 * self.workers
+        repeats, batches, sent = Repeats(), [], 0
+        total, spread, size = len(items), 4 * self.workers, self.batch_size
         for read, item in enumerate(items, 1):
             repeats.add((str(item.database), item.gold_sql, answer_sql(item.completion)))
             distinct = len(repeats.unique)
-            size = min(self.batch_size, int(distinct * len(items) / read) // spread)
-            if distinct - sent >= max(1, size):
+            waiting = distinct - sent
+            # waiting >= min(size, distinct * total / read / spread), multiplied out
+            if waiting and (waiting >= size or waiting * read * spread >= distinct * total):
                 batches.append(self._batch(repeats.unique[sent:]))
                 sent = distinct
                 let_workers_run()
