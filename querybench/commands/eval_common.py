@@ -149,10 +149,10 @@ def evaluate_under_progress(
     from querybench.runs.evaluate import SubmissionWarning, evaluate
 
     try:
-        if executor != "local":  # the Ray modules import the models' stack: only when asked
-            from querybench.runs.ray_executor import check_executor
+        if executor != "local" or address is not None:  # the Ray modules import the models'
+            from querybench.runs.ray_executor import check_executor  # stack: only when asked
 
-            check_executor(executor)
+            check_executor(executor, address)
         with console.progress(title) as bar, warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", SubmissionWarning)
             if executor == "local" and not per_query:  # each knows its count before scoring
