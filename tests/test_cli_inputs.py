@@ -204,3 +204,33 @@ def test_an_empty_predictions_folder_is_named(tmp_path: Path) -> None:
     said = _said(result.output)
     assert "holds no <instance_id>.csv file (nor any .sql): every instance will be" in said
     assert said.count("warning:") == 1
+
+
+def test_a_timeout_that_is_no_duration_exits_two(tmp_path: Path) -> None:
+    # a negative or nan --timeout used to stop every query at once: each scored 0, exit 0
+    file = tmp_path / "f.sql"
+    file.write_text("SELECT 1\ttoy\n")
+    paths = {flag: str(file) for flag in ("--gold", "--predictions", "--questions")}
+    paths["--db-dir"] = str(tmp_path)
+    for command in ("spider1", "bird", "bird-mini-dev", "spider2-lite", "spider2-snow", "spider2"):
+        required = [f for f in ("--gold", "--questions", "--db-dir") if _requires(command, f)]
+        args = ["eval", command, "--predictions", str(file)]
+        args += [x for flag in required for x in (flag, paths[flag])]
+        for bad in ("-5", "0", "nan"):
+            result = runner.invoke(app, [*args, "--timeout", bad])
+            assert result.exit_code == 2, (command, bad, result.output)
+            assert "Invalid value for '--timeout'" in _said(result.output), result.output
+    result = runner.invoke(app, ["db", "query", str(file), "SELECT 1", "--timeout", "-1"])
+    assert result.exit_code == 2 and "Invalid value for '--timeout'" in _said(result.output)
+    result = runner.invoke(app, ["db", "query", str(file), "SELECT 1", "--max-rows", "-1"])
+    assert result.exit_code == 2 and "Invalid value for '--max-rows'" in _said(result.output)
+    run = ["run", "spider1", "--model", "oracle", "--out", str(tmp_path / "run")]
+    result = runner.invoke(app, [*run, "--timeout", "-1"])  # seconds per HTTP request
+    assert result.exit_code == 2 and "Invalid value for '--timeout'" in _said(result.output)
+    assert not (tmp_path / "run").exists()
+
+
+def _requires(command: str, flag: str) -> bool:
+    from querybench.commands.eval_flags import COMMANDS
+
+    return any(f.option == flag and f.required for f in COMMANDS[command])
