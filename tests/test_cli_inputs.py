@@ -234,3 +234,29 @@ def _requires(command: str, flag: str) -> bool:
     from querybench.commands.eval_flags import COMMANDS
 
     return any(f.option == flag and f.required for f in COMMANDS[command])
+
+
+def test_an_empty_dbt_or_agentic_predictions_folder_is_named(tmp_path: Path) -> None:
+    # both used to score every instance missing_prediction with no word of the layout
+    from tests.conftest import require_data
+
+    require_data("spider2", "spider2-dbt")
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    (empty / "notes").mkdir()  # a folder, but no <instance_id>/<db>.duckdb in it
+    result = runner.invoke(app, ["eval", "spider2-dbt", "--predictions", str(empty)])
+    assert result.exit_code == 0, result.output
+    said = _said(result.output)
+    assert f"warning: {empty} holds no <instance_id>/<db>.duckdb file" in said, said
+    assert "every instance will be missing_prediction" in said and said.count("warning:") == 1
+    require_data("spider2", "spider2", "examples", "spider2.jsonl")
+    for metadata in (None, ""):
+        folder = tmp_path / f"agentic{metadata is None}"
+        folder.mkdir()
+        if metadata is not None:
+            (folder / "results_metadata.jsonl").write_text(metadata)
+        result = runner.invoke(app, ["eval", "spider2", "--predictions", str(folder)])
+        assert result.exit_code == 0, result.output
+        said = _said(result.output)
+        assert "nothing is scored" in said, said
+        assert "a JSON line per instance" in said and said.count("warning:") == 1

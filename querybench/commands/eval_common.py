@@ -49,6 +49,17 @@ def check_predictions_kind(predictions: Path, mode: str) -> None:
         )
 
 
+def check_dbt_predictions(predictions: Path) -> None:
+    """A DBT outputs folder without a single project database scores 0 everywhere: say so, and
+    what it should hold, before scoring it."""
+    if predictions.is_dir() and next(predictions.glob("*/*.duckdb"), None) is None:
+        warn(
+            f"{predictions} holds no <instance_id>/<db>.duckdb file (the database a DBT "
+            "project run leaves, e.g. playbook001/playbook.duckdb): every instance will be "
+            "missing_prediction; is it the right folder?"
+        )
+
+
 def check_prediction_names(
     predictions: Path, mode: str, benchmark: str, results: Sequence[InstanceResult]
 ) -> None:

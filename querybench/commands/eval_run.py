@@ -14,6 +14,7 @@ from pathlib import Path
 
 from querybench.commands.eval_common import (
     check_db_dir,
+    check_dbt_predictions,
     check_output,
     check_prediction_names,
     check_predictions_kind,
@@ -87,6 +88,7 @@ def spider2_dbt(
 
     if not predictions.is_dir():
         usage_error(f"--predictions {predictions} is not a folder (<instance_id>/<db>.duckdb)")
+    check_dbt_predictions(predictions)
     results = evaluate_under_progress(
         "scoring spider2-dbt",
         "spider2-dbt",
