@@ -177,6 +177,16 @@ def evaluate_under_progress(
             results = untyped(benchmark, predictions, executor=executor, address=address, **options)
     except QuerybenchError as exc:
         usage_error(str(exc))
+    except KeyboardInterrupt:  # the query children are killed already (`QueryPool.close`)
+        runs_queries = per_query or options.get("mode") == "sql"
+        kept = (
+            "the queries that finished are kept in the result cache, so the same command "
+            "resumes from them"
+            if runs_queries
+            else "run the same command again to score"
+        )
+        console.print(f"interrupted: no results written; {kept}", soft_wrap=True)
+        raise SystemExit(130) from None
     for warning in caught:
         if issubclass(warning.category, SubmissionWarning):
             warn(str(warning.message))
