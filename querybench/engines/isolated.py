@@ -412,9 +412,10 @@ def _context() -> _Context:
 
 def _serve(pipe: Connection, open_databases: int) -> None:
     """The child's loop: one message in, one reply out, until the parent closes the pipe."""
-    # Ctrl-C reaches the whole process group: the parent decides (it kills this child at
-    # once, `QueryProcess.abort`), so a child shows no traceback of its own.
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # A terminal's Ctrl-C reaches the whole process group: the child dies of it at once, even
+    # inside one long C call, and silently (Python's handler would print a KeyboardInterrupt
+    # traceback, and only once that call returned); an interrupted parent kills it anyway.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
     keep = query_environment()  # no API key or token is left where a model's SQL runs
     os.environ.clear()
     os.environ.update(keep)
