@@ -260,3 +260,14 @@ def test_an_empty_dbt_or_agentic_predictions_folder_is_named(tmp_path: Path) -> 
         said = _said(result.output)
         assert "nothing is scored" in said, said
         assert "a JSON line per instance" in said and said.count("warning:") == 1
+
+
+def test_a_gold_dir_that_is_not_a_folder_exits_two_for_dbt_and_agentic(tmp_path: Path) -> None:
+    # both used to score every instance 0 (gold missing) with exit 0, where lite/snow exit 2
+    predictions = tmp_path / "pred"
+    predictions.mkdir()
+    for command in ("spider2-dbt", "spider2"):
+        args = ["eval", command, "--predictions", str(predictions)]
+        result = runner.invoke(app, [*args, "--gold-dir", str(tmp_path / "typo")])
+        assert result.exit_code == 2, result.output
+        assert f"--gold-dir {tmp_path / 'typo'} is not a folder" in _said(result.output)

@@ -88,6 +88,12 @@ def check_db_dir(db_dir: Path | None, pattern: str, expected: str) -> None:
         usage_error(f"--db-dir {db_dir} holds no database: expected {expected}, found none")
 
 
+def check_gold_dir(gold_dir: Path | None, expected: str) -> None:
+    """An explicit --gold-dir that is no folder would score every instance 0: exit 2."""
+    if gold_dir is not None and not gold_dir.is_dir():
+        usage_error(f"--gold-dir {gold_dir} is not a folder (expected {expected})")
+
+
 def check_output(output: Path | None) -> None:
     """An --output that cannot be written (a folder, a read-only place) exits 2 before the
     scoring, not with a traceback after it, the scores lost."""
