@@ -274,3 +274,13 @@ def test_a_narrow_terminal_gets_every_score_whole(tmp_path: Path) -> None:
     text = buffer.getvalue()
     assert "…" not in text and "zero-shot-long-name (zero-shot, m) 50.0" in text
     assert "┃" not in text  # stacked: no table to cut
+
+
+def test_an_html_path_that_cannot_be_written_is_one_line_exit_two(tmp_path: Path) -> None:
+    # it used to end in a FileNotFoundError traceback
+    run = write_run(tmp_path / "a", [InstanceResult("x", 1.0)])
+    a_file = tmp_path / "file"
+    a_file.write_text("")
+    result = CliRunner().invoke(app, ["report", str(run), "--html", str(a_file / "r.html")])
+    assert result.exit_code == 2, result.output
+    assert f"--html {a_file / 'r.html'} cannot be written" in " ".join(result.output.split())
