@@ -271,3 +271,21 @@ def test_a_gold_dir_that_is_not_a_folder_exits_two_for_dbt_and_agentic(tmp_path:
         result = runner.invoke(app, [*args, "--gold-dir", str(tmp_path / "typo")])
         assert result.exit_code == 2, result.output
         assert f"--gold-dir {tmp_path / 'typo'} is not a folder" in _said(result.output)
+
+
+def test_a_gold_or_questions_file_that_is_not_there_says_so(tmp_path: Path) -> None:
+    # it said "cannot read the gold file /x/typo.sql: no typo.sql"
+    db = tmp_path / "db"
+    (db / "toy").mkdir(parents=True)
+    sqlite3.connect(db / "toy" / "toy.sqlite").close()
+    pred = tmp_path / "pred.txt"
+    pred.write_text("SELECT 1\n")
+    missing = tmp_path / "typo.sql"
+    base = ["--predictions", str(pred), "--db-dir", str(db)]
+    for command, flag, what in (
+        ("spider1", "--gold", "gold"),
+        ("bird", "--questions", "questions"),
+    ):
+        result = runner.invoke(app, ["eval", command, flag, str(missing), *base])
+        assert result.exit_code == 2, result.output
+        assert f"cannot read the {what} file {missing}: no such file" in _said(result.output)
