@@ -229,3 +229,13 @@ def test_a_terminal_gets_richs_progress_bar(monkeypatch: pytest.MonkeyPatch) -> 
         bar.advance()
     drawn = sys.stderr.getvalue()
     assert "scoring" in drawn and "1/3" in drawn
+
+
+def test_a_stacked_table_is_printed_as_it_is_on_richs_path_too(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("FORCE_COLOR", "1")  # rich's path, as on a terminal
+    columns = [Column("group"), Column("n", "right"), Column("score %", "right")]
+    sections = [[[":a:", "[b]", "12.50"]]]
+    out = _ours(20, lambda t: t.table("title", columns, sections))
+    assert ":a:: n [b], score % 12.50" in out.replace("\n  ", " ").replace(",\n", ", ")

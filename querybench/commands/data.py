@@ -162,7 +162,7 @@ def status_command(
         headers, rows = ["", "here", "fix"], [[i.what, i.state, i.fix or ""] for i in status.items]
         if table_width(headers, [rows]) > console.width:  # rich would cut paths and commands
             text = stacked(name, headers, [rows], console.width)
-            console.print(text, markup=False, highlight=False, soft_wrap=True)
+            console.print(text, markup=False, highlight=False, emoji=False, soft_wrap=True)
         else:
             table = Table(*headers, title=name, title_justify="left")
             for row in rows:

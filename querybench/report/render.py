@@ -31,7 +31,9 @@ def print_sections(sections: Sequence[Section], console: Console) -> None:
         if table_width(section.columns, [section.rows]) > console.width:  # rich would cut
             text = stacked(section.title, section.columns, [section.rows], console.width)
             note = f"\n{section.note}" if section.note else ""
-            console.print(text + note + "\n", markup=False, highlight=False, soft_wrap=True)
+            console.print(
+                text + note + "\n", markup=False, highlight=False, emoji=False, soft_wrap=True
+            )
             continue
         table = Table(title=section.title, caption=section.note or None)
         for i, column in enumerate(section.columns):

@@ -155,7 +155,10 @@ class Terminal:
         headers = [c.header for c in columns]
         if table_width(headers, sections) > (self.rich.width if width is None else width):
             text = stacked(title, headers, sections, self.rich.width if width is None else width)
-            self.print(text, markup=False, highlight=False, soft_wrap=True)
+            if width is not None:
+                self._write(text + "\n")
+            else:  # as it is: no markup, no emoji code read in a cell (`:a:`)
+                self.rich.print(text, markup=False, highlight=False, emoji=False, soft_wrap=True)
             return
         drawn = None if width is None else _plain_table(title, columns, sections, width)
         if drawn is not None:
