@@ -92,7 +92,9 @@ def _spider2_command(benchmark: str) -> Callable[..., None]:
             str, typer.Option(help="Which score is `score`: official or strict (both reported).")
         ] = "official",
         workers: Workers = 2,
-        timeout: Annotated[float, typer.Option(help="Seconds per query (sql mode).")] = 60.0,
+        timeout: Annotated[
+            float, typer.Option(help="Seconds per query (sql mode).", min=0.001)
+        ] = 60.0,
         output: Output = None,
         tasks_file: Annotated[
             Path | None, typer.Option(help="Task jsonl naming each task's database.")
@@ -162,7 +164,7 @@ def eval_spider1(
         Path | None,
         typer.Option(help="dev.json matching the gold lines: adds each question's hardness."),
     ] = None,
-    timeout: Annotated[float, typer.Option(help="Seconds per query.")] = 30.0,
+    timeout: Annotated[float, typer.Option(help="Seconds per query.", min=0.001)] = 30.0,
     workers: Workers = 2,
     output: Output = None,
     executor: Executor = "local",
@@ -214,7 +216,7 @@ def eval_bird(
     db_dir: Annotated[Path, typer.Option(help="Databases at `DIR/<db_id>/<db_id>.sqlite`.")],
     metrics: Metrics = "ex",
     ves_repeats: VesRepeats = 100,
-    timeout: Annotated[float, typer.Option(help="Seconds per query.")] = 30.0,
+    timeout: Annotated[float, typer.Option(help="Seconds per query.", min=0.001)] = 30.0,
     workers: Workers = 2,
     output: Output = None,
     executor: Executor = "local",
@@ -264,7 +266,7 @@ def eval_bird_mini_dev(
     ] = None,
     metrics: Metrics = "ex",
     ves_repeats: VesRepeats = 100,
-    timeout: Annotated[float, typer.Option(help="Seconds per query.")] = 30.0,
+    timeout: Annotated[float, typer.Option(help="Seconds per query.", min=0.001)] = 30.0,
     workers: Workers = 2,
     output: Output = None,
     executor: Executor = "local",
@@ -409,7 +411,9 @@ def eval_spider2(
         Path | None, typer.Option(help="Data root holding spider2/spider2 (tasks, gold).")
     ] = None,
     workers: Workers = 2,
-    timeout: Annotated[float, typer.Option(help="Seconds per query of a .sql answer.")] = 120.0,
+    timeout: Annotated[
+        float, typer.Option(help="Seconds per query of a .sql answer.", min=0.001)
+    ] = 120.0,
     output: Output = None,
 ) -> None:
     """Score an agentic Spider 2.0 submission (the official layout), official and strict, over

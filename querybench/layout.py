@@ -17,7 +17,9 @@ from querybench.data import data_roots, find_root
 class BirdPaths:
     """Where one BIRD split sits under a data root, the official unpacking first: its question
     file (`{dialect}`: mini-dev's sqlite, mysql and postgresql files) and the folders holding
-    its `<db_id>/<db_id>.sqlite`. The one table every BIRD reader takes its paths from."""
+    its `<db_id>/<db_id>.sqlite`. The one table every reader of a data root takes its BIRD
+    paths from (`envs/bird_data.py` reads a split folder a trainer names, and says why it keeps
+    its own list)."""
 
     questions: tuple[str, ...]
     databases: tuple[str, ...]

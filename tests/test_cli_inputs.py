@@ -204,3 +204,88 @@ def test_an_empty_predictions_folder_is_named(tmp_path: Path) -> None:
     said = _said(result.output)
     assert "holds no <instance_id>.csv file (nor any .sql): every instance will be" in said
     assert said.count("warning:") == 1
+
+
+def test_a_timeout_that_is_no_duration_exits_two(tmp_path: Path) -> None:
+    # a negative or nan --timeout used to stop every query at once: each scored 0, exit 0
+    file = tmp_path / "f.sql"
+    file.write_text("SELECT 1\ttoy\n")
+    paths = {flag: str(file) for flag in ("--gold", "--predictions", "--questions")}
+    paths["--db-dir"] = str(tmp_path)
+    for command in ("spider1", "bird", "bird-mini-dev", "spider2-lite", "spider2-snow", "spider2"):
+        required = [f for f in ("--gold", "--questions", "--db-dir") if _requires(command, f)]
+        args = ["eval", command, "--predictions", str(file)]
+        args += [x for flag in required for x in (flag, paths[flag])]
+        for bad in ("-5", "0", "nan"):
+            result = runner.invoke(app, [*args, "--timeout", bad])
+            assert result.exit_code == 2, (command, bad, result.output)
+            assert "Invalid value for '--timeout'" in _said(result.output), result.output
+    result = runner.invoke(app, ["db", "query", str(file), "SELECT 1", "--timeout", "-1"])
+    assert result.exit_code == 2 and "Invalid value for '--timeout'" in _said(result.output)
+    result = runner.invoke(app, ["db", "query", str(file), "SELECT 1", "--max-rows", "-1"])
+    assert result.exit_code == 2 and "Invalid value for '--max-rows'" in _said(result.output)
+    run = ["run", "spider1", "--model", "oracle", "--out", str(tmp_path / "run")]
+    result = runner.invoke(app, [*run, "--timeout", "-1"])  # seconds per HTTP request
+    assert result.exit_code == 2 and "Invalid value for '--timeout'" in _said(result.output)
+    assert not (tmp_path / "run").exists()
+
+
+def _requires(command: str, flag: str) -> bool:
+    from querybench.commands.eval_flags import COMMANDS
+
+    return any(f.option == flag and f.required for f in COMMANDS[command])
+
+
+def test_an_empty_dbt_or_agentic_predictions_folder_is_named(tmp_path: Path) -> None:
+    # both used to score every instance missing_prediction with no word of the layout
+    from tests.conftest import require_data
+
+    require_data("spider2", "spider2-dbt")
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    (empty / "notes").mkdir()  # a folder, but no <instance_id>/<db>.duckdb in it
+    result = runner.invoke(app, ["eval", "spider2-dbt", "--predictions", str(empty)])
+    assert result.exit_code == 0, result.output
+    said = _said(result.output)
+    assert f"warning: {empty} holds no <instance_id>/<db>.duckdb file" in said, said
+    assert "every instance will be missing_prediction" in said and said.count("warning:") == 1
+    require_data("spider2", "spider2", "examples", "spider2.jsonl")
+    for metadata in (None, ""):
+        folder = tmp_path / f"agentic{metadata is None}"
+        folder.mkdir()
+        if metadata is not None:
+            (folder / "results_metadata.jsonl").write_text(metadata)
+        result = runner.invoke(app, ["eval", "spider2", "--predictions", str(folder)])
+        assert result.exit_code == 0, result.output
+        said = _said(result.output)
+        assert "nothing is scored" in said, said
+        assert "a JSON line per instance" in said and said.count("warning:") == 1
+
+
+def test_a_gold_dir_that_is_not_a_folder_exits_two_for_dbt_and_agentic(tmp_path: Path) -> None:
+    # both used to score every instance 0 (gold missing) with exit 0, where lite/snow exit 2
+    predictions = tmp_path / "pred"
+    predictions.mkdir()
+    for command in ("spider2-dbt", "spider2"):
+        args = ["eval", command, "--predictions", str(predictions)]
+        result = runner.invoke(app, [*args, "--gold-dir", str(tmp_path / "typo")])
+        assert result.exit_code == 2, result.output
+        assert f"--gold-dir {tmp_path / 'typo'} is not a folder" in _said(result.output)
+
+
+def test_a_gold_or_questions_file_that_is_not_there_says_so(tmp_path: Path) -> None:
+    # it said "cannot read the gold file /x/typo.sql: no typo.sql"
+    db = tmp_path / "db"
+    (db / "toy").mkdir(parents=True)
+    sqlite3.connect(db / "toy" / "toy.sqlite").close()
+    pred = tmp_path / "pred.txt"
+    pred.write_text("SELECT 1\n")
+    missing = tmp_path / "typo.sql"
+    base = ["--predictions", str(pred), "--db-dir", str(db)]
+    for command, flag, what in (
+        ("spider1", "--gold", "gold"),
+        ("bird", "--questions", "questions"),
+    ):
+        result = runner.invoke(app, ["eval", command, flag, str(missing), *base])
+        assert result.exit_code == 2, result.output
+        assert f"cannot read the {what} file {missing}: no such file" in _said(result.output)

@@ -134,3 +134,11 @@ def test_the_line_docs_data_md_quotes_is_the_one_printed(shared: Path) -> None:
     quoted = re.search(r"\n    (spider2-lite: \d+ of 547 .*?)\n\n", docs, re.DOTALL)
     assert quoted is not None
     assert " ".join(quoted.group(1).split()) == benchmark_status("spider2-lite").line()
+
+
+def test_a_narrow_console_gets_each_fix_command_whole(shared: Path) -> None:
+    # rich cut them to `querybench data fetch spider2-l…`, a command that cannot be copied
+    result = CliRunner().invoke(app, ["data", "status", "spider2-lite"], env={"COLUMNS": "40"})
+    assert result.exit_code == 0, result.output
+    assert "…" not in result.output and "┃" not in result.output
+    assert "fix querybench data fetch spider2-lite" in result.output

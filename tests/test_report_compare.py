@@ -259,3 +259,28 @@ def test_overall_shows_the_runnable_score_labelled(tmp_path: Path) -> None:
     overall = rows(compare.overall_section([load_run(write_run(tmp_path / "a", results))]))
     assert overall["score % (all tasks)"] == ["50.0"]
     assert overall["runnable here"] == ["1"] and overall["score % (runnable here)"] == ["100.0"]
+
+
+def test_a_narrow_terminal_gets_every_score_whole(tmp_path: Path) -> None:
+    import io
+
+    from rich.console import Console
+
+    results = [InstanceResult("x", 1.0, difficulty="easy"), InstanceResult("y", 0.0)]
+    a = load_run(write_run(tmp_path / "zero-shot-long-name", results))
+    b = load_run(write_run(tmp_path / "few-shot-long-name", results[:1]))
+    buffer = io.StringIO()
+    render.print_sections(compare.sections([a, b]), Console(file=buffer, width=40))
+    text = buffer.getvalue()
+    assert "…" not in text and "zero-shot-long-name (zero-shot, m) 50.0" in text
+    assert "┃" not in text  # stacked: no table to cut
+
+
+def test_an_html_path_that_cannot_be_written_is_one_line_exit_two(tmp_path: Path) -> None:
+    # it used to end in a FileNotFoundError traceback
+    run = write_run(tmp_path / "a", [InstanceResult("x", 1.0)])
+    a_file = tmp_path / "file"
+    a_file.write_text("")
+    result = CliRunner().invoke(app, ["report", str(run), "--html", str(a_file / "r.html")])
+    assert result.exit_code == 2, result.output
+    assert f"--html {a_file / 'r.html'} cannot be written" in " ".join(result.output.split())

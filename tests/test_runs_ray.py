@@ -265,3 +265,40 @@ def test_evaluate_api_on_ray_scores_bird_as_local(ray_cluster: None, tmp_path: P
     assert remote == local and len(local) == n
     assert sorted(seen, key=lambda r: int(r.instance_id)) == remote
     assert 0 < sum(r.score for r in local) < n and local[-1].error == "missing_prediction"
+
+
+@pytest.mark.parametrize("address", ["x", "ray:/x", "host:port", ":10001"])
+def test_a_malformed_address_is_one_line_naming_the_flag(tmp_path: Path, address: str) -> None:
+    pytest.importorskip("ray")
+    require_data("spider1", "dev.json")
+    args = ["run", "spider1", "--model", "oracle", "--limit", "2", "--executor", "ray"]
+    result = CliRunner().invoke(app, [*args, "--address", address, "--out", str(tmp_path / "r")])
+    expected = f"--address must be auto, host:port or ray://host:port, not {address!r}"
+    assert result.exit_code == 2 and expected in _flat(result.output), result.output
+    assert not (tmp_path / "r").exists()  # refused before anything is written
+    gold = data_root() / "spider1" / "dev_gold.sql"
+    args = ["eval", "spider1", "--gold", str(gold), "--predictions", str(gold)]
+    args += ["--db-dir", str(gold.parent), "--executor", "ray", "--address", address]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 2 and expected in _flat(result.output), result.output
+
+
+def test_an_address_without_the_ray_executor_is_refused(tmp_path: Path) -> None:
+    require_data("spider1", "dev.json")
+    gold = data_root() / "spider1" / "dev_gold.sql"
+    args = ["eval", "spider1", "--gold", str(gold), "--predictions", str(gold)]
+    result = CliRunner().invoke(app, [*args, "--db-dir", str(gold.parent), "--address", "auto"])
+    assert result.exit_code == 2 and "--address needs --executor ray" in _flat(result.output)
+    args = ["run", "spider1", "--model", "oracle", "--limit", "2", "--address", "auto"]
+    result = CliRunner().invoke(app, [*args, "--out", str(tmp_path / "r")])
+    assert result.exit_code == 2 and "--address needs --executor ray" in _flat(result.output)
+
+
+@pytest.mark.parametrize(
+    "address", ["auto", "10.0.0.1:6379", "head.example:6379", "ray://head:10001", "ray://[::1]"]
+)
+def test_the_address_forms_ray_reads_are_let_through(address: str) -> None:
+    pytest.importorskip("ray")
+    from querybench.runs.ray_executor import check_executor
+
+    check_executor("ray", address)

@@ -21,6 +21,7 @@ from rich.progress import (
 from rich.table import Table
 
 from querybench.errors import QuerybenchError
+from querybench.report.terminal import stacked, table_width
 
 if TYPE_CHECKING:
     from querybench.releases import Archive
@@ -158,10 +159,15 @@ def status_command(
     console = Console()
     for name in [benchmark] if benchmark else names:
         status = benchmark_status(name, data_dir)
-        table = Table("", "here", "fix", title=name, title_justify="left")
-        for item in status.items:
-            table.add_row(item.what, item.state, item.fix or "")
-        console.print(table)
+        headers, rows = ["", "here", "fix"], [[i.what, i.state, i.fix or ""] for i in status.items]
+        if table_width(headers, [rows]) > console.width:  # rich would cut paths and commands
+            text = stacked(name, headers, [rows], console.width)
+            console.print(text, markup=False, highlight=False, emoji=False, soft_wrap=True)
+        else:
+            table = Table(*headers, title=name, title_justify="left")
+            for row in rows:
+                table.add_row(*row)
+            console.print(table)
         console.print(status.line(), highlight=False, markup=False)
 
 

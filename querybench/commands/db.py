@@ -88,8 +88,10 @@ def query_command(
         str | None, typer.Option(help="The SQL's dialect, translated when it is not the engine's.")
     ] = None,
     output_format: Annotated[str, typer.Option("--format", help="csv or jsonl.")] = "csv",
-    timeout: Annotated[float | None, typer.Option(help="Seconds per statement.")] = 30.0,
-    max_rows: Annotated[int | None, typer.Option(help="Refuse results longer than this.")] = None,
+    timeout: Annotated[float | None, typer.Option(help="Seconds per statement.", min=0.001)] = 30.0,
+    max_rows: Annotated[
+        int | None, typer.Option(help="Refuse results longer than this.", min=0)
+    ] = None,
     lower_names: Annotated[
         bool, typer.Option(help="Lower-case and quote identifiers (tables loaded so).")
     ] = False,

@@ -49,6 +49,17 @@ def check_predictions_kind(predictions: Path, mode: str) -> None:
         )
 
 
+def check_dbt_predictions(predictions: Path) -> None:
+    """A DBT outputs folder without a single project database scores 0 everywhere: say so, and
+    what it should hold, before scoring it."""
+    if predictions.is_dir() and next(predictions.glob("*/*.duckdb"), None) is None:
+        warn(
+            f"{predictions} holds no <instance_id>/<db>.duckdb file (the database a DBT "
+            "project run leaves, e.g. playbook001/playbook.duckdb): every instance will be "
+            "missing_prediction; is it the right folder?"
+        )
+
+
 def check_prediction_names(
     predictions: Path, mode: str, benchmark: str, results: Sequence[InstanceResult]
 ) -> None:
@@ -75,6 +86,12 @@ def check_db_dir(db_dir: Path | None, pattern: str, expected: str) -> None:
         usage_error(f"--db-dir {db_dir} is not a folder (expected {expected})")
     if next(db_dir.glob(pattern), None) is None:
         usage_error(f"--db-dir {db_dir} holds no database: expected {expected}, found none")
+
+
+def check_gold_dir(gold_dir: Path | None, expected: str) -> None:
+    """An explicit --gold-dir that is no folder would score every instance 0: exit 2."""
+    if gold_dir is not None and not gold_dir.is_dir():
+        usage_error(f"--gold-dir {gold_dir} is not a folder (expected {expected})")
 
 
 def check_output(output: Path | None) -> None:
@@ -149,10 +166,10 @@ def evaluate_under_progress(
     from querybench.runs.evaluate import SubmissionWarning, evaluate
 
     try:
-        if executor != "local":  # the Ray modules import the models' stack: only when asked
-            from querybench.runs.ray_executor import check_executor
+        if executor != "local" or address is not None:  # the Ray modules import the models'
+            from querybench.runs.ray_executor import check_executor  # stack: only when asked
 
-            check_executor(executor)
+            check_executor(executor, address)
         with console.progress(title) as bar, warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", SubmissionWarning)
             if executor == "local" and not per_query:  # each knows its count before scoring
@@ -166,6 +183,16 @@ def evaluate_under_progress(
             results = untyped(benchmark, predictions, executor=executor, address=address, **options)
     except QuerybenchError as exc:
         usage_error(str(exc))
+    except KeyboardInterrupt:  # the query children are killed already (`QueryPool.close`)
+        runs_queries = per_query or options.get("mode") == "sql"
+        kept = (
+            "the queries that finished are kept in the result cache, so the same command "
+            "resumes from them"
+            if runs_queries
+            else "run the same command again to score"
+        )
+        console.print(f"interrupted: no results written; {kept}", soft_wrap=True)
+        raise SystemExit(130) from None
     for warning in caught:
         if issubclass(warning.category, SubmissionWarning):
             warn(str(warning.message))

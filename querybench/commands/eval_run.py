@@ -14,6 +14,8 @@ from pathlib import Path
 
 from querybench.commands.eval_common import (
     check_db_dir,
+    check_dbt_predictions,
+    check_gold_dir,
     check_output,
     check_prediction_names,
     check_predictions_kind,
@@ -87,6 +89,8 @@ def spider2_dbt(
 
     if not predictions.is_dir():
         usage_error(f"--predictions {predictions} is not a folder (<instance_id>/<db>.duckdb)")
+    check_gold_dir(gold_dir, "<instance_id>/<db>.duckdb and spider2_eval.jsonl")
+    check_dbt_predictions(predictions)
     results = evaluate_under_progress(
         "scoring spider2-dbt",
         "spider2-dbt",
@@ -121,6 +125,7 @@ def spider2_agentic(
         usage_error(f"--scoring must be official or strict, not {scoring!r}")
     if not predictions.is_dir():
         usage_error(f"--predictions {predictions} is not a folder (the official submission layout)")
+    check_gold_dir(gold_dir, "<instance_id>/ with each instance's gold files")
     results = evaluate_under_progress(
         "scoring spider2",
         "spider2",

@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from querybench.errors import QuerybenchError
 
@@ -72,11 +73,16 @@ def report(
     else:
         render.print_sections(sections, Console())
     if html is not None:
-        html.parent.mkdir(parents=True, exist_ok=True)
-        html.write_text(render.html(sections, loaded, title), encoding="utf-8")
-        err.print(f"wrote {html}")
-        for run in loaded:  # agent runs: the trajectory viewer beside the report
-            if run.trajectory_ids():
-                page = html.parent / f"{run.name}.trajectories.html"
-                page.write_text(trajectory_page(run), encoding="utf-8")
-                err.print(f"wrote {page}")
+        try:
+            html.parent.mkdir(parents=True, exist_ok=True)
+            html.write_text(render.html(sections, loaded, title), encoding="utf-8")
+            err.print(f"wrote {html}")
+            for run in loaded:  # agent runs: the trajectory viewer beside the report
+                if run.trajectory_ids():
+                    page = html.parent / f"{run.name}.trajectories.html"
+                    page.write_text(trajectory_page(run), encoding="utf-8")
+                    err.print(f"wrote {page}")
+        except OSError as exc:
+            said = f"--html {html} cannot be written: {exc.strerror or exc}"
+            err.print(f"[red]error:[/red] {escape(said)}")
+            raise typer.Exit(2) from None

@@ -19,6 +19,7 @@ import multiprocessing
 import os
 import pickle
 import re
+import signal
 import sys
 import threading
 import time
@@ -135,7 +136,7 @@ class QueryProcess:
 
     def _next_outcome(self, pipe: Connection, timeout: float | None) -> Result | EngineError:
         """The next reply of a batch, waited for from now until its timeout (+ grace)."""
-        if not pipe.poll(None if timeout is None else timeout + GRACE_S):
+        if not self._wait(pipe, None if timeout is None else timeout + GRACE_S):
             self._stop(kill=True)
             return QueryTimeout(f"the query ran past its {timeout}s timeout and was stopped")
         try:
@@ -193,6 +194,25 @@ class QueryProcess:
             self._closed = True
             self._stop(kill=False)
 
+    def abort(self) -> None:
+        """Kill the child now, from any thread, whatever it runs (Ctrl-C, the caller gone):
+        the thread waiting on it gets the child's end as an error, and no query starts after.
+        Unlike `close`, it does not wait for the lock a running query holds."""
+        self._closed = True
+        process = self._process
+        if process is not None:
+            with contextlib.suppress(Exception):
+                process.kill()
+
+    def _wait(self, pipe: Connection, seconds: float | None) -> bool:
+        """Whether the child replied within `seconds`; interrupted (Ctrl-C), the child is
+        killed before the interruption goes on, as no one will read its reply."""
+        try:
+            return pipe.poll(seconds)
+        except BaseException:
+            self._stop(kill=True)
+            raise
+
     def _call(self, wait: float | None, timeout: float | None, message: tuple[Any, ...]) -> Any:
         with self._lock:
             return self._exchange(_deadline(wait), timeout, message)
@@ -212,7 +232,7 @@ class QueryProcess:
             pipe = self._start()
             pipe.send(message)
         wait = None if deadline is None else max(0.0, deadline + GRACE_S - time.monotonic())
-        if not pipe.poll(wait):
+        if not self._wait(pipe, wait):
             self._stop(kill=True)
             if timeout is None:
                 raise EngineError("the database could not be opened in time; it was given up")
@@ -392,6 +412,10 @@ def _context() -> _Context:
 
 def _serve(pipe: Connection, open_databases: int) -> None:
     """The child's loop: one message in, one reply out, until the parent closes the pipe."""
+    # A terminal's Ctrl-C reaches the whole process group: the child dies of it at once, even
+    # inside one long C call, and silently (Python's handler would print a KeyboardInterrupt
+    # traceback, and only once that call returned); an interrupted parent kills it anyway.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
     keep = query_environment()  # no API key or token is left where a model's SQL runs
     os.environ.clear()
     os.environ.update(keep)

@@ -80,8 +80,8 @@ class QueryPool:
     def __enter__(self) -> QueryPool:
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+    def __exit__(self, exc_type: type[BaseException] | None, *exc: object) -> None:
+        self.close(abort=exc_type is not None)
 
     def run(self, jobs: Iterable[QueryJob], *, batch: int = 1) -> Iterator[QueryOutcome]:
         """Outcomes as jobs finish; `jobs` is read lazily, a few ahead of the workers.
@@ -111,7 +111,14 @@ class QueryPool:
         the pool's, and opening the database may raise into the future."""
         return self._executor.submit(lambda: work(self._engine_for(database)))
 
-    def close(self) -> None:
+    def close(self, *, abort: bool = False) -> None:
+        """Wait for the running jobs and stop the children; with `abort` (the caller stopped
+        by an exception, Ctrl-C) kill the children first, so no worker waits out a query."""
+        if abort:
+            with self._all_open_lock:
+                running = list(self._all_open)
+            for process in running:
+                process.abort()
         self._executor.shutdown(wait=True, cancel_futures=True)
         with self._all_open_lock:
             processes, self._all_open = self._all_open, set()

@@ -28,6 +28,14 @@ Split = Literal["dev", "train"]
 SPLITS: tuple[Split, ...] = ("dev", "train")
 FOLDER_ENV: dict[Split, str] = {"dev": "BIRD_DIR", "train": "BIRD_TRAIN_DIR"}
 # Where a split's question file may sit under its folder, the official unpacking first.
+# Not `layout.BIRD_PATHS`, on purpose: that table is relative to a data root (`bird/...`, each
+# root searched in turn), this one to the one split folder a trainer names (`data_dir`,
+# `$BIRD_DIR`), with the databases looked for beside the question file (`database_candidates`),
+# so that an archive unpacked anywhere reads as it is, dev.zip's `dev_20240627/` included,
+# which the data root's table does not list; the databases' nested folder first, as the
+# archives unpack it.
+# Deriving one from the other would change what either finds (tests/test_envs_bird_sql.py
+# holds these layouts).
 _QUESTION_FILES: dict[Split, tuple[str, ...]] = {
     "dev": ("dev.json", "dev_20240627/dev.json", "dev/dev.json"),
     "train": ("train.json", "train/train.json"),

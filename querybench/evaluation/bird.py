@@ -40,7 +40,7 @@ from querybench.evaluation.bird_metrics import (
 )
 from querybench.evaluation.detail import Difference, Shape, VerdictDetail
 from querybench.evaluation.execution import run_gold_and_predictions
-from querybench.evaluation.prediction_file import ReadLimits, read_prediction_text
+from querybench.evaluation.prediction_file import whole_file_text
 from querybench.evaluation.record import InstanceResult, OnResult
 from querybench.evaluation.row_keys import hash_safe
 from querybench.evaluation.sql_extract import extract_sql
@@ -327,10 +327,7 @@ def load_bird_predictions(path: str | Path) -> dict[str, object]:
 
 
 def _read_json(path: str | Path, what: str) -> Any:
-    try:  # not a FIFO or a device, bounded in time and size
-        text = read_prediction_text(Path(path), None, ReadLimits())
-    except DataError as exc:
-        raise DataError(f"cannot read the {what} file {path}: {exc}") from exc
+    text = whole_file_text(Path(path), what)  # not a FIFO or a device, bounded
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:

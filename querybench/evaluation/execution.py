@@ -56,9 +56,12 @@ def run_gold_and_predictions(
         # which reports its error.
         known = cache.get_outcomes(distinct, max_rows=MAX_ROWS)
         to_run = [q for q in distinct if q not in known]
-        computed = _run(to_run, timeout, workers, on_query)
+        computed: dict[Query, Result | EngineError] = {}
+        try:
+            _run(to_run, timeout, workers, on_query, computed)
+        finally:  # on Ctrl-C too: what finished is kept, so the same command resumes from it
+            _store(cache, list(computed.items()))
         known |= computed
-        _store(cache, list(computed.items()))
         gold = {key: known[query] for key, query in gold_queries.items()}
         pred = {key: known[query] for key, query in pred_queries.items()}
         shared = set(gold_queries.values())
@@ -67,7 +70,7 @@ def run_gold_and_predictions(
         ]
         if again:  # their own copy of the rows: read again from the store, else run again
             fresh = cache.get_outcomes(again, max_rows=MAX_ROWS)
-            fresh |= _run([q for q in again if q not in fresh], timeout, workers, on_query)
+            _run([q for q in again if q not in fresh], timeout, workers, on_query, fresh)
             pred |= {key: fresh[query] for key, query in pred_queries.items() if query in fresh}
     finally:
         cache.close()
@@ -83,20 +86,21 @@ def _run(
     timeout: float | None,
     workers: int,
     on_query: Callable[[], None] | None,
-) -> dict[Query, Result | EngineError]:
-    """Each query's outcome: in one child driven from this thread while the work stays under
+    out: dict[Query, Result | EngineError],
+) -> None:
+    """Each query's outcome into `out` as it comes (so an interrupted run keeps those that
+    finished): in one child driven from this thread while the work stays under
     `POOL_AFTER_S` (no worker threads for a small job: they cost more than its queries), the
     rest on a pool of `workers`."""
     if not queries:
-        return {}
+        return
     ordered = sorted(queries, key=lambda query: query[0])  # a batch stays on one database
-    out: dict[Query, Result | EngineError] = {}
     try:
         rest = _run_while_small(ordered, timeout, out, on_query)
     except Exception:  # no child could be started here: the pool reports it query by query
         rest = [query for query in ordered if query not in out]
     if not rest:
-        return out
+        return
     from querybench.engines.pool import QueryJob, QueryPool
 
     jobs = [QueryJob(str(i), db, sql) for i, (db, sql) in enumerate(rest)]
@@ -106,7 +110,6 @@ def _run(
             out[rest[int(outcome.key)]] = value
             if on_query is not None:
                 on_query()
-    return out
 
 
 def _run_while_small(

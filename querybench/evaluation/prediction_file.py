@@ -376,6 +376,18 @@ def read_prediction_text(
         ) from exc
 
 
+def whole_file_text(path: Path, what: str) -> str:
+    """A whole input file named on the command line (the gold, a predictions file, the
+    questions), read as a prediction is (regular, bounded in time and size), or a `DataError`
+    saying which file it is and why it cannot be read."""
+    try:
+        return read_prediction_text(path, None, ReadLimits())
+    except DataError as exc:
+        missing = isinstance(exc, PredictionRefused) and exc.code == MISSING_PREDICTION
+        reason = "no such file" if missing else str(exc)
+        raise DataError(f"cannot read the {what} file {path}: {reason}") from exc
+
+
 @contextmanager
 def open_prediction(
     path: Path, folder: Path, limits: ReadLimits, forbidden: Sequence[Path] = ()

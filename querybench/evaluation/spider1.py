@@ -32,7 +32,7 @@ from querybench.engines.base import Result
 from querybench.errors import DataError, EngineError
 from querybench.evaluation.detail import Difference, Shape, VerdictDetail
 from querybench.evaluation.execution import Jobs, run_gold_and_predictions
-from querybench.evaluation.prediction_file import ReadLimits, read_prediction_text
+from querybench.evaluation.prediction_file import whole_file_text
 from querybench.evaluation.record import InstanceResult, OnResult
 from querybench.evaluation.row_keys import hash_safe
 from querybench.evaluation.verdict import (
@@ -305,10 +305,7 @@ def read_spider1_instances(
 
 
 def _lines(path: str | Path, what: str) -> list[str]:
-    try:  # not a FIFO or a device, bounded in time and size
-        lines = read_prediction_text(Path(path), None, ReadLimits()).splitlines()
-    except DataError as exc:
-        raise DataError(f"cannot read the {what} file {path}: {exc}") from exc
+    lines = whole_file_text(Path(path), what).splitlines()  # not a FIFO, bounded
     while lines and not lines[-1].strip():
         lines.pop()
     if what == "gold" and any(not line.strip() for line in lines):

@@ -24,6 +24,11 @@ from pathlib import Path
 from typing import Any
 
 METADATA = "results_metadata.jsonl"
+# What a warning that nothing is scored says the folder should hold.
+LAYOUT = (
+    f"the official submission layout: {METADATA}, a JSON line per instance, "
+    "beside a folder per instance"
+)
 
 
 @dataclass(frozen=True)
@@ -60,7 +65,7 @@ def read_submission(folder: Path) -> Submission:
             f"found {others or 'none'}"
         )
     if not metadata.is_file():
-        warnings.append(f"no {METADATA} in {folder}: nothing is scored")
+        warnings.append(f"no {METADATA} in {folder}: nothing is scored (expected {LAYOUT})")
         return Submission(folder, fatal=fatal or f"no {METADATA}", warnings=tuple(warnings))
     try:
         with metadata.open(encoding="utf-8") as f:  # universal newlines, as `open(path, 'r')`
@@ -113,6 +118,8 @@ def read_submission(folder: Path) -> Submission:
         strict[instance_id] = entry
         if stopped is None:
             official[instance_id] = entry
+    if not any(line.strip() for line in lines):
+        warnings.append(f"{metadata} holds no line: nothing is scored (expected {LAYOUT})")
     if fatal is not None:
         warnings.append(f"the official evaluate.py scores nothing: {fatal}")
     return Submission(folder, official, strict, fatal, tuple(dict.fromkeys(warnings)))

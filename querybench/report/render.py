@@ -19,6 +19,7 @@ from querybench.report.details import CSS as DETAILS_CSS
 from querybench.report.details import instance_details
 from querybench.report.plots import MISSING_NOTE, PALETTE, Plot, render_plots
 from querybench.report.runs import RunData
+from querybench.report.terminal import stacked, table_width
 
 
 def print_sections(sections: Sequence[Section], console: Console) -> None:
@@ -26,6 +27,13 @@ def print_sections(sections: Sequence[Section], console: Console) -> None:
         if not section.rows:  # no table of headers alone: say there is nothing
             note = f" ({section.note})" if section.note else ""
             console.print(f"[italic]{escape_markup(section.title)}: none{escape_markup(note)}")
+            continue
+        if table_width(section.columns, [section.rows]) > console.width:  # rich would cut
+            text = stacked(section.title, section.columns, [section.rows], console.width)
+            note = f"\n{section.note}" if section.note else ""
+            console.print(
+                text + note + "\n", markup=False, highlight=False, emoji=False, soft_wrap=True
+            )
             continue
         table = Table(title=section.title, caption=section.note or None)
         for i, column in enumerate(section.columns):

@@ -4,7 +4,8 @@ Importing rich's console, table and progress costs an eval command about 0.02 CP
 a sixth of a small job. Where rich would write plain text (the stream is not a terminal, no
 variable forces colour) and the text is plain (printable, no markup, no emoji code, no line
 wider than the console), `Terminal` writes the very bytes rich would; anything else goes to a
-rich `Console`, imported then. tests/test_terminal.py holds both to the same bytes.
+rich `Console`, imported then. tests/test_terminal.py holds both to the same bytes. A table
+wider than the console is neither's: rich would cut its cells (the scores), so it is `stacked`.
 """
 
 from __future__ import annotations
@@ -148,8 +149,17 @@ class Terminal:
         self, title: str, columns: Sequence[Column], sections: Sequence[Sequence[Sequence[str]]]
     ) -> None:
         """A rich `Table(title=...)` of `columns`, each section's rows followed by
-        `add_section()`; drawn here when it fits the console and every cell is plain."""
+        `add_section()`; drawn here when it fits the console and every cell is plain. A table
+        wider than the console is `stacked` instead: rich would cut its cells (the scores)."""
         width = self._plain_width()
+        headers = [c.header for c in columns]
+        if table_width(headers, sections) > (self.rich.width if width is None else width):
+            text = stacked(title, headers, sections, self.rich.width if width is None else width)
+            if width is not None:
+                self._write(text + "\n")
+            else:  # as it is: no markup, no emoji code read in a cell (`:a:`)
+                self.rich.print(text, markup=False, highlight=False, emoji=False, soft_wrap=True)
+            return
         drawn = None if width is None else _plain_table(title, columns, sections, width)
         if drawn is not None:
             self._write(drawn)
@@ -194,6 +204,49 @@ class Terminal:
             yield Bar(lambda: None, lambda _n: None)
         finally:
             self._write("\n")
+
+
+def table_width(headers: Sequence[str], sections: Sequence[Sequence[Sequence[str]]]) -> int:
+    """The width of a rich table of these cells (one line each) with none of them cut."""
+    rows = [headers, *(row for section in sections for row in section)]
+    widths = [max(len(row[i]) if i < len(row) else 0 for row in rows) for i in range(len(headers))]
+    return sum(widths) + 3 * len(widths) + 1
+
+
+def stacked(
+    title: str,
+    headers: Sequence[str],
+    sections: Sequence[Sequence[Sequence[str]]],
+    width: int,
+) -> str:
+    """A table too wide for the console as lines, a row each (`all tasks: n 547, score %
+    0.18`), wrapped between its cells, never inside one; a blank line between sections."""
+    blocks = []
+    for section in sections:
+        lines = []
+        for row in section:
+            label, *cells = row
+            units = [f"{label}:"] + [
+                f"{header} {cell}" for header, cell in zip(headers[1:], cells, strict=False) if cell
+            ]
+            lines.append(_wrapped(units, width))
+        if lines:
+            blocks.append("\n".join(lines))
+    return "\n\n".join([title, *blocks] if title else blocks)
+
+
+def _wrapped(units: Sequence[str], width: int) -> str:
+    """The label `units[0]`, then the other units joined by ", ", a line broken only between
+    two of them (continued indented)."""
+    lines = [units[0]]
+    for index, unit in enumerate(units[1:]):
+        separator = ", " if index else " "
+        if len(lines[-1]) + len(separator) + len(unit) < width:
+            lines[-1] += separator + unit
+        else:
+            lines[-1] += separator.rstrip()
+            lines.append("  " + unit)
+    return "\n".join(lines)
 
 
 # rich's HEAVY_HEAD box: the top, the header's row, the line under it, a row, a section's end

@@ -52,7 +52,7 @@ class Endpoint(Declared):
     )
     api_key_env: str = option("OPENAI_API_KEY", help="Variable holding the API key.")
     constant_sql: str | None = option(None, identity=True, help="The reply of --model constant.")
-    timeout: float = option(120.0, help="Seconds per HTTP request.")
+    timeout: float = option(120.0, min=0.001, help="Seconds per HTTP request.")
     max_retries: int = option(5, min=0, help="Retries of a request that got no answer.")
     prices_file: Path | None = option(
         None, flag="--prices", help="Price table JSON {model: {prompt, completion}} USD/1M."

@@ -14,6 +14,7 @@ HTTP slots and the `max_requests` budget are divided among the actors.
 from __future__ import annotations
 
 import os
+import re
 import socket
 from collections import Counter, deque
 from collections.abc import Callable, Iterable, Iterator
@@ -53,10 +54,23 @@ def require_ray() -> ModuleType:
     return ray
 
 
-def check_executor(executor: str) -> None:
-    """An unknown executor is refused; `ray` without Ray installed says how to install it."""
+# What Ray's `init` reads as a cluster: `host:port` (its GCS), `ray://host[:port]` (a Ray
+# client server); a host a name, an IPv4 or a bracketed IPv6 address.
+_HOST = r"(?:[\w.-]+|\[[0-9A-Fa-f:.]+\])"
+_ADDRESS = re.compile(rf"ray://{_HOST}(?::\d+)?|{_HOST}:\d+")
+
+
+def check_executor(executor: str, address: str | None = None) -> None:
+    """An unknown executor or a malformed `address` is refused before anything runs (Ray's
+    own refusal is a traceback); `ray` without Ray installed says how to install it."""
     if executor not in EXECUTORS:
         raise QuerybenchError(f"--executor must be local or ray, not {executor!r}")
+    if address is not None and executor != "ray":
+        raise QuerybenchError("--address needs --executor ray (it names the Ray cluster to join)")
+    if address is not None and address not in ("auto", "local") and not _ADDRESS.fullmatch(address):
+        raise QuerybenchError(
+            f"--address must be auto, host:port or ray://host:port, not {address!r}"
+        )
     if executor == "ray":
         require_ray()
 
@@ -65,6 +79,7 @@ def check_executor(executor: str) -> None:
 def ray_session(address: str | None) -> Iterator[ModuleType]:
     """Ray connected to `address` (`auto`, `ray://host:10001`), or a local Ray started here
     without one and shut down after. An already initialised Ray (a test's) is used as is."""
+    check_executor("ray", address)
     ray = require_ray()
     started = not ray.is_initialized()
     if started and address:

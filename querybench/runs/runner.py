@@ -87,7 +87,7 @@ async def run_async(
     evaluate: bool = True,
     tasks: Sequence[Task] | None = None,
 ) -> RunOutcome:
-    check_executor(config.execution.executor)
+    check_executor(config.execution.executor, config.execution.address)
     if config.execution.executor == "ray" and model is not None:
         raise QuerybenchError("the ray executor builds the model from the config on each worker")
     method = get_method(config.method)
