@@ -226,8 +226,8 @@ def test_another_sqlite_build_of_one_version_is_another_key(
     before = cache.key(database, "SELECT sqrt(4)")
     options = [o for o in cache_module._sqlite_compile_options() if "MATH" not in o]
     monkeypatch.setattr(cache_module, "_sqlite_compile_options", lambda: options)
-    cache_module._sqlite_build.cache_clear()
+    cache_module.sqlite_build.cache_clear()
     try:
         assert ResultCache(tmp_path / "cache").key(database, "SELECT sqrt(4)") != before
     finally:
-        cache_module._sqlite_build.cache_clear()
+        cache_module.sqlite_build.cache_clear()

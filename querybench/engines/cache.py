@@ -317,6 +317,14 @@ class ResultCache:
                 self._db.close()
             self._db = None
 
+    def fingerprint(self, path: str | Path) -> str:
+        """The content hash a database file's keys are made of (see `_fingerprint`)."""
+        return self._fingerprint(path)
+
+    def save_fingerprints(self) -> None:
+        """Store the content hashes computed since the last write (`OSError` if it fails)."""
+        self._write([])
+
     def _fingerprint(self, path: str | Path) -> str:
         """`database_fingerprint`, looked up in the store (by the file's identity) before the
         file is read; a new one is stored with the next write."""
@@ -400,14 +408,14 @@ def _open_store(path: Path) -> sqlite3.Connection:
 
 def _driver_version(kind: str) -> str:
     if kind == "sqlite":
-        return _sqlite_build()
+        return sqlite_build()
     import duckdb
 
     return str(duckdb.__version__)
 
 
 @functools.cache
-def _sqlite_build() -> str:
+def sqlite_build() -> str:
     """SQLite's version and a digest of its compile options: two builds of one version (a
     system Python's, conda's) differ in the functions they have (math, JSON), so in what a
     query returns or whether it fails (`no such function: sqrt`)."""

@@ -31,6 +31,7 @@ from typing import Any
 from querybench.engines.base import Result
 from querybench.engines.registry import EngineKind, spec_for_scheme
 from querybench.errors import DataError, EngineError
+from querybench.evaluation import bird_run_cache
 from querybench.evaluation.bird_metrics import (
     BirdMetric,
     TimedPair,
@@ -257,7 +258,11 @@ def parse_bird_prediction(value: object) -> BirdPrediction:
 
 def load_bird_questions(path: str | Path) -> list[BirdQuestion]:
     """The questions file (BIRD `dev.json` layout): a list of objects with db_id and SQL."""
-    data = _read_json(path, "questions")
+    return _questions(_read_text(path, "questions"), path)
+
+
+def _questions(text: str, path: str | Path) -> list[BirdQuestion]:
+    data = _parsed(text, path, "questions")
     if not isinstance(data, list):
         raise DataError(f"{path}: expected a JSON list of questions, got {type(data).__name__}")
     questions = []
@@ -318,7 +323,11 @@ def predictions_by_question(
 def load_bird_predictions(path: str | Path) -> dict[str, object]:
     """The official predictions JSON: an object mapping question_id (or position, see
     `predictions_by_question`) to a prediction string."""
-    data = _read_json(path, "predictions")
+    return _predictions(_read_text(path, "predictions"), path)
+
+
+def _predictions(text: str, path: str | Path) -> dict[str, object]:
+    data = _parsed(text, path, "predictions")
     if not isinstance(data, dict):
         raise DataError(
             f"{path}: expected a JSON object {{question_id: prediction}}, got {type(data).__name__}"
@@ -326,11 +335,14 @@ def load_bird_predictions(path: str | Path) -> dict[str, object]:
     return {str(key): value for key, value in data.items()}
 
 
-def _read_json(path: str | Path, what: str) -> Any:
+def _read_text(path: str | Path, what: str) -> str:
     try:  # not a FIFO or a device, bounded in time and size
-        text = read_prediction_text(Path(path), None, ReadLimits())
+        return read_prediction_text(Path(path), None, ReadLimits())
     except DataError as exc:
         raise DataError(f"cannot read the {what} file {path}: {exc}") from exc
+
+
+def _parsed(text: str, path: str | Path, what: str) -> Any:
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
@@ -369,8 +381,28 @@ def evaluate_bird(
     depend on the machine's load. `instance_ids` scores only those questions (a shard);
     `_on_query` is a progress tick after each query.
     """
-    listed = load_bird_questions(questions)
-    predicted = predictions_by_question(load_bird_predictions(predictions), listed)
+    questions_text = _read_text(questions, "questions")
+    try:
+        predictions_text = _read_text(predictions, "predictions")
+    except DataError:
+        _questions(questions_text, questions)  # a malformed questions file is said first
+        raise
+    memo = None
+    if db_url is None and BirdMetric.R_VES not in metrics:
+        memo = bird_run_cache.run_key(
+            questions_text,
+            predictions_text,
+            db_dir=db_dir,
+            metrics=[str(m) for m in metrics],
+            instance_ids=instance_ids,
+        )
+    if memo is not None and (known := bird_run_cache.lookup(memo, cache_dir)) is not None:
+        for result in known:
+            if on_result is not None:
+                on_result(result)
+        return known
+    listed = _questions(questions_text, questions)
+    predicted = predictions_by_question(_predictions(predictions_text, predictions), listed)
     if instance_ids is not None:
         wanted = set(instance_ids)
         listed = [q for q in listed if q.question_id in wanted]
@@ -441,6 +473,10 @@ def evaluate_bird(
         results.append(_instance(q, verdicts[q.question_id], values, engine))
         if on_result is not None:
             on_result(results[-1])
+    jobs = [*gold_jobs.values(), *pred_jobs.values()]
+    if memo is not None and bird_run_cache.storable(jobs, [*gold.values(), *pred.values()]):
+        looked_at = {db_id: database for db_id, (database, _) in databases.items()}
+        bird_run_cache.remember(memo, looked_at, results, cache_dir)
     return results
 
 

@@ -1,0 +1,232 @@
+"""A whole BIRD run's results kept by everything they depend on, so that re-scoring unchanged
+inputs parses no question, computes no result key and compares no rows.
+
+With every query's outcome in the result cache, a run is a pure function of the questions
+file's and the predictions file's text, the options (`db_dir` as given, the metrics, the
+question subset), the databases' content and the code. An entry's key is sha256 of the first
+three and of the code: the source bytes of `SCORER_MODULES` (read from disk, never imported),
+SQLite's build and the result byte cap. The databases are checked on every lookup: the entry
+lists each database the run looked at, with its content hash as the result cache keys it
+(`ResultCache.fingerprint`: the file's identity, else its bytes), or as absent; one that
+differs now, or has appeared or gone, makes the entry a miss.
+
+Only a run whose every outcome the result cache would serve is stored: no timeout, cap, crash
+or other failure of the moment, no query that may read the clock or a random draw
+(`cache_values.volatile`), no R-VES (timed), no server (`db_url`). Entries are
+digest-checked JSON (the results as `InstanceResult.to_json` writes them); one that fails a
+check is a miss, and the run is scored again and the entry rewritten. The store is one SQLite
+file, `<cache>/verdicts/bird.sqlite3`, holding the `MAX_ENTRIES` newest runs.
+`QUERYBENCH_VERDICT_CACHE=0` turns it off.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import hashlib
+import importlib.util
+import json
+import os
+import sqlite3
+import time
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from pathlib import Path
+
+from querybench.engines.base import Result, max_result_bytes
+from querybench.engines.cache import ResultCache, sqlite_build, default_cache_dir
+from querybench.engines.cache_values import storable_error, volatile
+from querybench.errors import EngineError
+from querybench.evaluation.record import InstanceResult
+
+# The modules whose code decides a BIRD verdict; `tests/test_bird_run_cache.py` holds this to
+# the import graph of `evaluation.bird`.
+SCORER_MODULES = tuple(
+    f"querybench.{name}"
+    for name in (
+        "errors",
+        "engines.cache",
+        "engines.cache_values",
+        "evaluation.bird",
+        "evaluation.bird_metrics",
+        "evaluation.bird_run_cache",
+        "evaluation.detail",
+        "evaluation.execution",
+        "evaluation.prediction_file",
+        "evaluation.record",
+        "evaluation.row_keys",
+        "evaluation.sql_extract",
+        "evaluation.verdict",
+    )
+)
+MAX_ENTRIES = 64
+_DIGEST = 32
+_OFF = ("0", "off", "no")
+
+Databases = Mapping[str, Path | str]  # db_id -> where its database file is
+
+
+@functools.cache
+def scorer_identity() -> bytes | None:
+    """sha256 of the scorer modules' source; None when one cannot be read (then nothing is
+    stored or looked up)."""
+    digest = hashlib.sha256()
+    for name in SCORER_MODULES:
+        spec = importlib.util.find_spec(name)
+        if spec is None or spec.origin is None:
+            return None
+        try:
+            source = Path(spec.origin).read_bytes()
+        except OSError:
+            return None
+        digest.update(f"{name} {len(source)}\n".encode())
+        digest.update(source)
+    return digest.digest()
+
+
+def run_key(
+    questions: str,
+    predictions: str,
+    *,
+    db_dir: str | Path,
+    metrics: Sequence[str],
+    instance_ids: Collection[str] | None,
+) -> str | None:
+    """The key of a run over these files' text and options; None when the store is off."""
+    if os.environ.get("QUERYBENCH_VERDICT_CACHE", "1").strip().lower() in _OFF:
+        return None
+    identity = scorer_identity()
+    if identity is None:
+        return None
+    subset = None if instance_ids is None else sorted(instance_ids)
+    options = [sqlite_build(), max_result_bytes(), str(db_dir), list(metrics), subset]
+    digest = hashlib.sha256(identity)
+    digest.update(json.dumps(options).encode() + b"\n")
+    for text in (questions, predictions):
+        digest.update(hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest())
+    return digest.hexdigest()
+
+
+def lookup(key: str, cache_dir: str | Path | None) -> list[InstanceResult] | None:
+    """The stored results of `key`, if its databases are as they were; None otherwise."""
+    entry = _read(_store_path(cache_dir), key)
+    if entry is None:
+        return None
+    payload = entry[_DIGEST:]
+    if hashlib.sha256(payload).digest() != entry[:_DIGEST]:
+        return None
+    try:
+        data = json.loads(payload)
+        if data["key"] != key:
+            return None
+        stored = {str(where): fingerprint for where, fingerprint in data["databases"]}
+        if _fingerprints(stored, cache_dir) != stored:
+            return None
+        return [InstanceResult.from_json(item) for item in data["results"]]
+    except Exception:  # digest-checked, so only a foreign or older entry ends here
+        return None
+
+
+def storable(
+    jobs: Iterable[tuple[Path | str, str]], outcomes: Iterable[Result | EngineError]
+) -> bool:
+    """Whether a run of these queries and outcomes is what the result cache alone decides."""
+    return not any(volatile(sql) for _, sql in jobs) and all(
+        isinstance(outcome, Result) or storable_error(outcome) for outcome in outcomes
+    )
+
+
+def remember(
+    key: str,
+    databases: Databases,
+    results: Sequence[InstanceResult],
+    cache_dir: str | Path | None,
+) -> None:
+    """Keep `results` under `key` with the content hash of each of `databases` now (or, for
+    one that cannot be hashed, nothing). A cache that cannot be written costs speed only."""
+    fingerprints = _fingerprints({str(where): None for where in databases.values()}, cache_dir)
+    if any(fp is None and Path(where).is_file() for where, fp in fingerprints.items()):
+        return  # present but unreadable: its outcomes were not the cache's to decide
+    payload = json.dumps(
+        {
+            "key": key,
+            "databases": sorted(fingerprints.items()),
+            "results": [r.to_json() for r in results],
+        }
+    ).encode()
+    _write(_store_path(cache_dir), key, hashlib.sha256(payload).digest() + payload)
+
+
+def _fingerprints(
+    databases: Mapping[str, str | None], cache_dir: str | Path | None
+) -> dict[str, str | None]:
+    """Each database file's content hash as the result cache keys it; None for a file that is
+    not there (or cannot be read)."""
+    cache = ResultCache(cache_dir)
+    try:
+        found: dict[str, str | None] = {}
+        for where in databases:
+            try:
+                found[where] = cache.fingerprint(where) if Path(where).is_file() else None
+            except (EngineError, OSError):
+                found[where] = None
+        with contextlib.suppress(OSError):
+            cache.save_fingerprints()
+    finally:
+        cache.close()
+    return found
+
+
+def _store_path(cache_dir: str | Path | None) -> Path:
+    root = default_cache_dir() if cache_dir is None else Path(cache_dir).expanduser()
+    return root / "verdicts" / "bird.sqlite3"
+
+
+def _connect(path: Path) -> sqlite3.Connection:
+    db = sqlite3.connect(path, timeout=30, isolation_level=None)
+    try:
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute("PRAGMA synchronous=NORMAL")  # a crash may lose an entry, never corrupt
+        db.execute(
+            "CREATE TABLE IF NOT EXISTS runs "
+            "(key TEXT PRIMARY KEY, entry BLOB NOT NULL, written REAL NOT NULL) WITHOUT ROWID"
+        )
+    except BaseException:
+        db.close()
+        raise
+    return db
+
+
+def _read(path: Path, key: str) -> bytes | None:
+    if not path.is_file():
+        return None
+    try:
+        with contextlib.closing(_connect(path)) as db:
+            row = db.execute("SELECT entry FROM runs WHERE key = ?", (key,)).fetchone()
+    except sqlite3.Error:
+        return None  # not a store (or not readable): scored as if absent
+    return row[0] if row is not None and isinstance(row[0], bytes) else None
+
+
+def _write(path: Path, key: str, entry: bytes) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with contextlib.closing(_connect(path)) as db:
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                row = (key, entry, time.time())
+                db.execute("INSERT OR REPLACE INTO runs VALUES (?, ?, ?)", row)
+                db.execute(
+                    "DELETE FROM runs WHERE key NOT IN "
+                    "(SELECT key FROM runs ORDER BY written DESC LIMIT ?)",
+                    (MAX_ENTRIES,),
+                )
+                db.execute("COMMIT")
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+    except (OSError, sqlite3.Error) as exc:
+        import logging
+
+        from querybench.engines.cache import warn_unusable
+
+        warn_unusable(logging.getLogger(__name__), path, exc)
