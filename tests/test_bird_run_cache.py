@@ -257,7 +257,10 @@ def test_the_switch_turns_it_off(
     monkeypatch.setenv("QUERYBENCH_VERDICT_CACHE", "0")
     for _ in range(2):
         assert _scored(files, tmp_path / "cache", monkeypatch)[1]
-    assert not (tmp_path / "cache" / "verdicts" / "bird.sqlite3").exists()
+    with contextlib.closing(
+        sqlite3.connect(tmp_path / "cache" / "results" / "store.sqlite3")
+    ) as db:
+        assert not db.execute("SELECT name FROM sqlite_master WHERE name = 'runs'").fetchall()
 
 
 @pytest.mark.parametrize(
@@ -273,7 +276,7 @@ def test_a_damaged_entry_is_scored_again_and_rewritten(
     files: Files, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, damage: Callable[[bytes], Any]
 ) -> None:
     expected, _, _ = _scored(files, tmp_path / "cache", monkeypatch)
-    store = tmp_path / "cache" / "verdicts" / "bird.sqlite3"
+    store = tmp_path / "cache" / "results" / "store.sqlite3"
     with contextlib.closing(sqlite3.connect(store)) as db, db:
         for key, entry in db.execute("SELECT key, entry FROM runs").fetchall():
             db.execute("UPDATE runs SET entry = ? WHERE key = ?", (damage(entry), key))
@@ -282,14 +285,38 @@ def test_a_damaged_entry_is_scored_again_and_rewritten(
     assert _scored(files, tmp_path / "cache", monkeypatch)[:2] == (expected, False)
 
 
-def test_a_store_that_is_not_a_database_is_a_miss(
+def test_a_store_without_the_table_is_a_miss_and_gets_it(
     files: Files, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    store = tmp_path / "cache" / "verdicts" / "bird.sqlite3"
-    store.parent.mkdir(parents=True)
-    store.write_bytes(b"not a database" * 100)
+    # A store an older version made: results and fingerprints, no runs table.
+    _scored(files, tmp_path / "cache", monkeypatch)
+    store = tmp_path / "cache" / "results" / "store.sqlite3"
+    with contextlib.closing(sqlite3.connect(store)) as db, db:
+        db.execute("DROP TABLE runs")
     results, looked, _ = _scored(files, tmp_path / "cache", monkeypatch)
     assert looked and results == _uncached(files, tmp_path)
+    assert _scored(files, tmp_path / "cache", monkeypatch)[:2] == (results, False)
+
+
+def test_a_read_only_store_still_serves_its_results(
+    files: Files, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A shared cache nobody may write: a run is scored (no query runs: the outcomes are
+    # there) and nothing is kept.
+    _scored(files, tmp_path / "cache", monkeypatch)
+    store = tmp_path / "cache" / "results" / "store.sqlite3"
+    with contextlib.closing(sqlite3.connect(store)) as db, db:
+        db.execute("DROP TABLE runs")
+    monkeypatch.setattr(cache_module.ResultCache, "put_run", _refuse)
+    ran: list[None] = []
+    results, looked, _ = _scored(
+        files, tmp_path / "cache", monkeypatch, _on_query=lambda: ran.append(None)
+    )
+    assert looked and not ran and results == _uncached(files, tmp_path)
+
+
+def _refuse(*args: object, **kwargs: object) -> None:
+    raise OSError("attempt to write a readonly database")
 
 
 def test_the_store_keeps_the_newest_runs(
@@ -298,7 +325,7 @@ def test_the_store_keeps_the_newest_runs(
     monkeypatch.setattr(bird_run_cache, "MAX_ENTRIES", 2)
     for subset in (["0"], ["1"], ["2"]):
         _scored(files, tmp_path / "cache", monkeypatch, instance_ids=subset)
-    store = tmp_path / "cache" / "verdicts" / "bird.sqlite3"
+    store = tmp_path / "cache" / "results" / "store.sqlite3"
     with contextlib.closing(sqlite3.connect(store)) as db:
         assert db.execute("SELECT count(*) FROM runs").fetchone() == (2,)
     assert not _scored(files, tmp_path / "cache", monkeypatch, instance_ids=["2"])[1]

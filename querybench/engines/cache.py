@@ -20,6 +20,9 @@ store that is not a database at all, is a miss (the store is set aside and start
 
 The content hash of a database file is remembered in the store too, by the file's identity
 (device, inode, size, mtime and ctime in ns): a warm run does not read every database again.
+So are whole BIRD runs (`get_run` / `put_run`, `evaluation/bird_run_cache.py`), in a table the
+first such write makes, through the same connection as the run's outcomes: a cold run creates
+and syncs one file.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ import os
 import pickle
 import sqlite3
 import threading
+import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -69,6 +73,11 @@ _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS results (key TEXT PRIMARY KEY, value BLOB NOT NULL) WITHOUT ROWID;"
     "CREATE TABLE IF NOT EXISTS fingerprints (identity TEXT PRIMARY KEY, sha256 TEXT NOT NULL)"
     " WITHOUT ROWID;"
+)
+# Whole runs' entries (`evaluation/bird_run_cache.py`), the table made by their first write.
+_RUNS = (
+    "CREATE TABLE IF NOT EXISTS runs"
+    " (key TEXT PRIMARY KEY, entry BLOB NOT NULL, written REAL NOT NULL) WITHOUT ROWID"
 )
 _KEYS_PER_SELECT = 500  # below SQLite's oldest bound on bound parameters (999)
 
@@ -271,10 +280,7 @@ class ResultCache:
                 db.execute("BEGIN IMMEDIATE")
                 try:
                     db.executemany("INSERT OR REPLACE INTO results VALUES (?, ?)", rows)
-                    db.executemany(
-                        "INSERT OR REPLACE INTO fingerprints VALUES (?, ?)",
-                        self._new_fingerprints.items(),
-                    )
+                    self._insert_fingerprints(db)
                     db.execute("COMMIT")
                 except BaseException:
                     db.execute("ROLLBACK")
@@ -282,6 +288,11 @@ class ResultCache:
                 self._new_fingerprints.clear()
             except sqlite3.Error as exc:
                 raise OSError(f"{self.path}: {exc}") from exc
+
+    def _insert_fingerprints(self, db: sqlite3.Connection) -> None:
+        db.executemany(
+            "INSERT OR REPLACE INTO fingerprints VALUES (?, ?)", self._new_fingerprints.items()
+        )
 
     def get_or_compute(
         self,
@@ -321,9 +332,39 @@ class ResultCache:
         """The content hash a database file's keys are made of (see `_fingerprint`)."""
         return self._fingerprint(path)
 
-    def save_fingerprints(self) -> None:
-        """Store the content hashes computed since the last write (`OSError` if it fails)."""
-        self._write([])
+    def get_run(self, key: str) -> bytes | None:
+        """The entry of a whole run (`evaluation/bird_run_cache.py`), if the store has one."""
+        found = self._select("SELECT key, entry FROM runs WHERE key IN", [key])
+        value = found.get(key)
+        return value if isinstance(value, bytes) else None
+
+    def put_run(self, key: str, entry: bytes, *, keep: int) -> None:
+        """Store a whole run's entry, with the content hashes computed meanwhile, keeping the
+        `keep` newest entries; `OSError` when the store cannot be written. The table is made
+        here, so a store that is only read (a shared read-only cache) never needs a write."""
+        with self._lock:
+            try:
+                db = self._connect(create=True)
+                assert db is not None
+                db.execute("BEGIN IMMEDIATE")
+                try:
+                    db.execute(_RUNS)
+                    db.execute(
+                        "INSERT OR REPLACE INTO runs VALUES (?, ?, ?)", (key, entry, time.time())
+                    )
+                    db.execute(
+                        "DELETE FROM runs WHERE key NOT IN "
+                        "(SELECT key FROM runs ORDER BY written DESC LIMIT ?)",
+                        (keep,),
+                    )
+                    self._insert_fingerprints(db)
+                    db.execute("COMMIT")
+                except BaseException:
+                    db.execute("ROLLBACK")
+                    raise
+                self._new_fingerprints.clear()
+            except sqlite3.Error as exc:
+                raise OSError(f"{self.path}: {exc}") from exc
 
     def _fingerprint(self, path: str | Path) -> str:
         """`database_fingerprint`, looked up in the store (by the file's identity) before the

@@ -29,6 +29,7 @@ from types import MappingProxyType
 from typing import Any
 
 from querybench.engines.base import Result
+from querybench.engines.cache import ResultCache
 from querybench.engines.registry import EngineKind, spec_for_scheme
 from querybench.errors import DataError, EngineError
 from querybench.evaluation import bird_run_cache
@@ -396,88 +397,98 @@ def evaluate_bird(
             metrics=[str(m) for m in metrics],
             instance_ids=instance_ids,
         )
-    if memo is not None and (known := bird_run_cache.lookup(memo, cache_dir)) is not None:
-        for result in known:
-            if on_result is not None:
-                on_result(result)
-        return known
-    listed = _questions(questions_text, questions)
-    predicted = predictions_by_question(_predictions(predictions_text, predictions), listed)
-    if instance_ids is not None:
-        wanted = set(instance_ids)
-        listed = [q for q in listed if q.question_id in wanted]
-    rejected: dict[str, Verdict] = {}
-    gold_jobs: dict[str, tuple[str | Path, str]] = {}
-    pred_jobs: dict[str, tuple[str | Path, str]] = {}
-    databases: dict[str, tuple[str | Path, bool]] = {}  # db_id -> (where, present): one stat each
-    for q in listed:
-        if q.db_id not in databases:
-            where = bird_database(q.db_id, db_dir, db_url)
-            databases[q.db_id] = (where, not isinstance(where, Path) or where.is_file())
-        database, present = databases[q.db_id]
-        if not present:
-            rejected[q.question_id] = Verdict.fail(
-                ENGINE_UNAVAILABLE, f"database not found: {database}"
-            )
-            continue
-        gold_jobs[q.question_id] = (database, q.gold_sql)
-        prediction = _read_prediction(q, predicted)
-        if isinstance(prediction, Verdict):
-            rejected[q.question_id] = prediction
-        elif prediction.sql is not None:
-            pred_jobs[q.question_id] = (database, prediction.sql)
-    gold, pred = run_gold_and_predictions(
-        gold_jobs,
-        pred_jobs,
-        timeout=timeout,
-        workers=workers,
-        cache_dir=cache_dir,
-        on_query=_on_query,
-    )
-    verdicts = {
-        q.question_id: rejected.get(q.question_id)
-        or bird_verdict(_ran(gold.get(q.question_id)), pred.get(q.question_id))
-        for q in listed
-    }
-    rewards: dict[str, float] = {}
-    if BirdMetric.R_VES in metrics:
-        matched = [
-            TimedPair(
-                q.question_id, pred_jobs[q.question_id][0], pred_jobs[q.question_id][1], q.gold_sql
-            )
-            for q in listed
-            if verdicts[q.question_id].score == 1.0
-        ]
-        rewards = measure_rewards(
-            matched,
-            repeats=ves_repeats,
+    cache = ResultCache(cache_dir)  # one connection: the run's lookup, its outcomes, its entry
+    try:
+        if memo is not None and (known := bird_run_cache.lookup(memo, cache)) is not None:
+            for result in known:
+                if on_result is not None:
+                    on_result(result)
+            return known
+        listed = _questions(questions_text, questions)
+        predicted = predictions_by_question(_predictions(predictions_text, predictions), listed)
+        if instance_ids is not None:
+            wanted = set(instance_ids)
+            listed = [q for q in listed if q.question_id in wanted]
+        rejected: dict[str, Verdict] = {}
+        gold_jobs: dict[str, tuple[str | Path, str]] = {}
+        pred_jobs: dict[str, tuple[str | Path, str]] = {}
+        # db_id -> (where, present): one stat each
+        databases: dict[str, tuple[str | Path, bool]] = {}
+        for q in listed:
+            if q.db_id not in databases:
+                where = bird_database(q.db_id, db_dir, db_url)
+                databases[q.db_id] = (where, not isinstance(where, Path) or where.is_file())
+            database, present = databases[q.db_id]
+            if not present:
+                rejected[q.question_id] = Verdict.fail(
+                    ENGINE_UNAVAILABLE, f"database not found: {database}"
+                )
+                continue
+            gold_jobs[q.question_id] = (database, q.gold_sql)
+            prediction = _read_prediction(q, predicted)
+            if isinstance(prediction, Verdict):
+                rejected[q.question_id] = prediction
+            elif prediction.sql is not None:
+                pred_jobs[q.question_id] = (database, prediction.sql)
+        gold, pred = run_gold_and_predictions(
+            gold_jobs,
+            pred_jobs,
             timeout=timeout,
             workers=workers,
-            clock=clock,
-            on_pair=_on_query,
+            cache=cache,
+            on_query=_on_query,
         )
-    engine = bird_dialect(db_url)
-    results = []
-    for q in listed:
-        g, p = gold.get(q.question_id), pred.get(q.question_id)
-        values = bird_metrics(g, p)
-        if g is None:  # the database is missing: the gold could not run either
-            values["gold_error"] = 1.0
-            values["error"] = 0.0
-        if BirdMetric.SOFT_F1 in metrics:
-            values["soft_f1"] = (
-                soft_f1(p.rows, g.rows) if isinstance(g, Result) and isinstance(p, Result) else 0.0
-            )
+        verdicts = {
+            q.question_id: rejected.get(q.question_id)
+            or bird_verdict(_ran(gold.get(q.question_id)), pred.get(q.question_id))
+            for q in listed
+        }
+        rewards: dict[str, float] = {}
         if BirdMetric.R_VES in metrics:
-            values["r_ves"] = r_ves_value(rewards.get(q.question_id, 0.0))
-        results.append(_instance(q, verdicts[q.question_id], values, engine))
-        if on_result is not None:
-            on_result(results[-1])
-    jobs = [*gold_jobs.values(), *pred_jobs.values()]
-    if memo is not None and bird_run_cache.storable(jobs, [*gold.values(), *pred.values()]):
-        looked_at = {db_id: database for db_id, (database, _) in databases.items()}
-        bird_run_cache.remember(memo, looked_at, results, cache_dir)
-    return results
+            matched = [
+                TimedPair(
+                    q.question_id,
+                    pred_jobs[q.question_id][0],
+                    pred_jobs[q.question_id][1],
+                    q.gold_sql,
+                )
+                for q in listed
+                if verdicts[q.question_id].score == 1.0
+            ]
+            rewards = measure_rewards(
+                matched,
+                repeats=ves_repeats,
+                timeout=timeout,
+                workers=workers,
+                clock=clock,
+                on_pair=_on_query,
+            )
+        engine = bird_dialect(db_url)
+        results = []
+        for q in listed:
+            g, p = gold.get(q.question_id), pred.get(q.question_id)
+            values = bird_metrics(g, p)
+            if g is None:  # the database is missing: the gold could not run either
+                values["gold_error"] = 1.0
+                values["error"] = 0.0
+            if BirdMetric.SOFT_F1 in metrics:
+                values["soft_f1"] = (
+                    soft_f1(p.rows, g.rows)
+                    if isinstance(g, Result) and isinstance(p, Result)
+                    else 0.0
+                )
+            if BirdMetric.R_VES in metrics:
+                values["r_ves"] = r_ves_value(rewards.get(q.question_id, 0.0))
+            results.append(_instance(q, verdicts[q.question_id], values, engine))
+            if on_result is not None:
+                on_result(results[-1])
+        jobs = [*gold_jobs.values(), *pred_jobs.values()]
+        if memo is not None and bird_run_cache.storable(jobs, [*gold.values(), *pred.values()]):
+            looked_at = {db_id: database for db_id, (database, _) in databases.items()}
+            bird_run_cache.remember(memo, looked_at, results, cache)
+        return results
+    finally:
+        cache.close()
 
 
 def bird_database(db_id: str, db_dir: str | Path, db_url: str | None) -> str | Path:

@@ -14,26 +14,24 @@ Only a run whose every outcome the result cache would serve is stored: no timeou
 or other failure of the moment, no query that may read the clock or a random draw
 (`cache_values.volatile`), no R-VES (timed), no server (`db_url`). Entries are
 digest-checked JSON (the results as `InstanceResult.to_json` writes them); one that fails a
-check is a miss, and the run is scored again and the entry rewritten. The store is one SQLite
-file, `<cache>/verdicts/bird.sqlite3`, holding the `MAX_ENTRIES` newest runs.
+check is a miss, and the run is scored again and the entry rewritten. Entries live in the
+result cache's own store (`ResultCache.get_run` / `put_run`), written through the run's one
+connection, so a cold run creates and syncs no second file; the `MAX_ENTRIES` newest are kept.
 `QUERYBENCH_VERDICT_CACHE=0` turns it off.
 """
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import hashlib
 import importlib.util
 import json
 import os
-import sqlite3
-import time
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from pathlib import Path
 
 from querybench.engines.base import Result, max_result_bytes
-from querybench.engines.cache import ResultCache, sqlite_build, default_cache_dir
+from querybench.engines.cache import ResultCache, sqlite_build, warn_unusable
 from querybench.engines.cache_values import storable_error, volatile
 from querybench.errors import EngineError
 from querybench.evaluation.record import InstanceResult
@@ -106,9 +104,9 @@ def run_key(
     return digest.hexdigest()
 
 
-def lookup(key: str, cache_dir: str | Path | None) -> list[InstanceResult] | None:
+def lookup(key: str, cache: ResultCache) -> list[InstanceResult] | None:
     """The stored results of `key`, if its databases are as they were; None otherwise."""
-    entry = _read(_store_path(cache_dir), key)
+    entry = cache.get_run(key)
     if entry is None:
         return None
     payload = entry[_DIGEST:]
@@ -119,7 +117,7 @@ def lookup(key: str, cache_dir: str | Path | None) -> list[InstanceResult] | Non
         if data["key"] != key:
             return None
         stored = {str(where): fingerprint for where, fingerprint in data["databases"]}
-        if _fingerprints(stored, cache_dir) != stored:
+        if _fingerprints(stored, cache) != stored:
             return None
         return [InstanceResult.from_json(item) for item in data["results"]]
     except Exception:  # digest-checked, so only a foreign or older entry ends here
@@ -130,20 +128,17 @@ def storable(
     jobs: Iterable[tuple[Path | str, str]], outcomes: Iterable[Result | EngineError]
 ) -> bool:
     """Whether a run of these queries and outcomes is what the result cache alone decides."""
-    return not any(volatile(sql) for _, sql in jobs) and all(
+    return not any(volatile(sql) for sql in {sql for _, sql in jobs}) and all(
         isinstance(outcome, Result) or storable_error(outcome) for outcome in outcomes
     )
 
 
 def remember(
-    key: str,
-    databases: Databases,
-    results: Sequence[InstanceResult],
-    cache_dir: str | Path | None,
+    key: str, databases: Databases, results: Sequence[InstanceResult], cache: ResultCache
 ) -> None:
     """Keep `results` under `key` with the content hash of each of `databases` now (or, for
-    one that cannot be hashed, nothing). A cache that cannot be written costs speed only."""
-    fingerprints = _fingerprints({str(where): None for where in databases.values()}, cache_dir)
+    one that is absent, nothing). A cache that cannot be written costs speed only."""
+    fingerprints = _fingerprints({str(where): None for where in databases.values()}, cache)
     if any(fp is None and Path(where).is_file() for where, fp in fingerprints.items()):
         return  # present but unreadable: its outcomes were not the cache's to decide
     payload = json.dumps(
@@ -153,80 +148,21 @@ def remember(
             "results": [r.to_json() for r in results],
         }
     ).encode()
-    _write(_store_path(cache_dir), key, hashlib.sha256(payload).digest() + payload)
-
-
-def _fingerprints(
-    databases: Mapping[str, str | None], cache_dir: str | Path | None
-) -> dict[str, str | None]:
-    """Each database file's content hash as the result cache keys it; None for a file that is
-    not there (or cannot be read)."""
-    cache = ResultCache(cache_dir)
     try:
-        found: dict[str, str | None] = {}
-        for where in databases:
-            try:
-                found[where] = cache.fingerprint(where) if Path(where).is_file() else None
-            except (EngineError, OSError):
-                found[where] = None
-        with contextlib.suppress(OSError):
-            cache.save_fingerprints()
-    finally:
-        cache.close()
-    return found
-
-
-def _store_path(cache_dir: str | Path | None) -> Path:
-    root = default_cache_dir() if cache_dir is None else Path(cache_dir).expanduser()
-    return root / "verdicts" / "bird.sqlite3"
-
-
-def _connect(path: Path) -> sqlite3.Connection:
-    db = sqlite3.connect(path, timeout=30, isolation_level=None)
-    try:
-        db.execute("PRAGMA journal_mode=WAL")
-        db.execute("PRAGMA synchronous=NORMAL")  # a crash may lose an entry, never corrupt
-        db.execute(
-            "CREATE TABLE IF NOT EXISTS runs "
-            "(key TEXT PRIMARY KEY, entry BLOB NOT NULL, written REAL NOT NULL) WITHOUT ROWID"
-        )
-    except BaseException:
-        db.close()
-        raise
-    return db
-
-
-def _read(path: Path, key: str) -> bytes | None:
-    if not path.is_file():
-        return None
-    try:
-        with contextlib.closing(_connect(path)) as db:
-            row = db.execute("SELECT entry FROM runs WHERE key = ?", (key,)).fetchone()
-    except sqlite3.Error:
-        return None  # not a store (or not readable): scored as if absent
-    return row[0] if row is not None and isinstance(row[0], bytes) else None
-
-
-def _write(path: Path, key: str, entry: bytes) -> None:
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with contextlib.closing(_connect(path)) as db:
-            db.execute("BEGIN IMMEDIATE")
-            try:
-                row = (key, entry, time.time())
-                db.execute("INSERT OR REPLACE INTO runs VALUES (?, ?, ?)", row)
-                db.execute(
-                    "DELETE FROM runs WHERE key NOT IN "
-                    "(SELECT key FROM runs ORDER BY written DESC LIMIT ?)",
-                    (MAX_ENTRIES,),
-                )
-                db.execute("COMMIT")
-            except BaseException:
-                db.execute("ROLLBACK")
-                raise
-    except (OSError, sqlite3.Error) as exc:
+        cache.put_run(key, hashlib.sha256(payload).digest() + payload, keep=MAX_ENTRIES)
+    except OSError as exc:
         import logging
 
-        from querybench.engines.cache import warn_unusable
+        warn_unusable(logging.getLogger(__name__), cache.path, exc)
 
-        warn_unusable(logging.getLogger(__name__), path, exc)
+
+def _fingerprints(databases: Iterable[str], cache: ResultCache) -> dict[str, str | None]:
+    """Each database file's content hash as the result cache keys it; None for a file that is
+    not there (or cannot be read)."""
+    found: dict[str, str | None] = {}
+    for where in databases:
+        try:
+            found[where] = cache.fingerprint(where) if Path(where).is_file() else None
+        except (EngineError, OSError):
+            found[where] = None
+    return found
