@@ -153,6 +153,26 @@ def test_a_changed_input_or_database_is_scored_again(
     assert (again, looked_again) == (after, False)  # the new run is kept in its turn
 
 
+def test_a_database_edited_during_the_run_is_not_recorded_with_its_old_results(
+    files: Files, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The rows were read before the edit; the entry must not pair them with the new content.
+    real = bird_module.run_gold_and_predictions
+
+    def edit_after(*args: Any, **kwargs: Any) -> Any:
+        outcomes = real(*args, **kwargs)
+        _edit_database(files, tmp_path)
+        return outcomes
+
+    monkeypatch.setattr(bird_module, "run_gold_and_predictions", edit_after)
+    questions, predictions, db_dir = files
+    evaluate_bird(predictions, questions=questions, db_dir=db_dir, cache_dir=tmp_path / "cache")
+    monkeypatch.undo()
+    after, looked, _ = _scored(files, tmp_path / "cache", monkeypatch)
+    assert looked
+    assert after == _uncached(files, tmp_path)
+
+
 @pytest.mark.parametrize(
     "options",
     [

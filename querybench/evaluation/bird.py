@@ -430,6 +430,10 @@ def evaluate_bird(
                 rejected[q.question_id] = prediction
             elif prediction.sql is not None:
                 pred_jobs[q.question_id] = (database, prediction.sql)
+        contents = None
+        if memo is not None:  # before the run: its results are of this content
+            files = [database for database, _ in databases.values()]
+            contents = bird_run_cache.database_contents(files, cache)
         gold, pred = run_gold_and_predictions(
             gold_jobs,
             pred_jobs,
@@ -483,9 +487,9 @@ def evaluate_bird(
             if on_result is not None:
                 on_result(results[-1])
         jobs = [*gold_jobs.values(), *pred_jobs.values()]
-        if memo is not None and bird_run_cache.storable(jobs, [*gold.values(), *pred.values()]):
-            looked_at = {db_id: database for db_id, (database, _) in databases.items()}
-            bird_run_cache.remember(memo, looked_at, results, cache)
+        outcomes = [*gold.values(), *pred.values()]
+        if memo is not None and contents is not None and bird_run_cache.storable(jobs, outcomes):
+            bird_run_cache.remember(memo, contents, results, cache)
         return results
     finally:
         cache.close()

@@ -60,8 +60,6 @@ MAX_ENTRIES = 64
 _DIGEST = 32
 _OFF = ("0", "off", "no")
 
-Databases = Mapping[str, Path | str]  # db_id -> where its database file is
-
 
 @functools.cache
 def scorer_identity() -> bytes | None:
@@ -117,7 +115,7 @@ def lookup(key: str, cache: ResultCache) -> list[InstanceResult] | None:
         if data["key"] != key:
             return None
         stored = {str(where): fingerprint for where, fingerprint in data["databases"]}
-        if _fingerprints(stored, cache) != stored:
+        if database_contents(stored, cache) != stored:
             return None
         return [InstanceResult.from_json(item) for item in data["results"]]
     except Exception:  # digest-checked, so only a foreign or older entry ends here
@@ -134,17 +132,23 @@ def storable(
 
 
 def remember(
-    key: str, databases: Databases, results: Sequence[InstanceResult], cache: ResultCache
+    key: str,
+    contents: Mapping[str, str | None],
+    results: Sequence[InstanceResult],
+    cache: ResultCache,
 ) -> None:
-    """Keep `results` under `key` with the content hash of each of `databases` now (or, for
-    one that is absent, nothing). A cache that cannot be written costs speed only."""
-    fingerprints = _fingerprints({str(where): None for where in databases.values()}, cache)
-    if any(fp is None and Path(where).is_file() for where, fp in fingerprints.items()):
+    """Keep `results` under `key` with `contents`, the databases' content hashes taken before
+    the run (`database_contents`), if they are still those now: a database edited while the
+    run read it is never recorded with results of its old content. A database present but
+    unreadable keeps the run out too. A cache that cannot be written costs speed only."""
+    if database_contents(contents, cache) != contents:
+        return
+    if any(fp is None and Path(where).is_file() for where, fp in contents.items()):
         return  # present but unreadable: its outcomes were not the cache's to decide
     payload = json.dumps(
         {
             "key": key,
-            "databases": sorted(fingerprints.items()),
+            "databases": sorted(contents.items()),
             "results": [r.to_json() for r in results],
         }
     ).encode()
@@ -156,11 +160,11 @@ def remember(
         warn_unusable(logging.getLogger(__name__), cache.path, exc)
 
 
-def _fingerprints(databases: Iterable[str], cache: ResultCache) -> dict[str, str | None]:
+def database_contents(databases: Iterable[str | Path], cache: ResultCache) -> dict[str, str | None]:
     """Each database file's content hash as the result cache keys it; None for a file that is
     not there (or cannot be read)."""
     found: dict[str, str | None] = {}
-    for where in databases:
+    for where in map(str, databases):
         try:
             found[where] = cache.fingerprint(where) if Path(where).is_file() else None
         except (EngineError, OSError):
