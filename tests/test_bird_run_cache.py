@@ -22,7 +22,7 @@ from querybench.evaluation.bird import evaluate_bird
 from querybench.evaluation.bird_metrics import BirdMetric
 from querybench.evaluation.record import InstanceResult
 from tests.test_bird import _official, _tiny_files, _write
-from tests.test_import_graph import import_graph
+from tests.test_import_graph import evaluation_modules_reached
 
 Files = tuple[Path, Path, Path]
 
@@ -228,14 +228,7 @@ def test_the_scorer_code_and_the_byte_cap_are_in_the_key(
 
 def test_the_scorer_modules_cover_what_scoring_imports() -> None:
     """Every evaluation module BIRD's scoring reaches, the result cache and `errors`."""
-    graph = import_graph()
-    reached, todo = set(), ["querybench.evaluation.bird"]
-    while todo:
-        module = todo.pop()
-        if module in reached:
-            continue
-        reached.add(module)
-        todo += [m for m in graph.get(module, ()) if m.startswith("querybench.evaluation.")]
+    reached = evaluation_modules_reached("querybench.evaluation.bird")
     reached |= {"querybench.errors", "querybench.engines.cache", "querybench.engines.cache_values"}
     assert reached - set(bird_run_cache.SCORER_MODULES) == set()
 
@@ -305,14 +298,18 @@ def test_a_damaged_entry_is_scored_again_and_rewritten(
     assert _scored(files, tmp_path / "cache", monkeypatch)[:2] == (expected, False)
 
 
-def test_a_store_without_the_table_is_a_miss_and_gets_it(
-    files: Files, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # A store an older version made: results and fingerprints, no runs table.
+def _older_store(files: Files, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A store an older version made: results and fingerprints, no runs table."""
     _scored(files, tmp_path / "cache", monkeypatch)
     store = tmp_path / "cache" / "results" / "store.sqlite3"
     with contextlib.closing(sqlite3.connect(store)) as db, db:
         db.execute("DROP TABLE runs")
+
+
+def test_a_store_without_the_table_is_a_miss_and_gets_it(
+    files: Files, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _older_store(files, tmp_path, monkeypatch)
     results, looked, _ = _scored(files, tmp_path / "cache", monkeypatch)
     assert looked and results == _uncached(files, tmp_path)
     assert _scored(files, tmp_path / "cache", monkeypatch)[:2] == (results, False)
@@ -323,10 +320,7 @@ def test_a_read_only_store_still_serves_its_results(
 ) -> None:
     # A shared cache nobody may write: a run is scored (no query runs: the outcomes are
     # there) and nothing is kept.
-    _scored(files, tmp_path / "cache", monkeypatch)
-    store = tmp_path / "cache" / "results" / "store.sqlite3"
-    with contextlib.closing(sqlite3.connect(store)) as db, db:
-        db.execute("DROP TABLE runs")
+    _older_store(files, tmp_path, monkeypatch)
     monkeypatch.setattr(cache_module.ResultCache, "put_run", _refuse)
     ran: list[None] = []
     results, looked, _ = _scored(

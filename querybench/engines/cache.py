@@ -273,14 +273,24 @@ class ResultCache:
     def _write(self, rows: list[tuple[str, bytes]]) -> None:
         if not rows and not self._new_fingerprints:
             return
+        self._transaction(
+            lambda db: db.executemany("INSERT OR REPLACE INTO results VALUES (?, ?)", rows)
+        )
+
+    def _transaction(self, write: Callable[[sqlite3.Connection], object]) -> None:
+        """`write`, then the content hashes computed since the last write, in one transaction
+        (the store made first if need be); `OSError` when the store cannot be written."""
         with self._lock:
             try:
                 db = self._connect(create=True)
                 assert db is not None
                 db.execute("BEGIN IMMEDIATE")
                 try:
-                    db.executemany("INSERT OR REPLACE INTO results VALUES (?, ?)", rows)
-                    self._insert_fingerprints(db)
+                    write(db)
+                    db.executemany(
+                        "INSERT OR REPLACE INTO fingerprints VALUES (?, ?)",
+                        self._new_fingerprints.items(),
+                    )
                     db.execute("COMMIT")
                 except BaseException:
                     db.execute("ROLLBACK")
@@ -288,11 +298,6 @@ class ResultCache:
                 self._new_fingerprints.clear()
             except sqlite3.Error as exc:
                 raise OSError(f"{self.path}: {exc}") from exc
-
-    def _insert_fingerprints(self, db: sqlite3.Connection) -> None:
-        db.executemany(
-            "INSERT OR REPLACE INTO fingerprints VALUES (?, ?)", self._new_fingerprints.items()
-        )
 
     def get_or_compute(
         self,
@@ -342,29 +347,17 @@ class ResultCache:
         """Store a whole run's entry, with the content hashes computed meanwhile, keeping the
         `keep` newest entries; `OSError` when the store cannot be written. The table is made
         here, so a store that is only read (a shared read-only cache) never needs a write."""
-        with self._lock:
-            try:
-                db = self._connect(create=True)
-                assert db is not None
-                db.execute("BEGIN IMMEDIATE")
-                try:
-                    db.execute(_RUNS)
-                    db.execute(
-                        "INSERT OR REPLACE INTO runs VALUES (?, ?, ?)", (key, entry, time.time())
-                    )
-                    db.execute(
-                        "DELETE FROM runs WHERE key NOT IN "
-                        "(SELECT key FROM runs ORDER BY written DESC LIMIT ?)",
-                        (keep,),
-                    )
-                    self._insert_fingerprints(db)
-                    db.execute("COMMIT")
-                except BaseException:
-                    db.execute("ROLLBACK")
-                    raise
-                self._new_fingerprints.clear()
-            except sqlite3.Error as exc:
-                raise OSError(f"{self.path}: {exc}") from exc
+
+        def write(db: sqlite3.Connection) -> None:
+            db.execute(_RUNS)
+            db.execute("INSERT OR REPLACE INTO runs VALUES (?, ?, ?)", (key, entry, time.time()))
+            db.execute(
+                "DELETE FROM runs WHERE key NOT IN "
+                "(SELECT key FROM runs ORDER BY written DESC LIMIT ?)",
+                (keep,),
+            )
+
+        self._transaction(write)
 
     def _fingerprint(self, path: str | Path) -> str:
         """`database_fingerprint`, looked up in the store (by the file's identity) before the

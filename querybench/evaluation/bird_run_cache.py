@@ -8,7 +8,8 @@ three and of the code: the source bytes of `SCORER_MODULES` (read from disk, nev
 SQLite's build and the result byte cap. The databases are checked on every lookup: the entry
 lists each database the run looked at, with its content hash as the result cache keys it
 (`ResultCache.fingerprint`: the file's identity, else its bytes), or as absent; one that
-differs now, or has appeared or gone, makes the entry a miss.
+differs now, or has appeared or gone, makes the entry a miss. The hashes are taken before the
+run and must still hold after it, so a database edited while it was read is never recorded.
 
 Only a run whose every outcome the result cache would serve is stored: no timeout, cap, crash
 or other failure of the moment, no query that may read the clock or a random draw
@@ -24,7 +25,6 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import importlib.util
 import json
 import os
 from collections.abc import Collection, Iterable, Mapping, Sequence
@@ -34,6 +34,7 @@ from querybench.engines.base import Result, max_result_bytes
 from querybench.engines.cache import ResultCache, sqlite_build, warn_unusable
 from querybench.engines.cache_values import storable_error, volatile
 from querybench.errors import EngineError
+from querybench.evaluation.kept_entries import add_sources, sealed, unsealed
 from querybench.evaluation.record import InstanceResult
 
 # The modules whose code decides a BIRD verdict; `tests/test_bird_run_cache.py` holds this to
@@ -52,12 +53,12 @@ SCORER_MODULES = tuple(
         "evaluation.prediction_file",
         "evaluation.record",
         "evaluation.row_keys",
+        "evaluation.kept_entries",
         "evaluation.sql_extract",
         "evaluation.verdict",
     )
 )
 MAX_ENTRIES = 64
-_DIGEST = 32
 _OFF = ("0", "off", "no")
 
 
@@ -66,17 +67,7 @@ def scorer_identity() -> bytes | None:
     """sha256 of the scorer modules' source; None when one cannot be read (then nothing is
     stored or looked up)."""
     digest = hashlib.sha256()
-    for name in SCORER_MODULES:
-        spec = importlib.util.find_spec(name)
-        if spec is None or spec.origin is None:
-            return None
-        try:
-            source = Path(spec.origin).read_bytes()
-        except OSError:
-            return None
-        digest.update(f"{name} {len(source)}\n".encode())
-        digest.update(source)
-    return digest.digest()
+    return digest.digest() if add_sources(digest, SCORER_MODULES) else None
 
 
 def run_key(
@@ -107,13 +98,10 @@ def lookup(key: str, cache: ResultCache) -> list[InstanceResult] | None:
     entry = cache.get_run(key)
     if entry is None:
         return None
-    payload = entry[_DIGEST:]
-    if hashlib.sha256(payload).digest() != entry[:_DIGEST]:
+    data = unsealed(entry, key)
+    if data is None:
         return None
     try:
-        data = json.loads(payload)
-        if data["key"] != key:
-            return None
         stored = {str(where): fingerprint for where, fingerprint in data["databases"]}
         if database_contents(stored, cache) != stored:
             return None
@@ -145,15 +133,10 @@ def remember(
         return
     if any(fp is None and Path(where).is_file() for where, fp in contents.items()):
         return  # present but unreadable: its outcomes were not the cache's to decide
-    payload = json.dumps(
-        {
-            "key": key,
-            "databases": sorted(contents.items()),
-            "results": [r.to_json() for r in results],
-        }
-    ).encode()
+    results_json = [r.to_json() for r in results]
+    entry = sealed(key, {"databases": sorted(contents.items()), "results": results_json})
     try:
-        cache.put_run(key, hashlib.sha256(payload).digest() + payload, keep=MAX_ENTRIES)
+        cache.put_run(key, entry, keep=MAX_ENTRIES)
     except OSError as exc:
         import logging
 
