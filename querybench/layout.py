@@ -34,6 +34,10 @@ _BIRD_DEV_DATABASES = (
     "bird/database",
     "bird",  # flat, as this project's data folder keeps dev
 )
+# BIRD's difficulty levels, in the order of the official tables (here, where the eval's summary
+# reads them without importing the task loaders).
+BIRD_DIFFICULTIES = ("simple", "moderate", "challenging")
+
 BIRD_PATHS: dict[str, BirdPaths] = {
     "bird": BirdPaths(("bird/dev.json", "bird/dev/dev.json"), _BIRD_DEV_DATABASES),
     "bird-dev-20251106": BirdPaths(  # the revised questions are over dev's databases

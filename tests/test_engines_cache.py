@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import pickle
@@ -196,6 +197,58 @@ def test_a_store_that_is_not_a_database_is_set_aside(
     assert cache.get_or_compute(sqlite_db, "SELECT 1", compute).result is not None
     assert ResultCache(cache.directory.parent).get(sqlite_db, "SELECT 1") is not None
     assert (cache.directory / "store.sqlite3.damaged").read_bytes().startswith(b"not a database")
+
+
+def _journal_mode(path: Path) -> str:
+    with contextlib.closing(sqlite3.connect(path)) as db:
+        return str(db.execute("PRAGMA journal_mode").fetchone()[0])
+
+
+def _rows(cache: ResultCache, database: Path, sql: str) -> object:
+    found = cache.get(database, sql)
+    return None if found is None else found.rows
+
+
+def test_a_new_store_is_put_in_place_whole(cache: ResultCache, sqlite_db: Path) -> None:
+    # Made aside without syncs and linked to its name: no private file left, WAL mode, the
+    # tables there, what was written read back by another cache.
+    cache.put(sqlite_db, "SELECT 1", Result(("x",), [(1,)]))
+    assert [p.name for p in cache.directory.iterdir() if p.name.startswith(".")] == []
+    assert _journal_mode(cache.path) == "wal"
+    assert _rows(ResultCache(cache.directory.parent), sqlite_db, "SELECT 1") == [(1,)]
+
+
+def test_a_store_another_process_linked_first_is_kept(
+    cache: ResultCache, sqlite_db: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    other = ResultCache(tmp_path / "other")
+    other.put(sqlite_db, "SELECT 2", Result(("x",), [(2,)]))
+    other.close()
+    real_link = os.link
+
+    def raced(source: str | Path, target: str | Path) -> None:
+        shutil.copy(other.path, target)  # the other process links its store first
+        real_link(source, target)
+
+    monkeypatch.setattr(os, "link", raced)
+    cache.put(sqlite_db, "SELECT 1", Result(("x",), [(1,)]))
+    fresh = ResultCache(cache.directory.parent)
+    assert _rows(fresh, sqlite_db, "SELECT 2") == [(2,)]  # theirs, kept
+    assert _rows(fresh, sqlite_db, "SELECT 1") == [(1,)]  # and ours, added
+    assert [p.name for p in cache.directory.iterdir() if p.name.startswith(".")] == []
+
+
+def test_where_links_cannot_be_made_sqlite_makes_the_store(
+    cache: ResultCache, sqlite_db: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def refuse(source: str | Path, target: str | Path) -> None:
+        raise PermissionError(1, "Operation not permitted")
+
+    monkeypatch.setattr(os, "link", refuse)
+    cache.put(sqlite_db, "SELECT 1", Result(("x",), [(1,)]))
+    assert _journal_mode(cache.path) == "wal"
+    assert _rows(ResultCache(cache.directory.parent), sqlite_db, "SELECT 1") == [(1,)]
+    assert [p.name for p in cache.directory.iterdir() if p.name.startswith(".")] == []
 
 
 def _put_in_a_child(directory: str, database: str, start: int) -> None:

@@ -163,3 +163,18 @@ def test_the_checks_can_fail() -> None:
     layered = {"querybench.tasks.x": {"querybench.evaluation.y"}, "querybench.evaluation.y": set()}
     assert _layer_graph(layered) == {"tasks": {"evaluation"}, "evaluation": set()}
     assert _rank("evaluation") > _rank("tasks")
+
+
+def evaluation_modules_reached(start: str) -> set[str]:
+    """`start` and every `querybench.evaluation` module it reaches through evaluation modules:
+    what a kept verdict's code identity must hash (`verdict_cache`, `bird_run_cache`)."""
+    graph = import_graph()
+    reached: set[str] = set()
+    todo = [start]
+    while todo:
+        module = todo.pop()
+        if module in reached:
+            continue
+        reached.add(module)
+        todo += [m for m in graph.get(module, ()) if m.startswith("querybench.evaluation.")]
+    return reached

@@ -13,6 +13,8 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from querybench.engines.base import Result
 from querybench.engines.cache import ResultCache
@@ -226,8 +228,33 @@ def test_another_sqlite_build_of_one_version_is_another_key(
     before = cache.key(database, "SELECT sqrt(4)")
     options = [o for o in cache_module._sqlite_compile_options() if "MATH" not in o]
     monkeypatch.setattr(cache_module, "_sqlite_compile_options", lambda: options)
-    cache_module._sqlite_build.cache_clear()
+    cache_module.sqlite_build.cache_clear()
     try:
         assert ResultCache(tmp_path / "cache").key(database, "SELECT sqrt(4)") != before
     finally:
-        cache_module._sqlite_build.cache_clear()
+        cache_module.sqlite_build.cache_clear()
+
+
+_FRAGMENTS = [
+    *("random", "uuid (", "uuid(", "current_date", "current_setting", "transaction_timestamp"),
+    *("now", "today", "localtime", "utc", "pragma", "database_list", "duckdb_settings"),
+    *(" ", "_", "(", "'", "x", "SELECT ", "1", "\u017f", "\u212a", "\u0130", "\u00e9", "\t"),
+]
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.lists(
+        st.one_of(
+            st.sampled_from(_FRAGMENTS).flatmap(
+                lambda f: st.sampled_from([f, f.upper(), f.title(), f.swapcase()])
+            ),
+            st.text(max_size=4),
+        ),
+        max_size=8,
+    ).map("".join)
+)
+def test_the_quick_volatile_check_says_what_the_regex_says(sql: str) -> None:
+    from querybench.engines.cache_values import _VOLATILE
+
+    assert volatile(sql) is (_VOLATILE.search(sql) is not None)

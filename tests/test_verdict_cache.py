@@ -19,7 +19,7 @@ from querybench.evaluation import csv_cache, spider2_strict, verdict_cache
 from querybench.evaluation.record import InstanceResult
 from querybench.evaluation.spider2_eval import Scoring, evaluate_spider2
 from querybench.evaluation.spider2_gold import Spider2Gold
-from tests.test_import_graph import import_graph
+from tests.test_import_graph import evaluation_modules_reached
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -220,14 +220,7 @@ def test_a_changed_scorer_source_or_library_is_a_new_key(
 
 def test_the_scorer_modules_cover_what_scoring_imports() -> None:
     """Every evaluation module the exec_result scoring reaches (and `errors`) is hashed."""
-    graph = import_graph()
-    reached, todo = set(), ["querybench.evaluation.spider2_eval"]
-    while todo:
-        module = todo.pop()
-        if module in reached:
-            continue
-        reached.add(module)
-        todo += [m for m in graph.get(module, ()) if m.startswith("querybench.evaluation.")]
+    reached = evaluation_modules_reached("querybench.evaluation.spider2_eval")
     reached |= {"querybench.errors"}
     assert reached - set(verdict_cache.SCORER_MODULES) == set()
 

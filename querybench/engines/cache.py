@@ -20,6 +20,9 @@ store that is not a database at all, is a miss (the store is set aside and start
 
 The content hash of a database file is remembered in the store too, by the file's identity
 (device, inode, size, mtime and ctime in ns): a warm run does not read every database again.
+So are whole BIRD runs (`get_run` / `put_run`, `evaluation/bird_run_cache.py`), in a table the
+first such write makes, through the same connection as the run's outcomes: a cold run creates
+and syncs one file.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ import os
 import pickle
 import sqlite3
 import threading
+import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -69,6 +73,11 @@ _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS results (key TEXT PRIMARY KEY, value BLOB NOT NULL) WITHOUT ROWID;"
     "CREATE TABLE IF NOT EXISTS fingerprints (identity TEXT PRIMARY KEY, sha256 TEXT NOT NULL)"
     " WITHOUT ROWID;"
+)
+# Whole runs' entries (`evaluation/bird_run_cache.py`), the table made by their first write.
+_RUNS = (
+    "CREATE TABLE IF NOT EXISTS runs"
+    " (key TEXT PRIMARY KEY, entry BLOB NOT NULL, written REAL NOT NULL) WITHOUT ROWID"
 )
 _KEYS_PER_SELECT = 500  # below SQLite's oldest bound on bound parameters (999)
 
@@ -264,13 +273,20 @@ class ResultCache:
     def _write(self, rows: list[tuple[str, bytes]]) -> None:
         if not rows and not self._new_fingerprints:
             return
+        self._transaction(
+            lambda db: db.executemany("INSERT OR REPLACE INTO results VALUES (?, ?)", rows)
+        )
+
+    def _transaction(self, write: Callable[[sqlite3.Connection], object]) -> None:
+        """`write`, then the content hashes computed since the last write, in one transaction
+        (the store made first if need be); `OSError` when the store cannot be written."""
         with self._lock:
             try:
                 db = self._connect(create=True)
                 assert db is not None
                 db.execute("BEGIN IMMEDIATE")
                 try:
-                    db.executemany("INSERT OR REPLACE INTO results VALUES (?, ?)", rows)
+                    write(db)
                     db.executemany(
                         "INSERT OR REPLACE INTO fingerprints VALUES (?, ?)",
                         self._new_fingerprints.items(),
@@ -316,6 +332,32 @@ class ResultCache:
             if self._db is not None and self._pid == os.getpid():
                 self._db.close()
             self._db = None
+
+    def fingerprint(self, path: str | Path) -> str:
+        """The content hash a database file's keys are made of (see `_fingerprint`)."""
+        return self._fingerprint(path)
+
+    def get_run(self, key: str) -> bytes | None:
+        """The entry of a whole run (`evaluation/bird_run_cache.py`), if the store has one."""
+        found = self._select("SELECT key, entry FROM runs WHERE key IN", [key])
+        value = found.get(key)
+        return value if isinstance(value, bytes) else None
+
+    def put_run(self, key: str, entry: bytes, *, keep: int) -> None:
+        """Store a whole run's entry, with the content hashes computed meanwhile, keeping the
+        `keep` newest entries; `OSError` when the store cannot be written. The table is made
+        here, so a store that is only read (a shared read-only cache) never needs a write."""
+
+        def write(db: sqlite3.Connection) -> None:
+            db.execute(_RUNS)
+            db.execute("INSERT OR REPLACE INTO runs VALUES (?, ?, ?)", (key, entry, time.time()))
+            db.execute(
+                "DELETE FROM runs WHERE key NOT IN "
+                "(SELECT key FROM runs ORDER BY written DESC LIMIT ?)",
+                (keep,),
+            )
+
+        self._transaction(write)
 
     def _fingerprint(self, path: str | Path) -> str:
         """`database_fingerprint`, looked up in the store (by the file's identity) before the
@@ -387,6 +429,8 @@ class ResultCache:
 
 
 def _open_store(path: Path) -> sqlite3.Connection:
+    if not path.exists():
+        _create_store(path)
     db = sqlite3.connect(path, timeout=60.0, isolation_level=None, check_same_thread=False)
     try:
         db.execute("PRAGMA journal_mode=WAL")
@@ -398,16 +442,39 @@ def _open_store(path: Path) -> sqlite3.Connection:
     return db
 
 
+def _create_store(path: Path) -> None:
+    """An empty store in WAL mode put at `path` whole: made in a private file with no journal
+    and no sync, then linked to its name (a store another process linked first is kept).
+    SQLite making it in place syncs a rollback journal, the folder and the file, four
+    fdatasyncs (10-30 ms on a VM disk) before a cold run's first write. Nothing is lost to a
+    crash: the first write's checkpoint syncs the file and the folder, and a file left
+    unreadable is set aside as damaged, as any other. Where links cannot be made, SQLite
+    makes the store itself."""
+    partial = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.new")
+    try:
+        with contextlib.closing(sqlite3.connect(partial, isolation_level=None)) as db:
+            db.execute("PRAGMA journal_mode=OFF")
+            db.execute("PRAGMA synchronous=OFF")
+            db.executescript(_SCHEMA)
+            db.execute("PRAGMA journal_mode=WAL")
+        os.link(partial, path)
+    except (OSError, sqlite3.Error):  # linked first by another, or no links here
+        pass
+    finally:
+        with contextlib.suppress(OSError):
+            partial.unlink()
+
+
 def _driver_version(kind: str) -> str:
     if kind == "sqlite":
-        return _sqlite_build()
+        return sqlite_build()
     import duckdb
 
     return str(duckdb.__version__)
 
 
 @functools.cache
-def _sqlite_build() -> str:
+def sqlite_build() -> str:
     """SQLite's version and a digest of its compile options: two builds of one version (a
     system Python's, conda's) differ in the functions they have (math, JSON), so in what a
     query returns or whether it fails (`no such function: sqrt`)."""

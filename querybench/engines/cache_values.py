@@ -58,6 +58,22 @@ _VOLATILE = re.compile(
     r"|\bnow\b|\btoday\b|localtime|\butc\b|pragma|database_list|duckdb_",
     re.I,
 )
+# A literal every alternative of `_VOLATILE` holds: ASCII text holding none of them (lowercased)
+# cannot match, found with `in` at C speed (the case-blind regex costs 25 us a query, 40 ms a
+# BIRD run, and it is asked of every query a few times over).
+_VOLATILE_WORDS = (
+    "random",
+    "uuid",
+    "current_",
+    "transaction_timestamp",
+    "now",
+    "today",
+    "localtime",
+    "utc",
+    "pragma",
+    "database_list",
+    "duckdb_",
+)
 _SAFE_GLOBALS = frozenset(
     {
         ("decimal", "Decimal"),
@@ -102,6 +118,10 @@ def volatile(sql: str) -> bool:
     """Whether `sql` may read the clock, the time zone, a random draw, the file's path or the
     engine's settings (a word of those in a name or a string is taken for one too: it only
     costs running the query again)."""
+    if sql.isascii():  # beyond ASCII, case-blind matching is more than `lower`: the regex alone
+        lowered = sql.lower()
+        if not any(word in lowered for word in _VOLATILE_WORDS):
+            return False
     return _VOLATILE.search(sql) is not None
 
 

@@ -29,8 +29,10 @@ from types import MappingProxyType
 from typing import Any
 
 from querybench.engines.base import Result
+from querybench.engines.cache import ResultCache
 from querybench.engines.registry import EngineKind, spec_for_scheme
 from querybench.errors import DataError, EngineError
+from querybench.evaluation import bird_run_cache
 from querybench.evaluation.bird_metrics import (
     BirdMetric,
     TimedPair,
@@ -257,7 +259,11 @@ def parse_bird_prediction(value: object) -> BirdPrediction:
 
 def load_bird_questions(path: str | Path) -> list[BirdQuestion]:
     """The questions file (BIRD `dev.json` layout): a list of objects with db_id and SQL."""
-    data = _read_json(path, "questions")
+    return _questions(_read_text(path, "questions"), path)
+
+
+def _questions(text: str, path: str | Path) -> list[BirdQuestion]:
+    data = _parsed(text, path, "questions")
     if not isinstance(data, list):
         raise DataError(f"{path}: expected a JSON list of questions, got {type(data).__name__}")
     questions = []
@@ -318,7 +324,11 @@ def predictions_by_question(
 def load_bird_predictions(path: str | Path) -> dict[str, object]:
     """The official predictions JSON: an object mapping question_id (or position, see
     `predictions_by_question`) to a prediction string."""
-    data = _read_json(path, "predictions")
+    return _predictions(_read_text(path, "predictions"), path)
+
+
+def _predictions(text: str, path: str | Path) -> dict[str, object]:
+    data = _parsed(text, path, "predictions")
     if not isinstance(data, dict):
         raise DataError(
             f"{path}: expected a JSON object {{question_id: prediction}}, got {type(data).__name__}"
@@ -326,8 +336,11 @@ def load_bird_predictions(path: str | Path) -> dict[str, object]:
     return {str(key): value for key, value in data.items()}
 
 
-def _read_json(path: str | Path, what: str) -> Any:
-    text = whole_file_text(Path(path), what)  # not a FIFO or a device, bounded
+def _read_text(path: str | Path, what: str) -> str:
+    return whole_file_text(Path(path), what)  # not a FIFO or a device, bounded
+
+
+def _parsed(text: str, path: str | Path, what: str) -> Any:
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
@@ -366,79 +379,117 @@ def evaluate_bird(
     depend on the machine's load. `instance_ids` scores only those questions (a shard);
     `_on_query` is a progress tick after each query.
     """
-    listed = load_bird_questions(questions)
-    predicted = predictions_by_question(load_bird_predictions(predictions), listed)
-    if instance_ids is not None:
-        wanted = set(instance_ids)
-        listed = [q for q in listed if q.question_id in wanted]
-    rejected: dict[str, Verdict] = {}
-    gold_jobs: dict[str, tuple[str | Path, str]] = {}
-    pred_jobs: dict[str, tuple[str | Path, str]] = {}
-    databases: dict[str, tuple[str | Path, bool]] = {}  # db_id -> (where, present): one stat each
-    for q in listed:
-        if q.db_id not in databases:
-            where = bird_database(q.db_id, db_dir, db_url)
-            databases[q.db_id] = (where, not isinstance(where, Path) or where.is_file())
-        database, present = databases[q.db_id]
-        if not present:
-            rejected[q.question_id] = Verdict.fail(
-                ENGINE_UNAVAILABLE, f"database not found: {database}"
-            )
-            continue
-        gold_jobs[q.question_id] = (database, q.gold_sql)
-        prediction = _read_prediction(q, predicted)
-        if isinstance(prediction, Verdict):
-            rejected[q.question_id] = prediction
-        elif prediction.sql is not None:
-            pred_jobs[q.question_id] = (database, prediction.sql)
-    gold, pred = run_gold_and_predictions(
-        gold_jobs,
-        pred_jobs,
-        timeout=timeout,
-        workers=workers,
-        cache_dir=cache_dir,
-        on_query=_on_query,
-    )
-    verdicts = {
-        q.question_id: rejected.get(q.question_id)
-        or bird_verdict(_ran(gold.get(q.question_id)), pred.get(q.question_id))
-        for q in listed
-    }
-    rewards: dict[str, float] = {}
-    if BirdMetric.R_VES in metrics:
-        matched = [
-            TimedPair(
-                q.question_id, pred_jobs[q.question_id][0], pred_jobs[q.question_id][1], q.gold_sql
-            )
-            for q in listed
-            if verdicts[q.question_id].score == 1.0
-        ]
-        rewards = measure_rewards(
-            matched,
-            repeats=ves_repeats,
+    questions_text = _read_text(questions, "questions")
+    try:
+        predictions_text = _read_text(predictions, "predictions")
+    except DataError:
+        _questions(questions_text, questions)  # a malformed questions file is said first
+        raise
+    memo = None
+    if db_url is None and BirdMetric.R_VES not in metrics:
+        memo = bird_run_cache.run_key(
+            questions_text,
+            predictions_text,
+            db_dir=db_dir,
+            metrics=[str(m) for m in metrics],
+            instance_ids=instance_ids,
+        )
+    cache = ResultCache(cache_dir)  # one connection: the run's lookup, its outcomes, its entry
+    try:
+        if memo is not None and (known := bird_run_cache.lookup(memo, cache)) is not None:
+            for result in known:
+                if on_result is not None:
+                    on_result(result)
+            return known
+        listed = _questions(questions_text, questions)
+        predicted = predictions_by_question(_predictions(predictions_text, predictions), listed)
+        if instance_ids is not None:
+            wanted = set(instance_ids)
+            listed = [q for q in listed if q.question_id in wanted]
+        rejected: dict[str, Verdict] = {}
+        gold_jobs: dict[str, tuple[str | Path, str]] = {}
+        pred_jobs: dict[str, tuple[str | Path, str]] = {}
+        # db_id -> (where, present): one stat each
+        databases: dict[str, tuple[str | Path, bool]] = {}
+        for q in listed:
+            if q.db_id not in databases:
+                where = bird_database(q.db_id, db_dir, db_url)
+                databases[q.db_id] = (where, not isinstance(where, Path) or where.is_file())
+            database, present = databases[q.db_id]
+            if not present:
+                rejected[q.question_id] = Verdict.fail(
+                    ENGINE_UNAVAILABLE, f"database not found: {database}"
+                )
+                continue
+            gold_jobs[q.question_id] = (database, q.gold_sql)
+            prediction = _read_prediction(q, predicted)
+            if isinstance(prediction, Verdict):
+                rejected[q.question_id] = prediction
+            elif prediction.sql is not None:
+                pred_jobs[q.question_id] = (database, prediction.sql)
+        contents = None
+        if memo is not None:  # before the run: its results are of this content
+            files = [database for database, _ in databases.values()]
+            contents = bird_run_cache.database_contents(files, cache)
+        gold, pred = run_gold_and_predictions(
+            gold_jobs,
+            pred_jobs,
             timeout=timeout,
             workers=workers,
-            clock=clock,
-            on_pair=_on_query,
+            cache=cache,
+            on_query=_on_query,
         )
-    engine = bird_dialect(db_url)
-    results = []
-    for q in listed:
-        g, p = gold.get(q.question_id), pred.get(q.question_id)
-        values = bird_metrics(g, p)
-        if g is None:  # the database is missing: the gold could not run either
-            values["gold_error"] = 1.0
-            values["error"] = 0.0
-        if BirdMetric.SOFT_F1 in metrics:
-            values["soft_f1"] = (
-                soft_f1(p.rows, g.rows) if isinstance(g, Result) and isinstance(p, Result) else 0.0
-            )
+        verdicts = {
+            q.question_id: rejected.get(q.question_id)
+            or bird_verdict(_ran(gold.get(q.question_id)), pred.get(q.question_id))
+            for q in listed
+        }
+        rewards: dict[str, float] = {}
         if BirdMetric.R_VES in metrics:
-            values["r_ves"] = r_ves_value(rewards.get(q.question_id, 0.0))
-        results.append(_instance(q, verdicts[q.question_id], values, engine))
-        if on_result is not None:
-            on_result(results[-1])
-    return results
+            matched = [
+                TimedPair(
+                    q.question_id,
+                    pred_jobs[q.question_id][0],
+                    pred_jobs[q.question_id][1],
+                    q.gold_sql,
+                )
+                for q in listed
+                if verdicts[q.question_id].score == 1.0
+            ]
+            rewards = measure_rewards(
+                matched,
+                repeats=ves_repeats,
+                timeout=timeout,
+                workers=workers,
+                clock=clock,
+                on_pair=_on_query,
+            )
+        engine = bird_dialect(db_url)
+        results = []
+        for q in listed:
+            g, p = gold.get(q.question_id), pred.get(q.question_id)
+            values = bird_metrics(g, p)
+            if g is None:  # the database is missing: the gold could not run either
+                values["gold_error"] = 1.0
+                values["error"] = 0.0
+            if BirdMetric.SOFT_F1 in metrics:
+                values["soft_f1"] = (
+                    soft_f1(p.rows, g.rows)
+                    if isinstance(g, Result) and isinstance(p, Result)
+                    else 0.0
+                )
+            if BirdMetric.R_VES in metrics:
+                values["r_ves"] = r_ves_value(rewards.get(q.question_id, 0.0))
+            results.append(_instance(q, verdicts[q.question_id], values, engine))
+            if on_result is not None:
+                on_result(results[-1])
+        jobs = [*gold_jobs.values(), *pred_jobs.values()]
+        outcomes = [*gold.values(), *pred.values()]
+        if memo is not None and contents is not None and bird_run_cache.storable(jobs, outcomes):
+            bird_run_cache.remember(memo, contents, results, cache)
+        return results
+    finally:
+        cache.close()
 
 
 def bird_database(db_id: str, db_dir: str | Path, db_url: str | None) -> str | Path:

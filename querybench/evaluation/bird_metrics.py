@@ -19,7 +19,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from querybench.tasks.bird import DIFFICULTIES
+from querybench.layout import BIRD_DIFFICULTIES as DIFFICULTIES
 
 if TYPE_CHECKING:
     from querybench.engines.base import Engine

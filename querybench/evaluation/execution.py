@@ -31,6 +31,7 @@ def run_gold_and_predictions(
     timeout: float | None,
     workers: int,
     cache_dir: str | Path | None = None,
+    cache: ResultCache | None = None,
     on_query: Callable[[], None] | None = None,
 ) -> tuple[Outcomes, Outcomes]:
     """Run gold and prediction jobs on one pool; the outcome of each, by key.
@@ -43,11 +44,15 @@ def run_gold_and_predictions(
     that is its gold's very text shares the gold's outcome, as running it again would return
     the same rows. The one exception is a result holding a float NaN, which equals no other
     NaN: the official scripts run the two queries apart and find them different, so such a
-    prediction gets rows of its own. `on_query` is called after each query that ran.
+    prediction gets rows of its own. `cache`, an open result cache, is used instead of
+    `cache_dir`'s and left open (its caller writes more through the same connection).
+    `on_query` is called after each query that ran.
     """
     from querybench.engines.cache import ResultCache
 
-    cache = ResultCache(cache_dir)
+    owned = cache is None
+    if cache is None:
+        cache = ResultCache(cache_dir)
     try:
         gold_queries = {key: _query(job) for key, job in gold_jobs.items()}
         pred_queries = {key: _query(job) for key, job in pred_jobs.items()}
@@ -73,7 +78,8 @@ def run_gold_and_predictions(
             _run([q for q in again if q not in fresh], timeout, workers, on_query, fresh)
             pred |= {key: fresh[query] for key, query in pred_queries.items() if query in fresh}
     finally:
-        cache.close()
+        if owned:
+            cache.close()
     return gold, pred
 
 

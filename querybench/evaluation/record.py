@@ -6,7 +6,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from querybench.errors import DataError, ErrorCode
 from querybench.evaluation.detail import VerdictDetail
+
+_CODES = {code.value: code for code in ErrorCode}
 
 
 @dataclass(frozen=True)
@@ -41,6 +44,31 @@ class InstanceResult:
         else:
             out["detail"] = self.detail.to_json()
         return out
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> InstanceResult:
+        """The inverse of `to_json` (a known error code as its `ErrorCode`, as scoring made
+        it); `DataError` when `data` is not one."""
+        try:
+            error = data.get("error")
+            return cls(
+                instance_id=str(data["instance_id"]),
+                score=float(data["score"]),
+                error=_CODES.get(error, error) if isinstance(error, str) else error,
+                message=data.get("message"),
+                official_score=_float_or_none(data.get("official_score")),
+                strict_score=_float_or_none(data.get("strict_score")),
+                difficulty=data.get("difficulty"),
+                engine=data.get("engine"),
+                metrics={str(k): float(v) for k, v in (data.get("metrics") or {}).items()},
+                detail=VerdictDetail.from_json(data["detail"]) if "detail" in data else None,
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise DataError(f"not a scored instance ({exc}): {str(data)[:120]}") from exc
+
+
+def _float_or_none(value: Any) -> float | None:
+    return None if value is None else float(value)
 
 
 # What every evaluator calls once per scored instance (progress, streaming to a file).

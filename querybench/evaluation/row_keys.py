@@ -11,14 +11,17 @@ can steer. Verdicts stay those of the plain comparison; only its cost is bounded
 
 from __future__ import annotations
 
+import functools
 import math
 from collections import Counter
 from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass
-from decimal import Decimal
-from fractions import Fraction
-from typing import Any
-from uuid import UUID
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from decimal import Decimal
+    from fractions import Fraction
+    from uuid import UUID
 
 Row = tuple[Any, ...]
 
@@ -37,14 +40,26 @@ class _Key:
     text: str
 
 
+@functools.cache
+def _exact_types() -> tuple[type[Decimal], type[Fraction], type[UUID]]:
+    """Imported at the first crowded result: `decimal`, `fractions` and `uuid` are 5 ms of
+    every eval's start-up, and almost no result needs them."""
+    from decimal import Decimal
+    from fractions import Fraction
+    from uuid import UUID
+
+    return Decimal, Fraction, UUID
+
+
 def cell_key(value: Any) -> Any:
     """A hashable stand-in for `value`, equal to another's exactly when the values are equal,
     whose hash a chosen value cannot steer. Text, bytes, NULL, NaN and dates stay themselves
     (their hashes are salted, or their own identity)."""
     if isinstance(value, int):  # bool too: True == 1
         return _Key("n", f"{value:x}/1")
-    if isinstance(value, float | Decimal | Fraction):
-        if isinstance(value, Decimal) and not value.is_finite():
+    decimal, fraction, uuid = _exact_types()
+    if isinstance(value, float | decimal | fraction):
+        if isinstance(value, decimal) and not value.is_finite():
             if value.is_nan():  # equals nothing but itself, as the cell itself does
                 return value
             return _Key("n", "-inf" if value.is_signed() else "inf")
@@ -56,7 +71,7 @@ def cell_key(value: Any) -> Any:
         if value.imag == 0:
             return cell_key(value.real)
         return _Key("complex", f"{cell_key(value.real)}|{cell_key(value.imag)}")
-    if isinstance(value, UUID):  # hashed as its 128-bit integer
+    if isinstance(value, uuid):  # hashed as its 128-bit integer
         return _Key("uuid", value.hex)
     return value
 

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import importlib.util
 import json
 import logging
 import os
@@ -43,6 +42,7 @@ from typing import Any
 from querybench.engines.cache import default_cache_dir, warn_unusable
 from querybench.evaluation import prediction_file
 from querybench.evaluation.detail import VerdictDetail
+from querybench.evaluation.kept_entries import add_sources, sealed, unsealed
 from querybench.evaluation.spider2_verdicts import Verdicts
 from querybench.evaluation.verdict import SCORER_ERROR, TOO_LARGE, ErrorCode, Verdict
 from querybench.tasks.spider2_gold import EvalSpec
@@ -63,6 +63,7 @@ SCORER_MODULES = tuple(
         "evaluation.prediction_file",
         "evaluation.record",
         "evaluation.result_csv",
+        "evaluation.kept_entries",
         "evaluation.spider2",
         "evaluation.spider2_eval",
         "evaluation.spider2_gold",
@@ -76,7 +77,6 @@ SCORER_MODULES = tuple(
 LIBRARIES = ("numpy", "pandas", "pyarrow")
 WRITE_BATCH = 256
 MAX_STORE_BYTES = 256 << 20
-_DIGEST = 32
 _OFF = ("0", "off", "no")
 _NOT_KEPT = (SCORER_ERROR, TOO_LARGE)  # what an exception of the moment may have made
 
@@ -99,16 +99,8 @@ def scorer_identity() -> bytes | None:
     from importlib import metadata  # 10 ms: only once a verdict is looked up
 
     digest = hashlib.sha256()
-    for name in SCORER_MODULES:
-        spec = importlib.util.find_spec(name)
-        if spec is None or spec.origin is None:
-            return None
-        try:
-            source = Path(spec.origin).read_bytes()
-        except OSError:
-            return None
-        digest.update(f"{name} {len(source)}\n".encode())
-        digest.update(source)
+    if not add_sources(digest, SCORER_MODULES):
+        return None
     for library in LIBRARIES:
         try:
             version = metadata.version(library)
@@ -204,20 +196,16 @@ def _verdict(fields: Any) -> Verdict:
 
 
 def _encoded(key: str, verdicts: Verdicts) -> bytes:
-    payload = json.dumps(
-        {"key": key, "verdicts": [_verdict_json(verdicts.official), _verdict_json(verdicts.strict)]}
-    ).encode()
-    return hashlib.sha256(payload).digest() + payload
+    return sealed(
+        key, {"verdicts": [_verdict_json(verdicts.official), _verdict_json(verdicts.strict)]}
+    )
 
 
 def _decoded(entry: bytes, key: str) -> Verdicts | None:
-    payload = entry[_DIGEST:]
-    if hashlib.sha256(payload).digest() != entry[:_DIGEST]:
+    data = unsealed(entry, key)
+    if data is None:
         return None
     try:
-        data = json.loads(payload)
-        if data["key"] != key:
-            return None
         official, strict = data["verdicts"]
         return Verdicts(_verdict(official), _verdict(strict))
     except Exception:  # digest-checked, so only a foreign or older entry ends here

@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import Any
 
 from querybench.errors import DataError, ErrorCode
-from querybench.evaluation.detail import VerdictDetail
 from querybench.evaluation.record import InstanceResult
 from querybench.runs.store import InstanceRecord, RecordStore
 from querybench.runs.summary import SUMMARY, RunSummary
@@ -106,25 +105,7 @@ class RunData:
 
 def result_from_json(data: dict[str, Any]) -> InstanceResult:
     """The inverse of `InstanceResult.to_json`."""
-    try:
-        return InstanceResult(
-            instance_id=str(data["instance_id"]),
-            score=float(data["score"]),
-            error=data.get("error"),
-            message=data.get("message"),
-            official_score=_float_or_none(data.get("official_score")),
-            strict_score=_float_or_none(data.get("strict_score")),
-            difficulty=data.get("difficulty"),
-            engine=data.get("engine"),
-            metrics={str(k): float(v) for k, v in (data.get("metrics") or {}).items()},
-            detail=VerdictDetail.from_json(data["detail"]) if "detail" in data else None,
-        )
-    except (KeyError, TypeError, ValueError) as exc:
-        raise DataError(f"not a scored instance ({exc}): {str(data)[:120]}") from exc
-
-
-def _float_or_none(value: Any) -> float | None:
-    return None if value is None else float(value)
+    return InstanceResult.from_json(data)
 
 
 def read_results(path: Path) -> list[InstanceResult]:

@@ -16,7 +16,7 @@ from typing import Any
 from querybench.data import data_root, data_roots, find_data
 from querybench.engines.registry import EngineKind
 from querybench.errors import DataError
-from querybench.layout import BIRD_PATHS, task_file_candidates
+from querybench.layout import BIRD_DIFFICULTIES, BIRD_PATHS, task_file_candidates
 from querybench.tasks.input_files import (
     optional_str,
     read_json_array,
@@ -27,7 +27,7 @@ from querybench.tasks.input_files import (
 from querybench.tasks.model import GoldRef, Task
 from querybench.tasks.sql_functions import uses_dialect_functions
 
-DIFFICULTIES = ("simple", "moderate", "challenging")
+DIFFICULTIES = BIRD_DIFFICULTIES
 
 
 def bird_file(benchmark: str, bird_dir: Path) -> Path:
