@@ -134,7 +134,10 @@ def _run_while_small(
     with QueryProcess() as process:
         process.start()
         start = time.monotonic()
-        while done < len(queries) and (spent := time.monotonic() - start) < POOL_AFTER_S:
+        while done < len(queries):
+            spent = time.monotonic() - start
+            if done and spent >= POOL_AFTER_S:
+                break  # a started child always gets its first query, however loaded we are
             pace = spent / done if done else POOL_AFTER_S
             size = max(1, min(BATCH, int((POOL_AFTER_S - spent) / max(pace, 1e-6))))
             database = queries[done][0]
