@@ -48,9 +48,12 @@ def counting_query(seconds: float, database: Path) -> str:
         "SELECT count(*) FROM c"
     )
     n = 100_000
-    start = time.monotonic()
-    run_one(database, template.format(n=n), timeout=None)
-    took = max(time.monotonic() - start, 1e-3)
+    took = float("inf")
+    for _ in range(2):  # the first run also pays for its child's start: not the query's pace
+        start = time.monotonic()
+        run_one(database, template.format(n=n), timeout=None)
+        took = min(took, time.monotonic() - start)
+    took = max(took, 1e-3)
     return template.format(n=max(1, int(n * seconds / took)))
 
 
