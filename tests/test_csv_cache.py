@@ -397,7 +397,7 @@ def test_a_fork_writes_its_own_pending_entries_never_its_parent_s() -> None:
 
 
 def _key(data: bytes) -> str:
-    return hashlib.sha256(csv_cache._key_prefix() + data).hexdigest()
+    return csv_cache._key(hashlib.sha256(data).digest())
 
 
 def _parse_deferred(data: bytes) -> None:

@@ -4,6 +4,7 @@ an edit in place, a new eval config or scorer, a damaged store, concurrent runs.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import sqlite3
@@ -11,7 +12,7 @@ import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
@@ -74,9 +75,9 @@ def _count_parses(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     asked: list[str] = []
     parse = csv_cache.parse
 
-    def counted(data: Any, name: str, namespace: csv_cache.Namespace) -> Any:
+    def counted(data: Any, name: str, namespace: csv_cache.Namespace, digest: Any = None) -> Any:
         asked.append(name)
-        return parse(data, name, namespace)
+        return parse(data, name, namespace, digest)
 
     monkeypatch.setattr(csv_cache, "parse", counted)
     return asked
@@ -327,6 +328,49 @@ def test_switched_off_it_neither_reads_nor_writes(
     monkeypatch.setenv("QUERYBENCH_VERDICT_CACHE", "off")
     _score(gold, preds)
     assert not verdict_cache.store_path().exists()
+
+
+class _Hashed:
+    """hashlib.sha256, keeping every input it is given."""
+
+    inputs: ClassVar[list[bytes]] = []
+
+    def __init__(self, data: Any = b"") -> None:
+        self.inner = _SHA256(data)
+        _Hashed.inputs.append(bytes(data))
+
+    def update(self, data: Any) -> None:
+        self.inner.update(data)
+        _Hashed.inputs.append(bytes(data))
+
+    def digest(self) -> bytes:
+        return self.inner.digest()
+
+    def hexdigest(self) -> str:
+        return self.inner.hexdigest()
+
+
+_SHA256 = hashlib.sha256
+
+
+def test_a_cold_score_hashes_each_file_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The verdict key and the parsed-CSV keys share each file's sha256 (hashing 14 MB of
+    predictions twice was a cold run's waste)."""
+    gold, preds = tmp_path / "gold", tmp_path / "preds"
+    (gold / "exec_result").mkdir(parents=True)
+    preds.mkdir()
+    (gold / "spider2lite_eval.jsonl").write_text('{"instance_id": "local001", "toks": 10}\n')
+    gold_bytes, pred_bytes = b"gold_column\n11111\n", b"predicted_column\n22222\n"
+    (gold / "exec_result" / "local001.csv").write_bytes(gold_bytes)
+    (preds / "local001.csv").write_bytes(pred_bytes)
+    monkeypatch.setattr(_Hashed, "inputs", [])
+    monkeypatch.setattr(hashlib, "sha256", _Hashed)
+    (result,) = _score(gold, preds)
+    assert result.error == "wrong_result"
+    for data in (gold_bytes, pred_bytes):
+        assert sum(data in hashed for hashed in _Hashed.inputs) == 1
 
 
 def test_the_scorer_parses_the_gold_bytes_the_key_was_made_of(tmp_path: Path) -> None:

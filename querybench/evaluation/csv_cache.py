@@ -3,9 +3,9 @@ parses nothing.
 
 Parsing a Spider 2.0 result CSV the official way (`result_csv.read_result_csv`, pandas) costs
 two to three times what loading its parsed columns back costs. An entry's key is sha256 of the
-parser's identity (`result_csv.PARSER_VERSION`, the pandas and NumPy versions) and the file's
-bytes, hashed on every read: a file edited in place, or a new parser, is a new key, and no
-name or timestamp is trusted.
+parser's identity (`result_csv.PARSER_VERSION`, the pandas and NumPy versions) and the sha256
+of the file's bytes, hashed on every read (once: the verdict key is made of the same digest): a
+file edited in place, or a new parser, is a new key, and no name or timestamp is trusted.
 
 An entry is `MAGIC`, the sha256 of its payload, then the payload: a pickle of plain values
 only (names, row count, per column a NumPy dtype and its bytes, or the list of its Python
@@ -275,9 +275,12 @@ def read_result_file(path: Path, namespace: Namespace) -> ResultTable:
     return parse(data, str(path), namespace)
 
 
-def parse(data: Bytes, name: str, namespace: Namespace) -> pd.DataFrame:
+def parse(
+    data: Bytes, name: str, namespace: Namespace, digest: bytes | None = None
+) -> pd.DataFrame:
     """`read_result_csv` of these bytes (`name` is what errors say), from the cache if there,
-    or from this process's own parse of the same bytes.
+    or from this process's own parse of the same bytes. `digest`: their sha256, if the caller
+    has it (a verdict key is made of it: a file is hashed once).
 
     Errors are never cached: an unreadable file is parsed, and fails, every time.
     """
@@ -285,7 +288,7 @@ def parse(data: Bytes, name: str, namespace: Namespace) -> pd.DataFrame:
 
     if not enabled():
         return read_result_csv(io.BytesIO(data), name=name)
-    key = hashlib.sha256(_key_prefix() + memoryview(data)).hexdigest()
+    key = _key(hashlib.sha256(data).digest() if digest is None else digest)
     store = _store(namespace)
     frame = _parsed.get(key)
     if frame is not None:  # parsed here already: stored in this namespace too
@@ -305,6 +308,11 @@ def parse(data: Bytes, name: str, namespace: Namespace) -> pd.DataFrame:
     if store is not None and (entry := _entry(frame, key)) is not None:
         store.put(key, entry)
     return frame
+
+
+def _key(digest: bytes) -> str:
+    """An entry's key: the parser's identity and the sha256 of the file's bytes."""
+    return hashlib.sha256(_key_prefix() + digest).hexdigest()
 
 
 def _entry(frame: pd.DataFrame, key: str) -> bytes | None:
@@ -330,8 +338,7 @@ def is_stored(path: Path, namespace: Namespace) -> bool | None:
             data = f.read()
         except OSError:
             return None
-    key = hashlib.sha256(_key_prefix() + data).hexdigest()
-    return store.has(key)
+    return store.has(_key(hashlib.sha256(data).digest()))
 
 
 def _payload(frame: pd.DataFrame, key: str) -> bytes | None:

@@ -121,10 +121,13 @@ def scorer_identity() -> bytes | None:
 @dataclass(frozen=True)
 class Keyed:
     """An instance's verdict key and the gold files' bytes it was made of: the scorer parses
-    these very bytes, so a gold file rewritten meanwhile cannot be stored under this key."""
+    these very bytes, so a gold file rewritten meanwhile cannot be stored under this key. The
+    sha256 of each file's bytes, the key's parts, are the parsed-CSV cache's too."""
 
     key: str
     gold_bytes: tuple[bytes, ...]
+    gold_digests: tuple[bytes, ...]
+    prediction_digest: bytes
 
 
 def instance_key(
@@ -143,7 +146,7 @@ def instance_key(
     digest = hashlib.sha256(identity)
     config = [benchmark, spec.instance_id, spec.condition_cols, spec.ignore_order, single]
     digest.update(json.dumps([*config, [p.name for p in gold_paths]]).encode() + b"\n")
-    golds = []
+    golds, gold_digests = [], []
     for path in gold_paths:
         try:
             with open(path, "rb") as f:
@@ -152,9 +155,11 @@ def instance_key(
                 golds.append(f.read())
         except OSError:
             return None
-        digest.update(hashlib.sha256(golds[-1]).digest())
-    digest.update(hashlib.sha256(prediction).digest())
-    return Keyed(digest.hexdigest(), tuple(golds))
+        gold_digests.append(hashlib.sha256(golds[-1]).digest())
+        digest.update(gold_digests[-1])
+    prediction_digest = hashlib.sha256(prediction).digest()
+    digest.update(prediction_digest)
+    return Keyed(digest.hexdigest(), tuple(golds), tuple(gold_digests), prediction_digest)
 
 
 def lookup(key: str) -> Verdicts | None:
