@@ -178,3 +178,21 @@ def test_strict_same_cells_shortcut_agrees_with_the_cell_rule(
         rows = np.arange(len(g))
         assert strict._all_cells_equal(g, p) == bool(strict.cells_equal(g, p, rows, rows).all())
         assert strict._all_cells_equal(g, g)
+
+
+@pytest.mark.parametrize("variant", ["lite", "snow"])
+@pytest.mark.parametrize(
+    "cc", [[], None, 0, 1, 2, [0], [2, 0], [0, 0], [-1], [3], [1.0], [True], (0, 1), "a", [[0]]]
+)
+def test_compared_positions_are_pandas_projection(cc: Any, variant: official.Variant) -> None:
+    width = 3
+    try:
+        dummy = pd.DataFrame(np.zeros((0, width)))
+        expected: Any = [int(c) for c in official.project_gold(dummy, cc, variant).columns]
+    except Exception as exc:
+        expected = type(exc)
+    try:
+        got: Any = official.compared_positions(width, cc, variant)
+    except Exception as exc:
+        got = type(exc)
+    assert got == expected
