@@ -75,9 +75,11 @@ def _count_parses(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     asked: list[str] = []
     parse = csv_cache.parse
 
-    def counted(data: Any, name: str, namespace: csv_cache.Namespace, digest: Any = None) -> Any:
+    def counted(
+        data: Any, name: str, namespace: csv_cache.Namespace, digest: Any = None, keep: bool = True
+    ) -> Any:
         asked.append(name)
-        return parse(data, name, namespace, digest)
+        return parse(data, name, namespace, digest, keep)
 
     monkeypatch.setattr(csv_cache, "parse", counted)
     return asked
@@ -130,6 +132,28 @@ def test_only_what_the_comparison_decided_is_stored(tmp_path: Path) -> None:
     # local001-004 and 007 (the official scorer's own error); not the missing, the
     # unparsable prediction or the unreadable gold
     assert _entries_count() == 5
+
+
+def _parsed_predictions() -> int:
+    path = csv_cache.store_path("prediction")
+    if not path.exists():
+        return 0
+    with contextlib.closing(sqlite3.connect(path)) as db:
+        return int(db.execute("SELECT count(*) FROM entries").fetchone()[0])
+
+
+def test_a_prediction_whose_verdicts_are_kept_leaves_no_parse(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The verdict store answers its re-score, so its parse is not stored too (an entry and a
+    write per file, a twentieth of a cold run); with the verdict store off, it is."""
+    gold, preds = _folders(tmp_path)
+    expected = _lines(_score(gold, preds))
+    assert _parsed_predictions() == 0
+    assert _lines(_score(gold, preds)) == expected
+    monkeypatch.setenv("QUERYBENCH_VERDICT_CACHE", "0")
+    assert _lines(_score(gold, preds)) == expected
+    assert _parsed_predictions() == 5  # local001-004 and 007 (008 has the same bytes)
 
 
 def test_a_scorer_error_is_not_stored(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

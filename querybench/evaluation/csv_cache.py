@@ -283,11 +283,13 @@ def read_result_file(path: Path, namespace: Namespace) -> ResultTable:
 
 
 def parse(
-    data: Bytes, name: str, namespace: Namespace, digest: bytes | None = None
+    data: Bytes, name: str, namespace: Namespace, digest: bytes | None = None, keep: bool = True
 ) -> pd.DataFrame:
     """`read_result_csv` of these bytes (`name` is what errors say), from the cache if there,
     or from this process's own parse of the same bytes. `digest`: their sha256, if the caller
-    has it (a verdict key is made of it: a file is hashed once).
+    has it (a verdict key is made of it: a file is hashed once). `keep=False`: a new parse is
+    not stored in this namespace (the caller stores what it makes of it: a prediction's
+    verdicts), though this process still shares it.
 
     Errors are never cached: an unreadable file is parsed, and fails, every time.
     """
@@ -299,7 +301,7 @@ def parse(
     store = _store(namespace)
     frame = _parsed.get(key)
     if frame is not None:  # parsed here already: stored in this namespace too
-        if store is not None and not store.has(key):
+        if keep and store is not None and not store.has(key):
             entry = _pending_entry(key) or _entry(frame, key)  # the other namespace's: same bytes
             if entry is not None:
                 store.put(key, entry)
@@ -312,7 +314,7 @@ def parse(
         log.debug("parsed-CSV cache entry %s is not valid; parsing %s again", key, name)
     frame = read_result_csv(io.BytesIO(data), name=name)
     _parsed[key] = frame
-    if store is not None and (entry := _entry(frame, key)) is not None:
+    if keep and store is not None and (entry := _entry(frame, key)) is not None:
         store.put(key, entry)
     return frame
 

@@ -130,8 +130,12 @@ class _Job:
             known, keyed = self._known(instance_id, data)
             if known is not None:
                 return known, keyed
-            digest = None if keyed is None else keyed.prediction_digest
-            return csv_cache.parse(data, scanned.name, "prediction", digest), keyed
+            if keyed is None:
+                return csv_cache.parse(data, scanned.name, "prediction"), None
+            # its verdicts are stored, which answer a re-score: its parse would only cost
+            # an entry (0.1 ms) and a write
+            digest = keyed.prediction_digest
+            return csv_cache.parse(data, scanned.name, "prediction", digest, keep=False), keyed
 
     def scored(self, instance_id: str) -> bool:
         """Whether the verdict store knows this prediction (read and hashed, never parsed)."""
