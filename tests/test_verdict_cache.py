@@ -156,6 +156,27 @@ def test_a_prediction_whose_verdicts_are_kept_leaves_no_parse(
     assert _parsed_predictions() == 5  # local001-004 and 007 (008 has the same bytes)
 
 
+def test_a_write_racing_another_writer_keeps_its_entries(tmp_path: Path) -> None:
+    """Another process commits after this write's first read (its prune check): the entries
+    are still written (a deferred transaction failed its insert at once, SQLITE_BUSY, and a
+    pooled cold run lost verdicts its warm re-score then parsed again)."""
+    path = tmp_path / "verdicts.sqlite3"
+    store = verdict_cache._Store(path)
+    other = sqlite3.connect(path, timeout=0, isolation_level=None)
+    prune = store._prune
+
+    def racing_prune() -> None:
+        prune()  # this transaction has read
+        with contextlib.suppress(sqlite3.OperationalError):  # waits for none: locked is fine
+            other.execute("INSERT INTO verdicts VALUES ('theirs', x'00', 0)")
+
+    store._prune = racing_prune  # type: ignore[method-assign]
+    store.add("ours", b"entry")
+    store.write()
+    other.close()
+    assert store.get("ours") == b"entry"
+
+
 def test_a_scorer_error_is_not_stored(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     gold, preds = _folders(tmp_path)
     expected = _lines(_score_without_store(gold, preds))

@@ -269,8 +269,10 @@ class _Store:
             if not pending:
                 return
             try:
-                with self.db:  # one transaction
-                    self.db.execute("BEGIN")
+                with self.db:  # one transaction, the write lock taken first: a deferred
+                    # one that reads (the prune check) loses its insert, SQLITE_BUSY with no
+                    # wait, if another process commits in between (two workers of one run)
+                    self.db.execute("BEGIN IMMEDIATE")
                     if not self.pruned:
                         self.pruned = True
                         self._prune()
