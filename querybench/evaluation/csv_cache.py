@@ -18,7 +18,9 @@ write the same bytes); a run's new entries go in one transaction at its end
 is held: a prediction that is its gold's very bytes costs one parse.
 
 Gold and predictions live in separate namespaces: predictions change from run to run, so each
-namespace is pruned (oldest first) once it outgrows `MAX_NAMESPACE_BYTES`. Set
+namespace is pruned (oldest first) once it outgrows `MAX_NAMESPACE_BYTES`. A prediction whose
+verdicts the verdict store keeps is parsed with `keep=False`: those verdicts answer its
+re-score. Set
 `QUERYBENCH_CSV_CACHE=0` to parse every file every time.
 """
 
