@@ -36,12 +36,12 @@ PHASES = (
 )
 
 _CHILD = r"""
-import importlib.abc, importlib.machinery, json, os, sys, time
+import json, os, sys, time
 cpu = time.process_time
 start = cpu()
 import querybench.cli as cli
 after_cli = cpu()
-from querybench.evaluation import prediction_file, spider2_eval, verdict_cache
+from querybench.evaluation import csv_cache, prediction_file, spider2_eval, verdict_cache
 after_eval = cpu()
 spent = {"read": 0.0, "key": 0.0, "imports": 0.0, "prediction": 0.0, "gold": 0.0, "score": 0.0}
 
@@ -52,7 +52,7 @@ def wrapped(real, bucket, by_namespace=False):
         now = cpu()
         if stack:
             spent[stack[-1][0]] += now - stack[-1][1]
-        stack.append([args[-1] if by_namespace else bucket, now])
+        stack.append([args[2] if by_namespace else bucket, now])  # parse(data, name, namespace)
         try:
             return real(*args, **kwargs)
         finally:
@@ -66,22 +66,19 @@ def wrapped(real, bucket, by_namespace=False):
 def timed(module, name, bucket, by_namespace=False):
     setattr(module, name, wrapped(getattr(module, name), bucket, by_namespace))
 
-# `csv_cache.parse` is timed once something imports it (with pandas: the first miss), and that
-# import apart: importing it here would load pandas, which a warm run never does.
-class _OnImport(importlib.abc.MetaPathFinder):
+# `csv_cache` loads with the eval path, pandas with the first parse (its parser module) or
+# parse key (`_key_prefix`, cached): those imports are timed apart.
+timed(csv_cache, "_key_prefix", "imports")
+parse = csv_cache.parse
+import_parser = wrapped(lambda: __import__("querybench.evaluation.result_csv"), "imports")
 
-    def find_spec(self, name, path, target=None):
-        if name != "querybench.evaluation.csv_cache":
-            return None
-        spec = importlib.machinery.PathFinder.find_spec(name, path)
-        run = wrapped(spec.loader.exec_module, "imports")
-        def exec_module(module):
-            run(module)
-            timed(module, "parse", None, by_namespace=True)
-        spec.loader.exec_module = exec_module
-        return spec
+def parse_after_import(*args, **kwargs):
+    if "querybench.evaluation.result_csv" not in sys.modules:
+        import_parser()
+    return parse(*args, **kwargs)
 
-sys.meta_path.insert(0, _OnImport())
+csv_cache.parse = parse_after_import
+timed(csv_cache, "parse", None, by_namespace=True)
 timed(prediction_file, "_read", "read")
 timed(verdict_cache, "instance_key", "key")
 timed(verdict_cache, "lookup", "key")

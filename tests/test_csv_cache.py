@@ -397,7 +397,7 @@ def test_a_fork_writes_its_own_pending_entries_never_its_parent_s() -> None:
 
 
 def _key(data: bytes) -> str:
-    return hashlib.sha256(csv_cache._key_prefix() + data).hexdigest()
+    return csv_cache._key(hashlib.sha256(data).digest())
 
 
 def _parse_deferred(data: bytes) -> None:
@@ -475,3 +475,15 @@ def test_deferred_blocks_of_two_threads_end_deferring_when_both_end() -> None:
     assert len(_entries("prediction")) == 1  # written when the last block ended
     csv_cache.parse(b"a\n2\n", "after.csv", "prediction")  # no block open: written at once
     assert len(_entries("prediction")) == 2
+
+
+def test_a_new_store_has_big_pages_and_a_bounded_log(tmp_path: Path) -> None:
+    """Entries of tens of KiB on 64 KiB pages (writing them on 4 KiB pages' overflow chains
+    cost twice the CPU); the log is checkpointed past 4 MiB, as SQLite's default page count
+    gives on its default pages."""
+    csv_cache.parse(b"a\n1\n", "p.csv", "prediction")
+    with contextlib.closing(sqlite3.connect(csv_cache.store_path("prediction"))) as db:
+        assert db.execute("PRAGMA page_size").fetchone()[0] == 1 << 16
+    store = csv_cache._store("prediction")
+    assert store is not None
+    assert store.db.execute("PRAGMA wal_autocheckpoint").fetchone()[0] == 64

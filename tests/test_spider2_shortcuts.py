@@ -8,6 +8,7 @@ from __future__ import annotations
 import io
 from typing import Any
 
+import numpy as np
 import pandas as pd
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -127,3 +128,71 @@ def test_score_frame_takes_the_gold_columns_it_is_told() -> None:
         verdicts = score_frame(pred, [gold], True, spec, "lite")
         assert verdicts.official.passed is ok
         assert verdicts.strict.passed is ok
+
+
+_BIG_INT = "9" * 400  # beyond float64: the official float() raises
+
+
+@st.composite
+def tables_with_big_ints(draw: st.DrawFn) -> str:
+    n_cols, n_rows = draw(st.integers(1, 3)), draw(st.integers(0, 5))
+    cells = st.one_of(EDGE_CELLS.map(_cell), st.just(_BIG_INT))
+    rows = [[draw(cells) for _ in range(n_cols)] for _ in range(n_rows)]
+    return _csv([f"c{j}" for j in range(n_cols)], rows)
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    text=st.one_of(tables_with_big_ints(), gold_and_derived().map(lambda t: t[1])),
+    other=gold_and_derived().map(lambda t: t[0]),
+    ignore_order=st.booleans(),
+    variant=st.sampled_from(["lite", "snow"]),
+    cc=st.sampled_from([[], [0], 0, [0, 0], [5], [[0], []]]),
+)
+def test_a_gold_of_the_prediction_s_very_frame_scores_as_its_own_parse(
+    text: str, other: str, ignore_order: bool, variant: official.Variant, cc: Any
+) -> None:
+    """A prediction of its gold's bytes is parsed once (`csv_cache`), so the scorers meet the
+    same frame twice and convert its columns once: the verdicts, messages and details are
+    those of two separate parses, overflow and out-of-range columns included."""
+    pred = frame(text)
+    spec = EvalSpec("local001", condition_cols=cc, ignore_order=ignore_order)
+    for golds, single in (([pred], True), ([frame(other), pred], False)):
+        apart = [frame(text) if g is pred else g for g in golds]
+        assert score_frame(pred, golds, single, spec, variant) == score_frame(
+            pred, apart, single, spec, variant
+        )
+
+
+@settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(tables=gold_and_derived(), big=st.booleans())
+def test_strict_same_cells_shortcut_agrees_with_the_cell_rule(
+    tables: tuple[str, str], big: bool
+) -> None:
+    text = tables[0].replace("\n1\n", f"\n{_BIG_INT}\n") if big else tables[0]
+    for g, p in zip(
+        strict.strict_columns(frame(text)), strict.strict_columns(frame(tables[1])), strict=False
+    ):
+        if len(g) != len(p):
+            continue
+        rows = np.arange(len(g))
+        assert strict._all_cells_equal(g, p) == bool(strict.cells_equal(g, p, rows, rows).all())
+        assert strict._all_cells_equal(g, g)
+
+
+@pytest.mark.parametrize("variant", ["lite", "snow"])
+@pytest.mark.parametrize(
+    "cc", [[], None, 0, 1, 2, [0], [2, 0], [0, 0], [-1], [3], [1.0], [True], (0, 1), "a", [[0]]]
+)
+def test_compared_positions_are_pandas_projection(cc: Any, variant: official.Variant) -> None:
+    width = 3
+    try:
+        dummy = pd.DataFrame(np.zeros((0, width)))
+        expected: Any = [int(c) for c in official.project_gold(dummy, cc, variant).columns]
+    except Exception as exc:
+        expected = type(exc)
+    try:
+        got: Any = official.compared_positions(width, cc, variant)
+    except Exception as exc:
+        got = type(exc)
+    assert got == expected

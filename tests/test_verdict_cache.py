@@ -4,6 +4,7 @@ an edit in place, a new eval config or scorer, a damaged store, concurrent runs.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import sqlite3
@@ -11,7 +12,7 @@ import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
@@ -74,9 +75,11 @@ def _count_parses(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     asked: list[str] = []
     parse = csv_cache.parse
 
-    def counted(data: Any, name: str, namespace: csv_cache.Namespace) -> Any:
+    def counted(
+        data: Any, name: str, namespace: csv_cache.Namespace, digest: Any = None, keep: bool = True
+    ) -> Any:
         asked.append(name)
-        return parse(data, name, namespace)
+        return parse(data, name, namespace, digest, keep)
 
     monkeypatch.setattr(csv_cache, "parse", counted)
     return asked
@@ -129,6 +132,49 @@ def test_only_what_the_comparison_decided_is_stored(tmp_path: Path) -> None:
     # local001-004 and 007 (the official scorer's own error); not the missing, the
     # unparsable prediction or the unreadable gold
     assert _entries_count() == 5
+
+
+def _parsed_predictions() -> int:
+    path = csv_cache.store_path("prediction")
+    if not path.exists():
+        return 0
+    with contextlib.closing(sqlite3.connect(path)) as db:
+        return int(db.execute("SELECT count(*) FROM entries").fetchone()[0])
+
+
+def test_a_prediction_whose_verdicts_are_kept_leaves_no_parse(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The verdict store answers its re-score, so its parse is not stored too (an entry and a
+    write per file, a twentieth of a cold run); with the verdict store off, it is."""
+    gold, preds = _folders(tmp_path)
+    expected = _lines(_score(gold, preds))
+    assert _parsed_predictions() == 0
+    assert _lines(_score(gold, preds)) == expected
+    monkeypatch.setenv("QUERYBENCH_VERDICT_CACHE", "0")
+    assert _lines(_score(gold, preds)) == expected
+    assert _parsed_predictions() == 5  # local001-004 and 007 (008 has the same bytes)
+
+
+def test_a_write_racing_another_writer_keeps_its_entries(tmp_path: Path) -> None:
+    """Another process commits after this write's first read (its prune check): the entries
+    are still written (a deferred transaction failed its insert at once, SQLITE_BUSY, and a
+    pooled cold run lost verdicts its warm re-score then parsed again)."""
+    path = tmp_path / "verdicts.sqlite3"
+    store = verdict_cache._Store(path)
+    other = sqlite3.connect(path, timeout=0, isolation_level=None)
+    prune = store._prune
+
+    def racing_prune() -> None:
+        prune()  # this transaction has read
+        with contextlib.suppress(sqlite3.OperationalError):  # waits for none: locked is fine
+            other.execute("INSERT INTO verdicts VALUES ('theirs', x'00', 0)")
+
+    store._prune = racing_prune  # type: ignore[method-assign]
+    store.add("ours", b"entry")
+    store.write()
+    other.close()
+    assert store.get("ours") == b"entry"
 
 
 def test_a_scorer_error_is_not_stored(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -320,6 +366,49 @@ def test_switched_off_it_neither_reads_nor_writes(
     monkeypatch.setenv("QUERYBENCH_VERDICT_CACHE", "off")
     _score(gold, preds)
     assert not verdict_cache.store_path().exists()
+
+
+class _Hashed:
+    """hashlib.sha256, keeping every input it is given."""
+
+    inputs: ClassVar[list[bytes]] = []
+
+    def __init__(self, data: Any = b"") -> None:
+        self.inner = _SHA256(data)
+        _Hashed.inputs.append(bytes(data))
+
+    def update(self, data: Any) -> None:
+        self.inner.update(data)
+        _Hashed.inputs.append(bytes(data))
+
+    def digest(self) -> bytes:
+        return self.inner.digest()
+
+    def hexdigest(self) -> str:
+        return self.inner.hexdigest()
+
+
+_SHA256 = hashlib.sha256
+
+
+def test_a_cold_score_hashes_each_file_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The verdict key and the parsed-CSV keys share each file's sha256 (hashing 14 MB of
+    predictions twice was a cold run's waste)."""
+    gold, preds = tmp_path / "gold", tmp_path / "preds"
+    (gold / "exec_result").mkdir(parents=True)
+    preds.mkdir()
+    (gold / "spider2lite_eval.jsonl").write_text('{"instance_id": "local001", "toks": 10}\n')
+    gold_bytes, pred_bytes = b"gold_column\n11111\n", b"predicted_column\n22222\n"
+    (gold / "exec_result" / "local001.csv").write_bytes(gold_bytes)
+    (preds / "local001.csv").write_bytes(pred_bytes)
+    monkeypatch.setattr(_Hashed, "inputs", [])
+    monkeypatch.setattr(hashlib, "sha256", _Hashed)
+    (result,) = _score(gold, preds)
+    assert result.error == "wrong_result"
+    for data in (gold_bytes, pred_bytes):
+        assert sum(data in hashed for hashed in _Hashed.inputs) == 1
 
 
 def test_the_scorer_parses_the_gold_bytes_the_key_was_made_of(tmp_path: Path) -> None:

@@ -3,9 +3,9 @@ parses nothing.
 
 Parsing a Spider 2.0 result CSV the official way (`result_csv.read_result_csv`, pandas) costs
 two to three times what loading its parsed columns back costs. An entry's key is sha256 of the
-parser's identity (`result_csv.PARSER_VERSION`, the pandas and NumPy versions) and the file's
-bytes, hashed on every read: a file edited in place, or a new parser, is a new key, and no
-name or timestamp is trusted.
+parser's identity (`result_csv.PARSER_VERSION`, the pandas and NumPy versions) and the sha256
+of the file's bytes, hashed on every read (once: the verdict key is made of the same digest): a
+file edited in place, or a new parser, is a new key, and no name or timestamp is trusted.
 
 An entry is `MAGIC`, the sha256 of its payload, then the payload: a pickle of plain values
 only (names, row count, per column a NumPy dtype and its bytes, or the list of its Python
@@ -18,7 +18,9 @@ write the same bytes); a run's new entries go in one transaction at its end
 is held: a prediction that is its gold's very bytes costs one parse.
 
 Gold and predictions live in separate namespaces: predictions change from run to run, so each
-namespace is pruned (oldest first) once it outgrows `MAX_NAMESPACE_BYTES`. Set
+namespace is pruned (oldest first) once it outgrows `MAX_NAMESPACE_BYTES`. A prediction whose
+verdicts the verdict store keeps is parsed with `keep=False`: those verdicts answer its
+re-score. Set
 `QUERYBENCH_CSV_CACHE=0` to parse every file every time.
 """
 
@@ -57,6 +59,8 @@ Bytes = bytes | bytearray | memoryview
 
 MAGIC = b"querybench parsed csv v1\n"
 MAX_NAMESPACE_BYTES = 1 << 30
+PAGE_BYTES = 1 << 16  # a new store's page size
+WAL_BYTES = 4 << 20  # the write-ahead log checkpointed past this (SQLite's default, in bytes)
 _DIGEST = 32
 _NUMERIC_DTYPES = frozenset({"<i8", "<f8", "|b1", "<u8"})  # what read_csv gives, bar object
 _TOUCH_AFTER_S = 86_400
@@ -90,7 +94,12 @@ class _Store:
         self.path = path
         path.parent.mkdir(parents=True, exist_ok=True)
         self.db = sqlite3.connect(path, timeout=30, isolation_level=None, check_same_thread=False)
+        # Entries are tens of KiB: on 64 KiB pages (a new file's; an old one keeps its own)
+        # most fit one page, and a run's write costs under half the CPU of 4 KiB pages' chains.
+        self.db.execute(f"PRAGMA page_size={PAGE_BYTES}")
         self.db.execute("PRAGMA journal_mode=WAL")  # readers never wait for a writer
+        page = self.db.execute("PRAGMA page_size").fetchone()[0]
+        self.db.execute(f"PRAGMA wal_autocheckpoint={max(1, WAL_BYTES // page)}")
         self.db.execute("PRAGMA synchronous=NORMAL")  # a crash may lose entries, never corrupt
         self.db.execute(
             "CREATE TABLE IF NOT EXISTS entries "
@@ -275,9 +284,14 @@ def read_result_file(path: Path, namespace: Namespace) -> ResultTable:
     return parse(data, str(path), namespace)
 
 
-def parse(data: Bytes, name: str, namespace: Namespace) -> pd.DataFrame:
+def parse(
+    data: Bytes, name: str, namespace: Namespace, digest: bytes | None = None, keep: bool = True
+) -> pd.DataFrame:
     """`read_result_csv` of these bytes (`name` is what errors say), from the cache if there,
-    or from this process's own parse of the same bytes.
+    or from this process's own parse of the same bytes. `digest`: their sha256, if the caller
+    has it (a verdict key is made of it: a file is hashed once). `keep=False`: a new parse is
+    not stored in this namespace (the caller stores what it makes of it: a prediction's
+    verdicts), though this process still shares it.
 
     Errors are never cached: an unreadable file is parsed, and fails, every time.
     """
@@ -285,11 +299,11 @@ def parse(data: Bytes, name: str, namespace: Namespace) -> pd.DataFrame:
 
     if not enabled():
         return read_result_csv(io.BytesIO(data), name=name)
-    key = hashlib.sha256(_key_prefix() + memoryview(data)).hexdigest()
+    key = _key(hashlib.sha256(data).digest() if digest is None else digest)
     store = _store(namespace)
     frame = _parsed.get(key)
     if frame is not None:  # parsed here already: stored in this namespace too
-        if store is not None and not store.has(key):
+        if keep and store is not None and not store.has(key):
             entry = _pending_entry(key) or _entry(frame, key)  # the other namespace's: same bytes
             if entry is not None:
                 store.put(key, entry)
@@ -302,9 +316,14 @@ def parse(data: Bytes, name: str, namespace: Namespace) -> pd.DataFrame:
         log.debug("parsed-CSV cache entry %s is not valid; parsing %s again", key, name)
     frame = read_result_csv(io.BytesIO(data), name=name)
     _parsed[key] = frame
-    if store is not None and (entry := _entry(frame, key)) is not None:
+    if keep and store is not None and (entry := _entry(frame, key)) is not None:
         store.put(key, entry)
     return frame
+
+
+def _key(digest: bytes) -> str:
+    """An entry's key: the parser's identity and the sha256 of the file's bytes."""
+    return hashlib.sha256(_key_prefix() + digest).hexdigest()
 
 
 def _entry(frame: pd.DataFrame, key: str) -> bytes | None:
@@ -330,8 +349,7 @@ def is_stored(path: Path, namespace: Namespace) -> bool | None:
             data = f.read()
         except OSError:
             return None
-    key = hashlib.sha256(_key_prefix() + data).hexdigest()
-    return store.has(key)
+    return store.has(_key(hashlib.sha256(data).digest()))
 
 
 def _payload(frame: pd.DataFrame, key: str) -> bytes | None:

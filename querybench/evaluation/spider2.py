@@ -62,6 +62,8 @@ def score_frame(
     def gold_arrays(i: int) -> list[npt.NDArray[Any]]:  # the same for the gold alternatives
         gold = golds[i]
         assert isinstance(gold, pd.DataFrame)
+        if gold is pred:  # the prediction is this gold's bytes, parsed once: its very arrays
+            return arrays()
         return column_arrays(gold)
 
     return Verdicts(
@@ -124,9 +126,10 @@ def _official_verdict(
         if isinstance(pred, pd.DataFrame) and isinstance(gold, pd.DataFrame):
             if not columns:
                 columns.extend(official.official_columns(arrays()))
-            gold_columns = official.official_columns(
-                official.projected_gold(gold, condition_cols, variant, gold_arrays(index))
-            )
+            projected = official.projected_gold(gold, condition_cols, variant, gold_arrays(index))
+            # the prediction's very columns (a gold of its bytes, all compared): converted once
+            same = projected is arrays()
+            gold_columns = columns if same else official.official_columns(projected)
             matches = official.column_matches(columns, gold_columns, spec.ignore_order)
             one = _Compared(index, gold.shape[1], condition_cols, matches)
             compared.append(one)
@@ -220,6 +223,12 @@ def _strict_verdict(
     spec: EvalSpec,
 ) -> Verdict:
     pred_columns: list[strict.StrictColumn] = []
+    converted: dict[int, strict.StrictColumn] = {}  # by array: a gold's that are the prediction's
+
+    def strict_columns(arrays: Sequence[npt.NDArray[Any]]) -> list[strict.StrictColumn]:
+        fresh = strict.strict_columns([a for a in arrays if id(a) not in converted])[::-1]
+        return [converted[id(a)] if id(a) in converted else fresh.pop() for a in arrays]
+
     invalid: list[str] = []
     unreadable: list[str] = []
     for i, cols in enumerate(strict_condition_cols(spec.condition_cols, len(golds))):
@@ -241,11 +250,10 @@ def _strict_verdict(
             continue
         if not pred_columns:
             pred_columns.extend(strict.strict_columns(arrays()))
+            converted.update((id(a), c) for a, c in zip(arrays(), pred_columns, strict=True))
         whole = gold_arrays(i)
         projected = whole if cols is None else [whole[c] for c in cols]  # checked in range
-        if strict.strict_table_match(
-            pred_columns, strict.strict_columns(projected), spec.ignore_order
-        ):
+        if strict.strict_table_match(pred_columns, strict_columns(projected), spec.ignore_order):
             return Verdict.ok()
     if unreadable:  # it might have matched the alternative that could not be read
         return Verdict.fail(GOLD_ERROR, "; ".join(unreadable))

@@ -130,7 +130,12 @@ class _Job:
             known, keyed = self._known(instance_id, data)
             if known is not None:
                 return known, keyed
-            return csv_cache.parse(data, scanned.name, "prediction"), keyed
+            if keyed is None:
+                return csv_cache.parse(data, scanned.name, "prediction"), None
+            # its verdicts are stored, which answer a re-score: its parse would only cost
+            # an entry (0.1 ms) and a write
+            digest = keyed.prediction_digest
+            return csv_cache.parse(data, scanned.name, "prediction", digest, keep=False), keyed
 
     def scored(self, instance_id: str) -> bool:
         """Whether the verdict store knows this prediction (read and hashed, never parsed)."""
@@ -313,8 +318,10 @@ def _score(
         else:
             from querybench.evaluation.spider2 import score_frame, variant_of
 
-            contents = None if keyed is None else keyed.gold_bytes
-            golds, single = gold.load_results(instance_id, contents)
+            if keyed is None:
+                golds, single = gold.load_results(instance_id)
+            else:
+                golds, single = gold.load_results(instance_id, keyed.gold_bytes, keyed.gold_digests)
             verdicts = score_frame(
                 pred, golds, single, gold.specs[instance_id], variant_of(gold.benchmark)
             )

@@ -41,11 +41,15 @@ class Spider2Gold(GoldFolder):
     """A gold folder whose result files the scorers read."""
 
     def load_results(
-        self, instance_id: str, contents: Sequence[bytes] | None = None
+        self,
+        instance_id: str,
+        contents: Sequence[bytes] | None = None,
+        digests: Sequence[bytes] | None = None,
     ) -> tuple[GoldFrames, bool]:
-        """The instance's gold alternatives; `contents` their bytes, already read, if given."""
+        """The instance's gold alternatives; `contents` their bytes, already read, if given
+        (and `digests` their sha256, already made)."""
         paths, single = self.result_paths(instance_id)
-        return GoldFrames(paths, contents), single
+        return GoldFrames(paths, contents, digests), single
 
 
 class GoldFrames(Sequence["ResultTable"]):
@@ -55,9 +59,15 @@ class GoldFrames(Sequence["ResultTable"]):
     its parse kept in the parsed-CSV cache (`csv_cache`).
     """
 
-    def __init__(self, paths: list[Path], contents: Sequence[bytes] | None = None) -> None:
+    def __init__(
+        self,
+        paths: list[Path],
+        contents: Sequence[bytes] | None = None,
+        digests: Sequence[bytes] | None = None,
+    ) -> None:
         self.paths = paths
         self.contents = contents  # the files' bytes, parsed instead of the files if given
+        self.digests = digests  # and their sha256, not made again
         self._frames: dict[int, ResultTable | DataError] = {}
 
     def __len__(self) -> int:
@@ -86,7 +96,9 @@ class GoldFrames(Sequence["ResultTable"]):
                 if self.contents is None:
                     self._frames[index] = csv_cache.read_result_file(path, "gold")
                 else:
-                    self._frames[index] = csv_cache.parse(self.contents[index], str(path), "gold")
+                    digest = None if self.digests is None else self.digests[index]
+                    data = self.contents[index]
+                    self._frames[index] = csv_cache.parse(data, str(path), "gold", digest)
             except DataError as exc:  # kept: asked again, it fails again without a re-read
                 self._frames[index] = exc
         frame = self._frames[index]

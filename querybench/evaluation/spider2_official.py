@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -34,6 +34,7 @@ import pyarrow.compute as pc
 from querybench.evaluation.result_csv import column_arrays, interleaved_dtype
 
 Variant = Literal["lite", "snow"]
+_T = TypeVar("_T")
 
 ABS_TOL = 1e-2
 REL_TOL = 1e-9  # math.isclose's default, which the official call keeps
@@ -336,14 +337,19 @@ def column_matches(
 
 
 def compared_positions(width: int, condition_cols: Any, variant: Variant) -> list[int]:
-    """The positions in a gold of `width` columns that `project_gold` compares."""
+    """The positions in a gold of `width` columns that `project_gold` compares (a wrong
+    verdict's detail: worked out as `_project_arrays` picks, else by pandas on an empty
+    frame, 0.1 ms a call)."""
+    picked = _project_arrays(range(width), condition_cols, variant)
+    if picked is not None:
+        return list(picked)
     dummy = pd.DataFrame(np.zeros((0, width)))
     return [int(c) for c in project_gold(dummy, condition_cols, variant).columns]
 
 
 def _project_arrays(
-    arrays: Sequence[npt.NDArray[Any]], condition_cols: Any, variant: Variant
-) -> Sequence[npt.NDArray[Any]] | None:
+    arrays: Sequence[_T], condition_cols: Any, variant: Variant
+) -> Sequence[_T] | None:
     """`project_gold` on the gold's columns when it only picks columns in range (None: let
     pandas do it, errors and all)."""
     selects = bool(condition_cols) if variant == "lite" else condition_cols != []

@@ -113,10 +113,13 @@ def scorer_identity() -> bytes | None:
 @dataclass(frozen=True)
 class Keyed:
     """An instance's verdict key and the gold files' bytes it was made of: the scorer parses
-    these very bytes, so a gold file rewritten meanwhile cannot be stored under this key."""
+    these very bytes, so a gold file rewritten meanwhile cannot be stored under this key. The
+    sha256 of each file's bytes, the key's parts, are the parsed-CSV cache's too."""
 
     key: str
     gold_bytes: tuple[bytes, ...]
+    gold_digests: tuple[bytes, ...]
+    prediction_digest: bytes
 
 
 def instance_key(
@@ -135,7 +138,7 @@ def instance_key(
     digest = hashlib.sha256(identity)
     config = [benchmark, spec.instance_id, spec.condition_cols, spec.ignore_order, single]
     digest.update(json.dumps([*config, [p.name for p in gold_paths]]).encode() + b"\n")
-    golds = []
+    golds, gold_digests = [], []
     for path in gold_paths:
         try:
             with open(path, "rb") as f:
@@ -144,9 +147,11 @@ def instance_key(
                 golds.append(f.read())
         except OSError:
             return None
-        digest.update(hashlib.sha256(golds[-1]).digest())
-    digest.update(hashlib.sha256(prediction).digest())
-    return Keyed(digest.hexdigest(), tuple(golds))
+        gold_digests.append(hashlib.sha256(golds[-1]).digest())
+        digest.update(gold_digests[-1])
+    prediction_digest = hashlib.sha256(prediction).digest()
+    digest.update(prediction_digest)
+    return Keyed(digest.hexdigest(), tuple(golds), tuple(gold_digests), prediction_digest)
 
 
 def lookup(key: str) -> Verdicts | None:
@@ -252,8 +257,10 @@ class _Store:
             if not pending:
                 return
             try:
-                with self.db:  # one transaction
-                    self.db.execute("BEGIN")
+                with self.db:  # one transaction, the write lock taken first: a deferred
+                    # one that reads (the prune check) loses its insert, SQLITE_BUSY with no
+                    # wait, if another process commits in between (two workers of one run)
+                    self.db.execute("BEGIN IMMEDIATE")
                     if not self.pruned:
                         self.pruned = True
                         self._prune()
