@@ -7,7 +7,7 @@ import json
 import sqlite3
 import threading
 import time
-from collections.abc import Generator, Iterator
+from collections.abc import Callable, Generator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -281,17 +281,27 @@ def test_score_many_sends_a_batch_before_reading_the_rest(
     monkeypatch.setattr(reward_module, "answer_sql", reading)
     items = [RewardItem(db, GOLD, sql(f"-- rollout {i}\n{GOLD}")) for i in range(64)]
     with SQLReward(workers=2, cache_dir=tmp_path) as r:
-        read_when_sent: list[int] = []
-        send = r._batch
-
-        def counted(work: list[tuple[str, str, str | None]]) -> object:
-            read_when_sent.append(len(read))
-            return send(work)
-
-        monkeypatch.setattr(r, "_batch", counted)
+        read_when_sent = _on_each_batch(r, monkeypatch, lambda work: len(read))
         assert [o.reward for o in r.score_many(items)] == [1.0] * 64
     # batches of 64 // (4 * 2) = 8, each sent as soon as its answers are read
     assert read_when_sent == list(range(8, 65, 8))
+
+
+def _on_each_batch(
+    reward: SQLReward,
+    monkeypatch: pytest.MonkeyPatch,
+    measure: Callable[[list[tuple[str, str, str | None]]], int],
+) -> list[int]:
+    """`measure` of each batch `reward` sends, in order, recorded as it is sent."""
+    seen: list[int] = []
+    send = reward._batch
+
+    def counted(work: list[tuple[str, str, str | None]]) -> object:
+        seen.append(measure(work))
+        return send(work)
+
+    monkeypatch.setattr(reward, "_batch", counted)
+    return seen
 
 
 def test_score_many_spreads_few_distinct_answers_over_the_workers(
@@ -300,14 +310,7 @@ def test_score_many_spreads_few_distinct_answers_over_the_workers(
     # 8 distinct answers, each repeated 8 times in a row (a GRPO group agreeing on its SQL)
     items = [RewardItem(db, GOLD, sql(f"-- group {i // 8}\n{GOLD}")) for i in range(64)]
     with SQLReward(workers=2, cache_dir=tmp_path) as r:
-        sizes: list[int] = []
-        send = r._batch
-
-        def counted(work: list[tuple[str, str, str | None]]) -> object:
-            sizes.append(len(work))
-            return send(work)
-
-        monkeypatch.setattr(r, "_batch", counted)
+        sizes = _on_each_batch(r, monkeypatch, len)
         assert [o.reward for o in r.score_many(items)] == [1.0] * 64
     assert sizes == [1] * 8  # one batch of 8 would leave a worker idle
 
