@@ -7,6 +7,7 @@ import json
 import sqlite3
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from querybench.cli import app
@@ -289,3 +290,21 @@ def test_a_gold_or_questions_file_that_is_not_there_says_so(tmp_path: Path) -> N
         result = runner.invoke(app, ["eval", command, flag, str(missing), *base])
         assert result.exit_code == 2, result.output
         assert f"cannot read the {what} file {missing}: no such file" in _said(result.output)
+
+
+def test_no_gold_in_any_data_root_says_how_to_get_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # An installed tool with no data yet (no checkout beside it, nothing fetched): the gold's
+    # absence is said with the fix, not as a folder "with no spider2lite_eval.jsonl".
+    import querybench.data as data
+
+    monkeypatch.delenv("QUERYBENCH_DATA", raising=False)
+    monkeypatch.setattr(data, "shared_data_dir", lambda: tmp_path / "no-shared")
+    monkeypatch.setattr(data, "user_data_dir", lambda: tmp_path / "no-user")
+    for benchmark in ("spider2-lite", "spider2-snow"):
+        result = runner.invoke(app, ["eval", benchmark, "--predictions", str(tmp_path)])
+        assert result.exit_code == 2, result.output
+        said = _said(result.output)
+        assert f"no {benchmark} gold folder in the data roots" in said
+        assert f"querybench data fetch {benchmark}" in said and "--gold-dir" in said

@@ -294,7 +294,16 @@ def _spider2(benchmark: str, options: Arguments, data_dir: Path | None) -> Argum
     from querybench.tasks.databases import spider2_database_dirs
 
     out = dict(options)
-    gold = Path(out.get("gold_dir") or default_gold_dir(benchmark, data_dir))  # type: ignore[arg-type]
+    given = out.get("gold_dir")
+    gold = Path(given or default_gold_dir(benchmark, data_dir))  # type: ignore[arg-type]
+    if given is None and not gold.is_dir():  # no data root holds it: say how to get one
+        from querybench.errors import DataError
+
+        raise DataError(
+            f"no {benchmark} gold folder in the data roots (first looked for at {gold}): "
+            f"`querybench data fetch {benchmark}` fetches it, or pass --gold-dir "
+            "(`querybench data status` says what is where)"
+        )
     out["gold_dir"] = gold
     if out.get("tasks_file") is None:
         candidate = gold.parent.parent / f"{benchmark}.jsonl"
