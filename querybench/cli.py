@@ -97,7 +97,7 @@ def _spider2_command(benchmark: str) -> Callable[..., None]:
         ] = 60.0,
         output: Output = None,
         tasks_file: Annotated[
-            Path | None, typer.Option(help="Task jsonl naming each task's database.")
+            Path | None, typer.Option(help="sql mode: task jsonl naming each task's database.")
         ] = None,
         executor: Executor = "local",
         address: Address = None,

@@ -308,3 +308,19 @@ def test_no_gold_in_any_data_root_says_how_to_get_it(
         said = _said(result.output)
         assert f"no {benchmark} gold folder in the data roots" in said
         assert f"querybench data fetch {benchmark}" in said and "--gold-dir" in said
+
+
+def test_sql_mode_flags_given_to_exec_result_mode_are_named(tmp_path: Path) -> None:
+    # exec_result mode reads the CSV results and runs nothing: a --tasks-file or --db-dir given
+    # to it is said to be ignored, not dropped in silence.
+    gold = _gold(tmp_path)
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text("")
+    args = ["eval", "spider2-lite", "--predictions", str(tmp_path), "--gold-dir", str(gold)]
+    result = runner.invoke(app, [*args, "--tasks-file", str(tasks), "--db-dir", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    said = _said(result.output)
+    assert "--tasks-file is read only with --mode sql" in said
+    assert "--db-dir is read only with --mode sql" in said
+    result = runner.invoke(app, args)
+    assert "read only with --mode sql" not in _said(result.output)

@@ -49,6 +49,15 @@ def check_predictions_kind(predictions: Path, mode: str) -> None:
         )
 
 
+def check_sql_mode_only(**given: Path | None) -> None:
+    """Flags only sql mode reads, given to exec_result mode (which reads the CSV results and
+    runs nothing): said, rather than dropped in silence."""
+    for name, value in given.items():
+        if value is not None:
+            flag = "--" + name.replace("_", "-")
+            warn(f"{flag} is read only with --mode sql; --mode exec_result ignores {value}")
+
+
 def check_dbt_predictions(predictions: Path) -> None:
     """A DBT outputs folder without a single project database scores 0 everywhere: say so, and
     what it should hold, before scoring it."""

@@ -19,6 +19,7 @@ from querybench.commands.eval_common import (
     check_output,
     check_prediction_names,
     check_predictions_kind,
+    check_sql_mode_only,
     evaluate_under_progress,
     finish,
     out_console,
@@ -57,6 +58,8 @@ def spider2(
     check_predictions_kind(predictions, mode)
     if mode == "sql":
         check_db_dir(db_dir, "*.sqlite", "<db>.sqlite files for the local tasks")
+    else:
+        check_sql_mode_only(db_dir=db_dir, tasks_file=tasks_file)
     results = evaluate_under_progress(
         f"scoring {benchmark}",
         benchmark,
