@@ -189,7 +189,7 @@ def test_a_reward_left_unclosed_stops_its_children_when_collected(db: str) -> No
             os.kill(pid, 0)
 
 
-def test_rows_that_make_the_comparison_quadratic_are_stopped_like_a_slow_answer(
+def test_rows_that_would_make_the_comparison_quadratic_score_wrong_in_time(
     tmp_path: Path,
 ) -> None:
     """Integers k * (2**61 - 1) all hash to 0, so a set of 30,000 of them costs 450 million
