@@ -316,17 +316,12 @@ def test_score_many_spreads_few_distinct_answers_over_the_workers(
 
 
 def test_a_burst_of_ascore_calls_sends_full_batches_while_it_is_made(
-    reward: SQLReward, db: Path
+    reward: SQLReward, db: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import asyncio
 
-    made: list[int] = []  # calls made when each batch went out
     calls = 0
-    send = reward._batch
-
-    def counted(items: list[tuple[str, str, str | None]]) -> object:
-        made.append(calls)
-        return send(items)
+    made = _on_each_batch(reward, monkeypatch, lambda work: calls)  # calls made when each went
 
     async def one(i: int) -> float:
         nonlocal calls
@@ -336,11 +331,7 @@ def test_a_burst_of_ascore_calls_sends_full_batches_while_it_is_made(
     async def burst() -> list[float]:  # the calls' first steps all run in one loop pass
         return list(await asyncio.gather(*(one(i) for i in range(128))))
 
-    reward._batch = counted  # type: ignore[method-assign,assignment]
-    try:
-        rewards = asyncio.run(burst())
-    finally:
-        del reward._batch
+    rewards = asyncio.run(burst())
     assert rewards == [1.0] * 128
     assert made[:2] == [64, 128]
 
