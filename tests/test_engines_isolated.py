@@ -251,3 +251,23 @@ time.sleep(0.2)
 print(before, isolated.may_fork())
 """
     assert _in_fresh_interpreter(script) == ["True", "False"]
+
+
+def test_a_child_ignores_ctrl_c_when_its_parent_does(databases: dict[str, Path]) -> None:
+    # A background job of a script (`querybench eval ... &`) ignores SIGINT: a Ctrl-C to the
+    # script's process group must not kill its query children either, or a query running then
+    # is scored as a failure ("the query's process ended (signal 2)") in the file written.
+    script = f"""
+import os, signal, threading, time
+from querybench.engines.isolated import QueryProcess
+signal.signal(signal.SIGINT, signal.SIG_IGN)
+process = QueryProcess()
+engine = process.engine({str(databases["sqlite"])!r})
+child = process._process.pid
+threading.Timer(0.5, os.kill, (child, signal.SIGINT)).start()
+slow = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c WHERE x < 20000000) "
+print(engine.execute(slow + "SELECT count(*) > 0 FROM c", timeout=60).rows)
+print(process._process.pid == child)
+process.close()
+"""
+    assert _in_fresh_interpreter(script) == ["[(1,)]", "True"]

@@ -236,3 +236,28 @@ def test_a_child_that_cannot_be_forked_costs_no_result(
     )
     assert isinstance(gold["q"], Result) and gold["q"].rows == [("a",), ("b",)]
     assert isinstance(pred["q"], Result) and pred["q"].rows == [(1,), (2,)]
+
+
+def test_a_cached_result_slower_than_the_timeout_runs_again(tmp_path: Path) -> None:
+    # A query that finished in 8 s under --timeout 30 times out under --timeout 1, as a cold
+    # run (and the official script) finds; the store must not serve it then. The stored rows
+    # are made different from the real ones, so which was used shows.
+    from querybench.engines.cache import ResultCache
+
+    db = _database(tmp_path) / "shop" / "shop.sqlite"
+    sql = "SELECT count(*) FROM item"
+    store = ResultCache(tmp_path / "cache")
+    try:
+        stale = Result(("n",), [(-1,)], elapsed_s=8.0)
+        store.put_outcomes(
+            [((str(db), sql), stale)], max_rows=execution.MAX_ROWS, max_bytes=1 << 20
+        )
+    finally:
+        store.close()
+    jobs = {"q": (db, sql)}
+    gold, _ = run_gold_and_predictions(
+        jobs, {}, timeout=30, workers=1, cache_dir=tmp_path / "cache"
+    )
+    assert isinstance(gold["q"], Result) and gold["q"].rows == [(-1,)]  # within 30 s: served
+    gold, _ = run_gold_and_predictions(jobs, {}, timeout=1, workers=1, cache_dir=tmp_path / "cache")
+    assert isinstance(gold["q"], Result) and gold["q"].rows != [(-1,)]  # run again

@@ -255,7 +255,7 @@ class QueryProcess:
             ours, theirs = context.Pipe()
             process = context.Process(
                 target=_serve,
-                args=(theirs, self._open_databases),
+                args=(theirs, self._open_databases, _ignores_ctrl_c()),
                 name="querybench-query",
                 daemon=True,
             )
@@ -410,12 +410,20 @@ def _context() -> _Context:
 # --- the child ---------------------------------------------------------------------------
 
 
-def _serve(pipe: Connection, open_databases: int) -> None:
+def _ignores_ctrl_c() -> bool:
+    """Whether this process ignores SIGINT (a script's background job: the shell starts it
+    so): its children must then too, or a Ctrl-C to the group kills the query running while
+    this one goes on."""
+    return signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+
+
+def _serve(pipe: Connection, open_databases: int, ignore_ctrl_c: bool = False) -> None:
     """The child's loop: one message in, one reply out, until the parent closes the pipe."""
     # A terminal's Ctrl-C reaches the whole process group: the child dies of it at once, even
     # inside one long C call, and silently (Python's handler would print a KeyboardInterrupt
     # traceback, and only once that call returned); an interrupted parent kills it anyway.
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    # A parent that ignores it, and so goes on, keeps its children running too.
+    signal.signal(signal.SIGINT, signal.SIG_IGN if ignore_ctrl_c else signal.SIG_DFL)
     keep = query_environment()  # no API key or token is left where a model's SQL runs
     os.environ.clear()
     os.environ.update(keep)

@@ -59,7 +59,7 @@ def run_gold_and_predictions(
         distinct = list(dict.fromkeys([*gold_queries.values(), *pred_queries.values()]))
         # One read of the store; a database that cannot be fingerprinted is left to the pool,
         # which reports its error.
-        known = cache.get_outcomes(distinct, max_rows=MAX_ROWS)
+        known = _in_time(cache.get_outcomes(distinct, max_rows=MAX_ROWS), timeout)
         to_run = [q for q in distinct if q not in known]
         computed: dict[Query, Result | EngineError] = {}
         try:
@@ -74,7 +74,7 @@ def run_gold_and_predictions(
             q for q in dict.fromkeys(pred_queries.values()) if q in shared and _has_nan(known[q])
         ]
         if again:  # their own copy of the rows: read again from the store, else run again
-            fresh = cache.get_outcomes(again, max_rows=MAX_ROWS)
+            fresh = _in_time(cache.get_outcomes(again, max_rows=MAX_ROWS), timeout)
             _run([q for q in again if q not in fresh], timeout, workers, on_query, fresh)
             pred |= {key: fresh[query] for key, query in pred_queries.items() if query in fresh}
     finally:
@@ -85,6 +85,20 @@ def run_gold_and_predictions(
 
 def _query(job: tuple[str | Path, str]) -> Query:
     return str(job[0]), job[1]
+
+
+def _in_time(
+    stored: dict[Query, Result | EngineError], timeout: float | None
+) -> dict[Query, Result | EngineError]:
+    """The stored outcomes this run's `timeout` would have let finish: a result that took
+    longer (stored by a run with a longer timeout) runs again, to time out as it would cold."""
+    if timeout is None:
+        return stored
+    return {
+        query: value
+        for query, value in stored.items()
+        if not isinstance(value, Result) or value.elapsed_s < timeout
+    }
 
 
 def _run(
