@@ -317,3 +317,19 @@ def test_sql_mode_flags_given_to_exec_result_mode_are_named(tmp_path: Path) -> N
     assert "--db-dir is read only with --mode sql" in said
     result = runner.invoke(app, args)
     assert "read only with --mode sql" not in _said(result.output)
+
+
+def test_control_codes_in_a_message_do_not_reach_the_terminal(tmp_path: Path) -> None:
+    # hostile model SQL: the engine's error echoes the token, and the summary printed its ESC
+    # (a terminal control sequence) as it was; rich strips BEL and CR, not ESC
+    gold = tmp_path / "gold.sql"
+    gold.write_text("SELECT 1\ttoy\n")
+    (tmp_path / "db" / "toy").mkdir(parents=True)
+    sqlite3.connect(tmp_path / "db" / "toy" / "toy.sqlite").close()
+    pred = tmp_path / "pred.txt"
+    pred.write_text("SELECT \x1b[2J\x1b]0;owned\x07 FROM t\n")
+    args = ["eval", "spider1", "--gold", str(gold), "--predictions", str(pred)]
+    result = runner.invoke(app, [*args, "--db-dir", str(tmp_path / "db")])
+    assert result.exit_code == 0, result.output
+    assert "\x1b" not in result.output and "\x07" not in result.output
+    assert "\\x1b" in result.output  # shown, escaped
