@@ -20,13 +20,18 @@ def _said(output: str) -> str:
     return " ".join(output.split())
 
 
-def test_sql_files_without_mode_sql_are_named(tmp_path: Path) -> None:
+def _lite(tmp_path: Path, files: dict[str, str]) -> list[str]:
+    """`eval spider2-lite` over the toy gold and a predictions folder holding `files`."""
     gold = _gold(tmp_path)
     pred = tmp_path / "pred"
     pred.mkdir()
-    for iid in ("bq001", "sf002", "local003"):
-        (pred / f"{iid}.sql").write_text("SELECT 1\n")
-    args = ["eval", "spider2-lite", "--predictions", str(pred), "--gold-dir", str(gold)]
+    for name, text in files.items():
+        (pred / name).write_text(text)
+    return ["eval", "spider2-lite", "--predictions", str(pred), "--gold-dir", str(gold)]
+
+
+def test_sql_files_without_mode_sql_are_named(tmp_path: Path) -> None:
+    args = _lite(tmp_path, {f"{iid}.sql": "SELECT 1\n" for iid in ("bq001", "sf002", "local003")})
     result = runner.invoke(app, args)
     assert result.exit_code == 0, result.output
     said = _said(result.output)
@@ -148,11 +153,7 @@ def test_error_messages_group_by_cause_without_touching_numbers() -> None:
 
 
 def test_files_named_after_no_task_are_named(tmp_path: Path) -> None:
-    gold = _gold(tmp_path)
-    pred = tmp_path / "pred"
-    pred.mkdir()
-    (pred / "sf_bq999.csv").write_text("a\n1\n")
-    args = ["eval", "spider2-lite", "--predictions", str(pred), "--gold-dir", str(gold)]
+    args = _lite(tmp_path, {"sf_bq999.csv": "a\n1\n"})
     result = runner.invoke(app, args)
     assert result.exit_code == 0, result.output
     said = _said(result.output)
@@ -172,13 +173,9 @@ def test_a_dbt_predictions_path_that_is_not_a_folder_exits_two(tmp_path: Path) -
 
 def test_an_output_that_cannot_be_written_exits_two_before_scoring(tmp_path: Path) -> None:
     # it used to score everything (an hour of SQL, maybe) and then end in a traceback
-    gold = _gold(tmp_path)
-    pred = tmp_path / "pred"
-    pred.mkdir()
-    (pred / "bq001.csv").write_text("a\n1\n")
+    base = _lite(tmp_path, {"bq001.csv": "a\n1\n"})
     a_file = tmp_path / "results.txt"
     a_file.write_text("")
-    base = ["eval", "spider2-lite", "--predictions", str(pred), "--gold-dir", str(gold)]
     for output, said in (
         (tmp_path, f"--output {tmp_path} is a folder"),
         (a_file / "r.jsonl", f"cannot be written: {a_file} is not a folder"),
@@ -195,11 +192,7 @@ def test_an_output_that_cannot_be_written_exits_two_before_scoring(tmp_path: Pat
 
 def test_an_empty_predictions_folder_is_named(tmp_path: Path) -> None:
     # it used to score every task missing_prediction without a word
-    gold = _gold(tmp_path)
-    pred = tmp_path / "pred"
-    pred.mkdir()
-    (pred / "notes.txt").write_text("not a prediction\n")
-    args = ["eval", "spider2-lite", "--predictions", str(pred), "--gold-dir", str(gold)]
+    args = _lite(tmp_path, {"notes.txt": "not a prediction\n"})
     result = runner.invoke(app, args)
     assert result.exit_code == 0, result.output
     said = _said(result.output)
@@ -324,3 +317,19 @@ def test_sql_mode_flags_given_to_exec_result_mode_are_named(tmp_path: Path) -> N
     assert "--db-dir is read only with --mode sql" in said
     result = runner.invoke(app, args)
     assert "read only with --mode sql" not in _said(result.output)
+
+
+def test_control_codes_in_a_message_do_not_reach_the_terminal(tmp_path: Path) -> None:
+    # hostile model SQL: the engine's error echoes the token, and the summary printed its ESC
+    # (a terminal control sequence) as it was; rich strips BEL and CR, not ESC
+    gold = tmp_path / "gold.sql"
+    gold.write_text("SELECT 1\ttoy\n")
+    (tmp_path / "db" / "toy").mkdir(parents=True)
+    sqlite3.connect(tmp_path / "db" / "toy" / "toy.sqlite").close()
+    pred = tmp_path / "pred.txt"
+    pred.write_text("SELECT \x1b[2J\x1b]0;owned\x07 FROM t\n")
+    args = ["eval", "spider1", "--gold", str(gold), "--predictions", str(pred)]
+    result = runner.invoke(app, [*args, "--db-dir", str(tmp_path / "db")])
+    assert result.exit_code == 0, result.output
+    assert "\x1b" not in result.output and "\x07" not in result.output
+    assert "\\x1b" in result.output  # shown, escaped

@@ -4,6 +4,8 @@ file is replaced whole or not at all (Ctrl-C, a full disk), the old one kept."""
 from __future__ import annotations
 
 import errno
+import os
+import stat
 from pathlib import Path
 
 import pytest
@@ -88,3 +90,33 @@ def test_ctrl_c_while_writing_leaves_the_old_file_whole(
     assert result.exit_code != 0
     assert output.read_text() == "old\n"  # it used to be truncated to one line
     assert sorted(p.name for p in tmp_path.iterdir()) == ["gold", "pred", "scores.jsonl"]
+
+
+def test_an_output_that_is_a_symlink_writes_its_target(tmp_path: Path) -> None:
+    # the results file was renamed over the link: the link became a file, its target kept the
+    # old scores
+    target = tmp_path / "kept" / "scores.jsonl"
+    target.parent.mkdir()
+    target.write_text("old\n")
+    link = tmp_path / "latest.jsonl"
+    link.symlink_to(target)
+    result = runner.invoke(app, _args(tmp_path, link))
+    assert result.exit_code == 0, result.output
+    assert link.is_symlink() and link.resolve() == target
+    assert '"instance_id": "bq001"' in target.read_text()
+
+
+def test_an_output_that_is_a_fifo_or_device_is_written_to(tmp_path: Path) -> None:
+    # `--output /dev/stdout` or a named pipe: the results were renamed over it (as root the
+    # pipe, or /dev/stdout itself, was replaced by a file; else the probe beside it was refused)
+    fifo = tmp_path / "scores.fifo"
+    os.mkfifo(fifo)
+    reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)  # so the eval's open does not block
+    try:
+        result = runner.invoke(app, _args(tmp_path, fifo))
+        assert result.exit_code == 0, result.output
+        assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+        assert b'"instance_id": "bq001"' in os.read(reader, 1 << 16)
+    finally:
+        os.close(reader)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["gold", "pred", "scores.fifo"]

@@ -112,33 +112,50 @@ def check_output(output: Path | None) -> None:
         usage_error(
             f"--output {output} is a folder: name the results file (e.g. {output}/scores.jsonl)"
         )
+    if _in_place(output):
+        if not os.access(output, os.W_OK):
+            usage_error(f"--output {output} cannot be written: permission denied")
+        return
     existing = output.parent
     while not existing.exists() and existing != existing.parent:
         existing = existing.parent
     if not existing.is_dir():
         usage_error(f"--output {output} cannot be written: {existing} is not a folder")
     try:
-        output.parent.mkdir(parents=True, exist_ok=True)
+        _partial(output).parent.mkdir(parents=True, exist_ok=True)
         _partial(output).open("x", encoding="utf-8").close()
         _partial(output).unlink()
     except OSError as exc:
         usage_error(f"--output {output} cannot be written: {exc.strerror or exc}")
 
 
+def _in_place(output: Path) -> bool:
+    """A pipe, a device or a path under /dev or /proc (`--output /dev/stdout`, whatever fd 1
+    is) is written to as it is: a file renamed over it would replace it (as root) or be
+    refused beside it, in /dev."""
+    absolute = os.path.abspath(output)
+    return output.exists() and (not output.is_file() or absolute.startswith(("/dev/", "/proc/")))
+
+
 def _partial(output: Path) -> Path:
-    return output.with_name(f".{output.name}.{os.getpid()}.partial")
+    """The file written before it is renamed over `output`'s target (a link is kept)."""
+    target = Path(os.path.realpath(output))
+    return target.with_name(f".{target.name}.{os.getpid()}.partial")
 
 
 def write_results(results: Sequence[InstanceResult], output: Path) -> None:
     """Written beside `output`, then renamed over it: Ctrl-C or a full disk leaves the old file
     (or none), never half of the new one."""
+    if _in_place(output):
+        with output.open("w", encoding="utf-8") as f:
+            f.writelines(json.dumps(r.to_json()) + "\n" for r in results)
+        return
     partial = _partial(output)
     try:
-        output.parent.mkdir(parents=True, exist_ok=True)
+        partial.parent.mkdir(parents=True, exist_ok=True)
         with partial.open("w", encoding="utf-8") as f:
-            for r in results:
-                f.write(json.dumps(r.to_json()) + "\n")
-        os.replace(partial, output)
+            f.writelines(json.dumps(r.to_json()) + "\n" for r in results)
+        os.replace(partial, os.path.realpath(output))
     except BaseException:
         partial.unlink(missing_ok=True)
         raise

@@ -116,7 +116,7 @@ def error_counts(results: Sequence[InstanceResult]) -> list[ErrorCount]:
     messages: dict[str, Counter[str]] = {}
     for r in results:
         if r.error:
-            first = _generic((r.message or "").strip().split("\n", 1)[0], r.instance_id)
+            first = _visible(_generic((r.message or "").strip().split("\n", 1)[0], r.instance_id))
             cut = first if len(first) <= MESSAGE_CHARS else first[: MESSAGE_CHARS - 1] + "…"
             messages.setdefault(r.error, Counter())[cut] += 1
     out = []
@@ -124,6 +124,18 @@ def error_counts(results: Sequence[InstanceResult]) -> list[ErrorCount]:
         message, times = messages[code].most_common(1)[0]
         out.append(ErrorCount(code, count, message, times))
     return out
+
+
+def _visible(message: str) -> str:
+    """`message` with its control codes escaped (`\\x1b`): an engine's error can echo a
+    model's SQL, whose ESC sequences would drive the terminal the summary is printed on."""
+    if message.isprintable():
+        return message
+    import unicodedata
+
+    return "".join(
+        repr(c)[1:-1] if c != "\t" and unicodedata.category(c)[0] == "C" else c for c in message
+    )
 
 
 def _generic(message: str, instance_id: str) -> str:
