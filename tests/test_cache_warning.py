@@ -80,3 +80,31 @@ def test_spider1_with_a_cache_that_is_a_file_warns_once_in_plain_words(
     said = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
     assert len(said) == 1, said
     assert "scoring without it" in said[0] and "results" in said[0]
+
+
+def test_a_damaged_store_that_cannot_be_set_aside_warns_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    # a read-only cache folder: it used to say "starting a new one" once per query, and never did
+    db_dir = _toy_db(tmp_path)
+    gold = tmp_path / "gold.sql"
+    gold.write_text("SELECT x FROM t\ttoy\nSELECT count(*) FROM t\ttoy\n")
+    pred = tmp_path / "pred.txt"
+    pred.write_text("SELECT x FROM t\nSELECT count(x) FROM t\n")
+    store = tmp_path / "cache" / "results" / "store.sqlite3"
+    store.parent.mkdir(parents=True)
+    store.write_bytes(b"not a database, not at all")
+
+    def read_only(*args: object) -> None:
+        raise PermissionError(30, "Read-only file system")
+
+    monkeypatch.setattr(cache.os, "replace", read_only)
+    monkeypatch.setenv("QUERYBENCH_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(cache, "_warned", set(), raising=False)
+    args = ["eval", "spider1", "--gold", str(gold), "--predictions", str(pred)]
+    with caplog.at_level(logging.WARNING, logger="querybench"):
+        result = runner.invoke(app, [*args, "--db-dir", str(db_dir)])
+    assert result.exit_code == 0, result.output
+    said = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert len(said) == 1, said
+    assert "scoring without it" in said[0] and str(store) in said[0]

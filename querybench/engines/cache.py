@@ -421,8 +421,11 @@ class ResultCache:
         except sqlite3.DatabaseError as exc:
             if isinstance(exc, sqlite3.OperationalError):
                 raise  # locked, read-only, ...: not a damaged store
+            try:
+                os.replace(self.path, self.path.with_name(f"{_STORE}.damaged"))
+            except OSError:
+                raise exc from None  # not set aside (a read-only folder): unusable as it is
             _log().warning("result cache %s is damaged (%s): starting a new one", self.path, exc)
-            os.replace(self.path, self.path.with_name(f"{_STORE}.damaged"))
             db = _open_store(self.path)
         self._db, self._pid = db, os.getpid()
         return db
