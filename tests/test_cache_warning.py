@@ -105,3 +105,18 @@ def test_a_damaged_store_that_cannot_be_set_aside_warns_once(
     _, said = _eval_spider1(tmp_path, monkeypatch, caplog)
     assert len(said) == 1, said
     assert "scoring without it" in said[0] and str(store) in said[0]
+
+
+def test_another_versions_results_store_says_to_delete_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    # its failed write used to read as a full or read-only folder
+    store = tmp_path / "cache" / "results" / "store.sqlite3"
+    store.parent.mkdir(parents=True)
+    with sqlite3.connect(store) as db:  # a layout this version does not write
+        db.execute("CREATE TABLE results (key TEXT PRIMARY KEY, value BLOB, more BLOB)")
+    db.close()
+    monkeypatch.setenv("QUERYBENCH_CACHE", str(tmp_path / "cache"))
+    _, said = _eval_spider1(tmp_path, monkeypatch, caplog)
+    assert len(said) == 1, said
+    assert f"delete {store} to start afresh" in said[0]

@@ -105,8 +105,10 @@ def warn_unusable(log: logging.Logger, path: Path, exc: BaseException) -> None:
     if (root, os.getpid()) in _warned:
         return
     _warned.add((root, os.getpid()))
-    environmental = isinstance(exc, OSError) or any(
-        word in str(exc) for word in ("readonly", "full", "disk I/O", "unable to open", "locked")
+    # the store's own failure, which `ResultCache` hands on as an `OSError`
+    cause = exc.__cause__ if isinstance(exc.__cause__, sqlite3.Error) else exc
+    environmental = isinstance(cause, OSError) or any(
+        word in str(cause) for word in ("readonly", "full", "disk I/O", "unable to open", "locked")
     )
     hint = (
         "set QUERYBENCH_CACHE to a writable folder with room"
