@@ -59,24 +59,64 @@ def test_another_versions_store_says_to_delete_it(
     assert f"delete {store} to start afresh" in said[0]
 
 
-def test_spider1_with_a_cache_that_is_a_file_warns_once_in_plain_words(
+def _eval_spider1(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
-) -> None:
-    # it used to be a RuntimeWarning, shown with the source line of spider1.py that raised it
+) -> tuple[str, list[str]]:
+    """A two-query Spider 1.0 eval: its output and the warnings it logged."""
     db_dir = _toy_db(tmp_path)
     gold = tmp_path / "gold.sql"
     gold.write_text("SELECT x FROM t\ttoy\nSELECT count(*) FROM t\ttoy\n")
     pred = tmp_path / "pred.txt"
     pred.write_text("SELECT x FROM t\nSELECT count(x) FROM t\n")
-    not_a_folder = tmp_path / "cache"
-    not_a_folder.write_text("")
-    monkeypatch.setenv("QUERYBENCH_CACHE", str(not_a_folder))
     monkeypatch.setattr(cache, "_warned", set(), raising=False)
     args = ["eval", "spider1", "--gold", str(gold), "--predictions", str(pred)]
     with caplog.at_level(logging.WARNING, logger="querybench"):
         result = runner.invoke(app, [*args, "--db-dir", str(db_dir)])
     assert result.exit_code == 0, result.output
-    assert "RuntimeWarning" not in result.output
-    said = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    return result.output, [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+
+
+def test_spider1_with_a_cache_that_is_a_file_warns_once_in_plain_words(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    # it used to be a RuntimeWarning, shown with the source line of spider1.py that raised it
+    not_a_folder = tmp_path / "cache"
+    not_a_folder.write_text("")
+    monkeypatch.setenv("QUERYBENCH_CACHE", str(not_a_folder))
+    output, said = _eval_spider1(tmp_path, monkeypatch, caplog)
+    assert "RuntimeWarning" not in output
     assert len(said) == 1, said
     assert "scoring without it" in said[0] and "results" in said[0]
+
+
+def test_a_damaged_store_that_cannot_be_set_aside_warns_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    # a read-only cache folder: it used to say "starting a new one" once per query, and never did
+    store = tmp_path / "cache" / "results" / "store.sqlite3"
+    store.parent.mkdir(parents=True)
+    store.write_bytes(b"not a database, not at all")
+
+    def read_only(*args: object) -> None:
+        raise PermissionError(30, "Read-only file system")
+
+    monkeypatch.setattr(cache.os, "replace", read_only)
+    monkeypatch.setenv("QUERYBENCH_CACHE", str(tmp_path / "cache"))
+    _, said = _eval_spider1(tmp_path, monkeypatch, caplog)
+    assert len(said) == 1, said
+    assert "scoring without it" in said[0] and str(store) in said[0]
+
+
+def test_another_versions_results_store_says_to_delete_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    # its failed write used to read as a full or read-only folder
+    store = tmp_path / "cache" / "results" / "store.sqlite3"
+    store.parent.mkdir(parents=True)
+    with sqlite3.connect(store) as db:  # a layout this version does not write
+        db.execute("CREATE TABLE results (key TEXT PRIMARY KEY, value BLOB, more BLOB)")
+    db.close()
+    monkeypatch.setenv("QUERYBENCH_CACHE", str(tmp_path / "cache"))
+    _, said = _eval_spider1(tmp_path, monkeypatch, caplog)
+    assert len(said) == 1, said
+    assert f"delete {store} to start afresh" in said[0]

@@ -156,6 +156,19 @@ def test_a_warm_read_parses_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
     assert calls == ["p.csv"]
 
 
+def test_a_read_only_store_serves_entries_unused_for_a_day(monkeypatch: pytest.MonkeyPatch) -> None:
+    # marking the entry used is a write: refused, it used to turn the read into a miss
+    calls = _spy_parses(monkeypatch)
+    csv_cache.parse(b"a\n1\n", "p.csv", "prediction")
+    store = csv_cache._store("prediction")
+    assert store is not None
+    store.db.execute("UPDATE entries SET used = 0")
+    store.db.execute("PRAGMA query_only = ON")  # a shared cache nobody may write
+    csv_cache._parsed.clear()
+    csv_cache.parse(b"a\n1\n", "q.csv", "prediction")
+    assert calls == ["p.csv"]
+
+
 @pytest.mark.parametrize(
     "damage",
     [

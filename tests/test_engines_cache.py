@@ -135,8 +135,10 @@ class _RunsCode:
         dump_result(Result(("a",), [(1,)]))[:-5],
         dump_result(Result(("a",), [(1,)])).split(b"\n", 1)[0] + b"\n" + pickle.dumps(_RunsCode()),
         dump_result(Result(("a",), [(1,)])).split(b"\n", 1)[0] + b"\n" + pickle.dumps([1, 2, 3]),
+        # rows a scorer cannot hash (they used to end the whole run in a TypeError)
+        dump_result(Result(("a",), [[1]])),  # type: ignore[list-item]
     ],
-    ids=["garbage", "truncated", "code", "wrong-shape"],
+    ids=["garbage", "truncated", "code", "wrong-shape", "rows-not-tuples"],
 )
 def test_anything_but_a_well_formed_cache_file_is_a_miss(
     cache: ResultCache,

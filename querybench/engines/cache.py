@@ -105,8 +105,10 @@ def warn_unusable(log: logging.Logger, path: Path, exc: BaseException) -> None:
     if (root, os.getpid()) in _warned:
         return
     _warned.add((root, os.getpid()))
-    environmental = isinstance(exc, OSError) or any(
-        word in str(exc) for word in ("readonly", "full", "disk I/O", "unable to open", "locked")
+    # the store's own failure, which `ResultCache` hands on as an `OSError`
+    cause = exc.__cause__ if isinstance(exc.__cause__, sqlite3.Error) else exc
+    environmental = isinstance(cause, OSError) or any(
+        word in str(cause) for word in ("readonly", "full", "disk I/O", "unable to open", "locked")
     )
     hint = (
         "set QUERYBENCH_CACHE to a writable folder with room"
@@ -421,8 +423,11 @@ class ResultCache:
         except sqlite3.DatabaseError as exc:
             if isinstance(exc, sqlite3.OperationalError):
                 raise  # locked, read-only, ...: not a damaged store
+            try:
+                os.replace(self.path, self.path.with_name(f"{_STORE}.damaged"))
+            except OSError:
+                raise exc from None  # not set aside (a read-only folder): unusable as it is
             _log().warning("result cache %s is damaged (%s): starting a new one", self.path, exc)
-            os.replace(self.path, self.path.with_name(f"{_STORE}.damaged"))
             db = _open_store(self.path)
         self._db, self._pid = db, os.getpid()
         return db

@@ -169,6 +169,8 @@ def load_result(data: bytes) -> Result | None:
         columns, rows, elapsed_s, extra = _SafeUnpickler(io.BytesIO(data[len(MAGIC) :])).load()
         if not (isinstance(columns, list) and isinstance(rows, list) and isinstance(extra, dict)):
             return None
+        if rows and {*map(type, rows)} != {tuple}:  # as the drivers give them: scorers hash them
+            return None
         return Result(tuple(columns), rows, float(elapsed_s), {**extra, "cached": True})
     except Exception:
         return None

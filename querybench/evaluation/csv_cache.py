@@ -122,7 +122,8 @@ class _Store:
                     "SELECT data, used FROM entries WHERE key = ?", (key,)
                 ).fetchone()
                 if row is not None and row[1] < now - _TOUCH_AFTER_S:
-                    self.db.execute("UPDATE entries SET used = ? WHERE key = ?", (now, key))
+                    with contextlib.suppress(sqlite3.Error):  # a read-only store still serves
+                        self.db.execute("UPDATE entries SET used = ? WHERE key = ?", (now, key))
         except sqlite3.Error as exc:
             warn_unusable(log, self.path, exc)
             return None
