@@ -393,6 +393,7 @@ def evaluate_bird(
             db_dir=db_dir,
             metrics=[str(m) for m in metrics],
             instance_ids=instance_ids,
+            timeout=timeout,
         )
     cache = ResultCache(cache_dir)  # one connection: the run's lookup, its outcomes, its entry
     try:

@@ -3,7 +3,8 @@ inputs parses no question, computes no result key and compares no rows.
 
 With every query's outcome in the result cache, a run is a pure function of the questions
 file's and the predictions file's text, the options (`db_dir` as given, the metrics, the
-question subset), the databases' content and the code. An entry's key is sha256 of the first
+question subset, the per-query timeout: a shorter one may stop a query the kept run waited
+for), the databases' content and the code. An entry's key is sha256 of the first
 three and of the code: the source bytes of `SCORER_MODULES` (read from disk, never imported),
 SQLite's build and the result byte cap. The databases are checked on every lookup: the entry
 lists each database the run looked at, with its content hash as the result cache keys it
@@ -77,6 +78,7 @@ def run_key(
     db_dir: str | Path,
     metrics: Sequence[str],
     instance_ids: Collection[str] | None,
+    timeout: float | None,
 ) -> str | None:
     """The key of a run over these files' text and options; None when the store is off."""
     if os.environ.get("QUERYBENCH_VERDICT_CACHE", "1").strip().lower() in _OFF:
@@ -85,7 +87,7 @@ def run_key(
     if identity is None:
         return None
     subset = None if instance_ids is None else sorted(instance_ids)
-    options = [sqlite_build(), max_result_bytes(), str(db_dir), list(metrics), subset]
+    options = [sqlite_build(), max_result_bytes(), str(db_dir), list(metrics), subset, timeout]
     digest = hashlib.sha256(identity)
     digest.update(json.dumps(options).encode() + b"\n")
     for text in (questions, predictions):
