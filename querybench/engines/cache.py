@@ -137,18 +137,26 @@ def _identity(path: str | Path) -> Identity:
 _said_unsettled: set[tuple[str, int]] = set()
 
 
+def sidecars_with_data(target: Target) -> list[Path]:
+    """The sidecars of a database file (its engine's `EngineSpec.sidecars`) that hold data: a
+    missing or empty one holds none."""
+    held = []
+    for suffix in kind_spec(target.kind).sidecars:
+        sidecar = Path(f"{target.path}{suffix}")
+        try:
+            size = sidecar.stat().st_size
+        except FileNotFoundError:
+            continue
+        if size:
+            held.append(sidecar)
+    return held
+
+
 def require_settled(target: Target) -> None:
     """Raise `UnsettledDatabase` when a sidecar of the database holds data (an empty one, as
     a read-only reader of a WAL database leaves behind, holds none); said once per file and
     process, since every lookup and write of a run asks again."""
-    held = []
-    for suffix in kind_spec(target.kind).sidecars:
-        try:
-            size = os.stat(f"{target.path}{suffix}").st_size
-        except FileNotFoundError:
-            continue
-        if size:
-            held.append(f"{target.path.name}{suffix}")
+    held = [sidecar.name for sidecar in sidecars_with_data(target)]
     if not held:
         return
     message = (
