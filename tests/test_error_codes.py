@@ -120,6 +120,7 @@ def test_no_module_keeps_a_second_name_for_a_code() -> None:
 
 def test_results_and_records_read_back_typed_and_write_the_same_json() -> None:
     line = {"instance_id": "a", "score": 0.0, "error": "gold_error", "message": "m"}
+    line |= {"difficulty": None, "engine": None}
     result = InstanceResult.from_json(line)
     assert result.error is ErrorCode.GOLD_ERROR and result.to_json() == line
     assert json.dumps(result.to_json()) == json.dumps(line)
