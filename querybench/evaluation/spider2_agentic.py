@@ -34,6 +34,11 @@ from typing import Any
 from querybench.engines.base import Result
 from querybench.errors import ErrorCode
 from querybench.evaluation.agentic import score_agentic
+from querybench.evaluation.prediction_file import (
+    PredictionRefused,
+    ReadLimits,
+    read_prediction_text,
+)
 from querybench.evaluation.spider2_eval import official_result_csv
 from querybench.evaluation.spider2_submission import SubmissionEntry
 from querybench.evaluation.verdict import Verdict
@@ -234,22 +239,28 @@ def _best(instance: Answer, funcs: set[str] | frozenset[str], pred: Any, what: s
 def _run_sql_answer(instance: Answer, name: str, *, official: bool) -> Path | Verdict:
     """The CSV a `.sql` answer's result is scored as (written to a private folder)."""
     source = instance.path(name)
-    try:
-        sql = source.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
+    try:  # read as every prediction file is: regular, in its folder, bounded
+        sql = read_prediction_text(source, source.parent, ReadLimits())
+    except PredictionRefused as exc:
+        if exc.code is not ErrorCode.MISSING_PREDICTION:  # a FIFO, a link out, too big, not UTF-8
+            return Verdict.fail(exc.code, f"cannot read {name}: {exc}")
         if official:
             return stopped("crashes", f"cannot read {name}: {exc}")
         return Verdict.fail(ErrorCode.BAD_PREDICTION_FILE, f"cannot read {name}: {exc}")
     if instance.run_sql is None:
         return Verdict.fail(ErrorCode.ENGINE_UNAVAILABLE, "no engine to run SQL answers on")
-    from querybench.errors import EngineUnavailable, QuerybenchError
+    from querybench.errors import EngineError, EngineUnavailable, QuerybenchError
 
     try:
         result = instance.run_sql(instance.task, sql)
     except EngineUnavailable as exc:
         return Verdict.fail(ErrorCode.ENGINE_UNAVAILABLE, str(exc))
-    except QuerybenchError as exc:
+    except EngineError as exc:
         if official:  # the failure is printed and no pred_result.csv is written
+            return _left_over(instance, f"the query failed ({exc})", Verdict.engine_error(exc))
+        return Verdict.engine_error(exc)
+    except QuerybenchError as exc:
+        if official:
             return _left_over(instance, f"the query failed ({exc})")
         return Verdict.statement_failed(ErrorCode.EXEC_ERROR, str(exc))
     if official and not result.rows:
@@ -260,17 +271,25 @@ def _run_sql_answer(instance: Answer, name: str, *, official: bool) -> Path | Ve
     return path
 
 
-def _left_over(instance: Answer, why: str) -> Path | Verdict:
+def _left_over(instance: Answer, why: str, failed: Verdict | None = None) -> Path | Verdict:
+    """The `pred_result.csv` an earlier run left, else the 0 of `why` (with the failed
+    query's own code and detail, e.g. `timeout`, when there is one)."""
     stale = instance.path(SQL_RESULT)
     if stale.is_file():
         return stale  # officially the pred_result.csv already there is what gets scored
-    return Verdict.fail(ErrorCode.WRONG_RESULT, f"{why}; officially no {SQL_RESULT} is written")
+    message = f"{why}; officially no {SQL_RESULT} is written"
+    if failed is not None and failed.error is not None:
+        return Verdict.fail(failed.error, message, failed.detail)
+    return Verdict.fail(ErrorCode.WRONG_RESULT, message)
 
 
 def engine_runner(data_dir: Path | None, timeout: float = 120.0) -> RunSql:
     """Run a SQL answer on its task's database here (SQLite file, or the offline emulation),
-    looked up in `data_dir`, or in the data roots when None."""
-    from querybench.engines import connect
+    looked up in `data_dir`, or in the data roots when None. The answer runs in a killable
+    child (`engines.pool.run_one`), as every query of a model does: its timeout covers
+    translation, execution and fetch, and a single call no engine interrupts (SQLite's
+    `LIKE`, `printf`) is killed at it."""
+    from querybench.engines.pool import run_one
     from querybench.errors import EngineUnavailable
     from querybench.tasks.databases import task_target
 
@@ -280,10 +299,10 @@ def engine_runner(data_dir: Path | None, timeout: float = 120.0) -> RunSql:
             raise EngineUnavailable(
                 f"no {task.engine} database {task.db} here for {task.instance_id}"
             )
-        engine = connect(target)
-        try:
-            return engine.execute(sql, timeout=timeout)
-        finally:
-            engine.close()
+        outcome = run_one(target, sql, timeout, max_rows=None, key=task.instance_id)
+        if outcome.error is not None:
+            raise outcome.error
+        assert outcome.result is not None
+        return outcome.result
 
     return run
