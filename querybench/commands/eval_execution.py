@@ -52,7 +52,7 @@ def spider1(
             f"{len(instances)} gold queries in {gold}: the last {past_end} are "
             "missing_prediction"
         )
-    results = evaluate_under_progress(
+    scored = evaluate_under_progress(
         "running queries" if executor == "local" else "scoring shards",
         "spider1",
         predictions,
@@ -65,7 +65,7 @@ def spider1(
         timeout=timeout,
         workers=workers,
     )
-    finish(results, output, "Spider 1.0 execution match")
+    finish(scored, output, "Spider 1.0 execution match")
 
 
 def _bird(
@@ -107,7 +107,7 @@ def _bird(
             f"r_ves: timing every matched pair {ves_repeats} times; slow, and the figures "
             "depend on the machine's load"
         )
-    results = evaluate_under_progress(
+    scored = evaluate_under_progress(
         "running queries" if executor == "local" else "scoring shards",
         benchmark,
         predictions,
@@ -120,8 +120,8 @@ def _bird(
         workers=workers,
         **extra,
     )
-    finish(results, output, title)
-    print_bird_tables(results, chosen, out_console)
+    finish(scored, output, title)
+    print_bird_tables(scored.results, chosen, out_console)
 
 
 def bird(
