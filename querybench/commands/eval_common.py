@@ -78,9 +78,9 @@ def check_prediction_names(
     predictions: Path, mode: str, benchmark: str, results: Sequence[InstanceResult]
 ) -> None:
     """Files of the right kind, none named after a task: another benchmark's folder?"""
-    from querybench.evaluation.verdict import MISSING_PREDICTION
+    from querybench.errors import ErrorCode
 
-    if not all(r.error == MISSING_PREDICTION for r in results):
+    if not all(r.error == ErrorCode.MISSING_PREDICTION for r in results):
         return  # some were found: no need to list the folder
     suffix = "csv" if mode == "exec_result" else "sql"
     files = sorted(predictions.glob(f"*.{suffix}")) if predictions.is_dir() else []

@@ -22,10 +22,10 @@ from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
+from querybench.errors import ErrorCode
 from querybench.evaluation.detail import VerdictDetail
 from querybench.evaluation.record import InstanceResult
 from querybench.evaluation.sampling import pass_at_k
-from querybench.evaluation.verdict import ENGINE_UNAVAILABLE
 from querybench.layout import BIRD_PATHS, benchmark_root
 from querybench.runs.config import RunConfig
 from querybench.runs.store import InstanceRecord
@@ -252,9 +252,9 @@ def with_record_errors(
     out = []
     for r in results:
         record = records.get(r.instance_id)
-        failure: tuple[str | None, str | None] | None = None
+        failure: tuple[ErrorCode | None, str | None] | None = None
         if unavailable and r.instance_id in unavailable:
-            failure = ENGINE_UNAVAILABLE, unavailable[r.instance_id]
+            failure = ErrorCode.ENGINE_UNAVAILABLE, unavailable[r.instance_id]
         elif record is not None and not record.ok:
             failure = record.error, record.message
         if failure is not None:
