@@ -274,7 +274,7 @@ def _run_sql_answer(instance: Answer, name: str, *, official: bool) -> Path | Ve
         return (
             stopped("crashes", str(exc))
             if official
-            else Verdict.fail(BAD_PREDICTION_FILE, str(exc))
+            else Verdict.fail(ErrorCode.BAD_PREDICTION_FILE, str(exc))
         )
     try:  # read as every prediction file is: regular, in its folder, bounded
         sql = read_prediction_text(source, source.parent, ReadLimits())
