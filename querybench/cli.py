@@ -169,11 +169,24 @@ def eval_spider1(
     output: Output = None,
     executor: Executor = "local",
     address: Address = None,
+    metrics: Annotated[
+        str,
+        typer.Option(
+            help="Comma-separated: ex (execution match, the score; always computed), em (exact "
+            "set match with its partial scores, as the official evaluation.py --etype match; "
+            "prints the official tables)."
+        ),
+    ] = "ex",
+    tables: Annotated[
+        Path | None,
+        typer.Option(help="Spider's tables.json for em (default: beside --gold or --db-dir)."),
+    ] = None,
 ) -> None:
-    """Spider 1.0 execution match (official test-suite semantics).
+    """Spider 1.0 execution match (official test-suite semantics), and exact match.
 
     Example:
-    `querybench eval spider1 --gold dev_gold.sql --predictions pred.txt --db-dir database/`
+    `querybench eval spider1 --gold dev_gold.sql --predictions pred.txt --db-dir database/
+    --metrics ex,em`
     """
     eval_run.COMMANDS["spider1"](
         gold=gold,
@@ -185,6 +198,8 @@ def eval_spider1(
         output=output,
         executor=executor,
         address=address,
+        metrics=metrics,
+        tables=tables,
     )
 
 

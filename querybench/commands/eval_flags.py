@@ -53,6 +53,8 @@ COMMANDS: dict[str, tuple[Flag, ...]] = {
         Flag("--output", "output", "path"),
         Flag("--executor", "executor", "str", default="local"),
         Flag("--address", "address", "str"),
+        Flag("--metrics", "metrics", "str", default="ex"),
+        Flag("--tables", "tables", "path"),
     ),
     "bird": (
         Flag("--questions", "questions", "path", required=True),
