@@ -10,7 +10,7 @@ from enum import StrEnum
 class ErrorCode(StrEnum):
     """The `error` field of every result and run record. A `StrEnum`, so each member *is* its
     JSON string; it lives here, at the bottom of the package, because engines and models raise
-    errors that carry a code. `querybench.evaluation.verdict` re-exports it."""
+    errors that carry a code. Everything else names its members, imported from here."""
 
     # The prediction ran (or could not) on an engine.
     PARSE_ERROR = "parse_error"

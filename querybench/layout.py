@@ -83,6 +83,11 @@ GOLD_DIRS: dict[str, str] = {
     "spider2": "spider2/spider2/evaluation_suite/gold",
 }
 
+# the paper's reference plans (`--reference-plan`), lines {"instance_id", "plan"}, in the gold
+# folder of the benchmarks the paper gives them for
+REFERENCE_PLAN_FILE = "reference_plan.jsonl"
+REFERENCE_PLAN_BENCHMARKS = ("spider2-lite", "spider2-snow")
+
 # Spider 2.0 local SQLite databases `<db>.sqlite`: spider2-lite/README.md's folder, then the
 # rebuilt copies, then the agentic setting's own folder (spider2/setup.py --local)
 SPIDER2_LOCAL_DIRS = (
@@ -122,6 +127,13 @@ def database_folder(benchmark: str, data_dir: str | Path | None = None) -> Path:
 
 def task_file_candidates(benchmark: str) -> tuple[str, ...]:
     return TASK_FILES.get(benchmark, ())
+
+
+def reference_plan_candidates(benchmark: str) -> tuple[str, ...]:
+    """Where `benchmark`'s reference plan file may be, relative to a root (none: no plans)."""
+    if benchmark not in REFERENCE_PLAN_BENCHMARKS:
+        return ()
+    return (f"{GOLD_DIRS[benchmark]}/{REFERENCE_PLAN_FILE}",)
 
 
 def sqlite_candidates(benchmark: str, db: str) -> tuple[str, ...]:

@@ -416,3 +416,94 @@ def test_a_line_nested_past_the_json_reader_is_a_bad_line_not_a_crash(tmp_path: 
     result = case.score()["local1"]
     assert scores(result) == (1.0, 1.0)
     assert any(":2: not JSON" in w for w in case.evaluation.warnings)
+
+
+# A single SQLite call that never reaches the engine's interrupt check: only a kill stops it.
+QUADRATIC_LIKE = (
+    "SELECT 1 AS x WHERE printf('%.*c', 5000000, 'a') LIKE '%' || printf('%.*c', 5000, 'a') || 'b%'"
+)
+
+
+def test_a_sql_answer_stops_at_its_timeout_with_verdict_timeout(tmp_path: Path) -> None:
+    """A `.sql` answer runs in the killable query child, as sql mode's queries do: a call
+    that no progress handler interrupts is stopped at the timeout, and both scorings say
+    `timeout` (it ran in the scoring process, for minutes, before)."""
+    import dataclasses
+    import time
+
+    from querybench.evaluation.spider2_agentic import engine_runner
+
+    database = tmp_path / "db.sqlite"
+    with sqlite3.connect(database) as con:
+        con.execute("CREATE TABLE t (x INT)")
+    case = Case(tmp_path)
+    case.task("local1", [{"func": "table_match", "parameters": {"gold": "result.csv"}}])
+    case.tasks[-1] = dataclasses.replace(
+        case.tasks[-1], extra={**case.tasks[-1].extra, "db_path": str(database)}
+    )
+    (case.gold / "local1" / "result.csv").write_text("x\n1\n")
+    case.submit("local1", "file", "q.sql", q_sql=QUADRATIC_LIKE)
+    start = time.monotonic()
+    result = case.score(run_sql=engine_runner(None, timeout=1.0))["local1"]
+    assert time.monotonic() - start < 1.0 + 10  # the kill comes at the timeout + 0.5 s
+    assert scores(result) == (0.0, 0.0)
+    assert result.error == "timeout", result
+    strict = case.evaluation.results[0]
+    assert "timeout" in (strict.message or "")
+
+
+def test_a_sql_answer_that_is_a_fifo_or_a_link_out_is_refused_not_read(tmp_path: Path) -> None:
+    """A `.sql` answer is read as every prediction file is: a FIFO does not block the eval, a
+    link to a host file is not followed (its text never reaches an engine's error message)."""
+    import os
+
+    def run(task: Task, sql: str) -> Result:
+        raise AssertionError(f"no SQL should run, got {sql!r}")
+
+    spec = [{"func": "table_match", "parameters": {"gold": "result.csv"}}]
+    case = Case(tmp_path)
+    secret = tmp_path / "host_secret.sql"
+    secret.write_text("SELECT 'host secret'")
+    for iid in ("fifo1", "link1"):
+        case.task(iid, spec, result_csv="a\n1\n")
+        case.submit(iid, "file", "q.sql")
+    os.mkfifo(case.sub / "fifo1" / "q.sql")
+    (case.sub / "link1" / "q.sql").symlink_to(secret)
+    results = case.score(run_sql=run)
+    for iid in ("fifo1", "link1"):
+        assert scores(results[iid]) == (0.0, 0.0), results[iid]
+        assert results[iid].error == "bad_prediction_file", results[iid]
+    assert "FIFO" in (results["fifo1"].message or "").upper()
+    assert "symlink" in (results["link1"].message or "")
+
+
+def test_eval_spider2_timeout_stops_a_slow_sql_answer_on_local229(tmp_path: Path) -> None:
+    """`eval spider2 --timeout 2`: the quadratic `LIKE` as local229's answer stops at about
+    its timeout with `timeout`, as `eval spider2-lite --mode sql --timeout 2` stops it."""
+    import time
+
+    from querybench.cli import app
+
+    needs_data()
+    require_data("spider2-lite-local", "IPL.sqlite")
+    sub = tmp_path / "sub"
+    (sub / "local229").mkdir(parents=True)
+    (sub / "local229" / "q.sql").write_text(QUADRATIC_LIKE)
+    (sub / "results_metadata.jsonl").write_text(
+        json.dumps({"instance_id": "local229", "answer_type": "file", "answer_or_path": "q.sql"})
+        + "\n"
+    )
+    out = tmp_path / "out.jsonl"
+    start = time.monotonic()
+    result = CliRunner().invoke(
+        app,
+        ["eval", "spider2", "--predictions", str(sub), "--timeout", "2", "--output", str(out)],
+        env={"QUERYBENCH_DATA": str(DATA)},
+    )
+    took = time.monotonic() - start
+    assert result.exit_code == 0, result.output
+    line = next(
+        x for x in map(json.loads, out.read_text().splitlines()) if x["instance_id"] == "local229"
+    )
+    assert line["error"] == "timeout", line
+    assert took < 2 + 20, took

@@ -67,7 +67,7 @@ def spider1(
             f"{len(instances)} gold queries in {gold}: the last {past_end} are "
             "missing_prediction"
         )
-    results = evaluate_under_progress(
+    scored = evaluate_under_progress(
         "running queries" if executor == "local" else "scoring shards",
         "spider1",
         predictions,
@@ -81,7 +81,7 @@ def spider1(
         workers=workers,
         instance_ids=runnable_ids("spider1") if runnable else None,
     )
-    finish(results, output, "Spider 1.0 execution match")
+    finish(scored, output, "Spider 1.0 execution match")
 
 
 def _bird(
@@ -126,7 +126,7 @@ def _bird(
             f"r_ves: timing every matched pair {ves_repeats} times; slow, and the figures "
             "depend on the machine's load"
         )
-    results = evaluate_under_progress(
+    scored = evaluate_under_progress(
         "running queries" if executor == "local" else "scoring shards",
         benchmark,
         predictions,
@@ -139,8 +139,8 @@ def _bird(
         workers=workers,
         **extra,
     )
-    finish(results, output, title)
-    print_bird_tables(results, chosen, out_console)
+    finish(scored, output, title)
+    print_bird_tables(scored.results, chosen, out_console)
 
 
 def bird(

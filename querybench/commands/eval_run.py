@@ -62,7 +62,7 @@ def spider2(
         check_db_dir(db_dir, "*.sqlite", "<db>.sqlite files for the local tasks")
     else:
         check_sql_mode_only(db_dir=db_dir, tasks_file=tasks_file)
-    results = evaluate_under_progress(
+    scored = evaluate_under_progress(
         f"scoring {benchmark}",
         benchmark,
         predictions,
@@ -78,8 +78,8 @@ def spider2(
         limits=limits,
         instance_ids=runnable_ids(benchmark) if runnable else None,
     )
-    check_prediction_names(predictions, mode, benchmark, results)
-    finish(results, output, f"{benchmark} ({mode}, score = {scoring})")
+    check_prediction_names(predictions, mode, benchmark, scored.results)
+    finish(scored, output, f"{benchmark} ({mode}, score = {scoring})")
 
 
 def spider2_dbt(
@@ -97,7 +97,7 @@ def spider2_dbt(
         usage_error(f"--predictions {predictions} is not a folder (<instance_id>/<db>.duckdb)")
     check_gold_dir(gold_dir, "<instance_id>/<db>.duckdb and spider2_eval.jsonl")
     check_dbt_predictions(predictions)
-    results = evaluate_under_progress(
+    scored = evaluate_under_progress(
         "scoring spider2-dbt",
         "spider2-dbt",
         predictions,
@@ -105,8 +105,9 @@ def spider2_dbt(
         gold_dir=gold_dir,
         workers=workers,
     )
-    finish(results, output, "spider2-dbt (duckdb_match, score = official)")
-    kept = with_gold_summary(results)
+    finish(scored, output, "spider2-dbt (duckdb_match, score = official)")
+    kept = with_gold_summary(scored.results)
+    results = scored.results
     out_console.print(
         f"with gold present: {kept['correct']}/{kept['n']} "
         f"(official {kept['official_score']:.4f}, strict {kept['strict_score']:.4f}); "
@@ -132,7 +133,7 @@ def spider2_agentic(
     if not predictions.is_dir():
         usage_error(f"--predictions {predictions} is not a folder (the official submission layout)")
     check_gold_dir(gold_dir, "<instance_id>/ with each instance's gold files")
-    results = evaluate_under_progress(
+    scored = evaluate_under_progress(
         "scoring spider2",
         "spider2",
         predictions,
@@ -142,8 +143,8 @@ def spider2_agentic(
         timeout=timeout,
         workers=workers,
     )
-    finish(results, output, f"spider2 (agentic, score = {scoring})")
-    for part in denominators(results):
+    finish(scored, output, f"spider2 (agentic, score = {scoring})")
+    for part in denominators(scored.results):
         out_console.print(
             f"{part.name}: {part.correct}/{part.n} (official {part.official:.4f}, "
             f"strict {part.strict:.4f})"

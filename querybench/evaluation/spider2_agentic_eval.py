@@ -13,6 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
+from querybench.errors import ErrorCode
 from querybench.evaluation.record import InstanceResult, OnResult
 from querybench.evaluation.spider2_agentic import (
     Answer,
@@ -22,12 +23,7 @@ from querybench.evaluation.spider2_agentic import (
     strict_verdict,
 )
 from querybench.evaluation.spider2_submission import Submission, SubmissionEntry, read_submission
-from querybench.evaluation.verdict import (
-    BAD_PREDICTION_FILE,
-    GOLD_ERROR,
-    MISSING_PREDICTION,
-    Verdict,
-)
+from querybench.evaluation.verdict import Verdict
 from querybench.tasks.model import Task
 from querybench.tasks.spider2_agentic import TEXT_FUNCS
 
@@ -60,12 +56,14 @@ def score_instance(
     }
     official = strict = None
     if not task.gold.eval_params.get("evaluation"):
-        official = strict = Verdict.fail(GOLD_ERROR, "no eval-config entry")
+        official = strict = Verdict.fail(ErrorCode.GOLD_ERROR, "no eval-config entry")
     strict_entry = submission.strict.get(task.instance_id)
     if strict is None and strict_entry is None:
-        official = strict = Verdict.fail(MISSING_PREDICTION, "no results_metadata.jsonl line")
+        official = strict = Verdict.fail(
+            ErrorCode.MISSING_PREDICTION, "no results_metadata.jsonl line"
+        )
     if strict is None and strict_entry is not None and "evaluation" in strict_entry.fields:
-        official = strict = Verdict.fail(BAD_PREDICTION_FILE, REFUSED_SPEC)
+        official = strict = Verdict.fail(ErrorCode.BAD_PREDICTION_FILE, REFUSED_SPEC)
     if strict is None and strict_entry is not None:
         with tempfile.TemporaryDirectory(prefix="qb-spider2-") as scratch:
             official, strict = _both(
@@ -102,7 +100,7 @@ def _both(
         official = stopped("scores nothing", submission.fatal)
     elif entry is None:
         official = Verdict.fail(
-            MISSING_PREDICTION,
+            ErrorCode.MISSING_PREDICTION,
             f"line {strict_entry.line} is dropped by the official reader (after a bad line)",
         )
     else:
