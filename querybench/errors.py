@@ -179,6 +179,11 @@ class ResultTooManyBytes(ResultTooLarge):
     code = ErrorCode.TOO_LARGE
 
 
+class UnsettledDatabase(EngineError):
+    """A database file whose sidecar (`-wal`, `-journal`) holds changes a reader applies on
+    top of the file: its state is not the file's bytes, so no result on it is cached."""
+
+
 class EngineUnavailable(EngineError):
     """No engine of this kind can be reached here (driver missing, no credentials)."""
 

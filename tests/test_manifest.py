@@ -75,3 +75,22 @@ def test_options_round_trip_through_json(tmp_path: Path) -> None:
 
     options = {"gold_dir": tmp_path, "db_dir": [tmp_path / "a"], "limits": ReadLimits(), "n": 2}
     assert decode(encode(options)) == options
+
+
+def test_a_database_state_held_in_its_wal_is_its_own_digest(tmp_path: Path) -> None:
+    # The file's bytes stay put while the -wal holds rows: the manifest names the state read.
+    from querybench.runs.manifest import input_files
+    from tests.test_cli import _toy_db
+    from tests.unsettled import held_in_wal, to_wal
+
+    database = _toy_db(tmp_path) / "toy" / "toy.sqlite"
+    to_wal(database)
+
+    def digest() -> str:
+        return input_files({"db_dir": database.parent.parent}, [])["db_dir/toy/toy.sqlite"].sha256
+
+    settled = digest()
+    with held_in_wal(database, "INSERT INTO t VALUES (4, 'c')"):
+        held = digest()
+    assert held != settled
+    assert digest() != settled  # checkpointed into the file now: another state again

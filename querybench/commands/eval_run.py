@@ -127,6 +127,7 @@ def spider2_agentic(
     """`eval spider2`."""
     check_output(output)
     from querybench.evaluation.spider2_agentic_eval import denominators
+    from querybench.tasks.spider2_agentic import gold_dir_config
 
     if scoring not in ("official", "strict"):
         usage_error(f"--scoring must be official or strict, not {scoring!r}")
@@ -144,7 +145,7 @@ def spider2_agentic(
         workers=workers,
     )
     finish(scored, output, f"spider2 (agentic, score = {scoring})")
-    for part in denominators(scored.results):
+    for part in denominators(scored.results, gold_dir_config(gold_dir)):
         out_console.print(
             f"{part.name}: {part.correct}/{part.n} (official {part.official:.4f}, "
             f"strict {part.strict:.4f})"

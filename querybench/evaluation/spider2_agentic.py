@@ -18,7 +18,10 @@ gold entry's checks (an object, or a list of them):
 A line carrying its own `evaluation` replaces the gold's spec in the official code; here it is
 refused (0, `bad_prediction_file`) in both scorings. Strict scoring uses the strict matchers,
 lets any check of the answer's kind pass, scores an empty SQL result as an empty table, and
-refuses paths that leave the submission folder (both scorings).
+refuses paths that leave the submission folder (both scorings). A path is resolved as the
+system resolves it (both scorings): `<id>/../shared_files/x.csv` from a task folder `<id>/`
+that does not exist is unreadable (0; officially a `.sql` answer there crashes the run), though
+its lexical form names a file that is there.
 
 `spider2_agentic_eval.py` scores a whole submission folder with these verdicts.
 """
@@ -75,16 +78,43 @@ class Answer:
         return list(self.task.gold.eval_params.get("evaluation", []))
 
     def path(self, name: str) -> Path:
-        """`<submission>/<instance_id>/<name>`, refused when it leaves the submission folder."""
-        path = Path(os.path.normpath(self.folder / self.task.instance_id / name))
+        """`<submission>/<instance_id>/<name>`, refused when it leaves the submission folder,
+        and unreadable (`_Unresolvable`) when the operating system could not resolve it."""
+        joined = self.folder / self.task.instance_id / name
+        path = Path(os.path.normpath(joined))
         root = Path(os.path.normpath(self.folder))
         if path != root and root not in path.parents:
             raise _Refused(f"{name!r} leaves the submission folder")
+        _check_resolvable(self.folder, Path(self.task.instance_id, name))
         return path
 
 
 class _Refused(Exception):
     pass
+
+
+class _Unresolvable(_Refused):
+    """The official code opens the joined path as written, so the system resolves each `..`
+    after the folder before it: `<id>/../shared_files/x.csv` from a task folder `<id>/` that
+    does not exist cannot be opened (officially that answer scores 0, or a `.sql` answer
+    crashes the run), though the lexical path names a file that is there."""
+
+
+def _check_resolvable(folder: Path, relative: Path) -> None:
+    """`_Unresolvable` when a `..` of `relative` follows a part that is no folder; `_Refused`
+    when it follows a link (where the system's `..` and the lexical one part)."""
+    walked = folder
+    for part in relative.parts:
+        if part == "..":
+            if walked.is_symlink():
+                raise _Refused(f"{relative} steps back out of the link {walked.name}")
+            if not walked.is_dir():
+                there = walked.relative_to(folder)
+                raise _Unresolvable(
+                    f"{relative} cannot be opened: {there}/ is no folder, so the system cannot "
+                    f"resolve {there}/.. (officially unreadable)"
+                )
+        walked = walked / part
 
 
 # --------------------------------------------------------------------------- official
@@ -238,7 +268,14 @@ def _best(instance: Answer, funcs: set[str] | frozenset[str], pred: Any, what: s
 
 def _run_sql_answer(instance: Answer, name: str, *, official: bool) -> Path | Verdict:
     """The CSV a `.sql` answer's result is scored as (written to a private folder)."""
-    source = instance.path(name)
+    try:
+        source = instance.path(name)
+    except _Unresolvable as exc:  # officially `open()` outside any try: the run stops
+        return (
+            stopped("crashes", str(exc))
+            if official
+            else Verdict.fail(ErrorCode.BAD_PREDICTION_FILE, str(exc))
+        )
     try:  # read as every prediction file is: regular, in its folder, bounded
         sql = read_prediction_text(source, source.parent, ReadLimits())
     except PredictionRefused as exc:

@@ -1,6 +1,7 @@
 """Spider 2.0 agentic (`spider2`): a whole submission folder scored, official and strict.
 
-Denominators: every task (a task without a line is `missing_prediction`), the DBT part (metric
+Denominators: every task (a task without a line is `missing_prediction`; the built-in list, or
+with a `--gold-dir` holding its own eval config the tasks that config names), the DBT part (metric
 `dbt`), and the tasks whose gold is all here (metric `has_gold`). Metric `official_counted` marks
 the instances the official script itself counts (its denominator is the submitted ids only).
 """
@@ -183,11 +184,15 @@ class Denominator:
     strict: float
 
 
-def denominators(results: Sequence[InstanceResult]) -> list[Denominator]:
+def denominators(
+    results: Sequence[InstanceResult], task_set: Path | None = None
+) -> list[Denominator]:
     """The honest reading: every task, the DBT part, the tasks with gold here, and the official
-    script's own denominator (the submitted ids it reads)."""
+    script's own denominator (the submitted ids it reads); "every task" names its set: the
+    built-in list, or the eval config `task_set` that replaced it (`gold_dir_config`)."""
+    every = f"every task ({task_set})" if task_set is not None else "every task (built-in list)"
     parts = [
-        ("every task", list(results)),
+        (every, list(results)),
         ("DBT tasks", [r for r in results if r.metrics.get("dbt")]),
         ("gold here", [r for r in results if r.metrics.get("has_gold")]),
         (

@@ -280,14 +280,22 @@ def file_sha256(path: Path) -> str:
 
 def _database_digest(path: Path) -> str:
     """A database's content state: the result cache's content hash of its bytes (remembered by
-    the file's identity there, so a warm eval does not read gigabytes again)."""
-    from querybench.engines.cache import ResultCache
+    the file's identity there, so a warm eval does not read gigabytes again); for a database
+    whose sidecar holds data (a `-wal` not checkpointed), the file's and the sidecars' bytes."""
+    from querybench.engines import parse_target
+    from querybench.engines.cache import ResultCache, sidecars_with_data
+    from querybench.errors import EngineError
 
     cache = ResultCache()
     try:
         return cache.fingerprint(path)
     except OSError:
         return file_sha256(path)
+    except EngineError:
+        digest = hashlib.sha256()
+        for part in [path, *sidecars_with_data(parse_target(path))]:
+            digest.update(f"{part.name}\0{file_sha256(part)}\n".encode())
+        return digest.hexdigest()
     finally:
         cache.close()
 
