@@ -150,7 +150,7 @@ def _config(values: dict[str, Any]) -> RunConfig:
         safe_model = flat["model"].replace("/", "_")
         flat["out"] = Path("runs") / f"{flat['benchmark']}-{method}-{safe_model}"
     try:
-        return RunConfig(method=method, options=kind.from_values(options | given, method), **flat)
+        return RunConfig.from_json(flat | {"method": method, OPTIONS_KEY: options | given})
     except OptionError as exc:
         _fail(str(exc))
 
