@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from querybench.cli import app
 from querybench.data_status import benchmark_status
-from querybench.runs.config import RunConfig
+from querybench.runs.config import RunConfig, Selection
 from querybench.runs.layout import select_tasks
 from querybench.tasks import load_tasks
 from querybench.tasks.runnable import runnability
@@ -58,7 +58,9 @@ def test_spider2_lite_counts_agree_everywhere(shared: Path, tmp_path: Path) -> N
     assert ids == [t.instance_id for t in split.runnable]
     # run: a task with no schema metadata (ga360) is engine_unavailable up front, not sent to
     # the model to fail as context_error
-    config = RunConfig("spider2-lite", "dail-sql", "oracle", tmp_path / "run", limit=10)
+    config = RunConfig(
+        "spider2-lite", "dail-sql", "oracle", tmp_path / "run", selection=Selection(limit=10)
+    )
     selected, unavailable = select_tasks(config)
     expected = {t.instance_id for t in runnability(selected).runnable}
     assert {t.instance_id for t in selected} - set(unavailable) == expected
