@@ -186,12 +186,33 @@ def eval_spider1(
     output: Output = None,
     executor: Executor = "local",
     address: Address = None,
+<<<<<<< HEAD
     runnable: Runnable = False,
+=======
+    metrics: Annotated[
+        str,
+        typer.Option(
+            help="Comma-separated: ex (execution match, the score; always computed), em (exact "
+            "set match with its partial scores, as the official evaluation.py --etype match; "
+            "prints the official tables)."
+        ),
+    ] = "ex",
+    tables: Annotated[
+        Path | None,
+        typer.Option(help="Spider's tables.json for em (default: beside --gold or --db-dir)."),
+    ] = None,
+>>>>>>> main
 ) -> None:
-    """Spider 1.0 execution match (official test-suite semantics).
+    """Spider 1.0 execution match (official test-suite semantics), and exact match.
 
+<<<<<<< HEAD
     Example: `querybench eval spider1 --predictions pred.txt` (gold and databases: the data's;
     `--gold dev_gold.sql --db-dir database/` name others)
+=======
+    Example:
+    `querybench eval spider1 --gold dev_gold.sql --predictions pred.txt --db-dir database/
+    --metrics ex,em`
+>>>>>>> main
     """
     eval_run.COMMANDS["spider1"](
         gold=gold,
@@ -203,7 +224,12 @@ def eval_spider1(
         output=output,
         executor=executor,
         address=address,
+<<<<<<< HEAD
         runnable=runnable,
+=======
+        metrics=metrics,
+        tables=tables,
+>>>>>>> main
     )
 
 

@@ -41,11 +41,32 @@ def spider1(
     output: Path | None,
     executor: str,
     address: str | None,
+<<<<<<< HEAD
     runnable: bool = False,
+=======
+    metrics: str = "ex",
+    tables: Path | None = None,
+>>>>>>> main
 ) -> None:
     """`eval spider1`."""
     check_output(output)
     from querybench.evaluation.spider1 import read_spider1_instances
+
+    chosen = tuple(dict.fromkeys(m.strip().lower() for m in metrics.split(",") if m.strip()))
+    if not chosen or set(chosen) - {"ex", "em"}:
+        usage_error(f"--metrics: choose from ex, em (got {metrics!r})")
+    em = "em" in chosen
+    if em and executor != "local":
+        usage_error("--metrics em runs with --executor local only")
+    if em:
+        from querybench.evaluation.spider1_exact_eval import default_tables_json
+
+        tables = tables or default_tables_json(gold, db_dir)
+        if tables is None or not tables.is_file():
+            usage_error(
+                "--metrics em needs Spider's tables.json (foreign keys): pass --tables "
+                f"(none found beside {gold} or in {db_dir})"
+            )
 
     check_db_dir(db_dir, "*/*.sqlite", "<db_id>/<db_id>.sqlite")
     located = _located("spider1", {"gold": gold, "db_dir": db_dir, "questions": questions})
@@ -79,9 +100,17 @@ def spider1(
         questions=questions,
         timeout=timeout,
         workers=workers,
+<<<<<<< HEAD
         instance_ids=runnable_ids("spider1") if runnable else None,
+=======
+        **({"metrics": ("ex", "em"), "tables": tables} if em else {}),
+>>>>>>> main
     )
     finish(scored, output, "Spider 1.0 execution match")
+    if em:
+        from querybench.report.spider1_tables import print_spider1_tables
+
+        print_spider1_tables(scored.results, "ex" in chosen, out_console)
 
 
 def _bird(

@@ -48,6 +48,8 @@ class Spider1Options(TypedDict, total=False):
     workers: int
     cache_dir: Location | None
     instance_ids: Collection[str] | None
+    metrics: Sequence[str]
+    tables: Location | None
 
 
 class _BirdCommon(TypedDict, total=False):
