@@ -186,9 +186,6 @@ def eval_spider1(
     output: Output = None,
     executor: Executor = "local",
     address: Address = None,
-<<<<<<< HEAD
-    runnable: Runnable = False,
-=======
     metrics: Annotated[
         str,
         typer.Option(
@@ -201,18 +198,12 @@ def eval_spider1(
         Path | None,
         typer.Option(help="Spider's tables.json for em (default: beside --gold or --db-dir)."),
     ] = None,
->>>>>>> main
+    runnable: Runnable = False,
 ) -> None:
     """Spider 1.0 execution match (official test-suite semantics), and exact match.
 
-<<<<<<< HEAD
-    Example: `querybench eval spider1 --predictions pred.txt` (gold and databases: the data's;
-    `--gold dev_gold.sql --db-dir database/` name others)
-=======
-    Example:
-    `querybench eval spider1 --gold dev_gold.sql --predictions pred.txt --db-dir database/
-    --metrics ex,em`
->>>>>>> main
+    Example: `querybench eval spider1 --predictions pred.txt --metrics ex,em` (gold and
+    databases: the data's; `--gold dev_gold.sql --db-dir database/` name others)
     """
     eval_run.COMMANDS["spider1"](
         gold=gold,
@@ -224,12 +215,9 @@ def eval_spider1(
         output=output,
         executor=executor,
         address=address,
-<<<<<<< HEAD
-        runnable=runnable,
-=======
         metrics=metrics,
         tables=tables,
->>>>>>> main
+        runnable=runnable,
     )
 
 

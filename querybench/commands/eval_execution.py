@@ -41,12 +41,9 @@ def spider1(
     output: Path | None,
     executor: str,
     address: str | None,
-<<<<<<< HEAD
-    runnable: bool = False,
-=======
     metrics: str = "ex",
     tables: Path | None = None,
->>>>>>> main
+    runnable: bool = False,
 ) -> None:
     """`eval spider1`."""
     check_output(output)
@@ -56,6 +53,9 @@ def spider1(
     if not chosen or set(chosen) - {"ex", "em"}:
         usage_error(f"--metrics: choose from ex, em (got {metrics!r})")
     em = "em" in chosen
+    check_db_dir(db_dir, "*/*.sqlite", "<db_id>/<db_id>.sqlite")
+    located = _located("spider1", {"gold": gold, "db_dir": db_dir, "questions": questions})
+    gold, db_dir, questions = located["gold"], located["db_dir"], located["questions"]
     if em and executor != "local":
         usage_error("--metrics em runs with --executor local only")
     if em:
@@ -68,9 +68,6 @@ def spider1(
                 f"(none found beside {gold} or in {db_dir})"
             )
 
-    check_db_dir(db_dir, "*/*.sqlite", "<db_id>/<db_id>.sqlite")
-    located = _located("spider1", {"gold": gold, "db_dir": db_dir, "questions": questions})
-    gold, db_dir, questions = located["gold"], located["db_dir"], located["questions"]
     try:
         instances = read_spider1_instances(gold, predictions)
     except QuerybenchError as exc:
@@ -100,11 +97,8 @@ def spider1(
         questions=questions,
         timeout=timeout,
         workers=workers,
-<<<<<<< HEAD
         instance_ids=runnable_ids("spider1") if runnable else None,
-=======
         **({"metrics": ("ex", "em"), "tables": tables} if em else {}),
->>>>>>> main
     )
     finish(scored, output, "Spider 1.0 execution match")
     if em:

@@ -55,12 +55,9 @@ COMMANDS: dict[str, tuple[Flag, ...]] = {
         Flag("--output", "output", "path"),
         Flag("--executor", "executor", "str", default="local"),
         Flag("--address", "address", "str"),
-<<<<<<< HEAD
-        Flag("--runnable", "runnable", "flag", default=False),
-=======
         Flag("--metrics", "metrics", "str", default="ex"),
         Flag("--tables", "tables", "path"),
->>>>>>> main
+        Flag("--runnable", "runnable", "flag", default=False),
     ),
     "bird": (
         Flag("--predictions", "predictions", "path", required=True),
