@@ -3,9 +3,10 @@
 A part already in place (as a reader would find it in the target or in any data root, whoever
 put it there) is kept unless `force`; an archive comes from `from_dir` by its official name
 when it is there, else from `$QUERYBENCH_DATA_MIRROR` or its official URL (resumable), so a
-folder holding some of the archives fetches only the parts it lacks; its pinned sha256 and, for the Spider2 repository, its commit are
-checked unless `verify=False`; an HTML page where the archive was expected is deleted and the
-error says how to download the file by hand and use `--from`.
+folder holding some of the archives fetches only the parts it lacks; its pinned sha256 and,
+for the Spider2 repository, its commit are checked unless `verify=False`; an HTML page where
+the archive was expected is deleted and the error says how to download the file by hand and
+use `--from`.
 """
 
 from __future__ import annotations
