@@ -386,7 +386,7 @@ def test_a_part_in_another_data_root_is_in_place(
     downloads.mkdir()
     (downloads / "local_sqlite.zip").write_bytes(official["local_sqlite.zip"])
     output = _cli("data", "fetch", "spider2-lite", "--from", str(downloads))
-    assert f"in place: Spider 2.0 tasks, gold, metadata and documents (lite, snow, DBT " in output
+    assert "in place: Spider 2.0 tasks, gold, metadata and documents (lite, snow, DBT " in output
     assert f"projects) ({env / 'spider2'};" in output
     user = tmp_path / "xdg-data" / "querybench"
     assert not (user / "spider2" / "spider2-lite" / "spider2-lite.jsonl").exists()
