@@ -108,6 +108,23 @@ _SQLITE_FILES: dict[str, tuple[str, ...]] = {
 }
 
 
+# Spider 1.0's gold file (`SQL<TAB>db_id` per line, dev.json's order) and database folders
+SPIDER1_GOLD = "spider1/dev_gold.sql"
+_DATABASE_DIRS: dict[str, tuple[str, ...]] = {
+    **{benchmark: paths.databases for benchmark, paths in BIRD_PATHS.items()},
+    "spider1": ("spider1/database", "spider1"),
+}
+
+
+def database_folder(benchmark: str, data_dir: str | Path | None = None) -> Path:
+    """The folder of `<db_id>/<db_id>.sqlite` an evaluator of `benchmark` reads: the first of
+    its places, in the data roots in order, holding a database; else the first place."""
+    roots = data_roots(data_dir)
+    places = [root / folder for root in roots for folder in _DATABASE_DIRS[benchmark]]
+    found = next((p for p in places if next(p.glob("*/*.sqlite"), None) is not None), None)
+    return found or places[0]
+
+
 def task_file_candidates(benchmark: str) -> tuple[str, ...]:
     return TASK_FILES.get(benchmark, ())
 

@@ -1,4 +1,5 @@
-"""`querybench tasks list|show`: the tasks of a benchmark, as a table or one JSON line each."""
+"""`querybench tasks list|show|stats`: the tasks of a benchmark, as a table or one JSON line
+each, and its dataset statistics beside the paper's."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ tasks_app = typer.Typer(
         "    querybench tasks list spider2-lite\n\n"
         "    querybench tasks list bird --format jsonl > bird.jsonl\n\n"
         "    querybench tasks show spider2-lite bq011\n\n"
+        "    querybench tasks stats spider2 --json\n\n"
         "    querybench tasks list custom --path my_questions.yaml"
     ),
     no_args_is_help=True,
@@ -55,14 +57,25 @@ def list_tasks(
     format: Annotated[str, typer.Option(help="table, or jsonl (one task per line).")] = "table",
     path: TaskFile = None,
     data_dir: DataDir = None,
+    runnable: Annotated[
+        bool,
+        typer.Option(
+            "--runnable", help="Only the tasks that can run here (`querybench data status`)."
+        ),
+    ] = False,
 ) -> None:
-    """List every task of a benchmark.
+    """List every task of a benchmark, and how many can run here.
 
-    Example: `querybench tasks list spider2-lite --format jsonl`
+    Example: `querybench tasks list spider2-lite --runnable --format jsonl`
     """
+    from querybench.tasks.runnable import runnability
+
     if format not in ("table", "jsonl"):
         _fail(f"--format must be table or jsonl, not {format!r}")
     tasks = _load(benchmark, path, data_dir)
+    split = runnability(tasks, data_dir)
+    if runnable:
+        tasks = split.runnable
     if format == "jsonl":
         for task in tasks:
             typer.echo(json.dumps(task_to_json(task), ensure_ascii=False))
@@ -87,6 +100,7 @@ def list_tasks(
         )
     console = Console()
     console.print(table)
+    console.print(f"{benchmark}: {split.line()}", highlight=False, soft_wrap=True)
     by_difficulty = Counter(t.difficulty or "unknown" for t in tasks)
     console.print(", ".join(f"{k}: {v}" for k, v in sorted(by_difficulty.items())))
     if typed:
@@ -112,3 +126,39 @@ def show_task(
     except QuerybenchError as exc:
         _fail(str(exc))
     typer.echo(json.dumps(task_to_json(task), ensure_ascii=False, indent=2))
+
+
+@tasks_app.command("stats")
+def task_stats(
+    benchmark: Benchmark,
+    json_output: Annotated[
+        bool, typer.Option("--json", help="One JSON object instead of the tables.")
+    ] = False,
+    html: Annotated[
+        Path | None, typer.Option(help="Also write the tables and their plots to this HTML file.")
+    ] = None,
+    path: TaskFile = None,
+    data_dir: DataDir = None,
+) -> None:
+    """The dataset statistics of the Spider 2.0 paper, from the task files, metadata and gold
+    here: tasks by type and difficulty, gold SQL tokens and functions, databases, tables and
+    columns per database, nested columns, answer types, external knowledge; each beside the
+    paper's (or the official README's) figure, the difference said.
+
+    Example: `querybench tasks stats spider2 --html stats.html`
+    """
+    from querybench.report import dataset_stats, render
+
+    tasks = _load(benchmark, path, data_dir)
+    try:
+        result = dataset_stats.dataset_stats(benchmark, tasks)
+    except QuerybenchError as exc:
+        _fail(str(exc))
+    tables = dataset_stats.sections(result)
+    if json_output:
+        typer.echo(json.dumps(result.to_json(), ensure_ascii=False))
+    else:
+        render.print_sections(tables, Console())
+    if html is not None:
+        page = render.tables_html(tables, dataset_stats.plots(result), f"{benchmark} statistics")
+        html.write_text(page, encoding="utf-8")

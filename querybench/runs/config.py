@@ -113,6 +113,11 @@ class Selection(Declared):
         (), split=",", help="Only these instance ids (repeatable or a,b,c)."
     )
     limit: int | None = option(None, min=1, help="First K tasks only.")
+    runnable: bool = option(
+        False,
+        help="Only the tasks that can run here (querybench data status), before --limit: the "
+        "others are left out of the run instead of scored engine_unavailable.",
+    )
     retry_failed: bool = option(
         False,
         help="Also rerun instances whose reply came back unusable (transport failures, "

@@ -45,6 +45,8 @@ _LAYOUT_OPTIONS: dict[str, dict[str, Any]] = {
     "spider2-dbt": {"data_dir": None},
     "spider2": {"data_dir": None, "timeout": 120.0},  # seconds per query of a .sql answer
     "bird-mini-dev": {"dialect": "sqlite"},
+    "spider1": {"data_dir": None},
+    "bird": {"data_dir": None},
 }
 # Keywords the benchmark's name fixes, or `evaluate` sets itself.
 _FIXED = frozenset({"benchmark", "on_result"})
@@ -239,7 +241,7 @@ def _checked(benchmark: str, evaluator: Callable[..., Any], options: Arguments) 
             f"evaluate({benchmark!r}) got unknown option(s) {', '.join(unknown)}; "
             f"valid options: {', '.join(valid)}"
         )
-    resolvable = {"gold_dir", "db_dir", "tasks_file", "tasks", "questions"}
+    resolvable = {"gold", "gold_dir", "db_dir", "tasks_file", "tasks", "questions"}
     missing = [
         n
         for n, p in parameters.items()
@@ -274,6 +276,8 @@ def _resolved(benchmark: str, options: Arguments) -> Arguments:
     data_dir = Path(layout["data_dir"]) if layout.get("data_dir") is not None else None
     if benchmark in ("spider2-lite", "spider2-snow"):
         return _spider2(benchmark, out, data_dir)
+    if benchmark in ("spider1", "bird"):
+        return dev_files(benchmark, out, data_dir)
     if benchmark == "bird-mini-dev":
         from querybench.tasks.bird import mini_dev_dir, mini_dev_file
 
@@ -305,12 +309,10 @@ def _spider2(benchmark: str, options: Arguments, data_dir: Path | None) -> Argum
     given = out.get("gold_dir")
     gold = Path(given or default_gold_dir(benchmark, data_dir))  # type: ignore[arg-type]
     if given is None and not gold.is_dir():  # no data root holds it: say how to get one
-        from querybench.errors import DataError
+        from querybench.layout import GOLD_DIRS
 
-        raise DataError(
-            f"no {benchmark} gold folder in the data roots (first looked for at {gold}): "
-            f"`querybench data fetch {benchmark}` fetches it, or pass --gold-dir "
-            "(`querybench data status` says what is where)"
+        raise no_data_error(
+            benchmark, f"{benchmark} gold folder", GOLD_DIRS[benchmark], "--gold-dir"
         )
     out["gold_dir"] = gold
     if out.get("tasks_file") is None:
@@ -319,6 +321,54 @@ def _spider2(benchmark: str, options: Arguments, data_dir: Path | None) -> Argum
     if out.get("db_dir") is None:
         out["db_dir"] = spider2_database_dirs(data_dir) or None
     return out
+
+
+def dev_files(benchmark: str, options: Arguments, data_dir: Path | None) -> Arguments:
+    """Spider 1.0 / BIRD dev: the gold (Spider 1.0's gold file, BIRD's questions with their
+    gold SQL) and the database folder, from the data roots when not given."""
+    from querybench.data import data_roots, find_data
+    from querybench.layout import SPIDER1_GOLD, TASK_FILES, database_folder
+
+    out = dict(options)
+    key, candidates = (
+        ("gold", (SPIDER1_GOLD,)) if benchmark == "spider1" else ("questions", TASK_FILES["bird"])
+    )
+    if out.get(key) is None:
+        found = find_data(*candidates, roots=data_roots(data_dir))
+        if found is None:
+            raise no_data_error(benchmark, f"{benchmark} gold file", candidates[0], "--" + key)
+        out[key] = found
+        if benchmark == "spider1" and out.get("questions") is None:
+            out["questions"] = _parsed_questions(found.parent / "dev.json")
+    if out.get("db_dir") is None:
+        out["db_dir"] = database_folder(benchmark, data_dir)
+    return out
+
+
+def _parsed_questions(path: Path) -> Path | None:
+    """The data's Spider 1.0 dev.json for the gold's hardness, when it carries the official
+    parse (`sql`) hardness is read from; else None (no hardness, as without --questions)."""
+    import json
+
+    try:
+        entries = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    parsed = isinstance(entries, list) and bool(entries) and isinstance(entries[0], dict)
+    return path if parsed and "sql" in entries[0] else None
+
+
+def no_data_error(benchmark: str, what: str, relative: str, flag: str) -> Exception:
+    """The error of a part no data root holds: every root searched, and the three fixes."""
+    from querybench.data import labelled_roots
+    from querybench.errors import DataError
+
+    searched = ", ".join(f"{label} {folder}" for label, folder in labelled_roots())
+    return DataError(
+        f"no {what} in the data roots (looked for {relative} in {searched}): set "
+        f"QUERYBENCH_DATA to your data folder, `querybench data fetch {benchmark}` fetches "
+        f"it, or pass {flag} (`querybench data status` says what is where)"
+    )
 
 
 def _agentic(options: Arguments, data_dir: Path | None, timeout: float) -> Arguments:
