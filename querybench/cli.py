@@ -378,6 +378,10 @@ def eval_spider2_dbt(
         Path | None, typer.Option(help="Gold folder `<instance_id>/<file>`; default: the data.")
     ] = None,
     workers: Workers = 2,
+    timeout: Annotated[
+        float,
+        typer.Option(help="Seconds to open one database and read its tables.", min=0.001),
+    ] = 120.0,
     output: Output = None,
 ) -> None:
     """Score Spider 2.0-DBT outputs with `duckdb_match` (official and strict), over every task
@@ -390,6 +394,7 @@ def eval_spider2_dbt(
         data_dir=data_dir,
         gold_dir=gold_dir,
         workers=workers,
+        timeout=timeout,
         output=output,
     )
 
@@ -412,7 +417,10 @@ def eval_spider2(
     ] = None,
     workers: Workers = 2,
     timeout: Annotated[
-        float, typer.Option(help="Seconds per query of a .sql answer.", min=0.001)
+        float,
+        typer.Option(
+            help="Seconds per query of a .sql answer, and to read one .duckdb answer.", min=0.001
+        ),
     ] = 120.0,
     output: Output = None,
 ) -> None:

@@ -81,6 +81,7 @@ class DbtOptions(TypedDict, total=False):
     tasks: "Sequence[Task] | None"
     gold_dir: Location | None
     workers: int
+    timeout: float
 
 
 class AgenticOptions(TypedDict, total=False):

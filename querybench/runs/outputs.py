@@ -202,6 +202,7 @@ def _score_dbt(config: RunConfig, tasks: list[Task], root: Path) -> list[Instanc
         tasks=[graded.get(t.instance_id, t) for t in tasks],
         gold_dir=dbt_gold_dir(root),
         workers=config.scoring.eval_workers,
+        timeout=config.scoring.eval_timeout,
     )
 
 
@@ -238,6 +239,7 @@ def _score_agentic(
         gold_dir=gold_dir(root / "spider2"),
         run_sql=engine_runner(config.selection.data_dir, config.scoring.eval_timeout),
         workers=config.scoring.eval_workers,
+        timeout=config.scoring.eval_timeout,
     )
     return evaluation.results
 
