@@ -27,10 +27,8 @@ eval_app = typer.Typer(
         "Examples:\n\n"
         "    querybench eval spider2-lite --predictions my_csvs/\n\n"
         "    querybench eval spider2-lite --predictions my_sqls/ --mode sql --db-dir dbs/\n\n"
-        "    querybench eval spider1 --gold dev_gold.sql --predictions pred.txt "
-        "--db-dir database/\n\n"
-        "    querybench eval bird --questions dev.json --predictions predict_dev.json "
-        "--db-dir dev_databases/\n\n"
+        "    querybench eval spider1 --predictions pred.txt\n\n"
+        "    querybench eval bird --predictions predict_dev.json --db-dir dev_databases/\n\n"
         "    querybench eval spider2-dbt --predictions RUNDIR/predictions\n\n"
         "    querybench eval spider2 --predictions RUNDIR/submission"
     ),
@@ -65,6 +63,14 @@ Address = Annotated[
     typer.Option(help="Ray cluster to join (auto, ray://host:10001); default a local Ray."),
 ]
 
+Runnable = Annotated[
+    bool,
+    typer.Option(
+        "--runnable",
+        help="Only the data's tasks that can run here (`querybench data status`): the others "
+        "are left out instead of scored engine_unavailable.",
+    ),
+]
 
 _LIMITS = ReadLimits()  # the defaults the eval flags show
 
@@ -121,6 +127,7 @@ def _spider2_command(benchmark: str) -> Callable[..., None]:
                 min=0.001,
             ),
         ] = _LIMITS.seconds,
+        runnable: Runnable = False,
     ) -> None:
         eval_run.COMMANDS[benchmark](
             predictions=predictions,
@@ -139,6 +146,7 @@ def _spider2_command(benchmark: str) -> Callable[..., None]:
             max_cells=max_cells,
             max_line_bytes=max_line_bytes,
             read_timeout=read_timeout,
+            runnable=runnable,
         )
 
     command.__doc__ = (
@@ -157,23 +165,45 @@ eval_app.command("spider2-snow")(_spider2_command("spider2-snow"))
 
 @eval_app.command("spider1")
 def eval_spider1(
-    gold: Annotated[Path, typer.Option(help="Gold file: `SQL<TAB>db_id` per line.")],
     predictions: Annotated[Path, typer.Option(help="One predicted SQL per line.")],
-    db_dir: Annotated[Path, typer.Option(help="Databases at `DIR/<db_id>/<db_id>.sqlite`.")],
+    gold: Annotated[
+        Path | None,
+        typer.Option(help="Gold file: `SQL<TAB>db_id` per line; default the data's dev_gold.sql."),
+    ] = None,
+    db_dir: Annotated[
+        Path | None,
+        typer.Option(help="Databases at `DIR/<db_id>/<db_id>.sqlite`; default the data's."),
+    ] = None,
     questions: Annotated[
         Path | None,
-        typer.Option(help="dev.json matching the gold lines: adds each question's hardness."),
+        typer.Option(
+            help="dev.json matching the gold lines: adds each question's hardness (default: "
+            "the data's, with its gold)."
+        ),
     ] = None,
     timeout: Annotated[float, typer.Option(help="Seconds per query.", min=0.001)] = 30.0,
     workers: Workers = 2,
     output: Output = None,
     executor: Executor = "local",
     address: Address = None,
+    metrics: Annotated[
+        str,
+        typer.Option(
+            help="Comma-separated: ex (execution match, the score; always computed), em (exact "
+            "set match with its partial scores, as the official evaluation.py --etype match; "
+            "prints the official tables)."
+        ),
+    ] = "ex",
+    tables: Annotated[
+        Path | None,
+        typer.Option(help="Spider's tables.json for em (default: beside --gold or --db-dir)."),
+    ] = None,
+    runnable: Runnable = False,
 ) -> None:
-    """Spider 1.0 execution match (official test-suite semantics).
+    """Spider 1.0 execution match (official test-suite semantics), and exact match.
 
-    Example:
-    `querybench eval spider1 --gold dev_gold.sql --predictions pred.txt --db-dir database/`
+    Example: `querybench eval spider1 --predictions pred.txt --metrics ex,em` (gold and
+    databases: the data's; `--gold dev_gold.sql --db-dir database/` name others)
     """
     eval_run.COMMANDS["spider1"](
         gold=gold,
@@ -185,6 +215,9 @@ def eval_spider1(
         output=output,
         executor=executor,
         address=address,
+        metrics=metrics,
+        tables=tables,
+        runnable=runnable,
     )
 
 
@@ -211,9 +244,14 @@ VesRepeats = Annotated[
 
 @eval_app.command("bird")
 def eval_bird(
-    questions: Annotated[Path, typer.Option(help="BIRD question file (dev.json).")],
     predictions: BirdPredictions,
-    db_dir: Annotated[Path, typer.Option(help="Databases at `DIR/<db_id>/<db_id>.sqlite`.")],
+    questions: Annotated[
+        Path | None, typer.Option(help="BIRD question file (dev.json); default the data's.")
+    ] = None,
+    db_dir: Annotated[
+        Path | None,
+        typer.Option(help="Databases at `DIR/<db_id>/<db_id>.sqlite`; default the data's."),
+    ] = None,
     metrics: Metrics = "ex",
     ves_repeats: VesRepeats = 100,
     timeout: Annotated[float, typer.Option(help="Seconds per query.", min=0.001)] = 30.0,
@@ -221,6 +259,7 @@ def eval_bird(
     output: Output = None,
     executor: Executor = "local",
     address: Address = None,
+    runnable: Runnable = False,
 ) -> None:
     """BIRD execution match (set semantics) with error / trivial / gold_error metrics, and
     optionally the official Soft-F1 and R-VES; tables by difficulty as the official scripts.
@@ -239,6 +278,7 @@ def eval_bird(
         output=output,
         executor=executor,
         address=address,
+        runnable=runnable,
     )
 
 
@@ -310,6 +350,7 @@ _COMMANDS = (
     ("run", "querybench.commands.run", "run", False),
     ("report", "querybench.commands.report", "report", False),
     ("audit", "querybench.commands.audit", "audit", False),
+    ("verify", "querybench.commands.verify", "verify", False),
 )
 _registered: set[str] = set()
 

@@ -83,6 +83,11 @@ GOLD_DIRS: dict[str, str] = {
     "spider2": "spider2/spider2/evaluation_suite/gold",
 }
 
+# the paper's reference plans (`--reference-plan`), lines {"instance_id", "plan"}, in the gold
+# folder of the benchmarks the paper gives them for
+REFERENCE_PLAN_FILE = "reference_plan.jsonl"
+REFERENCE_PLAN_BENCHMARKS = ("spider2-lite", "spider2-snow")
+
 # Spider 2.0 local SQLite databases `<db>.sqlite`: spider2-lite/README.md's folder, then the
 # rebuilt copies, then the agentic setting's own folder (spider2/setup.py --local)
 SPIDER2_LOCAL_DIRS = (
@@ -103,8 +108,32 @@ _SQLITE_FILES: dict[str, tuple[str, ...]] = {
 }
 
 
+# Spider 1.0's gold file (`SQL<TAB>db_id` per line, dev.json's order) and database folders
+SPIDER1_GOLD = "spider1/dev_gold.sql"
+_DATABASE_DIRS: dict[str, tuple[str, ...]] = {
+    **{benchmark: paths.databases for benchmark, paths in BIRD_PATHS.items()},
+    "spider1": ("spider1/database", "spider1"),
+}
+
+
+def database_folder(benchmark: str, data_dir: str | Path | None = None) -> Path:
+    """The folder of `<db_id>/<db_id>.sqlite` an evaluator of `benchmark` reads: the first of
+    its places, in the data roots in order, holding a database; else the first place."""
+    roots = data_roots(data_dir)
+    places = [root / folder for root in roots for folder in _DATABASE_DIRS[benchmark]]
+    found = next((p for p in places if next(p.glob("*/*.sqlite"), None) is not None), None)
+    return found or places[0]
+
+
 def task_file_candidates(benchmark: str) -> tuple[str, ...]:
     return TASK_FILES.get(benchmark, ())
+
+
+def reference_plan_candidates(benchmark: str) -> tuple[str, ...]:
+    """Where `benchmark`'s reference plan file may be, relative to a root (none: no plans)."""
+    if benchmark not in REFERENCE_PLAN_BENCHMARKS:
+        return ()
+    return (f"{GOLD_DIRS[benchmark]}/{REFERENCE_PLAN_FILE}",)
 
 
 def sqlite_candidates(benchmark: str, db: str) -> tuple[str, ...]:

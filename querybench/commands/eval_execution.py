@@ -13,28 +13,61 @@ from querybench.commands.eval_common import (
     evaluate_under_progress,
     finish,
     out_console,
+    runnable_ids,
     usage_error,
     warn,
 )
 from querybench.errors import QuerybenchError
 
 
+def _located(benchmark: str, given: dict[str, Path | None]) -> dict[str, Any]:
+    """The gold and database locations not given, found by the data-location rule (the one
+    `querybench.evaluate` applies); a part no data root holds exits 2 with the fixes."""
+    from querybench.runs.evaluate import dev_files
+
+    try:
+        return dev_files(benchmark, given, None)
+    except QuerybenchError as exc:
+        usage_error(str(exc))
+
+
 def spider1(
-    gold: Path,
+    gold: Path | None,
     predictions: Path,
-    db_dir: Path,
+    db_dir: Path | None,
     questions: Path | None,
     timeout: float,
     workers: int,
     output: Path | None,
     executor: str,
     address: str | None,
+    metrics: str = "ex",
+    tables: Path | None = None,
+    runnable: bool = False,
 ) -> None:
     """`eval spider1`."""
     check_output(output)
     from querybench.evaluation.spider1 import read_spider1_instances
 
+    chosen = tuple(dict.fromkeys(m.strip().lower() for m in metrics.split(",") if m.strip()))
+    if not chosen or set(chosen) - {"ex", "em"}:
+        usage_error(f"--metrics: choose from ex, em (got {metrics!r})")
+    em = "em" in chosen
     check_db_dir(db_dir, "*/*.sqlite", "<db_id>/<db_id>.sqlite")
+    located = _located("spider1", {"gold": gold, "db_dir": db_dir, "questions": questions})
+    gold, db_dir, questions = located["gold"], located["db_dir"], located["questions"]
+    if em and executor != "local":
+        usage_error("--metrics em runs with --executor local only")
+    if em:
+        from querybench.evaluation.spider1_exact_eval import default_tables_json
+
+        tables = tables or default_tables_json(gold, db_dir)
+        if tables is None or not tables.is_file():
+            usage_error(
+                "--metrics em needs Spider's tables.json (foreign keys): pass --tables "
+                f"(none found beside {gold} or in {db_dir})"
+            )
+
     try:
         instances = read_spider1_instances(gold, predictions)
     except QuerybenchError as exc:
@@ -52,7 +85,7 @@ def spider1(
             f"{len(instances)} gold queries in {gold}: the last {past_end} are "
             "missing_prediction"
         )
-    results = evaluate_under_progress(
+    scored = evaluate_under_progress(
         "running queries" if executor == "local" else "scoring shards",
         "spider1",
         predictions,
@@ -64,8 +97,14 @@ def spider1(
         questions=questions,
         timeout=timeout,
         workers=workers,
+        instance_ids=runnable_ids("spider1") if runnable else None,
+        **({"metrics": ("ex", "em"), "tables": tables} if em else {}),
     )
-    finish(results, output, "Spider 1.0 execution match")
+    finish(scored, output, "Spider 1.0 execution match")
+    if em:
+        from querybench.report.spider1_tables import print_spider1_tables
+
+        print_spider1_tables(scored.results, "ex" in chosen, out_console)
 
 
 def _bird(
@@ -84,6 +123,7 @@ def _bird(
     output: Path | None = None,
     executor: str = "local",
     address: str | None = None,
+    runnable: bool = False,
 ) -> None:
     """Score one BIRD questions file; the summary, then the official by-difficulty tables."""
     check_output(output)
@@ -100,6 +140,8 @@ def _bird(
             "--executor ray scores EX on SQLite files only; drop --metrics/--db-url or use local"
         )
     extra: dict[str, Any] = dict(layout or {})
+    if runnable:
+        extra["instance_ids"] = runnable_ids(benchmark)
     if executor == "local":
         extra |= {"metrics": chosen, "db_url": db_url, "ves_repeats": ves_repeats}
     if BirdMetric.R_VES in chosen:
@@ -107,7 +149,7 @@ def _bird(
             f"r_ves: timing every matched pair {ves_repeats} times; slow, and the figures "
             "depend on the machine's load"
         )
-    results = evaluate_under_progress(
+    scored = evaluate_under_progress(
         "running queries" if executor == "local" else "scoring shards",
         benchmark,
         predictions,
@@ -120,14 +162,14 @@ def _bird(
         workers=workers,
         **extra,
     )
-    finish(results, output, title)
-    print_bird_tables(results, chosen, out_console)
+    finish(scored, output, title)
+    print_bird_tables(scored.results, chosen, out_console)
 
 
 def bird(
-    questions: Path,
+    questions: Path | None,
     predictions: Path,
-    db_dir: Path,
+    db_dir: Path | None,
     metrics: str,
     ves_repeats: int,
     timeout: float,
@@ -135,9 +177,12 @@ def bird(
     output: Path | None,
     executor: str,
     address: str | None,
+    runnable: bool = False,
 ) -> None:
     """`eval bird`."""
     check_db_dir(db_dir, "*/*.sqlite", "<db_id>/<db_id>.sqlite")
+    located = _located("bird", {"questions": questions, "db_dir": db_dir})
+    questions, db_dir = located["questions"], located["db_dir"]
     _bird(
         "BIRD execution match",
         "bird",
@@ -151,6 +196,7 @@ def bird(
         output=output,
         executor=executor,
         address=address,
+        runnable=runnable,
     )
 
 

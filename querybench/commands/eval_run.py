@@ -23,6 +23,7 @@ from querybench.commands.eval_common import (
     evaluate_under_progress,
     finish,
     out_console,
+    runnable_ids,
     usage_error,
 )
 from querybench.commands.eval_execution import bird, bird_mini_dev, spider1
@@ -47,6 +48,7 @@ def spider2(
     max_cells: int,
     max_line_bytes: int,
     read_timeout: float,
+    runnable: bool = False,
 ) -> None:
     """`eval spider2-lite` / `eval spider2-snow`."""
     check_output(output)
@@ -60,7 +62,7 @@ def spider2(
         check_db_dir(db_dir, "*.sqlite", "<db>.sqlite files for the local tasks")
     else:
         check_sql_mode_only(db_dir=db_dir, tasks_file=tasks_file)
-    results = evaluate_under_progress(
+    scored = evaluate_under_progress(
         f"scoring {benchmark}",
         benchmark,
         predictions,
@@ -74,9 +76,10 @@ def spider2(
         workers=workers,
         timeout=timeout,
         limits=limits,
+        instance_ids=runnable_ids(benchmark) if runnable else None,
     )
-    check_prediction_names(predictions, mode, benchmark, results)
-    finish(results, output, f"{benchmark} ({mode}, score = {scoring})")
+    check_prediction_names(predictions, mode, benchmark, scored.results)
+    finish(scored, output, f"{benchmark} ({mode}, score = {scoring})")
 
 
 def spider2_dbt(
@@ -95,7 +98,7 @@ def spider2_dbt(
         usage_error(f"--predictions {predictions} is not a folder (<instance_id>/<db>.duckdb)")
     check_gold_dir(gold_dir, "<instance_id>/<db>.duckdb and spider2_eval.jsonl")
     check_dbt_predictions(predictions)
-    results = evaluate_under_progress(
+    scored = evaluate_under_progress(
         "scoring spider2-dbt",
         "spider2-dbt",
         predictions,
@@ -104,8 +107,9 @@ def spider2_dbt(
         workers=workers,
         timeout=timeout,
     )
-    finish(results, output, "spider2-dbt (duckdb_match, score = official)")
-    kept = with_gold_summary(results)
+    finish(scored, output, "spider2-dbt (duckdb_match, score = official)")
+    kept = with_gold_summary(scored.results)
+    results = scored.results
     out_console.print(
         f"with gold present: {kept['correct']}/{kept['n']} "
         f"(official {kept['official_score']:.4f}, strict {kept['strict_score']:.4f}); "
@@ -125,13 +129,14 @@ def spider2_agentic(
     """`eval spider2`."""
     check_output(output)
     from querybench.evaluation.spider2_agentic_eval import denominators
+    from querybench.tasks.spider2_agentic import gold_dir_config
 
     if scoring not in ("official", "strict"):
         usage_error(f"--scoring must be official or strict, not {scoring!r}")
     if not predictions.is_dir():
         usage_error(f"--predictions {predictions} is not a folder (the official submission layout)")
     check_gold_dir(gold_dir, "<instance_id>/ with each instance's gold files")
-    results = evaluate_under_progress(
+    scored = evaluate_under_progress(
         "scoring spider2",
         "spider2",
         predictions,
@@ -141,8 +146,8 @@ def spider2_agentic(
         timeout=timeout,
         workers=workers,
     )
-    finish(results, output, f"spider2 (agentic, score = {scoring})")
-    for part in denominators(results):
+    finish(scored, output, f"spider2 (agentic, score = {scoring})")
+    for part in denominators(scored.results, gold_dir_config(gold_dir)):
         out_console.print(
             f"{part.name}: {part.correct}/{part.n} (official {part.official:.4f}, "
             f"strict {part.strict:.4f})"

@@ -32,18 +32,9 @@ from typing import TYPE_CHECKING
 
 from querybench.engines.isolated import QueryProcess
 from querybench.engines.registry import ENGINES
-from querybench.errors import EXTERNAL_ACCESS, EngineError, QueryRefused, QueryTimeout
+from querybench.errors import EXTERNAL_ACCESS, EngineError, ErrorCode, QueryRefused, QueryTimeout
 from querybench.errors import ResultTooLarge as _TooLarge
 from querybench.evaluation.prediction_file import PredictionRefused, ReadLimits, checked_database
-from querybench.evaluation.verdict import (
-    BAD_PREDICTION_FILE,
-    GOLD_ERROR,
-    MISSING_PREDICTION,
-    TIMEOUT,
-    TOO_LARGE,
-    WRONG_RESULT,
-    ErrorCode,
-)
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -98,7 +89,11 @@ class DatabaseReader:
         try:
             target = checked_database(path, path.parent, ReadLimits(), (gold.parent,))
         except PredictionRefused as refused:
-            code = BAD_PREDICTION_FILE if refused.code is MISSING_PREDICTION else refused.code
+            code = (
+                ErrorCode.BAD_PREDICTION_FILE
+                if refused.code is ErrorCode.MISSING_PREDICTION
+                else refused.code
+            )
             raise DatabaseProblem(code, f"cannot open {str(path)!r}: {refused}") from None
         rows = max(MAX_PREDICTED_ROWS, min_rows)
         return self._tables(target, names, quote, rows, prediction=True)
@@ -112,7 +107,7 @@ class DatabaseReader:
         *,
         prediction: bool,
     ) -> Tables:
-        failed = BAD_PREDICTION_FILE if prediction else GOLD_ERROR
+        failed = ErrorCode.BAD_PREDICTION_FILE if prediction else ErrorCode.GOLD_ERROR
         database = ENGINES["duckdb"].url_for(path)
         process = self._process()
         try:
@@ -127,7 +122,7 @@ class DatabaseReader:
                 sqls = [f"{sql} LIMIT {max_rows + 1}" for sql in sqls]
             outcomes = self._read(process, database, sqls, max_rows, deadline)
         except QueryTimeout as exc:
-            code = TIMEOUT if prediction else GOLD_ERROR
+            code = ErrorCode.TIMEOUT if prediction else ErrorCode.GOLD_ERROR
             raise DatabaseProblem(code, f"reading {str(path)!r}: {exc}") from None
         except EngineError as exc:
             raise DatabaseProblem(failed, f"cannot open {str(path)!r}: {exc}") from None
@@ -135,7 +130,7 @@ class DatabaseReader:
             with contextlib.suppress(EngineError):  # killed: nothing is left open
                 process.forget(database)
         frames = [
-            _frame(outcome, name, WRONG_RESULT if prediction else GOLD_ERROR)
+            _frame(outcome, name, ErrorCode.WRONG_RESULT if prediction else ErrorCode.GOLD_ERROR)
             for name, outcome in zip(names, outcomes, strict=False)
         ]
         return list(names), frames
@@ -176,13 +171,17 @@ def _frame(outcome: pd.DataFrame | EngineError, name: str, missing: ErrorCode) -
     anything else (no such table) `missing`."""
     if not isinstance(outcome, EngineError):
         return outcome
-    gold = missing is GOLD_ERROR
+    gold = missing is ErrorCode.GOLD_ERROR
     if isinstance(outcome, QueryRefused) and outcome.statement == EXTERNAL_ACCESS:
-        code = GOLD_ERROR if gold else BAD_PREDICTION_FILE
+        code = ErrorCode.GOLD_ERROR if gold else ErrorCode.BAD_PREDICTION_FILE
         why = f"table {name!r} reaches outside its database file (refused): {outcome}"
         raise DatabaseProblem(code, why)
     if isinstance(outcome, _TooLarge):
-        raise DatabaseProblem(GOLD_ERROR if gold else TOO_LARGE, f"table {name!r}: {outcome}")
+        raise DatabaseProblem(
+            ErrorCode.GOLD_ERROR if gold else ErrorCode.TOO_LARGE, f"table {name!r}: {outcome}"
+        )
     if isinstance(outcome, QueryTimeout):
-        raise DatabaseProblem(GOLD_ERROR if gold else TIMEOUT, f"table {name!r}: {outcome}")
+        raise DatabaseProblem(
+            ErrorCode.GOLD_ERROR if gold else ErrorCode.TIMEOUT, f"table {name!r}: {outcome}"
+        )
     raise DatabaseProblem(missing, f"cannot read table {name!r}: {outcome}")

@@ -26,23 +26,20 @@ from collections import Counter
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from querybench.engines.base import Result
-from querybench.errors import DataError, EngineError
+from querybench.errors import DataError, EngineError, ErrorCode
 from querybench.evaluation.detail import Difference, Shape, VerdictDetail
 from querybench.evaluation.execution import Jobs, run_gold_and_predictions
 from querybench.evaluation.prediction_file import whole_file_text
 from querybench.evaluation.record import InstanceResult, OnResult
 from querybench.evaluation.row_keys import hash_safe
-from querybench.evaluation.verdict import (
-    ENGINE_UNAVAILABLE,
-    GOLD_ERROR,
-    MISSING_PREDICTION,
-    WRONG_RESULT,
-    Verdict,
-)
+from querybench.evaluation.verdict import Verdict
 from querybench.tasks.spider1_hardness import spider1_hardness as spider1_hardness
+
+if TYPE_CHECKING:
+    from querybench.evaluation.spider1_exact import ExactMatch, ExactMatchFailure
 
 Row = tuple[Any, ...]
 
@@ -162,7 +159,7 @@ def spider1_verdict(
 ) -> Verdict:
     """Score one executed pair: the gold must have run, the prediction must run and match."""
     if isinstance(gold, EngineError):
-        return Verdict.fail(GOLD_ERROR, f"gold query failed: {gold}")
+        return Verdict.fail(ErrorCode.GOLD_ERROR, f"gold query failed: {gold}")
     if isinstance(pred, EngineError):
         return Verdict.engine_error(pred)
     if spider1_result_match(gold.rows, pred.rows, order_matters):
@@ -181,14 +178,14 @@ def _difference(gold: Sequence[Row], pred: Sequence[Row], order_matters: bool) -
     if len(gold) != len(pred) or (gold and len(gold[0]) != len(pred[0])):
         message = f"result shape differs: gold {words(gold_shape)}, prediction {words(pred_shape)}"
         return Verdict.fail(
-            WRONG_RESULT, message, VerdictDetail.of_shapes(pred_shape, [gold_shape])
+            ErrorCode.WRONG_RESULT, message, VerdictDetail.of_shapes(pred_shape, [gold_shape])
         )
     if order_matters and _same_unordered_rows(gold, pred, order_matters=False):
         message = "same rows in a different order (the gold has ORDER BY)"
         detail = VerdictDetail.of_shapes(pred_shape, [gold_shape], Difference.WRONG_ORDER)
-        return Verdict.fail(WRONG_RESULT, message, detail)
+        return Verdict.fail(ErrorCode.WRONG_RESULT, message, detail)
     detail = VerdictDetail.of_shapes(pred_shape, [gold_shape], Difference.WRONG_VALUES)
-    return Verdict.fail(WRONG_RESULT, f"different values ({words(gold_shape)})", detail)
+    return Verdict.fail(ErrorCode.WRONG_RESULT, f"different values ({words(gold_shape)})", detail)
 
 
 def _cell_key(value: Any) -> str:
@@ -259,7 +256,8 @@ def _column_permutation_exists(
 
 
 PAST_END = Verdict.fail(
-    MISSING_PREDICTION, "no prediction line: the prediction file ends before this gold line"
+    ErrorCode.MISSING_PREDICTION,
+    "no prediction line: the prediction file ends before this gold line",
 )
 
 
@@ -346,6 +344,8 @@ def evaluate_spider1(
     cache_dir: str | Path | None = None,
     on_result: OnResult | None = None,
     instance_ids: Collection[str] | None = None,
+    metrics: Sequence[str] = ("ex",),
+    tables: str | Path | None = None,
     _on_query: Callable[[], None] | None = None,
 ) -> list[InstanceResult]:
     """Score Spider 1.0 predictions in the official text formats; one result per gold line.
@@ -356,11 +356,15 @@ def evaluate_spider1(
     Gold results go through the result cache (see `run_gold_and_predictions`); difficulty needs
     `questions`, Spider's dev.json with the official parse of each gold query. `instance_ids`
     scores only those lines (a shard); `_on_query` is a progress tick after each query.
+    `metrics` "ex" (execution match, the score, always computed) and "em" (exact match, the
+    official `--etype match`: each result's `metrics["em"]` and `exact_match`), with EM's
+    foreign keys from `tables` (tables.json; by default beside the gold or the databases).
     """
     instances = read_spider1_instances(gold, predictions, questions)
     if instance_ids is not None:
         wanted = set(instance_ids)
         instances = [i for i in instances if i.instance_id in wanted]
+    exact = _exact_matches(instances, metrics, Path(gold), Path(db_dir), tables)
     planned: dict[str, tuple[Spider1Queries, Spider1Queries, list[Path]]] = {}
     verdicts: dict[str, Verdict] = {}
     gold_jobs: Jobs = {}
@@ -381,10 +385,12 @@ def evaluate_spider1(
         databases = folders[inst.db_id]
         if databases is None:
             message = f"database not found: {folder / f'{inst.db_id}.sqlite'}"
-            verdicts[inst.instance_id] = Verdict.fail(ENGINE_UNAVAILABLE, message)
+            verdicts[inst.instance_id] = Verdict.fail(ErrorCode.ENGINE_UNAVAILABLE, message)
             continue
         if inst.pred_sql is None:
-            verdicts[inst.instance_id] = Verdict.fail(MISSING_PREDICTION, "no prediction line")
+            verdicts[inst.instance_id] = Verdict.fail(
+                ErrorCode.MISSING_PREDICTION, "no prediction line"
+            )
             continue
         queries = prepare_spider1(inst.gold_sql, inst.pred_sql)
         strict = prepare_spider1(inst.gold_sql, inst.pred_sql, reading="strict")
@@ -415,6 +421,8 @@ def evaluate_spider1(
     for inst in instances:
         verdict = verdicts[inst.instance_id]
         strict_score = strict_verdicts.get(inst.instance_id, verdict).score
+        em = exact.get(inst.instance_id)
+        difficulty = inst.difficulty or getattr(em, "hardness", None)
         result = InstanceResult(
             inst.instance_id,
             verdict.score,
@@ -422,14 +430,44 @@ def evaluate_spider1(
             verdict.message,
             official_score=verdict.score,
             strict_score=strict_score,
-            difficulty=inst.difficulty,
+            difficulty=difficulty,
             engine="sqlite",
+            metrics={} if em is None else {"em": float(em.score)},
             detail=verdict.detail,
+            exact_match=em,
         )
         out.append(result)
         if on_result is not None:
             on_result(result)
     return out
+
+
+def _exact_matches(
+    instances: Sequence[Spider1Instance],
+    metrics: Sequence[str],
+    gold: Path,
+    db_dir: Path,
+    tables: str | Path | None,
+) -> dict[str, ExactMatch | ExactMatchFailure]:
+    unknown = sorted(set(metrics) - {"ex", "em"})
+    if unknown:
+        raise DataError(f"unknown Spider 1.0 metric {unknown[0]!r}; choose from ex, em")
+    if "em" not in metrics:
+        return {}
+    from querybench.evaluation.spider1_exact_eval import (
+        ExactMatchInput,
+        default_tables_json,
+        exact_matches,
+    )
+
+    tables_json = Path(tables) if tables is not None else default_tables_json(gold, db_dir)
+    if tables_json is None:
+        raise DataError(
+            f"exact match needs Spider's tables.json (foreign keys): none beside {gold} or in "
+            f"{db_dir}; pass its path"
+        )
+    inputs = [ExactMatchInput(i.instance_id, i.gold_sql, i.db_id, i.pred_sql) for i in instances]
+    return exact_matches(inputs, db_dir=db_dir, tables_json=tables_json)
 
 
 def _say_value_rule(official: Verdict, strict: Verdict) -> Verdict:
@@ -439,7 +477,7 @@ def _say_value_rule(official: Verdict, strict: Verdict) -> Verdict:
         f"read as written (strict) it {'passes' if strict.passed else 'fails too'}"
     )
     return Verdict.fail(
-        official.error or WRONG_RESULT, f"{official.message} ({note})", official.detail
+        official.error or ErrorCode.WRONG_RESULT, f"{official.message} ({note})", official.detail
     )
 
 
@@ -451,8 +489,8 @@ def _combine(
     failed = [(v, db) for v, db in verdicts if not v.passed]
     if not failed:
         return Verdict.ok()
-    verdict, db = next(((v, db) for v, db in failed if v.error == GOLD_ERROR), failed[0])
+    verdict, db = next(((v, db) for v, db in failed if v.error == ErrorCode.GOLD_ERROR), failed[0])
     if len(pairs) == 1:
         return verdict
     message = f"on {db.name}: {verdict.message}"
-    return Verdict.fail(verdict.error or WRONG_RESULT, message, verdict.detail)
+    return Verdict.fail(verdict.error or ErrorCode.WRONG_RESULT, message, verdict.detail)

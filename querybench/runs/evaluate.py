@@ -45,6 +45,8 @@ _LAYOUT_OPTIONS: dict[str, dict[str, Any]] = {
     "spider2-dbt": {"data_dir": None},
     "spider2": {"data_dir": None, "timeout": 120.0},  # seconds per query of a .sql answer
     "bird-mini-dev": {"dialect": "sqlite"},
+    "spider1": {"data_dir": None},
+    "bird": {"data_dir": None},
 }
 # Keywords the benchmark's name fixes, or `evaluate` sets itself.
 _FIXED = frozenset({"benchmark", "on_result"})
@@ -178,6 +180,14 @@ def score(
     return list(out.results)
 
 
+def resolved_options(benchmark: str, options: Arguments) -> Arguments:
+    """The arguments `evaluate(benchmark, ..., **options)` gives its evaluator: the options
+    checked and the locations they leave out filled from the data layout (what a manifest
+    hashes)."""
+    public = {k: v for k, v in options.items() if not k.startswith("_") and k != "on_result"}
+    return _resolved(benchmark, _checked(benchmark, _evaluator(benchmark), public))
+
+
 def _evaluator(benchmark: str) -> Callable[..., Any]:
     """The benchmark's evaluator (its module imported now: each pulls a different stack)."""
     if benchmark in ("spider2-lite", "spider2-snow"):
@@ -231,7 +241,7 @@ def _checked(benchmark: str, evaluator: Callable[..., Any], options: Arguments) 
             f"evaluate({benchmark!r}) got unknown option(s) {', '.join(unknown)}; "
             f"valid options: {', '.join(valid)}"
         )
-    resolvable = {"gold_dir", "db_dir", "tasks_file", "tasks", "questions"}
+    resolvable = {"gold", "gold_dir", "db_dir", "tasks_file", "tasks", "questions"}
     missing = [
         n
         for n, p in parameters.items()
@@ -266,6 +276,8 @@ def _resolved(benchmark: str, options: Arguments) -> Arguments:
     data_dir = Path(layout["data_dir"]) if layout.get("data_dir") is not None else None
     if benchmark in ("spider2-lite", "spider2-snow"):
         return _spider2(benchmark, out, data_dir)
+    if benchmark in ("spider1", "bird"):
+        return dev_files(benchmark, out, data_dir)
     if benchmark == "bird-mini-dev":
         from querybench.tasks.bird import mini_dev_dir, mini_dev_file
 
@@ -298,12 +310,10 @@ def _spider2(benchmark: str, options: Arguments, data_dir: Path | None) -> Argum
     given = out.get("gold_dir")
     gold = Path(given or default_gold_dir(benchmark, data_dir))  # type: ignore[arg-type]
     if given is None and not gold.is_dir():  # no data root holds it: say how to get one
-        from querybench.errors import DataError
+        from querybench.layout import GOLD_DIRS
 
-        raise DataError(
-            f"no {benchmark} gold folder in the data roots (first looked for at {gold}): "
-            f"`querybench data fetch {benchmark}` fetches it, or pass --gold-dir "
-            "(`querybench data status` says what is where)"
+        raise no_data_error(
+            benchmark, f"{benchmark} gold folder", GOLD_DIRS[benchmark], "--gold-dir"
         )
     out["gold_dir"] = gold
     if out.get("tasks_file") is None:
@@ -314,23 +324,75 @@ def _spider2(benchmark: str, options: Arguments, data_dir: Path | None) -> Argum
     return out
 
 
+def dev_files(benchmark: str, options: Arguments, data_dir: Path | None) -> Arguments:
+    """Spider 1.0 / BIRD dev: the gold (Spider 1.0's gold file, BIRD's questions with their
+    gold SQL) and the database folder, from the data roots when not given."""
+    from querybench.data import data_roots, find_data
+    from querybench.layout import SPIDER1_GOLD, TASK_FILES, database_folder
+
+    out = dict(options)
+    key, candidates = (
+        ("gold", (SPIDER1_GOLD,)) if benchmark == "spider1" else ("questions", TASK_FILES["bird"])
+    )
+    if out.get(key) is None:
+        found = find_data(*candidates, roots=data_roots(data_dir))
+        if found is None:
+            raise no_data_error(benchmark, f"{benchmark} gold file", candidates[0], "--" + key)
+        out[key] = found
+        if benchmark == "spider1" and out.get("questions") is None:
+            out["questions"] = _parsed_questions(found.parent / "dev.json")
+    if out.get("db_dir") is None:
+        out["db_dir"] = database_folder(benchmark, data_dir)
+    return out
+
+
+def _parsed_questions(path: Path) -> Path | None:
+    """The data's Spider 1.0 dev.json for the gold's hardness, when it carries the official
+    parse (`sql`) hardness is read from; else None (no hardness, as without --questions)."""
+    import json
+
+    try:
+        entries = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    parsed = isinstance(entries, list) and bool(entries) and isinstance(entries[0], dict)
+    return path if parsed and "sql" in entries[0] else None
+
+
+def no_data_error(benchmark: str, what: str, relative: str, flag: str) -> Exception:
+    """The error of a part no data root holds: every root searched, and the three fixes."""
+    from querybench.data import labelled_roots
+    from querybench.errors import DataError
+
+    searched = ", ".join(f"{label} {folder}" for label, folder in labelled_roots())
+    return DataError(
+        f"no {what} in the data roots (looked for {relative} in {searched}): set "
+        f"QUERYBENCH_DATA to your data folder, `querybench data fetch {benchmark}` fetches "
+        f"it, or pass {flag} (`querybench data status` says what is where)"
+    )
+
+
 def _agentic(options: Arguments, data_dir: Path | None, timeout: float) -> Arguments:
     """`eval spider2`'s tasks (with a `gold_dir`'s own eval config), gold and SQL runner."""
     from querybench.layout import benchmark_root
     from querybench.tasks.spider2_agentic import gold_dir as default_gold
+    from querybench.tasks.spider2_agentic import gold_dir_config, with_eval_config
 
     gold_dir = options.get("gold_dir")
     out: Arguments = {}
     if options.get("tasks") is None:
+        from querybench.data import data_roots, find_data
+        from querybench.layout import task_file_candidates
         from querybench.tasks import load_tasks
 
-        tasks = load_tasks("spider2", data_dir=data_dir)
-        config = Path(gold_dir) / "spider2_eval.jsonl" if gold_dir is not None else None
-        if config is not None and config.is_file():
-            from querybench.tasks.spider2_agentic import with_eval_config
-
-            tasks = with_eval_config(tasks, config)
-        out["tasks"] = tasks
+        config = gold_dir_config(Path(gold_dir) if gold_dir is not None else None)
+        here = find_data(*task_file_candidates("spider2"), roots=data_roots(data_dir))
+        # With a gold folder's config, that config is the task set: the built-in tasks only
+        # lend their questions and databases to the ids they share, and need not be here.
+        tasks = (
+            [] if config is not None and here is None else load_tasks("spider2", data_dir=data_dir)
+        )
+        out["tasks"] = with_eval_config(tasks, config) if config is not None else tasks
     out["gold_dir"] = Path(
         gold_dir or default_gold(benchmark_root("spider2", data_dir) / "spider2")
     )

@@ -3,12 +3,12 @@
 Each is the benchmark evaluator's keyword parameters plus the data-layout options `evaluate`
 reads itself; `tests/test_evaluate_api.py` holds them equal to what `evaluate` accepts at run
 time, so this file cannot drift from the evaluators. (No `from __future__ import annotations`:
-`Required` must be seen at run time.)
+the keys must be seen at run time.)
 """
 
 from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal, Required, TypedDict
+from typing import TYPE_CHECKING, Literal, TypedDict
 
 if TYPE_CHECKING:
     from querybench.engines.base import Result
@@ -37,15 +37,19 @@ class Spider2Options(TypedDict, total=False):
 
 
 class Spider1Options(TypedDict, total=False):
-    """spider1 (`evaluate_spider1`): the gold file and the database folder are needed."""
+    """spider1 (`evaluate_spider1`): the gold file and the database folder default to the
+    data's."""
 
-    gold: Required[Location]
-    db_dir: Required[Location]
+    data_dir: Location | None
+    gold: Location | None
+    db_dir: Location | None
     questions: Location | None
     timeout: float | None
     workers: int
     cache_dir: Location | None
     instance_ids: Collection[str] | None
+    metrics: Sequence[str]
+    tables: Location | None
 
 
 class _BirdCommon(TypedDict, total=False):
@@ -60,10 +64,12 @@ class _BirdCommon(TypedDict, total=False):
 
 
 class BirdOptions(_BirdCommon, total=False):
-    """bird (`evaluate_bird`): the questions file and the database folder are needed."""
+    """bird (`evaluate_bird`): the questions file and the database folder default to the
+    data's."""
 
-    questions: Required[Location]
-    db_dir: Required[Location]
+    data_dir: Location | None
+    questions: Location | None
+    db_dir: Location | None
 
 
 class MiniDevOptions(_BirdCommon, total=False):

@@ -17,23 +17,49 @@ denominator like every other task (the summary adds the score over the runnable 
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
+from querybench.errors import ErrorCode
 from querybench.evaluation.detail import VerdictDetail
 from querybench.evaluation.record import InstanceResult
 from querybench.evaluation.sampling import pass_at_k
-from querybench.evaluation.verdict import ENGINE_UNAVAILABLE
 from querybench.layout import BIRD_PATHS, benchmark_root
 from querybench.runs.config import RunConfig
-from querybench.runs.store import InstanceRecord
+from querybench.runs.manifest import MANIFEST_NAME, Machine, Manifest, build
+from querybench.runs.store import RECORDS, InstanceRecord
 from querybench.runs.summary import RunSummary, mean, summarise_run, write_summary
 from querybench.tasks.databases import spider2_database_dirs, task_database
 from querybench.tasks.model import Task
 
 Predict = Callable[[InstanceRecord | None], str | None]
+
+
+@dataclass(frozen=True)
+class ScoringCall:
+    """What scored a run's predictions: `evaluate.score(benchmark, predictions, arguments)`
+    (the manifest records it; `verify` makes it again)."""
+
+    benchmark: str
+    predictions: Path
+    arguments: dict[str, Any]
+
+    def score(self) -> list[InstanceResult]:
+        from querybench.runs.evaluate import score
+
+        return score(self.benchmark, self.predictions, self.arguments)
+
+
+def spider1_ids(results: list[InstanceResult], tasks: list[Task]) -> list[InstanceResult]:
+    """Spider 1.0's results (numbered by gold line) under the run's task ids."""
+    return [
+        replace(r, instance_id=t.instance_id, difficulty=t.difficulty or r.difficulty)
+        for r, t in zip(results, tasks, strict=True)
+    ]
 
 
 def one_line(sql: str) -> str:
@@ -53,6 +79,17 @@ def write_predictions_and_score(
     tag: str = "",
 ) -> list[InstanceResult]:
     """Write the official layout for `predict(record)` under RUNDIR and score it."""
+    return written_and_scored(config, tasks, records, predict, tag)[0]
+
+
+def written_and_scored(
+    config: RunConfig,
+    tasks: list[Task],
+    records: dict[str, InstanceRecord],
+    predict: Predict,
+    tag: str = "",
+) -> tuple[list[InstanceResult], ScoringCall]:
+    """`write_predictions_and_score`, with the call that scored them."""
     out = config.out
     root = benchmark_root(config.benchmark, config.selection.data_dir)
     if config.benchmark == "spider1" or config.benchmark == "custom":
@@ -75,24 +112,22 @@ def write_predictions_and_score(
 
 def _score_spider1(
     config: RunConfig, tasks: list[Task], gold: Path, pred: Path, root: Path
-) -> list[InstanceResult]:
-    from querybench.evaluation.spider1 import evaluate_spider1
-
+) -> tuple[list[InstanceResult], ScoringCall]:
     if config.benchmark == "custom":
         db_dir = _linked_databases(config, tasks, root)
     else:
         db_dir = _database_folder(config, tasks, root / "spider1" / "database")
-    results = evaluate_spider1(
+    call = ScoringCall(
+        "spider1",
         pred,
-        gold=gold,
-        db_dir=db_dir,
-        timeout=config.scoring.eval_timeout,
-        workers=config.scoring.eval_workers,
+        {
+            "gold": gold,
+            "db_dir": db_dir,
+            "timeout": config.scoring.eval_timeout,
+            "workers": config.scoring.eval_workers,
+        },
     )
-    return [
-        replace(r, instance_id=t.instance_id, difficulty=t.difficulty or r.difficulty)
-        for r, t in zip(results, tasks, strict=True)
-    ]
+    return spider1_ids(call.score(), tasks), call
 
 
 def _database_folder(config: RunConfig, tasks: list[Task], default: Path) -> Path:
@@ -120,8 +155,8 @@ def _score_bird(
     predict: Predict,
     tag: str,
     root: Path,
-) -> list[InstanceResult]:
-    from querybench.evaluation.bird import BIRD_SEPARATOR, evaluate_bird
+) -> tuple[list[InstanceResult], ScoringCall]:
+    from querybench.evaluation.bird import BIRD_SEPARATOR
 
     questions = config.out / "questions.json"
     entries = [
@@ -137,13 +172,17 @@ def _score_bird(
     pred = config.out / f"predict{tag}.json"
     pred.write_text(json.dumps(predictions, indent=1, ensure_ascii=False), encoding="utf-8")
     db_dir = _database_folder(config, tasks, root / BIRD_PATHS[config.benchmark].databases[0])
-    return evaluate_bird(
+    call = ScoringCall(
+        "bird",
         pred,
-        questions=questions,
-        db_dir=db_dir,
-        timeout=config.scoring.eval_timeout,
-        workers=config.scoring.eval_workers,
+        {
+            "questions": questions,
+            "db_dir": db_dir,
+            "timeout": config.scoring.eval_timeout,
+            "workers": config.scoring.eval_workers,
+        },
     )
+    return call.score(), call
 
 
 def _score_spider2(
@@ -153,8 +192,7 @@ def _score_spider2(
     predict: Predict,
     tag: str,
     root: Path,
-) -> list[InstanceResult]:
-    from querybench.evaluation.spider2_eval import evaluate_spider2
+) -> tuple[list[InstanceResult], ScoringCall]:
     from querybench.evaluation.spider2_gold import default_gold_dir
 
     folder = config.out / f"predictions{tag}"
@@ -170,25 +208,29 @@ def _score_spider2(
     benchmark = config.benchmark
     gold = default_gold_dir(benchmark, config.selection.data_dir)  # type: ignore[arg-type]
     tasks_file = gold.parent.parent / f"{benchmark}.jsonl"
-    results = evaluate_spider2(
+    call = ScoringCall(
+        benchmark,
         folder,
-        benchmark=benchmark,  # type: ignore[arg-type]
-        gold_dir=gold,
-        mode="sql",
-        db_dir=spider2_database_dirs(config.selection.data_dir),
-        tasks_file=tasks_file if tasks_file.is_file() else None,
-        workers=config.scoring.eval_workers,
-        timeout=config.scoring.eval_timeout,
-        write_csv=True,
+        {
+            "gold_dir": gold,
+            "mode": "sql",
+            "db_dir": spider2_database_dirs(config.selection.data_dir),
+            "tasks_file": tasks_file if tasks_file.is_file() else None,
+            "workers": config.scoring.eval_workers,
+            "timeout": config.scoring.eval_timeout,
+            "write_csv": True,
+        },
     )
     wanted = {t.instance_id for t in tasks}
-    return [r for r in results if r.instance_id in wanted]
+    return [r for r in call.score() if r.instance_id in wanted], call
 
 
-def _score_dbt(config: RunConfig, tasks: list[Task], root: Path) -> list[InstanceResult]:
+def _score_dbt(
+    config: RunConfig, tasks: list[Task], root: Path
+) -> tuple[list[InstanceResult], ScoringCall]:
     """The databases the agent left in `RUNDIR/predictions/<instance_id>/` against the gold
     (tasks are read again with their gold: a run reads it only for oracle models)."""
-    from querybench.evaluation.spider2_dbt import dbt_gold_dir, evaluate_spider2_dbt
+    from querybench.evaluation.spider2_dbt import dbt_gold_dir
     from querybench.tasks import load_tasks
 
     graded = {
@@ -197,22 +239,25 @@ def _score_dbt(config: RunConfig, tasks: list[Task], root: Path) -> list[Instanc
             "spider2-dbt", data_dir=root, path=config.selection.task_file, with_gold=True
         )
     }
-    return evaluate_spider2_dbt(
+    call = ScoringCall(
+        "spider2-dbt",
         config.out / "predictions",
-        tasks=[graded.get(t.instance_id, t) for t in tasks],
-        gold_dir=dbt_gold_dir(root),
-        workers=config.scoring.eval_workers,
-        timeout=config.scoring.eval_timeout,
+        {
+            "tasks": [graded.get(t.instance_id, t) for t in tasks],
+            "gold_dir": dbt_gold_dir(root),
+            "workers": config.scoring.eval_workers,
+            "timeout": config.scoring.eval_timeout,
+        },
     )
+    return call.score(), call
 
 
 def _score_agentic(
     config: RunConfig, tasks: list[Task], records: dict[str, InstanceRecord], root: Path
-) -> list[InstanceResult]:
+) -> tuple[list[InstanceResult], ScoringCall]:
     """Agentic Spider 2.0: `RUNDIR/submission/` in the official layout (the lines the agent
     runs left, in task order), scored by `eval spider2` over the run's tasks."""
     from querybench.evaluation.spider2_agentic import engine_runner
-    from querybench.evaluation.spider2_agentic_eval import evaluate_spider2_agentic
     from querybench.tasks import load_tasks
     from querybench.tasks.spider2_agentic import gold_dir
 
@@ -233,15 +278,18 @@ def _score_agentic(
             "spider2", data_dir=root, path=config.selection.task_file, with_gold=True
         )
     }
-    evaluation = evaluate_spider2_agentic(
+    call = ScoringCall(
+        "spider2",
         folder,
-        tasks=[graded.get(t.instance_id, t) for t in tasks],
-        gold_dir=gold_dir(root / "spider2"),
-        run_sql=engine_runner(config.selection.data_dir, config.scoring.eval_timeout),
-        workers=config.scoring.eval_workers,
-        timeout=config.scoring.eval_timeout,
+        {
+            "tasks": [graded.get(t.instance_id, t) for t in tasks],
+            "gold_dir": gold_dir(root / "spider2"),
+            "run_sql": engine_runner(config.selection.data_dir, config.scoring.eval_timeout),
+            "workers": config.scoring.eval_workers,
+            "timeout": config.scoring.eval_timeout,
+        },
     )
-    return evaluation.results
+    return call.score(), call
 
 
 def with_record_errors(
@@ -254,9 +302,9 @@ def with_record_errors(
     out = []
     for r in results:
         record = records.get(r.instance_id)
-        failure: tuple[str | None, str | None] | None = None
+        failure: tuple[ErrorCode | None, str | None] | None = None
         if unavailable and r.instance_id in unavailable:
-            failure = ENGINE_UNAVAILABLE, unavailable[r.instance_id]
+            failure = ErrorCode.ENGINE_UNAVAILABLE, unavailable[r.instance_id]
         elif record is not None and not record.ok:
             failure = record.error, record.message
         if failure is not None:
@@ -310,16 +358,55 @@ def finish_run(
     tasks: list[Task],
     unavailable: dict[str, str],
     records: dict[str, InstanceRecord],
+    machine: Machine | None = None,
 ) -> tuple[list[InstanceResult], RunSummary]:
-    """Predictions, scores, RUNDIR/results.jsonl and RUNDIR/summary.json."""
-    results = write_predictions_and_score(config, tasks, records, chosen_sql)
-    results = with_record_errors(results, records, unavailable)
+    """Predictions, scores, RUNDIR/results.jsonl, RUNDIR/manifest.json and
+    RUNDIR/summary.json."""
+    machine = machine or Machine.now()
+    scored, call = written_and_scored(config, tasks, records, chosen_sql)
+    results = with_record_errors(scored, records, unavailable)
     with (config.out / "results.jsonl").open("w", encoding="utf-8") as f:
         for r in results:
             f.write(json.dumps(r.to_json(), ensure_ascii=False) + "\n")
+    run_manifest(config, call, tasks, records, unavailable, machine).write(
+        config.out / MANIFEST_NAME
+    )
     summary = summarise_run(config, tasks, records, results, _wall(config.out))
     if config.sampling.n > 1 and tasks:
         pass_at_k = pass_at_k_scores(config, tasks, records)
         summary = replace(summary, pass_at_k=pass_at_k, majority_at_n=summary.score)
     write_summary(config.out, summary)
     return results, summary
+
+
+def run_manifest(
+    config: RunConfig,
+    call: ScoringCall,
+    tasks: list[Task],
+    records: dict[str, InstanceRecord],
+    unavailable: dict[str, str],
+    machine: Machine,
+) -> Manifest:
+    """The run's manifest: its scoring call and inputs (the records among them), and the
+    model, endpoint, sampling and prompts that made the predictions."""
+    prompts = sorted(f"{i} {r.prompt_hash}" for i, r in records.items())
+    run = {
+        "benchmark": config.benchmark,
+        "config": config.to_json(),
+        "task_ids": [t.instance_id for t in tasks],
+        "prompts_sha256": hashlib.sha256("\n".join(prompts).encode()).hexdigest(),
+        "prompt_hashes": {i: r.prompt_hash for i, r in sorted(records.items())},
+    }
+    ids = [t.instance_id for t in tasks]
+    return build(
+        "run",
+        call.benchmark,
+        call.predictions,
+        call.arguments,
+        call.arguments,
+        ids,
+        machine,
+        run=run,
+        extra_files={"records": config.out / RECORDS},
+        unavailable=unavailable,
+    )

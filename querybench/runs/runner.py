@@ -32,6 +32,7 @@ from querybench.models.base import BudgetExhausted, EndpointUnavailable
 from querybench.models.openai_compat import OpenAICompatibleModel
 from querybench.runs.config import RunConfig, check_resume
 from querybench.runs.layout import select_tasks
+from querybench.runs.manifest import Machine
 from querybench.runs.ray_executor import check_executor
 from querybench.runs.solve import build_model, method_settings, solve_instance
 from querybench.runs.store import InstanceRecord, RecordStore, RunLock
@@ -46,7 +47,7 @@ OnRecord = Callable[[InstanceRecord], None]
 @dataclass
 class RunOutcome:
     tasks: list[Task]  # the tasks of this run (the denominator)
-    unavailable: dict[str, str]  # instance id -> why it cannot run here (no database)
+    unavailable: dict[str, str]  # instance id -> why it cannot run here (tasks/runnable.py)
     records: dict[str, InstanceRecord]
     complete: bool  # every task has a record
     stopped: str | None = None  # why the run stopped early (request budget)
@@ -94,8 +95,8 @@ async def run_async(
     selected, unavailable = select_tasks(config, tasks)
     if selected and len(unavailable) == len(selected):
         raise QuerybenchError(
-            f"none of the {len(selected)} {config.benchmark} tasks can run here: "
-            f"{next(iter(unavailable.values()))} (nor any other task's database)"
+            f"none of the {len(selected)} selected {config.benchmark} tasks can run here: "
+            f"{next(iter(unavailable.values()))} (querybench data status says what is missing)"
         )
     with RunLock(config.out):
         return await _locked_run(
@@ -114,6 +115,7 @@ async def _locked_run(
     evaluate: bool,
 ) -> RunOutcome:
     started = time.perf_counter()
+    machine = Machine.now()
     check_resume(config)
     store = RecordStore(config.out)
     records = store.load()
@@ -154,7 +156,7 @@ async def _locked_run(
         from querybench.runs.outputs import finish_run
 
         eval_start = time.perf_counter()
-        outcome.results, summary = finish_run(config, tasks, unavailable, records)
+        outcome.results, summary = finish_run(config, tasks, unavailable, records, machine)
         eval_s = time.perf_counter() - eval_start
         _log_session(config, eval_s, 0)
         outcome.summary = replace(summary, wall_s=round((summary.wall_s or 0.0) + eval_s, 3))
