@@ -232,3 +232,34 @@ def test_consecutive_transport_failures_stop_the_run_and_resume_retries_them(
         outcome = run(_config(data, out, execution=Execution(workers=1)), model=_model(up))
         assert len(up.requests) == 5  # the 3 transport failures and the 2 never tried
     assert outcome.complete and outcome.summary["correct"] == 5  # task 0 kept its SELECT 1
+
+
+def test_the_default_endpoint_unreachable_names_the_key_and_base_url(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # no --base-url, no network: it said `connection failed at api.openai.com: Unknown error -2`
+    import asyncio
+    import socket
+
+    import httpx
+
+    from querybench.models import OpenAICompatibleModel
+
+    async def no_network(self: httpx.AsyncClient, url: str, **kw: Any) -> httpx.Response:
+        error = httpx.ConnectError("[Errno -2] Name or service not known")
+        error.__cause__ = socket.gaierror(socket.EAI_NONAME, "Name or service not known")
+        raise error
+
+    monkeypatch.setattr(httpx.AsyncClient, "get", no_network)
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    model = OpenAICompatibleModel("gpt-4o-mini")
+    with pytest.raises(EndpointUnavailable) as caught:
+        asyncio.run(model.preflight())
+    said = str(caught.value)
+    assert "cannot resolve the host name (Name or service not known)" in said
+    assert "$OPENAI_API_KEY is not set" in said and "--base-url" in said
+    assert "Unknown error" not in said
+    other = OpenAICompatibleModel("m", base_url="http://127.0.0.1:9/v1")
+    with pytest.raises(EndpointUnavailable) as local:
+        asyncio.run(other.preflight())
+    assert "--base-url" not in str(local.value)  # a server the user named: no such hint
