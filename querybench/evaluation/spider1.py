@@ -32,10 +32,11 @@ from querybench.engines.base import Result
 from querybench.errors import DataError, EngineError, ErrorCode
 from querybench.evaluation.detail import Difference, Shape, VerdictDetail
 from querybench.evaluation.execution import Jobs, run_gold_and_predictions
-from querybench.evaluation.prediction_file import whole_file_text
+from querybench.evaluation.prediction_file import oversized_answer, whole_file_text
 from querybench.evaluation.record import InstanceResult, OnResult
 from querybench.evaluation.row_keys import hash_safe
 from querybench.evaluation.verdict import Verdict
+from querybench.tasks.input_files import text_lines
 from querybench.tasks.spider1_hardness import spider1_hardness as spider1_hardness
 
 if TYPE_CHECKING:
@@ -269,6 +270,7 @@ class Spider1Instance:
     pred_sql: str | None  # None: no prediction line (or an empty one)
     difficulty: str | None = None
     past_end: bool = False  # the prediction file ended before this gold line
+    too_large: str | None = None  # why the prediction line is not scored (`oversized_answer`)
 
 
 def read_spider1_instances(
@@ -276,9 +278,11 @@ def read_spider1_instances(
 ) -> list[Spider1Instance]:
     """Pair the gold file ("SQL<TAB>db_id" per line) with the predictions (one SQL per line).
 
-    As the official reader does, a prediction line keeps its text before the first tab. Missing
-    or empty prediction lines leave `pred_sql` None; more predictions than gold is an error.
-    With `questions_json` (Spider's dev.json), difficulty is the hardness of its parsed SQL.
+    Lines are split as the official reader's `readlines()` splits them (`text_lines`), and as
+    it does, a prediction line keeps its text before the first tab. Missing or empty
+    prediction lines leave `pred_sql` None; so does one past `oversized_answer`'s bound (its
+    reason in `too_large`); more predictions than gold is an error. With `questions_json`
+    (Spider's dev.json), difficulty is the hardness of its parsed SQL.
     """
     gold_lines = _lines(gold_file, "gold")
     pred_lines = _lines(pred_file, "predictions")
@@ -294,16 +298,23 @@ def read_spider1_instances(
         if len(fields) != 2 or not all(f.strip() for f in fields):
             raise DataError(f"{gold_file}:{i + 1}: expected 'SQL<TAB>db_id', got {line!r}")
         pred = pred_lines[i].strip().split("\t")[0] if i < len(pred_lines) else ""
+        too_large = oversized_answer(pred)
         instances.append(
             Spider1Instance(
-                str(i), fields[0], fields[1], pred or None, hardness.get(i), i >= len(pred_lines)
+                str(i),
+                fields[0],
+                fields[1],
+                None if too_large else pred or None,
+                hardness.get(i),
+                i >= len(pred_lines),
+                too_large,
             )
         )
     return instances
 
 
 def _lines(path: str | Path, what: str) -> list[str]:
-    lines = whole_file_text(Path(path), what).splitlines()  # not a FIFO, bounded
+    lines = text_lines(whole_file_text(Path(path), what))  # not a FIFO, bounded
     while lines and not lines[-1].strip():
         lines.pop()
     if what == "gold" and any(not line.strip() for line in lines):
@@ -386,6 +397,9 @@ def evaluate_spider1(
         if databases is None:
             message = f"database not found: {folder / f'{inst.db_id}.sqlite'}"
             verdicts[inst.instance_id] = Verdict.fail(ErrorCode.ENGINE_UNAVAILABLE, message)
+            continue
+        if inst.too_large is not None:
+            verdicts[inst.instance_id] = Verdict.fail(ErrorCode.TOO_LARGE, inst.too_large)
             continue
         if inst.pred_sql is None:
             verdicts[inst.instance_id] = Verdict.fail(

@@ -34,6 +34,7 @@ from querybench.runs.manifest import MANIFEST_NAME, Machine, Manifest, build
 from querybench.runs.store import RECORDS, InstanceRecord
 from querybench.runs.summary import RunSummary, mean, summarise_run, write_summary
 from querybench.tasks.databases import spider2_database_dirs, task_database
+from querybench.tasks.input_files import text_lines
 from querybench.tasks.model import Task
 
 Predict = Callable[[InstanceRecord | None], str | None]
@@ -63,7 +64,9 @@ def spider1_ids(results: list[InstanceResult], tasks: list[Task]) -> list[Instan
 
 
 def one_line(sql: str) -> str:
-    """Official text formats hold one query per line, cut at the first tab."""
+    """Official text formats hold one query per line, cut at the first tab: every character
+    the official `readlines()` ends a line at (`\r`, `\n`) or cuts it at (`\t`) becomes a
+    space, so no answer can add a line or shift the next answer (`text_lines` reads it)."""
     return sql.replace("\r", " ").replace("\n", " ").replace("\t", " ").strip()
 
 
@@ -341,7 +344,7 @@ def pass_at_k_scores(
 def _wall(run_dir: Path) -> float:
     total = 0.0
     try:
-        for line in (run_dir / "sessions.jsonl").read_text(encoding="utf-8").splitlines():
+        for line in text_lines((run_dir / "sessions.jsonl").read_text(encoding="utf-8")):
             try:
                 total += float(json.loads(line)["wall_s"])
             except (ValueError, KeyError, TypeError):
