@@ -1,11 +1,12 @@
-"""The eval commands that run SQL against their gold: `spider1`, `bird`, `bird-mini-dev`
-(their typer declarations are in `cli.py`; `eval_run.COMMANDS` names them)."""
+"""The eval commands that run SQL against their gold: Spider 1.0 and its variants, BIRD and
+mini-dev (their typer declarations are in `cli.py`; each benchmark's spec names its body)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
+from querybench.benchmarks import spec
 from querybench.commands.eval_common import (
     check_db_dir,
     check_output,
@@ -20,6 +21,7 @@ from querybench.errors import QuerybenchError
 
 
 def spider1(
+    benchmark: str,
     gold: Path,
     predictions: Path,
     db_dir: Path,
@@ -31,41 +33,96 @@ def spider1(
     address: str | None,
 ) -> None:
     """`eval spider1`."""
+    _spider1_shaped(
+        benchmark,
+        gold,
+        predictions,
+        db_dir,
+        timeout,
+        workers,
+        output,
+        executor,
+        address,
+        questions=questions,
+    )
+
+
+def spider1_variant(
+    benchmark: str,
+    predictions: Path,
+    gold: Path | None,
+    db_dir: Path | None,
+    timeout: float,
+    workers: int,
+    output: Path | None,
+    executor: str,
+    address: str | None,
+) -> None:
+    """`eval spider-syn`, `eval spider-dk`: Spider 1.0's formats and scoring, the gold and the
+    databases the data's unless given."""
+    _spider1_shaped(
+        benchmark, gold, predictions, db_dir, timeout, workers, output, executor, address
+    )
+
+
+def _spider1_shaped(
+    benchmark: str,
+    gold: Path | None,
+    predictions: Path,
+    db_dir: Path | None,
+    timeout: float,
+    workers: int,
+    output: Path | None,
+    executor: str,
+    address: str | None,
+    **options: Any,
+) -> None:
+    """Score a Spider 1.0-shaped prediction file; its inputs checked before any query runs."""
     check_output(output)
     from querybench.evaluation.spider1 import read_spider1_instances
 
     check_db_dir(db_dir, "*/*.sqlite", "<db_id>/<db_id>.sqlite")
     try:
-        instances = read_spider1_instances(gold, predictions)
+        source: Any = gold
+        if gold is None:  # the benchmark's tasks, as `evaluate` reads them
+            from querybench.tasks import load_tasks
+
+            source = load_tasks(benchmark)
+        instances = read_spider1_instances(source, predictions)
     except QuerybenchError as exc:
         usage_error(str(exc))
     named = sorted({i.db_id for i in instances})
-    if named and not any((db_dir / d / f"{d}.sqlite").is_file() for d in named):
+    if (
+        db_dir is not None
+        and named
+        and not any((db_dir / d / f"{d}.sqlite").is_file() for d in named)
+    ):
         usage_error(
-            f"--db-dir {db_dir} holds none of the {len(named)} databases {gold} names "
-            f"(expected e.g. {named[0]}/{named[0]}.sqlite)"
+            f"--db-dir {db_dir} holds none of the {len(named)} databases "
+            f"{gold or benchmark} names (expected e.g. {named[0]}/{named[0]}.sqlite)"
         )
     past_end = sum(i.past_end for i in instances)
     if past_end:
         warn(
             f"{predictions} has {len(instances) - past_end} prediction lines for "
-            f"{len(instances)} gold queries in {gold}: the last {past_end} are "
+            f"{len(instances)} gold queries in {gold or benchmark}: the last {past_end} are "
             "missing_prediction"
         )
     results = evaluate_under_progress(
         "running queries" if executor == "local" else "scoring shards",
-        "spider1",
+        benchmark,
         predictions,
         executor=executor,
         address=address,
         per_query=True,
-        gold=gold,
+        gold=source,
         db_dir=db_dir,
-        questions=questions,
         timeout=timeout,
         workers=workers,
+        **options,
     )
-    finish(results, output, "Spider 1.0 execution match")
+    title = spec(benchmark).title.partition(" (")[0]
+    finish(results, output, f"{title} execution match")
 
 
 def _bird(
@@ -125,6 +182,7 @@ def _bird(
 
 
 def bird(
+    benchmark: str,
     questions: Path,
     predictions: Path,
     db_dir: Path,
@@ -140,7 +198,7 @@ def bird(
     check_db_dir(db_dir, "*/*.sqlite", "<db_id>/<db_id>.sqlite")
     _bird(
         "BIRD execution match",
-        "bird",
+        benchmark,
         questions,
         predictions,
         db_dir,
@@ -155,6 +213,7 @@ def bird(
 
 
 def bird_mini_dev(
+    benchmark: str,
     predictions: Path,
     dialect: str,
     questions: Path | None,
@@ -191,7 +250,7 @@ def bird_mini_dev(
         check_db_dir(db_dir, "*/*.sqlite", "<db_id>/<db_id>.sqlite")
     _bird(
         f"BIRD mini-dev ({dialect}) execution match",
-        "bird-mini-dev",
+        benchmark,
         questions,  # these two default to the data's mini-dev files
         predictions,
         db_dir,

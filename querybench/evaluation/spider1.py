@@ -42,6 +42,7 @@ from querybench.evaluation.verdict import (
     WRONG_RESULT,
     Verdict,
 )
+from querybench.tasks.model import Task
 from querybench.tasks.spider1_hardness import spider1_hardness as spider1_hardness
 
 Row = tuple[Any, ...]
@@ -273,15 +274,22 @@ class Spider1Instance:
     past_end: bool = False  # the prediction file ended before this gold line
 
 
+Gold = str | Path | Sequence[Task]
+
+
 def read_spider1_instances(
-    gold_file: str | Path, pred_file: str | Path, questions_json: str | Path | None = None
+    gold_file: Gold, pred_file: str | Path, questions_json: str | Path | None = None
 ) -> list[Spider1Instance]:
     """Pair the gold file ("SQL<TAB>db_id" per line) with the predictions (one SQL per line).
 
     As the official reader does, a prediction line keeps its text before the first tab. Missing
     or empty prediction lines leave `pred_sql` None; more predictions than gold is an error.
     With `questions_json` (Spider's dev.json), difficulty is the hardness of its parsed SQL.
+    The gold may also be a benchmark's tasks (a Spider 1.0 variant's, whose data has no gold
+    file): their gold SQL and database in order, each with its difficulty.
     """
+    if not isinstance(gold_file, str | Path):
+        return _task_instances(gold_file, pred_file)
     gold_lines = _lines(gold_file, "gold")
     pred_lines = _lines(pred_file, "predictions")
     if len(pred_lines) > len(gold_lines):
@@ -302,6 +310,26 @@ def read_spider1_instances(
             )
         )
     return instances
+
+
+def _task_instances(tasks: Sequence[Task], pred_file: str | Path) -> list[Spider1Instance]:
+    pred_lines = _lines(pred_file, "predictions")
+    if len(pred_lines) > len(tasks):
+        benchmark = tasks[0].benchmark if tasks else "the benchmark"
+        raise DataError(
+            f"{pred_file} has {len(pred_lines)} prediction lines for {len(tasks)} {benchmark} tasks"
+        )
+    out = []
+    for i, task in enumerate(tasks):
+        pred = pred_lines[i].strip().split("\t")[0] if i < len(pred_lines) else ""
+        sql = task.gold.sql or ""
+        gold = sql.replace("\r", " ").replace("\n", " ").replace("\t", " ").strip()  # a line
+        out.append(
+            Spider1Instance(
+                task.instance_id, gold, task.db, pred or None, task.difficulty, i >= len(pred_lines)
+            )
+        )
+    return out
 
 
 def _lines(path: str | Path, what: str) -> list[str]:
@@ -338,8 +366,8 @@ def _hardness_by_line(questions_json: str | Path, gold_lines: list[str]) -> dict
 def evaluate_spider1(
     predictions: str | Path,
     *,
-    gold: str | Path,
-    db_dir: str | Path,
+    gold: Gold,
+    db_dir: str | Path | Sequence[Path],
     questions: str | Path | None = None,
     timeout: float | None = 30.0,
     workers: int = 4,
@@ -350,9 +378,11 @@ def evaluate_spider1(
 ) -> list[InstanceResult]:
     """Score Spider 1.0 predictions in the official text formats; one result per gold line.
 
-    The database of an instance is `db_dir/<db_id>/<db_id>.sqlite`. Like the official test-suite
-    runner, the queries are compared on every `*.sqlite` file in that folder (a test-suite
-    folder holds several; the plain release holds one) and pass only if they match on all.
+    The database of an instance is `db_dir/<db_id>/<db_id>.sqlite` (with several folders, in
+    the first that holds it); `gold` the gold file or a Spider 1.0 variant's tasks. Like the
+    official test-suite runner, the queries are compared on every `*.sqlite` file in that
+    folder (a test-suite folder holds several; the plain release holds one) and pass only if
+    they match on all.
     Gold results go through the result cache (see `run_gold_and_predictions`); difficulty needs
     `questions`, Spider's dev.json with the official parse of each gold query. `instance_ids`
     scores only those lines (a shard); `_on_query` is a progress tick after each query.
@@ -366,8 +396,16 @@ def evaluate_spider1(
     gold_jobs: Jobs = {}
     pred_jobs: Jobs = {}
     folders: dict[str, list[Path] | None] = {}  # db_id -> its databases (None: not found)
+    searched = [Path(db_dir)] if isinstance(db_dir, str | Path) else [Path(d) for d in db_dir]
     for inst in instances:
-        folder = Path(db_dir) / inst.db_id
+        folder = next(
+            (
+                d / inst.db_id
+                for d in searched
+                if (d / inst.db_id / f"{inst.db_id}.sqlite").is_file()
+            ),
+            searched[0] / inst.db_id if searched else Path(inst.db_id),
+        )
         if inst.past_end:  # not submitted, whether or not its database is here
             verdicts[inst.instance_id] = PAST_END
             continue

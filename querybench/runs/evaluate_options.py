@@ -10,6 +10,8 @@ from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, Required, TypedDict
 
+from querybench.benchmarks import resolve, specs
+
 if TYPE_CHECKING:
     from querybench.engines.base import Result
     from querybench.evaluation.bird_metrics import BirdMetric
@@ -39,8 +41,22 @@ class Spider2Options(TypedDict, total=False):
 class Spider1Options(TypedDict, total=False):
     """spider1 (`evaluate_spider1`): the gold file and the database folder are needed."""
 
-    gold: Required[Location]
-    db_dir: Required[Location]
+    gold: Required["Location | Sequence[Task]"]
+    db_dir: Required[Location | Sequence[Path]]
+    questions: Location | None
+    timeout: float | None
+    workers: int
+    cache_dir: Location | None
+    instance_ids: Collection[str] | None
+
+
+class Spider1VariantOptions(TypedDict, total=False):
+    """spider-syn, spider-dk (`evaluate_spider1`): the gold (the tasks') and the databases
+    default to the data's."""
+
+    data_dir: Location | None
+    gold: "Location | Sequence[Task] | None"
+    db_dir: Location | Sequence[Path] | None
     questions: Location | None
     timeout: float | None
     workers: int
@@ -95,12 +111,5 @@ class AgenticOptions(TypedDict, total=False):
     workers: int
 
 
-OPTIONS: dict[str, type] = {
-    "spider2-lite": Spider2Options,
-    "spider2-snow": Spider2Options,
-    "spider1": Spider1Options,
-    "bird": BirdOptions,
-    "bird-mini-dev": MiniDevOptions,
-    "spider2-dbt": DbtOptions,
-    "spider2": AgenticOptions,
-}
+# benchmark -> its options, as its spec names them (`BenchmarkSpec.options`)
+OPTIONS: dict[str, type] = {s.name: resolve(s.options) for s in specs() if s.options is not None}

@@ -21,7 +21,10 @@ import json
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
+from typing import Protocol
 
+from querybench.benchmarks import resolve, spec
+from querybench.errors import DataError
 from querybench.evaluation.detail import VerdictDetail
 from querybench.evaluation.record import InstanceResult
 from querybench.evaluation.sampling import pass_at_k
@@ -30,7 +33,7 @@ from querybench.layout import BIRD_PATHS, benchmark_root
 from querybench.runs.config import RunConfig
 from querybench.runs.store import InstanceRecord
 from querybench.runs.summary import RunSummary, mean, summarise_run, write_summary
-from querybench.tasks.databases import spider2_database_dirs, task_database
+from querybench.tasks.databases import database_dirs, spider2_database_dirs, task_database
 from querybench.tasks.model import Task
 
 Predict = Callable[[InstanceRecord | None], str | None]
@@ -45,6 +48,21 @@ def chosen_sql(record: InstanceRecord | None) -> str | None:
     return record.sql if record is not None and record.ok else None
 
 
+class Writer(Protocol):
+    """A benchmark's run scorer, as its spec names it (`BenchmarkSpec.writer`): the run's
+    predictions written in the benchmark's official layout under RUNDIR, then scored."""
+
+    def __call__(
+        self,
+        config: RunConfig,
+        tasks: list[Task],
+        records: dict[str, InstanceRecord],
+        predict: Predict,
+        tag: str,
+        root: Path,
+    ) -> list[InstanceResult]: ...
+
+
 def write_predictions_and_score(
     config: RunConfig,
     tasks: list[Task],
@@ -53,39 +71,72 @@ def write_predictions_and_score(
     tag: str = "",
 ) -> list[InstanceResult]:
     """Write the official layout for `predict(record)` under RUNDIR and score it."""
-    out = config.out
+    found = spec(config.benchmark)
+    if found.writer is None:
+        raise DataError(f"{config.benchmark}: no run scorer declared")
     root = benchmark_root(config.benchmark, config.selection.data_dir)
-    if config.benchmark == "spider1" or config.benchmark == "custom":
-        gold = out / "gold.sql"
-        gold.write_text(
-            "".join(f"{one_line(t.gold.sql or 'SELECT 0')}\t{t.db}\n" for t in tasks), "utf-8"
-        )
-        pred = out / f"pred{tag}.txt"
-        lines = [one_line(predict(records.get(t.instance_id)) or "") for t in tasks]
-        pred.write_text("".join(f"{line}\n" for line in lines), encoding="utf-8")
-        return _score_spider1(config, tasks, gold, pred, root)
-    if config.benchmark.startswith("bird"):
-        return _score_bird(config, tasks, records, predict, tag, root)
-    if config.benchmark == "spider2-dbt":
-        return _score_dbt(config, tasks, root)
-    if config.benchmark == "spider2":
-        return _score_agentic(config, tasks, records, root)
-    return _score_spider2(config, tasks, records, predict, tag, root)
+    writer: Writer = resolve(found.writer)
+    return writer(config, tasks, records, predict, tag, root)
 
 
-def _score_spider1(
-    config: RunConfig, tasks: list[Task], gold: Path, pred: Path, root: Path
+def _spider1_files(
+    config: RunConfig,
+    tasks: list[Task],
+    records: dict[str, InstanceRecord],
+    predict: Predict,
+    tag: str,
+) -> tuple[Path, Path]:
+    """`gold.sql` and `pred<tag>.txt` in the official text formats, in task order."""
+    out = config.out
+    gold = out / "gold.sql"
+    gold.write_text(
+        "".join(f"{one_line(t.gold.sql or 'SELECT 0')}\t{t.db}\n" for t in tasks), "utf-8"
+    )
+    pred = out / f"pred{tag}.txt"
+    lines = [one_line(predict(records.get(t.instance_id)) or "") for t in tasks]
+    pred.write_text("".join(f"{line}\n" for line in lines), encoding="utf-8")
+    return gold, pred
+
+
+def score_spider1(
+    config: RunConfig,
+    tasks: list[Task],
+    records: dict[str, InstanceRecord],
+    predict: Predict,
+    tag: str,
+    root: Path,
+) -> list[InstanceResult]:
+    """Spider 1.0 and its variants: `pred.txt` against `gold.sql`, on the folders that hold
+    the tasks' databases (a variant's own first, as its tasks look them up)."""
+    gold, pred = _spider1_files(config, tasks, records, predict, tag)
+    folders = database_dirs(config.benchmark, config.selection.data_dir)
+    return _spider1_results(
+        config, tasks, gold, pred, folders or [root / spec(config.benchmark).folder]
+    )
+
+
+def score_custom(
+    config: RunConfig,
+    tasks: list[Task],
+    records: dict[str, InstanceRecord],
+    predict: Predict,
+    tag: str,
+    root: Path,
+) -> list[InstanceResult]:
+    """Custom tasks: scored as Spider 1.0, over links to each task's own database."""
+    gold, pred = _spider1_files(config, tasks, records, predict, tag)
+    return _spider1_results(config, tasks, gold, pred, [_linked_databases(config, tasks, root)])
+
+
+def _spider1_results(
+    config: RunConfig, tasks: list[Task], gold: Path, pred: Path, db_dirs: list[Path]
 ) -> list[InstanceResult]:
     from querybench.evaluation.spider1 import evaluate_spider1
 
-    if config.benchmark == "custom":
-        db_dir = _linked_databases(config, tasks, root)
-    else:
-        db_dir = _database_folder(config, tasks, root / "spider1" / "database")
     results = evaluate_spider1(
         pred,
         gold=gold,
-        db_dir=db_dir,
+        db_dir=db_dirs if len(db_dirs) > 1 else db_dirs[0],
         timeout=config.scoring.eval_timeout,
         workers=config.scoring.eval_workers,
     )
@@ -113,7 +164,7 @@ def _linked_databases(config: RunConfig, tasks: list[Task], root: Path) -> Path:
     return folder
 
 
-def _score_bird(
+def score_bird(
     config: RunConfig,
     tasks: list[Task],
     records: dict[str, InstanceRecord],
@@ -146,7 +197,7 @@ def _score_bird(
     )
 
 
-def _score_spider2(
+def score_spider2(
     config: RunConfig,
     tasks: list[Task],
     records: dict[str, InstanceRecord],
@@ -168,11 +219,11 @@ def _score_spider2(
         elif path.exists():
             path.unlink()
     benchmark = config.benchmark
-    gold = default_gold_dir(benchmark, config.selection.data_dir)  # type: ignore[arg-type]
+    gold = default_gold_dir(benchmark, config.selection.data_dir)
     tasks_file = gold.parent.parent / f"{benchmark}.jsonl"
     results = evaluate_spider2(
         folder,
-        benchmark=benchmark,  # type: ignore[arg-type]
+        benchmark=benchmark,
         gold_dir=gold,
         mode="sql",
         db_dir=spider2_database_dirs(config.selection.data_dir),
@@ -185,7 +236,14 @@ def _score_spider2(
     return [r for r in results if r.instance_id in wanted]
 
 
-def _score_dbt(config: RunConfig, tasks: list[Task], root: Path) -> list[InstanceResult]:
+def score_dbt(
+    config: RunConfig,
+    tasks: list[Task],
+    records: dict[str, InstanceRecord],
+    predict: Predict,
+    tag: str,
+    root: Path,
+) -> list[InstanceResult]:
     """The databases the agent left in `RUNDIR/predictions/<instance_id>/` against the gold
     (tasks are read again with their gold: a run reads it only for oracle models)."""
     from querybench.evaluation.spider2_dbt import dbt_gold_dir, evaluate_spider2_dbt
@@ -194,7 +252,7 @@ def _score_dbt(config: RunConfig, tasks: list[Task], root: Path) -> list[Instanc
     graded = {
         t.instance_id: t
         for t in load_tasks(
-            "spider2-dbt", data_dir=root, path=config.selection.task_file, with_gold=True
+            config.benchmark, data_dir=root, path=config.selection.task_file, with_gold=True
         )
     }
     return evaluate_spider2_dbt(
@@ -205,8 +263,13 @@ def _score_dbt(config: RunConfig, tasks: list[Task], root: Path) -> list[Instanc
     )
 
 
-def _score_agentic(
-    config: RunConfig, tasks: list[Task], records: dict[str, InstanceRecord], root: Path
+def score_agentic(
+    config: RunConfig,
+    tasks: list[Task],
+    records: dict[str, InstanceRecord],
+    predict: Predict,
+    tag: str,
+    root: Path,
 ) -> list[InstanceResult]:
     """Agentic Spider 2.0: `RUNDIR/submission/` in the official layout (the lines the agent
     runs left, in task order), scored by `eval spider2` over the run's tasks."""
@@ -229,7 +292,7 @@ def _score_agentic(
     graded = {
         t.instance_id: t
         for t in load_tasks(
-            "spider2", data_dir=root, path=config.selection.task_file, with_gold=True
+            config.benchmark, data_dir=root, path=config.selection.task_file, with_gold=True
         )
     }
     evaluation = evaluate_spider2_agentic(

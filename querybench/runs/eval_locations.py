@@ -1,0 +1,115 @@
+"""The locations `querybench.evaluate` leaves out, found in the data layout exactly as
+`querybench eval <benchmark>` finds them: each benchmark's resolver, named by its spec
+(`BenchmarkSpec.resolver`), takes its spec, the options given and the layout options read."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from querybench.benchmarks import BenchmarkSpec
+from querybench.errors import DataError
+
+Arguments = dict[str, Any]
+
+
+def _data_dir(layout: Arguments) -> Path | None:
+    return Path(layout["data_dir"]) if layout.get("data_dir") is not None else None
+
+
+def spider2_locations(spec: BenchmarkSpec, options: Arguments, layout: Arguments) -> Arguments:
+    """Lite/snow: the gold folder, the task file beside it, the local database folders."""
+    from querybench.evaluation.spider2_gold import default_gold_dir
+    from querybench.tasks.databases import spider2_database_dirs
+
+    data_dir = _data_dir(layout)
+    out = dict(options)
+    given = out.get("gold_dir")
+    gold = Path(given or default_gold_dir(spec.name, data_dir))
+    if given is None and not gold.is_dir():  # no data root holds it: say how to get one
+        raise DataError(
+            f"no {spec.name} gold folder in the data roots (first looked for at {gold}): "
+            f"`querybench data fetch {spec.name}` fetches it, or pass --gold-dir "
+            "(`querybench data status` says what is where)"
+        )
+    out["gold_dir"] = gold
+    if out.get("tasks_file") is None:
+        candidate = gold.parent.parent / f"{spec.name}.jsonl"
+        out["tasks_file"] = candidate if candidate.is_file() else None
+    if out.get("db_dir") is None:
+        out["db_dir"] = spider2_database_dirs(data_dir) or None
+    return out
+
+
+def mini_dev_locations(spec: BenchmarkSpec, options: Arguments, layout: Arguments) -> Arguments:
+    """Mini-dev: the dialect's questions file and, on SQLite, its own databases."""
+    from querybench.tasks.bird import mini_dev_dir, mini_dev_file
+
+    out = dict(options)
+    if out.get("questions") is None:
+        out["questions"] = mini_dev_file(str(layout["dialect"]))
+    if out.get("db_dir") is None:  # with a server (`db_url`) no folder is read
+        out["db_dir"] = mini_dev_dir() if out.get("db_url") is None else Path()
+    return out
+
+
+def dbt_locations(spec: BenchmarkSpec, options: Arguments, layout: Arguments) -> Arguments:
+    """DBT: the tasks (with their eval config) and the gold folder of the data."""
+    from querybench.evaluation.spider2_dbt import dbt_gold_dir
+    from querybench.layout import benchmark_root
+    from querybench.tasks import load_tasks
+
+    out = dict(options)
+    root = benchmark_root(spec.name, _data_dir(layout))
+    if out.get("tasks") is None:
+        out["tasks"] = load_tasks(spec.name, data_dir=root)
+    out["gold_dir"] = Path(out.get("gold_dir") or dbt_gold_dir(root))
+    return out
+
+
+def agentic_locations(spec: BenchmarkSpec, options: Arguments, layout: Arguments) -> Arguments:
+    """`eval spider2`'s tasks (with a `gold_dir`'s own eval config), gold and SQL runner."""
+    from querybench.layout import benchmark_root
+    from querybench.tasks import load_tasks
+    from querybench.tasks.spider2_agentic import gold_dir as default_gold
+
+    data_dir = _data_dir(layout)
+    out = dict(options)
+    gold_dir = options.get("gold_dir")
+    if options.get("tasks") is None:
+        tasks = load_tasks(spec.name, data_dir=data_dir)
+        config = Path(gold_dir) / "spider2_eval.jsonl" if gold_dir is not None else None
+        if config is not None and config.is_file():
+            from querybench.tasks.spider2_agentic import with_eval_config
+
+            tasks = with_eval_config(tasks, config)
+        out["tasks"] = tasks
+    out["gold_dir"] = Path(
+        gold_dir or default_gold(benchmark_root(spec.name, data_dir) / "spider2")
+    )
+    if options.get("run_sql") is None:
+        from querybench.evaluation.spider2_agentic import engine_runner
+
+        out["run_sql"] = engine_runner(data_dir, float(layout["timeout"]))
+    return out
+
+
+def spider1_locations(spec: BenchmarkSpec, options: Arguments, layout: Arguments) -> Arguments:
+    """A Spider 1.0-shaped benchmark scored from its data: the gold is its tasks' (SQL,
+    database, difficulty, in file order), the databases its folders in lookup order."""
+    from querybench.tasks import load_tasks
+    from querybench.tasks.databases import database_dirs
+
+    data_dir = _data_dir(layout)
+    out = dict(options)
+    if out.get("gold") is None:
+        out["gold"] = load_tasks(spec.name, data_dir=data_dir)
+    if out.get("db_dir") is None:
+        folders = database_dirs(spec.name, data_dir)
+        if not folders:
+            raise DataError(
+                f"no {spec.name} database folder in the data roots: `querybench data fetch "
+                f"{spec.name}` fetches them, or pass --db-dir (`querybench data status`)"
+            )
+        out["db_dir"] = folders
+    return out
