@@ -315,6 +315,7 @@ _COMMANDS = (
     ("run", "querybench.commands.run", "run", False),
     ("report", "querybench.commands.report", "report", False),
     ("audit", "querybench.commands.audit", "audit", False),
+    ("verify", "querybench.commands.verify", "verify", False),
 )
 _registered: set[str] = set()
 

@@ -18,8 +18,9 @@ from querybench.credentials import Found, find_bigquery, find_snowflake
 from querybench.data import data_roots, find_data
 from querybench.engines.registry import dialect_label, emulated_kinds
 from querybench.errors import QuerybenchError
-from querybench.layout import GOLD_DIRS, TASK_FILES
+from querybench.layout import GOLD_DIRS, TASK_FILES, reference_plan_candidates
 from querybench.tasks.databases import emulation_file, task_database
+from querybench.tasks.input_files import read_jsonl
 from querybench.tasks.model import Task
 
 _CLOUD = emulated_kinds()  # the cloud warehouses: credentials, or an emulation file
@@ -85,6 +86,9 @@ def benchmark_status(
             return BenchmarkStatus(benchmark, (item,), 0, 0, ())
     items = [Item("task file", f"{task_file} ({len(tasks)} tasks)")]
     items.append(_gold_item(benchmark, tasks, roots, fetch))
+    plans = _plans_item(benchmark, tasks, roots)
+    if plans is not None:
+        items.append(plans)
     local = [t for t in tasks if t.engine == "sqlite"]
     found = {t.instance_id: task_database(t, roots) for t in local}
     if local:
@@ -175,6 +179,24 @@ def _gold_item(benchmark: str, tasks: Sequence[Task], roots: list[Path], fetch: 
         gap = None if with_gold == len(tasks) else fetch
         return Item("gold", f"{with_gold} of {len(tasks)} tasks{where}", gap)
     return Item("gold", f"{with_gold} of {len(tasks)} tasks (gold SQL in the task file)")
+
+
+def _plans_item(benchmark: str, tasks: Sequence[Task], roots: list[Path]) -> Item | None:
+    """Whether the reference plans `--reference-plan` reads are here, found as it finds them
+    (none for a benchmark the paper gives none; their absence is no gap: the public release
+    does not ship them)."""
+    candidates = reference_plan_candidates(benchmark)
+    if not candidates:
+        return None
+    path = find_data(*candidates, roots=roots)
+    if path is None:
+        return Item("reference plans", f"absent (--reference-plan reads {candidates[0]})")
+    try:
+        ids = {str(item.get("instance_id")) for _, item in read_jsonl(path, "reference plan file")}
+    except QuerybenchError as exc:
+        return Item("reference plans", f"unreadable ({exc})")
+    covered = sum(t.instance_id in ids for t in tasks)
+    return Item("reference plans", f"{covered} of {len(tasks)} tasks in {path}")
 
 
 def status_benchmarks() -> list[str]:

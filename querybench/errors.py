@@ -10,7 +10,7 @@ from enum import StrEnum
 class ErrorCode(StrEnum):
     """The `error` field of every result and run record. A `StrEnum`, so each member *is* its
     JSON string; it lives here, at the bottom of the package, because engines and models raise
-    errors that carry a code. `querybench.evaluation.verdict` re-exports it."""
+    errors that carry a code. Everything else names its members, imported from here."""
 
     # The prediction ran (or could not) on an engine.
     PARSE_ERROR = "parse_error"
@@ -177,6 +177,11 @@ class ResultTooManyBytes(ResultTooLarge):
     """The statement returned more bytes than the result byte cap allows."""
 
     code = ErrorCode.TOO_LARGE
+
+
+class UnsettledDatabase(EngineError):
+    """A database file whose sidecar (`-wal`, `-journal`) holds changes a reader applies on
+    top of the file: its state is not the file's bytes, so no result on it is cached."""
 
 
 class EngineUnavailable(EngineError):

@@ -24,6 +24,11 @@ TASK_FILES: dict[str, tuple[str, ...]] = {s.name: s.task_files for s in specs() 
 # benchmark -> its gold folder (Spider 2.0; the other benchmarks carry gold SQL in the task file)
 GOLD_DIRS: dict[str, str] = {s.name: s.gold_dir for s in specs() if s.gold_dir is not None}
 
+# the paper's reference plans (`--reference-plan`), lines {"instance_id", "plan"}, in the gold
+# folder of the benchmarks the paper gives them for
+REFERENCE_PLAN_FILE = "reference_plan.jsonl"
+REFERENCE_PLAN_BENCHMARKS = ("spider2-lite", "spider2-snow")
+
 # Spider 2.0 local SQLite databases `<db>.sqlite`: spider2-lite/README.md's folder, then the
 # rebuilt copies, then the agentic setting's own folder (spider2/setup.py --local)
 SPIDER2_LOCAL_DIRS = tuple(f.removesuffix("/{db}.sqlite") for f in spec("spider2").sqlite_files)
@@ -34,6 +39,13 @@ EMULATION_DIR = "spider2-lite-local"
 
 def task_file_candidates(benchmark: str) -> tuple[str, ...]:
     return TASK_FILES.get(benchmark, ())
+
+
+def reference_plan_candidates(benchmark: str) -> tuple[str, ...]:
+    """Where `benchmark`'s reference plan file may be, relative to a root (none: no plans)."""
+    if benchmark not in REFERENCE_PLAN_BENCHMARKS:
+        return ()
+    return (f"{GOLD_DIRS[benchmark]}/{REFERENCE_PLAN_FILE}",)
 
 
 def sqlite_candidates(benchmark: str, db: str) -> tuple[str, ...]:

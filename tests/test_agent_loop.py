@@ -94,21 +94,52 @@ def test_triple_repeat_stops(data: Path, server: ScriptedServer) -> None:
     assert result.steps[-1].action is None  # the third repeat is not executed
 
 
-def test_action_timeout(data: Path, server: ScriptedServer) -> None:
-    forever = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT max(x) FROM c"
+FOREVER = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT max(x) FROM c"
+
+
+def test_action_timeout_goes_on_when_asked(data: Path, server: ScriptedServer) -> None:
+    """`continue_after_timeout`: the official code's way, the error shown and the task going on."""
     server.script(
         [
             act('Bash(code="sleep 30")'),
-            act(f'ExecuteSQL(sql_query="{forever}")'),
+            act(f'ExecuteSQL(sql_query="{FOREVER}")'),
             act('ExecuteSQL(sql_query="SELECT 7", is_save=True, save_path="a.csv")'),
             act('Terminate(output="a.csv")'),
         ]
     )
-    result, _ = agent(data, server, AgentConfig(), action_timeout=1.0, unsafe_bash=True)
+    config = AgentConfig(continue_after_timeout=True)
+    result, _ = agent(data, server, config, action_timeout=1.0, unsafe_bash=True)
     assert result.status == "terminated" and result.final_sql == "SELECT 7"
     bash, sql = result.steps[0], result.steps[1]
     assert "stopped after 1 s" in bash.observation and bash.action_s < 10
     assert sql.observation.startswith("ERROR") and sql.action_s < 10
+
+
+@pytest.mark.parametrize(
+    ("action", "name"),
+    [('Bash(code="sleep 30")', "Bash"), (f'ExecuteSQL(sql_query="{FOREVER}")', "ExecuteSQL")],
+)
+def test_action_past_its_limit_ends_the_episode(
+    data: Path, server: ScriptedServer, action: str, name: str
+) -> None:
+    """The paper's rule by default: the episode ends as `action_timeout`, its steps and the
+    reason kept, no further request sent."""
+    server.script(
+        [
+            act('ExecuteSQL(sql_query="SELECT 7", is_save=True, save_path="a.csv")'),
+            act(action),
+            act('Terminate(output="a.csv")'),
+        ]
+    )
+    result, _ = agent(data, server, AgentConfig(), action_timeout=1.0, unsafe_bash=True)
+    assert result.status == "action_timeout" and len(server.requests) == 2
+    assert result.error == f"{name} ran past its time limit of 1 s and was stopped"
+    assert [s.action["name"] for s in result.steps if s.action] == ["ExecuteSQL", name]
+    last = result.steps[-1]
+    assert last.observation and last.action_s < 10
+    assert result.steps[0].observation == "Saved 1 rows to a.csv."
+    assert result.answer is None and result.final_sql is None
+    assert result.to_json()["status"] == "action_timeout"
 
 
 def test_observation_and_history_truncation(data: Path, server: ScriptedServer) -> None:
@@ -148,3 +179,39 @@ def test_bash_refused_without_sandbox(
     result, workspace = agent(data, server, AgentConfig(), unsafe_bash=True)
     assert result.steps[0].observation.startswith("hi\n")
     assert str(workspace.path) in result.steps[0].observation
+
+
+def test_run_records_action_timeout_and_the_report_counts_it(
+    data: Path, server: ScriptedServer, tmp_path: Path
+) -> None:
+    """`run --action-timeout 1`: the trajectory and the record say `action_timeout` with the
+    reason, and the report's status table counts it; `--continue-after-timeout` goes on."""
+    from typer.testing import CliRunner
+
+    from querybench.cli import app
+    from querybench.report import paper_tables
+    from querybench.report.runs import load_run
+
+    runner = CliRunner()
+    env = {"QUERYBENCH_DATA": str(data), "OPENAI_API_KEY": "test"}
+    ended: dict[str, str] = {}
+    for flags in ([], ["--continue-after-timeout"]):
+        server.script([act(f'ExecuteSQL(sql_query="{FOREVER}")'), act('Terminate(output="3")')])
+        out = tmp_path / f"run{len(flags)}"
+        args = ["run", "spider1", "--method", "spider-agent", "--model", "scripted"]
+        args += ["--base-url", server.url, "--limit", "1", "--out", str(out), "--no-cache"]
+        result = runner.invoke(app, [*args, "--action-timeout", "1", *flags], env=env)
+        assert result.exit_code == 0, result.output
+        trajectory = json.loads((out / "trajectories" / "0.json").read_text())
+        ended[trajectory["status"]] = trajectory["error"]
+        record = json.loads((out / "records.jsonl").read_text().splitlines()[0])
+        assert record["extra"]["agent_status"] == trajectory["status"]
+        table = paper_tables.endings([load_run(out)])
+        assert table is not None
+        counted = dict(zip(table.columns[1:], table.rows[0][1:], strict=True))
+        assert counted["action_timeout"] == ("1" if not flags else "0")
+        assert counted["terminated"] == ("0" if not flags else "1")
+    assert ended == {
+        "action_timeout": "ExecuteSQL ran past its time limit of 1 s and was stopped",
+        "terminated": None,
+    }

@@ -200,9 +200,16 @@ def test_huge_file_is_capped(data: Path, server: ScriptedServer) -> None:
     assert "File size limit exceeded" in out and out.endswith(f"\n{1024**2}\n")
 
 
-def test_long_sleep_is_stopped(data: Path, server: ScriptedServer) -> None:
-    out = bash_then_stop(data, server, "sleep 60", timeout=1.0)
-    assert "stopped after 1 s" in out
+def test_long_sleep_is_stopped_and_ends_the_episode(data: Path, server: ScriptedServer) -> None:
+    server.script([Reply(f"Thought: wait\nAction: {bash('sleep 60')}")])
+    engine = connect(data / "spider1" / "shop" / "shop.sqlite")
+    workspace = Workspace(task(data, 0), engine, WorkspaceOptions(action_timeout=1.0))
+    try:
+        result = bounded(lambda: run_agent(workspace, model(server), AgentConfig(), Sampling()))
+    finally:
+        workspace.close()
+    assert result.status == "action_timeout" and len(result.steps) == 1
+    assert "stopped after 1 s" in result.steps[0].observation and result.steps[0].action_s < 30
 
 
 def test_killing_the_sandbox_keeps_the_workspace_as_it_was(

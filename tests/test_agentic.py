@@ -9,7 +9,7 @@ from typing import Any
 import duckdb
 import pytest
 
-from querybench.errors import DataError
+from querybench.errors import DataError, ErrorCode
 from querybench.evaluation.agentic import (
     MATCHERS,
     AgenticCheck,
@@ -17,7 +17,6 @@ from querybench.evaluation.agentic import (
     parse_evaluation,
     score_agentic,
 )
-from querybench.evaluation.verdict import WRONG_RESULT
 from tests.conftest import require_data
 
 # Entries in the shapes of the official configs (DBT and the older agentic suite).
@@ -113,7 +112,7 @@ def test_csv_answers(tmp_path: Path) -> None:
     result = str(tmp_path / "result.csv")
     assert score_agentic("table_match", result, params, strict=False, gold_dir=tmp_path).passed
     strict = score_agentic("table_match", result, params, strict=True, gold_dir=tmp_path)
-    assert strict.error == WRONG_RESULT
+    assert strict.error == ErrorCode.WRONG_RESULT
     files = {"gold": ["gold.csv"], "ignore_orders": [True]}
     assert score_agentic("tables_match", [result], files, strict=False, gold_dir=tmp_path).passed
 

@@ -9,6 +9,7 @@ from typing import Any
 import duckdb
 import pytest
 
+from querybench.errors import ErrorCode
 from querybench.evaluation.agentic_tables import (
     duckdb_match,
     strict_duckdb_match,
@@ -17,7 +18,7 @@ from querybench.evaluation.agentic_tables import (
     table_match,
     tables_match,
 )
-from querybench.evaluation.verdict import WRONG_RESULT, Verdict
+from querybench.evaluation.verdict import Verdict
 
 MISSING = None  # no file at all
 GARBAGE = "this is not a table file\x00\x01"
@@ -25,7 +26,7 @@ GARBAGE = "this is not a table file\x00\x01"
 
 def outcome(verdict: Verdict) -> int | str:
     """1 / 0 for a plain verdict, the error code for anything but `wrong_result`."""
-    if verdict.error not in (None, WRONG_RESULT):
+    if verdict.error not in (None, ErrorCode.WRONG_RESULT):
         return str(verdict.error)
     return int(verdict.score)
 
@@ -230,5 +231,5 @@ def test_duckdb_match_reason(tmp_path: Path) -> None:
     gold = build(tmp_path / "gold.duckdb", GOLD_SQL)
     result = build(tmp_path / "result.duckdb", "create table mrr(id int);")
     verdict = duckdb_match(result, gold, condition_tabs=["dims"])
-    assert verdict.error == WRONG_RESULT
+    assert verdict.error == ErrorCode.WRONG_RESULT
     assert verdict.message is not None and verdict.message.startswith("cannot read table 'dims'")

@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from querybench.errors import ErrorCode
 from querybench.evaluation.agentic_text import (
     number_match,
     official_numbers,
@@ -14,12 +15,12 @@ from querybench.evaluation.agentic_text import (
     strict_string_match,
     string_match,
 )
-from querybench.evaluation.verdict import WRONG_RESULT, Verdict
+from querybench.evaluation.verdict import Verdict
 
 
 def outcome(verdict: Verdict) -> int | str:
     """1 / 0 for a plain verdict, the error code for anything but `wrong_result`."""
-    if verdict.error not in (None, WRONG_RESULT):
+    if verdict.error not in (None, ErrorCode.WRONG_RESULT):
         return str(verdict.error)
     assert (verdict.error is None) == verdict.passed
     return int(verdict.score)
@@ -154,6 +155,6 @@ def test_strict_number_reader() -> None:
 
 def test_failures_say_why() -> None:
     verdict = number_match("43 in 2024", ["43"])
-    assert verdict.error == WRONG_RESULT
+    assert verdict.error == ErrorCode.WRONG_RESULT
     assert verdict.message == "expected exactly one number, found 2"
     assert string_match("Wren", "Bentley", exclude=["wren"]).message == "excluded text 'wren' found"

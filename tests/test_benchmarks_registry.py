@@ -62,11 +62,10 @@ def _branches(tree: ast.AST) -> int:
 
     count = 0
     for node in ast.walk(tree):
-        if isinstance(node, ast.Compare) and any(
-            spelled(c) for c in [node.left, *node.comparators]
-        ):
-            count += 1
-        elif (
+        if (
+            isinstance(node, ast.Compare)
+            and any(spelled(c) for c in [node.left, *node.comparators])
+        ) or (
             isinstance(node, ast.Call)
             and isinstance(node.func, ast.Attribute)
             and node.func.attr == "startswith"

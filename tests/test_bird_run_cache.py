@@ -23,6 +23,7 @@ from querybench.evaluation.bird_metrics import BirdMetric
 from querybench.evaluation.record import InstanceResult
 from tests.test_bird import _official, _tiny_files, _write
 from tests.test_import_graph import evaluation_modules_reached
+from tests.unsettled import held_in_wal, to_wal
 
 Files = tuple[Path, Path, Path]
 
@@ -172,6 +173,21 @@ def test_a_database_edited_during_the_run_is_not_recorded_with_its_old_results(
     after, looked, _ = _scored(files, tmp_path / "cache", monkeypatch)
     assert looked
     assert after == _uncached(files, tmp_path)
+
+
+def test_rows_held_in_the_wal_are_scored_not_served(
+    files: Files, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The file's bytes, size and times stay put while the -wal holds the new rows.
+    to_wal(files[2] / "shop" / "shop.sqlite")
+    before, _, _ = _scored(files, tmp_path / "cache", monkeypatch)
+    with held_in_wal(files[2] / "shop" / "shop.sqlite", "DELETE FROM item WHERE id = 4"):
+        during, looked, _ = _scored(files, tmp_path / "cache", monkeypatch)
+        assert looked
+        assert during == _uncached(files, tmp_path) != before
+        assert {r.instance_id: r.score for r in during}["51"] == 0.0  # count(*) is 3 now
+        again, looked_again, _ = _scored(files, tmp_path / "cache", monkeypatch)
+        assert (again, looked_again) == (during, True)  # not kept: the file is not its state
 
 
 @pytest.mark.parametrize(

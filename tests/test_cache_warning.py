@@ -3,6 +3,7 @@ eval scores the same, and says so once, with what to do."""
 
 from __future__ import annotations
 
+import json
 import logging
 import sqlite3
 from pathlib import Path
@@ -13,6 +14,7 @@ from typer.testing import CliRunner
 from querybench.cli import app
 from querybench.engines import cache
 from tests.test_cli import _gold, _toy_db
+from tests.unsettled import held_in_wal, to_wal
 
 runner = CliRunner()
 
@@ -120,3 +122,33 @@ def test_another_versions_results_store_says_to_delete_it(
     _, said = _eval_spider1(tmp_path, monkeypatch, caplog)
     assert len(said) == 1, said
     assert f"delete {store} to start afresh" in said[0]
+
+
+def test_spider1_on_rows_held_in_the_wal_scores_as_cold_and_says_so_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    db_dir = _toy_db(tmp_path)
+    database = db_dir / "toy" / "toy.sqlite"
+    to_wal(database)
+    gold = tmp_path / "gold.sql"
+    gold.write_text("SELECT count(*) FROM t\ttoy\nSELECT max(x) FROM t\ttoy\n")
+    pred = tmp_path / "pred.txt"
+    pred.write_text("SELECT 3\nSELECT 3\n")
+    out = tmp_path / "scores.jsonl"
+    monkeypatch.setenv("QUERYBENCH_CACHE", str(tmp_path / "cache"))
+    args = ["eval", "spider1", "--gold", str(gold), "--predictions", str(pred)]
+    args += ["--db-dir", str(db_dir), "--output", str(out)]
+
+    def scores() -> list[float]:
+        result = runner.invoke(app, args)
+        assert result.exit_code == 0, result.output
+        return [json.loads(line)["score"] for line in out.read_text().splitlines()]
+
+    assert scores() == [1, 1]
+    monkeypatch.setattr(cache, "_said_unsettled", set(), raising=False)
+    with held_in_wal(database, "INSERT INTO t VALUES (4, 'c'), (5, 'c')"):
+        with caplog.at_level(logging.WARNING, logger="querybench"):
+            assert scores() == [0, 0]  # the count is 5 now, the max 5: as a cold run says
+        said = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+        assert len(said) == 1, said
+        assert "toy.sqlite-wal holds changes not yet in the file" in said[0]

@@ -17,8 +17,9 @@ from querybench.engines.base import Result
 from querybench.engines.cache import ResultCache, database_fingerprint, default_cache_dir
 from querybench.engines.cache_values import dump_result
 from querybench.engines.pool import QueryOutcome, run_one
-from querybench.errors import QueryTimeout
+from querybench.errors import QueryTimeout, UnsettledDatabase
 from tests.test_engines_conformance import build_database
+from tests.unsettled import duckdb_rows_in_wal, held_in_wal, hot_journal, to_wal
 
 DUCKDB_VALUES = """SELECT 1::HUGEINT, 1.50::DECIMAL(10, 2), DATE '2020-01-01',
     TIMESTAMP '2020-01-01 01:02:03.456789', TIMESTAMPTZ '2020-01-01 00:00:00+00',
@@ -308,4 +309,91 @@ def test_an_edited_database_is_hashed_again(tmp_path: Path, sqlite_db: Path) -> 
     second = ResultCache(tmp_path / "c")
     assert second.get(sqlite_db, "SELECT count(*) FROM singer") is None
     new_content = hashlib.sha256(sqlite_db.read_bytes()).hexdigest()
-    assert second._fingerprint(sqlite_db) == new_content
+    assert second.fingerprint(sqlite_db) == new_content
+
+
+COUNT = "SELECT count(*) FROM singer"
+MORE_SINGERS = "INSERT INTO singer (id, name) SELECT id + 100, name FROM singer"
+
+
+def _count(outcome: QueryOutcome) -> object:
+    assert outcome.result is not None, outcome.error
+    return outcome.result.rows[0][0]
+
+
+def test_rows_held_in_the_wal_are_never_served_from_the_cache(
+    cache: ResultCache, sqlite_db: Path
+) -> None:
+    # The file's bytes, size and times stay put while the -wal holds the new rows: a key of
+    # the file alone served the count from before them.
+    to_wal(sqlite_db)
+    compute = Counter(sqlite_db, COUNT)
+    assert _count(cache.get_or_compute(sqlite_db, COUNT, compute)) == 3
+    with held_in_wal(sqlite_db, MORE_SINGERS):
+        with pytest.raises(UnsettledDatabase):
+            cache.get(sqlite_db, COUNT)
+        assert cache.get_many([(sqlite_db, COUNT)]) == {}
+        assert cache.get_outcomes([(sqlite_db, COUNT)], max_rows=None) == {}
+        assert _count(cache.get_or_compute(sqlite_db, COUNT, compute)) == 6
+        assert _count(cache.get_or_compute(sqlite_db, COUNT, compute)) == 6
+        assert compute.calls == 3  # nothing of this state was stored either
+        cache.put_outcomes(
+            [((sqlite_db, "SELECT 1"), Result(("x",), [(1,)]))], max_rows=None, max_bytes=1 << 20
+        )
+    # checkpointed into the file by the writer's close: a new key, cached again
+    assert cache.get(sqlite_db, "SELECT 1") is None
+    assert _count(cache.get_or_compute(sqlite_db, COUNT, compute)) == 6
+    assert _count(cache.get_or_compute(sqlite_db, COUNT, compute)) == 6
+    assert compute.calls == 4
+
+
+def test_a_hot_journal_is_part_of_the_database(cache: ResultCache, sqlite_db: Path) -> None:
+    # A writer died mid-transaction: the file holds some of its pages, the -journal the
+    # originals a reader must roll back. The file alone (its journal set aside) is another
+    # state, whose results must not answer for it.
+    hot_journal(sqlite_db, "INSERT INTO singer (name) SELECT name FROM singer LIMIT 50")
+    journal = Path(f"{sqlite_db}-journal")
+    journal.rename(journal.with_name("aside"))
+    compute = Counter(sqlite_db, COUNT)
+    cache.get_or_compute(sqlite_db, COUNT, compute)
+    journal.with_name("aside").rename(journal)
+    assert cache.get_many([(sqlite_db, COUNT)]) == {}
+    assert cache.get_outcomes([(sqlite_db, COUNT)], max_rows=None) == {}
+    outcome = cache.get_or_compute(sqlite_db, COUNT, compute)
+    assert compute.calls == 2  # run on the database as it is (read-only, it cannot roll back)
+    assert outcome.result is None and "readonly" in str(outcome.error)
+
+
+def test_rows_in_a_duckdb_wal_are_never_served_from_the_cache(
+    cache: ResultCache, tmp_path: Path
+) -> None:
+    database = build_database("duckdb", tmp_path / "db")
+    compute = Counter(database, COUNT)
+    assert _count(cache.get_or_compute(database, COUNT, compute)) == 3
+    duckdb_rows_in_wal(database, MORE_SINGERS)
+    assert cache.get_many([(database, COUNT)]) == {}
+    assert _count(cache.get_or_compute(database, COUNT, compute)) == 6
+    assert compute.calls == 2
+
+
+def test_an_unsettled_database_is_said_once(
+    cache: ResultCache, sqlite_db: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    to_wal(sqlite_db)
+    with held_in_wal(sqlite_db, MORE_SINGERS), caplog.at_level("WARNING", "querybench"):
+        for _ in range(3):
+            assert cache.get_many([(sqlite_db, COUNT), (sqlite_db, "SELECT 1")]) == {}
+    said = [r.getMessage() for r in caplog.records]
+    assert len(said) == 1, said
+    assert f"{sqlite_db.name}-wal holds changes not yet in the file" in said[0]
+    assert "not cached" in said[0]
+
+
+def test_an_empty_sidecar_holds_nothing(cache: ResultCache, sqlite_db: Path) -> None:
+    # A read-only reader of a WAL database leaves an empty -wal behind: still cached.
+    to_wal(sqlite_db)
+    compute = Counter(sqlite_db, COUNT)
+    cache.get_or_compute(sqlite_db, COUNT, compute)
+    Path(f"{sqlite_db}-wal").touch()
+    cache.get_or_compute(sqlite_db, COUNT, compute)
+    assert compute.calls == 1

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from querybench.errors import EngineError, ErrorCode, QuerybenchError
+from querybench.errors import DataError, EngineError, ErrorCode, QuerybenchError
 from querybench.evaluation import verdict
 from querybench.evaluation.record import InstanceResult
-from querybench.evaluation.verdict import Verdict
+from querybench.runs.store import InstanceRecord, RecordStatus
 
 PACKAGE = Path(__file__).resolve().parent.parent / "querybench"
 CODES = {code.value for code in ErrorCode}
@@ -25,6 +25,7 @@ NOT_A_CODE = {
     ("models/openai_compat.py", "timeout"),  # why a request is retried
     ("benchmarks/spider2.py", "timeout"),  # the name of an option (a layout option's)
     ("runs/eval_locations.py", "timeout"),  # the same option, read
+    ("runs/manifest.py", "timeout"),  # the same option, read back for the score manifest
     ("commands/eval_flags.py", "timeout"),  # the same option, in the eval fast path's table
     ("engines/sqlite.py", "timeout"),  # an attribute name in a class's __slots__
     ("evaluation/bird.py", "gold_error"),  # BIRD's metric, a flag named after the code
@@ -105,8 +106,33 @@ def test_json_value_is_the_plain_string(code: ErrorCode) -> None:
     assert f"{code}" == code.value and code == code.value
 
 
-def test_old_constants_are_the_members() -> None:
-    assert verdict.WRONG_RESULT is ErrorCode.WRONG_RESULT
-    assert verdict.SCORER_ERROR is ErrorCode.SCORER_ERROR
-    assert Verdict.fail(verdict.GOLD_ERROR).error is ErrorCode.GOLD_ERROR
-    assert verdict.ErrorCode is ErrorCode
+def test_no_module_keeps_a_second_name_for_a_code() -> None:
+    """A code has one name, its member: no module binds `X = ErrorCode.Y` for callers to use."""
+    aliases = sorted(
+        (name, node.lineno)
+        for name, tree in _sources()
+        for node in tree.body
+        if isinstance(node, ast.Assign | ast.AnnAssign)
+        and isinstance(node.value, ast.Attribute)
+        and getattr(node.value.value, "id", "") == "ErrorCode"
+    )
+    assert aliases == []
+    assert not hasattr(verdict, "WRONG_RESULT") and "ErrorCode" not in verdict.__all__
+
+
+def test_results_and_records_read_back_typed_and_write_the_same_json() -> None:
+    line = {"instance_id": "a", "score": 0.0, "error": "gold_error", "message": "m"}
+    line |= {"difficulty": None, "engine": None}
+    result = InstanceResult.from_json(line)
+    assert result.error is ErrorCode.GOLD_ERROR and result.to_json() == line
+    assert json.dumps(result.to_json()) == json.dumps(line)
+    with pytest.raises(DataError, match="not a scored instance"):
+        InstanceResult.from_json({**line, "error": "gold error"})  # no such code
+
+    stored = InstanceRecord("b", RecordStatus.ERROR, ErrorCode.MODEL_ERROR, "HTTP 503").to_json()
+    assert (stored["status"], stored["error"]) == ("error", "model_error")
+    record = InstanceRecord.from_json(json.loads(json.dumps(stored)))
+    assert record.status is RecordStatus.ERROR and record.error is ErrorCode.MODEL_ERROR
+    assert not record.ok and InstanceRecord.from_json({"instance_id": "c", "status": "ok"}).ok
+    with pytest.raises(ValueError):
+        InstanceRecord.from_json({"instance_id": "c", "status": "done"})

@@ -15,9 +15,9 @@ from typer.testing import CliRunner
 import querybench
 import querybench.runs.evaluate
 from querybench.cli import app
+from querybench.errors import ErrorCode
 from querybench.evaluation.bird import BIRD_SEPARATOR
 from querybench.evaluation.record import InstanceResult
-from querybench.evaluation.verdict import EXEC_ERROR, MISSING_PREDICTION, WRONG_RESULT
 from tests.conftest import require_data
 
 
@@ -55,7 +55,7 @@ def test_spider2_lite_sample_folder_needs_no_other_argument(tmp_path: Path) -> N
     assert [r.to_json() for r in results] == cli
     submitted = {p.stem for p in sample.glob("*.csv")}
     assert len(submitted) == 6 and len(results) > 500
-    assert {r.instance_id for r in results if r.error != MISSING_PREDICTION} == submitted
+    assert {r.instance_id for r in results if r.error != ErrorCode.MISSING_PREDICTION} == submitted
 
 
 def test_agentic_submission_warnings_are_python_warnings(tmp_path: Path) -> None:
@@ -84,9 +84,9 @@ def test_spider1_on_a_fixture_scores_as_the_cli(tmp_path: Path) -> None:
     results = _evaluate("spider1", pred, gold=gold, db_dir=db_dir, workers=1)
     assert [(r.instance_id, r.score, r.error) for r in results] == [
         ("0", 1.0, None),
-        ("1", 0.0, WRONG_RESULT),
-        ("2", 0.0, EXEC_ERROR),
-        ("3", 0.0, MISSING_PREDICTION),  # the prediction file ended before this gold line
+        ("1", 0.0, ErrorCode.WRONG_RESULT),
+        ("2", 0.0, ErrorCode.EXEC_ERROR),
+        ("3", 0.0, ErrorCode.MISSING_PREDICTION),  # the prediction file ended before this gold line
     ]
     args = ["eval", "spider1", "--gold", str(gold), "--predictions", str(pred)]
     cli = _cli_results([*args, "--db-dir", str(db_dir)], tmp_path / "o.jsonl")
@@ -112,8 +112,8 @@ def test_bird_on_a_fixture_scores_as_the_cli(tmp_path: Path) -> None:
     results = _evaluate("bird", predictions, questions=questions, db_dir=db_dir, workers=1)
     assert [(r.instance_id, r.score, r.error, r.difficulty) for r in results] == [
         ("0", 1.0, None, "simple"),  # set semantics: row order does not matter
-        ("1", 0.0, WRONG_RESULT, "moderate"),
-        ("2", 0.0, EXEC_ERROR, "challenging"),
+        ("1", 0.0, ErrorCode.WRONG_RESULT, "moderate"),
+        ("2", 0.0, ErrorCode.EXEC_ERROR, "challenging"),
     ]
     args = ["eval", "bird", "--questions", str(questions), "--predictions", str(predictions)]
     cli = _cli_results([*args, "--db-dir", str(db_dir)], tmp_path / "o.jsonl")
@@ -124,7 +124,6 @@ def test_mini_dev_questions_and_databases_default_to_the_data(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from querybench.evaluation.bird import load_bird_questions
-    from querybench.evaluation.verdict import ENGINE_UNAVAILABLE
     from querybench.tasks.bird import mini_dev_dir, mini_dev_file
 
     # a data root with questions on three databases, mini-dev's own folder holding one of them
@@ -149,7 +148,7 @@ def test_mini_dev_questions_and_databases_default_to_the_data(
     for q, r in zip(listed, results, strict=True):
         here = (mini_dev_dir() / q.db_id / f"{q.db_id}.sqlite").is_file()
         assert here == (q.db_id == present)
-        assert r.error == (MISSING_PREDICTION if here else ENGINE_UNAVAILABLE)
+        assert r.error == (ErrorCode.MISSING_PREDICTION if here else ErrorCode.ENGINE_UNAVAILABLE)
 
 
 def test_mini_dev_dialect_picks_its_questions(

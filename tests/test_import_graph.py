@@ -18,7 +18,8 @@ PACKAGE = Path(__file__).resolve().parent.parent / "querybench"
 LAYERS: tuple[frozenset[str], ...] = tuple(
     frozenset(names.split())
     for names in (
-        "errors declared data layout credentials fetch benchmarks",  # the foundation: errors, where data lives, the benchmark registry
+        # the foundation: errors, where data lives, the benchmark registry
+        "errors declared data layout credentials fetch benchmarks",
         "engines",  # a shared service: every layer above may run SQL
         "tasks releases data_fetch data_status",
         "context",

@@ -9,13 +9,13 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from querybench.cli import app
-from querybench.errors import EngineError
+from querybench.errors import EngineError, ErrorCode
 from querybench.evaluation.detail import Shape, VerdictDetail
 from querybench.evaluation.record import InstanceResult
 from querybench.evaluation.verdict import Verdict
 from querybench.report import compare, render
 from querybench.report.runs import load_run
-from querybench.runs.store import InstanceRecord
+from querybench.runs.store import InstanceRecord, RecordStatus
 
 
 def write_run(
@@ -33,7 +33,9 @@ def write_run(
     lines = [json.dumps(r.to_json()) for r in results]
     (folder / "results.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
     records = [
-        InstanceRecord(r.instance_id, "ok", sql=f"SELECT {i}", prompt_tokens=100, cost=cost)
+        InstanceRecord(
+            r.instance_id, RecordStatus.OK, sql=f"SELECT {i}", prompt_tokens=100, cost=cost
+        )
         for i, r in enumerate(results)
     ]
     text = "".join(json.dumps(r.to_json()) + "\n" for r in records)
@@ -226,8 +228,10 @@ def test_report_on_an_unfinished_run_shows_it_labelled_partial(tmp_path: Path) -
     folder.mkdir()
     (folder / "config.json").write_text(json.dumps({"benchmark": "fixture-bench"}))
     records = [
-        InstanceRecord("a", "ok", sql="SELECT 1"),
-        InstanceRecord("b", "error", "model_error", "connection failed", transient=True),
+        InstanceRecord("a", RecordStatus.OK, sql="SELECT 1"),
+        InstanceRecord(
+            "b", RecordStatus.ERROR, ErrorCode.MODEL_ERROR, "connection failed", transient=True
+        ),
     ]
     text = "".join(json.dumps(r.to_json()) + "\n" for r in records)
     (folder / "records.jsonl").write_text(text, encoding="utf-8")

@@ -9,7 +9,7 @@ from pathlib import Path
 from querybench.evaluation.record import InstanceResult
 from querybench.report import paper_tables
 from querybench.report.runs import RunData
-from querybench.runs.store import InstanceRecord
+from querybench.runs.store import InstanceRecord, RecordStatus
 from querybench.tasks.model import Task
 
 # (instance id, difficulty, engine, score, answer type, features)
@@ -37,7 +37,7 @@ def scripted_run(tmp_path: Path) -> RunData:
         for i, _, e, _, a, f in OUTCOMES
     }
     records = {
-        i: InstanceRecord(i, "ok", prompt_tokens=1000, completion_tokens=100, cost=0.02)
+        i: InstanceRecord(i, RecordStatus.OK, prompt_tokens=1000, completion_tokens=100, cost=0.02)
         for i, *_ in OUTCOMES
     }
     folder = tmp_path / "trajectories"

@@ -21,7 +21,7 @@ from querybench.report.linking import schema_linking, tables_read
 from querybench.report.runs import result_from_json
 from querybench.report.taxonomy import diagnose
 from querybench.runs.outputs import with_record_errors
-from querybench.runs.store import InstanceRecord
+from querybench.runs.store import InstanceRecord, RecordStatus
 from tests.test_spider2_eval_input import make_gold
 
 GOLD = "SELECT name, age FROM singer ORDER BY age"
@@ -274,7 +274,7 @@ def test_a_malformed_detail_is_a_data_error(detail: object) -> None:
 
 
 def _record(iid: str, error: str, message: str) -> InstanceRecord:
-    return InstanceRecord(iid, "error", error=error, message=message)
+    return InstanceRecord(iid, RecordStatus.ERROR, error=ErrorCode(error), message=message)
 
 
 def test_model_errors_come_from_the_run_record() -> None:

@@ -59,6 +59,7 @@ FLAGS = {
     "--oracle-functions": False,
     "--max-steps": None,
     "--action-timeout": None,
+    "--continue-after-timeout": False,
     "--max-observation-chars": None,
     "--unsafe-bash": False,
     "--out": None,

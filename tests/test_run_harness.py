@@ -24,7 +24,7 @@ from querybench.models import (
 )
 from querybench.runs.config import RunConfig
 from querybench.runs.runner import run
-from querybench.runs.store import InstanceRecord, RecordStore
+from querybench.runs.store import InstanceRecord, RecordStatus, RecordStore
 from querybench.tasks import load_tasks
 from tests.openai_server import Fault, Reply, ScriptedServer
 
@@ -238,11 +238,11 @@ def test_changed_experiment_in_same_folder_is_refused(
 
 def test_torn_last_line_is_skipped_and_healed(tmp_path: Path) -> None:
     store = RecordStore(tmp_path)
-    store.append(InstanceRecord("a", "ok", sql="SELECT 1"))
+    store.append(InstanceRecord("a", RecordStatus.OK, sql="SELECT 1"))
     with store.path.open("a") as f:
         f.write('{"instance_id": "b", "sta')
     assert list(store.load()) == ["a"]
-    store.append(InstanceRecord("c", "ok"))
+    store.append(InstanceRecord("c", RecordStatus.OK))
     assert list(store.load()) == ["a", "c"]
 
 

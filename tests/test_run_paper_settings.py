@@ -8,11 +8,14 @@ from pathlib import Path
 
 import pytest
 
+from querybench import data as data_module
+from querybench.data_status import benchmark_status
 from querybench.errors import DataError
-from querybench.methods.paper_settings import gold_function_names, reference_plan_path
+from querybench.layout import reference_plan_candidates
+from querybench.methods.paper_settings import gold_function_names
 from querybench.runs.config import RunConfig
 from querybench.runs.runner import run
-from tests.test_run_spider2_csv import data  # noqa: F401  (the fixture)
+from tests.test_run_spider2_csv import TASKS, data  # noqa: F401  (the fixture)
 
 IDS = ("local901", "local902")
 
@@ -29,15 +32,51 @@ def _config(root: Path, out: Path, **kw: object) -> RunConfig:
     )
 
 
+def _plan_file(root: Path) -> Path:
+    return root / reference_plan_candidates("spider2-lite")[0]
+
+
 def test_reference_plan_without_its_file_is_one_clear_line(data: Path, tmp_path: Path) -> None:  # noqa: F811
     with pytest.raises(DataError) as info:
         run(_config(data, tmp_path / "run", reference_plan=True), evaluate=False)
     message = str(info.value)
-    assert "\n" not in message and str(reference_plan_path("spider2-lite", data)) in message
+    assert "\n" not in message and "evaluation_suite/gold/reference_plan.jsonl" in message
+    assert str(data) in message  # where it was looked for
+
+
+def test_plans_are_found_in_any_data_root_and_data_status_says_so(
+    data: Path,  # noqa: F811
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A `QUERYBENCH_DATA` folder holding only the plans, the tasks in the next root: the plans
+    are read (the one lookup rule), and `data status` reports them."""
+    monkeypatch.setattr(data_module, "shared_data_dir", lambda: data)
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
+    plans_only = tmp_path / "plans-only"
+    monkeypatch.setenv("QUERYBENCH_DATA", str(plans_only))
+    before = {i.what: i.state for i in benchmark_status("spider2-lite").items}
+    assert before["reference plans"] == (
+        "absent (--reference-plan reads spider2/spider2-lite/evaluation_suite/gold/"
+        "reference_plan.jsonl)"
+    )
+    plan = _plan_file(plans_only)
+    plan.parent.mkdir(parents=True)
+    plan.write_text(json.dumps({"instance_id": "local902", "plan": "1. count"}) + "\n")
+    out = tmp_path / "run"
+    outcome = run(
+        RunConfig("spider2-lite", "zero-shot", "oracle", out=out, ids=IDS, reference_plan=True)
+    )
+    task = {t.instance_id: t for t in outcome.tasks}
+    assert "Reference plan (oracle setting):\n1. count" in task["local902"].question
+    assert task["local901"].extra["reference_plan"] is False
+    after = {i.what: i.state for i in benchmark_status("spider2-lite").items}
+    assert after["reference plans"] == f"1 of {len(TASKS)} tasks in {plan}"
+    assert "reference plans" not in {i.what for i in benchmark_status("spider2-dbt").items}
 
 
 def test_settings_reach_the_prompt_and_are_recorded(data: Path, tmp_path: Path) -> None:  # noqa: F811
-    plan = reference_plan_path("spider2-lite", data)
+    plan = _plan_file(data)
     plan.write_text(json.dumps({"instance_id": "local901", "plan": "1. read items"}) + "\n")
     out = tmp_path / "run"
     outcome = run(_config(data, out, reference_plan=True, oracle_functions=True))

@@ -13,7 +13,7 @@ from querybench.evaluation.spider2_eval import evaluate_spider2
 from querybench.runs.config import RunConfig
 from querybench.runs.outputs import finish_run
 from querybench.runs.runner import run
-from querybench.runs.store import InstanceRecord, RecordStore
+from querybench.runs.store import InstanceRecord, RecordStatus, RecordStore
 from querybench.tasks import load_tasks
 from tests.conftest import require_data
 
@@ -92,7 +92,7 @@ def test_run_writes_official_csvs_beside_sql(data: Path, tmp_path: Path) -> None
     store = RecordStore(out)
     records = {}
     for instance_id, _db, sql, _csv in TASKS:
-        record = InstanceRecord(instance_id, "ok", sql=sql, sqls=(sql,), replies=(sql,))
+        record = InstanceRecord(instance_id, RecordStatus.OK, sql=sql, sqls=(sql,), replies=(sql,))
         store.append(record)
         records[instance_id] = record
     predictions = out / "predictions"
@@ -166,7 +166,7 @@ def test_a_hostile_answer_fails_alone_and_the_run_stays_scorable(
     for instance_id, _db, sql, _csv in TASKS:
         if instance_id == "local902":
             sql = f"SELECT '{'9' * 400}' AS n"  # text in SQLite, an int once read back
-        records[instance_id] = InstanceRecord(instance_id, "ok", sql=sql, sqls=(sql,))
+        records[instance_id] = InstanceRecord(instance_id, RecordStatus.OK, sql=sql, sqls=(sql,))
     for _ in range(2):  # the first scoring, then a resume
         results, _summary = finish_run(config, tasks, [], records)
         by_id = {r.instance_id: r for r in results}

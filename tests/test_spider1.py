@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from querybench.engines.base import Result
-from querybench.errors import DataError, EngineError, QueryTimeout
+from querybench.errors import DataError, EngineError, ErrorCode, QueryTimeout
 from querybench.evaluation.spider1 import (
     evaluate_spider1,
     prepare_spider1,
@@ -22,7 +22,6 @@ from querybench.evaluation.spider1 import (
     spider1_result_match,
     spider1_verdict,
 )
-from querybench.evaluation.verdict import GOLD_ERROR, TIMEOUT, WRONG_RESULT
 from tests.conftest import require_data
 
 Rows = list[tuple[Any, ...]]
@@ -196,15 +195,15 @@ def test_verdicts() -> None:
     gold = _result([(1, "a"), (2, "b")])
     assert spider1_verdict(gold, _result([("b", 2), ("a", 1)]), order_matters=False).passed
     wrong = spider1_verdict(gold, _result([(1, "a")]), order_matters=False)
-    assert (wrong.score, wrong.error) == (0.0, WRONG_RESULT)
+    assert (wrong.score, wrong.error) == (0.0, ErrorCode.WRONG_RESULT)
     assert "shape" in (wrong.message or "")
     reordered = spider1_verdict(gold, _result([(2, "b"), (1, "a")]), order_matters=True)
-    assert reordered.error == WRONG_RESULT
+    assert reordered.error == ErrorCode.WRONG_RESULT
     assert "order" in (reordered.message or "")
     timed_out = spider1_verdict(gold, QueryTimeout("ran past 1s"), order_matters=False)
-    assert (timed_out.score, timed_out.error) == (0.0, TIMEOUT)
+    assert (timed_out.score, timed_out.error) == (0.0, ErrorCode.TIMEOUT)
     gold_failed = spider1_verdict(EngineError("no such table"), gold, order_matters=False)
-    assert (gold_failed.score, gold_failed.error) == (0.0, GOLD_ERROR)
+    assert (gold_failed.score, gold_failed.error) == (0.0, ErrorCode.GOLD_ERROR)
 
 
 # --- Hardness -------------------------------------------------------------------------------
@@ -297,11 +296,11 @@ def test_evaluate_spider1_tiny(tmp_path: Path) -> None:
     assert [(r.score, r.error) for r in results] == [
         (1.0, None),
         (1.0, None),
-        (0.0, WRONG_RESULT),
-        (0.0, WRONG_RESULT),
+        (0.0, ErrorCode.WRONG_RESULT),
+        (0.0, ErrorCode.WRONG_RESULT),
         (1.0, None),
         (0.0, "engine_unavailable"),
-        (0.0, GOLD_ERROR),
+        (0.0, ErrorCode.GOLD_ERROR),
         (0.0, "missing_prediction"),
     ]
     assert "nowhere" in (results[5].message or "")
@@ -343,7 +342,7 @@ def test_test_suite_folders_compare_on_every_database(tmp_path: Path) -> None:
         ["SELECT name FROM singer WHERE age >= 30", "SELECT name FROM singer WHERE age > 26"],
     )
     first, second = evaluate_spider1(pred, gold=gold, db_dir=tmp_path / "db", timeout=10, workers=2)
-    assert (first.score, first.error) == (0.0, WRONG_RESULT)
+    assert (first.score, first.error) == (0.0, ErrorCode.WRONG_RESULT)
     assert "music_variant.sqlite" in (first.message or "")
     assert (second.score, second.error) == (1.0, None)
 
@@ -407,10 +406,16 @@ def test_hand_made_wrong_predictions_on_dev(tmp_path: Path) -> None:
     entries = json.loads((root / "dev_subset_available_dbs.json").read_text(encoding="utf-8"))
     assert entries[2]["query"] == "SELECT name ,  country ,  age FROM singer ORDER BY age DESC"
     cases = {
-        0: ("SELECT count(*) FROM stadium", WRONG_RESULT),  # another number
+        0: ("SELECT count(*) FROM stadium", ErrorCode.WRONG_RESULT),  # another number
         1: ("SELECT count(*) FROM singers", "exec_error"),  # no such table
-        2: ("SELECT name, country, age FROM singer ORDER BY age ASC", WRONG_RESULT),  # order
-        3: ("SELECT name, country FROM singer ORDER BY age DESC", WRONG_RESULT),  # a column less
+        2: (
+            "SELECT name, country, age FROM singer ORDER BY age ASC",
+            ErrorCode.WRONG_RESULT,
+        ),  # order
+        3: (
+            "SELECT name, country FROM singer ORDER BY age DESC",
+            ErrorCode.WRONG_RESULT,
+        ),  # a column less
     }
     gold, pred, _ = _subset_files(tmp_path, {i: sql for i, (sql, _) in cases.items()})
     lines = gold.read_text(encoding="utf-8").splitlines()[:10]

@@ -240,7 +240,7 @@ def test_reader_stops_at_a_bad_line_and_refuses_own_specs(tmp_path: Path) -> Non
     warnings = " ".join(case.evaluation.warnings)
     assert "silently drops" in warnings and "given again" in warnings
     counted = {d.name: d for d in denominators(case.evaluation.results)}
-    assert counted["every task"].n == 4
+    assert counted["every task (built-in list)"].n == 4
     assert counted["official evaluate.py's own count"].n == 1  # only local1 is read
 
 
@@ -367,7 +367,7 @@ def test_cli_writes_both_scores(tmp_path: Path) -> None:
     lines = [json.loads(x) for x in out.read_text().splitlines()]
     assert len(lines) == 632
     assert all("official_score" in x and "strict_score" in x for x in lines)
-    assert "every task: 0/632" in result.output
+    assert "every task (built-in list): 0/632" in result.output
 
 
 def test_a_folder_without_metadata_or_with_a_foreign_line(tmp_path: Path) -> None:
@@ -416,3 +416,220 @@ def test_a_line_nested_past_the_json_reader_is_a_bad_line_not_a_crash(tmp_path: 
     result = case.score()["local1"]
     assert scores(result) == (1.0, 1.0)
     assert any(":2: not JSON" in w for w in case.evaluation.warnings)
+
+
+# A single SQLite call that never reaches the engine's interrupt check: only a kill stops it.
+QUADRATIC_LIKE = (
+    "SELECT 1 AS x WHERE printf('%.*c', 5000000, 'a') LIKE '%' || printf('%.*c', 5000, 'a') || 'b%'"
+)
+
+
+def test_a_sql_answer_stops_at_its_timeout_with_verdict_timeout(tmp_path: Path) -> None:
+    """A `.sql` answer runs in the killable query child, as sql mode's queries do: a call
+    that no progress handler interrupts is stopped at the timeout, and both scorings say
+    `timeout` (it ran in the scoring process, for minutes, before)."""
+    import dataclasses
+    import time
+
+    from querybench.evaluation.spider2_agentic import engine_runner
+
+    database = tmp_path / "db.sqlite"
+    with sqlite3.connect(database) as con:
+        con.execute("CREATE TABLE t (x INT)")
+    case = Case(tmp_path)
+    case.task("local1", [{"func": "table_match", "parameters": {"gold": "result.csv"}}])
+    case.tasks[-1] = dataclasses.replace(
+        case.tasks[-1], extra={**case.tasks[-1].extra, "db_path": str(database)}
+    )
+    (case.gold / "local1" / "result.csv").write_text("x\n1\n")
+    case.submit("local1", "file", "q.sql", q_sql=QUADRATIC_LIKE)
+    start = time.monotonic()
+    result = case.score(run_sql=engine_runner(None, timeout=1.0))["local1"]
+    assert time.monotonic() - start < 1.0 + 10  # the kill comes at the timeout + 0.5 s
+    assert scores(result) == (0.0, 0.0)
+    assert result.error == "timeout", result
+    strict = case.evaluation.results[0]
+    assert "timeout" in (strict.message or "")
+
+
+def test_a_sql_answer_that_is_a_fifo_or_a_link_out_is_refused_not_read(tmp_path: Path) -> None:
+    """A `.sql` answer is read as every prediction file is: a FIFO does not block the eval, a
+    link to a host file is not followed (its text never reaches an engine's error message)."""
+    import os
+
+    def run(task: Task, sql: str) -> Result:
+        raise AssertionError(f"no SQL should run, got {sql!r}")
+
+    spec = [{"func": "table_match", "parameters": {"gold": "result.csv"}}]
+    case = Case(tmp_path)
+    secret = tmp_path / "host_secret.sql"
+    secret.write_text("SELECT 'host secret'")
+    for iid in ("fifo1", "link1"):
+        case.task(iid, spec, result_csv="a\n1\n")
+        case.submit(iid, "file", "q.sql")
+    os.mkfifo(case.sub / "fifo1" / "q.sql")
+    (case.sub / "link1" / "q.sql").symlink_to(secret)
+    results = case.score(run_sql=run)
+    for iid in ("fifo1", "link1"):
+        assert scores(results[iid]) == (0.0, 0.0), results[iid]
+        assert results[iid].error == "bad_prediction_file", results[iid]
+    assert "FIFO" in (results["fifo1"].message or "").upper()
+    assert "symlink" in (results["link1"].message or "")
+
+
+def test_eval_spider2_timeout_stops_a_slow_sql_answer_on_local229(tmp_path: Path) -> None:
+    """`eval spider2 --timeout 2`: the quadratic `LIKE` as local229's answer stops at about
+    its timeout with `timeout`, as `eval spider2-lite --mode sql --timeout 2` stops it."""
+    import time
+
+    from querybench.cli import app
+
+    needs_data()
+    require_data("spider2-lite-local", "IPL.sqlite")
+    sub = tmp_path / "sub"
+    (sub / "local229").mkdir(parents=True)
+    (sub / "local229" / "q.sql").write_text(QUADRATIC_LIKE)
+    (sub / "results_metadata.jsonl").write_text(
+        json.dumps({"instance_id": "local229", "answer_type": "file", "answer_or_path": "q.sql"})
+        + "\n"
+    )
+    out = tmp_path / "out.jsonl"
+    start = time.monotonic()
+    result = CliRunner().invoke(
+        app,
+        ["eval", "spider2", "--predictions", str(sub), "--timeout", "2", "--output", str(out)],
+        env={"QUERYBENCH_DATA": str(DATA)},
+    )
+    took = time.monotonic() - start
+    assert result.exit_code == 0, result.output
+    line = next(
+        x for x in map(json.loads, out.read_text().splitlines()) if x["instance_id"] == "local229"
+    )
+    assert line["error"] == "timeout", line
+    assert took < 2 + 20, took
+
+
+TABLE = {"func": "table_match", "parameters": {"gold": "result.csv"}}
+DBT_CHECK = {
+    "func": "duckdb_match",
+    "parameters": {"gold": "synth.duckdb", "condition_tabs": ["mrr"], "ignore_orders": [True]},
+}
+
+
+def _duckdb_file(path: Path) -> None:
+    import duckdb
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    con = duckdb.connect(str(path))
+    con.execute("create table mrr(k varchar, v int); insert into mrr values ('a', 1), ('b', 2)")
+    con.close()
+
+
+def custom_gold_case(root: Path) -> tuple[Path, Path]:
+    """A gold folder whose eval config names ids the built-in list lacks (a table, a number, a
+    synthetic DBT database, two answers through `../shared_files/`, one not submitted), and a
+    submission for them plus an id the config does not name. The official evaluate.py scores
+    the 5 ids both name, 4 of them 1: `custom_shared01` has no folder of its own, so the
+    system cannot resolve `custom_shared01/..` and its file is unreadable there."""
+    gold, sub = root / "gold", root / "sub"
+    config = {
+        "custom_table01": TABLE,
+        "custom_text01": {"func": "number_match", "parameters": {"gold": "5"}},
+        "synth_dbt01": DBT_CHECK,
+        "custom_shared01": TABLE,
+        "custom_shared02": TABLE,
+        "custom_missing01": TABLE,
+    }
+    for instance_id, check in config.items():
+        (gold / instance_id).mkdir(parents=True)
+        if check is TABLE:
+            (gold / instance_id / "result.csv").write_text(GOLD_AB)
+    lines = "".join(
+        json.dumps({"instance_id": i, "evaluation": e}) + "\n" for i, e in config.items()
+    )
+    (gold / "spider2_eval.jsonl").write_text(lines)
+    _duckdb_file(gold / "synth_dbt01" / "synth.duckdb")
+    _duckdb_file(sub / "synth_dbt01" / "synth.duckdb")
+    (sub / "custom_table01").mkdir()
+    (sub / "custom_table01" / "out.csv").write_text(GOLD_AB)
+    (sub / "shared_files").mkdir()
+    (sub / "shared_files" / "s.csv").write_text(GOLD_AB)
+    (sub / "custom_shared02").mkdir()  # its own folder exists: `custom_shared02/..` resolves
+    shared = "../shared_files/s.csv"
+    answers = [
+        ("custom_table01", "file", "out.csv"),
+        ("custom_text01", "answer", "5"),
+        ("synth_dbt01", "file", "synth.duckdb"),
+        ("custom_shared01", "file", shared),
+        ("custom_shared02", "file", shared),
+        ("not_in_config01", "answer", "1"),
+    ]
+    rows = [{"instance_id": i, "answer_type": k, "answer_or_path": a} for i, k, a in answers]
+    (sub / "results_metadata.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return gold, sub
+
+
+def test_eval_with_a_gold_dir_scores_the_instances_its_config_names(tmp_path: Path) -> None:
+    """`eval spider2 --gold-dir DIR`: DIR's eval config is the task set (ids the built-in list
+    lacks scored by their checks), with the official verdicts, and the denominators name it."""
+    from querybench.cli import app
+
+    gold, sub = custom_gold_case(tmp_path)
+    out = tmp_path / "out.jsonl"
+    args = ["eval", "spider2", "--predictions", str(sub), "--gold-dir", str(gold)]
+    result = CliRunner().invoke(app, [*args, "--output", str(out)], env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    lines = {x["instance_id"]: x for x in map(json.loads, out.read_text().splitlines())}
+    assert list(lines) == [
+        "custom_table01",
+        "custom_text01",
+        "synth_dbt01",
+        "custom_shared01",
+        "custom_shared02",
+        "custom_missing01",
+    ]
+    official = {i: x["official_score"] for i, x in lines.items()}
+    assert official == {
+        "custom_table01": 1.0,
+        "custom_text01": 1.0,
+        "synth_dbt01": 1.0,
+        "custom_shared01": 0.0,  # `custom_shared01/..` does not resolve: unreadable
+        "custom_shared02": 1.0,
+        "custom_missing01": 0.0,
+    }
+    assert lines["custom_shared01"]["strict_score"] == 0.0
+    assert "custom_shared01/ is no folder" in lines["custom_shared01"]["message"]
+    assert lines["custom_missing01"]["error"] == "missing_prediction"
+    assert lines["synth_dbt01"]["metrics"]["dbt"] == 1.0
+    text = " ".join(result.output.split())
+    assert f"every task ({gold / 'spider2_eval.jsonl'}): 4/6" in text
+    assert "official evaluate.py's own count: 4/5 (official 0.8000" in text
+    assert "not_in_config01" in text  # warned about, as officially silently ignored
+
+
+def test_a_path_through_a_missing_task_folder_is_unreadable(tmp_path: Path) -> None:
+    """`../shared_files/x` from a task folder that is not there: 0 in both scorings (the
+    system resolves `<id>/..` only when `<id>/` exists); a `.sql` answer named that way stops
+    the official run (its `open()` is outside any try)."""
+    case = Case(tmp_path)
+    case.task("local1", [TABLE], result_csv=GOLD_AB)
+    case.task("local2", [TABLE], result_csv=GOLD_AB)
+    case.task("local3", [TABLE], result_csv=GOLD_AB)
+    (case.sub / "shared_files").mkdir()
+    (case.sub / "shared_files" / "s.csv").write_text(GOLD_AB)
+    (case.sub / "shared_files" / "q.sql").write_text("SELECT 'a' AS name, 1 AS value")
+    (case.sub / "local2").mkdir()
+    for instance_id, answer in (
+        ("local1", "../shared_files/s.csv"),
+        ("local2", "../shared_files/s.csv"),
+        ("local3", "../shared_files/q.sql"),
+    ):
+        line = {"instance_id": instance_id, "answer_type": "file", "answer_or_path": answer}
+        case.lines.append(json.dumps(line))
+    results = case.score()
+    assert scores(results["local1"]) == (0.0, 0.0)
+    assert results["local1"].error == "bad_prediction_file"
+    assert "local1/ is no folder" in (results["local1"].message or "")
+    assert scores(results["local2"]) == (1.0, 1.0)
+    assert results["local3"].error == "scorer_error"
+    assert "official evaluate.py crashes" in (results["local3"].message or "")

@@ -5,7 +5,9 @@ Thought/Action parsed from the reply) or native tool calls (`agent/tool_calls.py
 * the same action three times in a row ends the run (the agent is stuck; replies that differ
   only in their thought count as the same);
 * each action is limited to `action_timeout` seconds (120), enforced by the engine for SQL and
-  by the sandbox for shell commands;
+  by the sandbox for shell commands; an action stopped there ends the run (`action_timeout`,
+  the paper's rule), unless `continue_after_timeout` lets the model see the error and go on
+  (what the official code does);
 * observations longer than `max_observation_chars` are cut (the cut text is what the model saw
   and what the trajectory keeps);
 * when the history passes `context_tokens`, the oldest steps are dropped first (the system
@@ -27,6 +29,7 @@ from querybench.agent.files import UnsafePath
 from querybench.agent.options import AgentOptions
 from querybench.agent.prompts import ACTION_SPACE, OBSERVATION, SYSTEM, UNREADABLE
 from querybench.agent.protocol import ProtocolError, parse_reply
+from querybench.agent.status import AgentStatus
 from querybench.agent.workspace import Workspace, readme
 from querybench.context.tokens import count_tokens
 from querybench.engines.registry import dialect_label
@@ -43,6 +46,7 @@ START = "Begin: take your first step."
 class AgentConfig:
     max_steps: int = AgentOptions.max_steps
     repeat_limit: int = 3
+    continue_after_timeout: bool = AgentOptions.continue_after_timeout
     max_observation_chars: int = AgentOptions.max_observation_chars
     context_tokens: int = AgentOptions.context_tokens
     temperature: float = 1.0
@@ -74,12 +78,12 @@ class AgentStep:
 
 @dataclass
 class AgentResult:
-    status: str  # terminated | failed | max_steps | repeated | error
+    status: AgentStatus
     answer: str | None = None  # Terminate's output
     final_sql: str | None = None
     steps: list[AgentStep] = field(default_factory=list)
     system_prompt: str = ""
-    error: str | None = None  # what ended the run, when status is "error"
+    error: str | None = None  # what ended the run, when status is error or action_timeout
 
     @property
     def prompt_tokens(self) -> int:
@@ -212,8 +216,8 @@ async def run_agent(
     head = [Message("system", system), Message("user", START)]
     turns: list[tuple[Message, ...]] = []
     tool_choice = "auto" if driver.tools else None
-    result = result if result is not None else AgentResult(status="max_steps")
-    result.status, result.system_prompt = "max_steps", system
+    result = result if result is not None else AgentResult(status=AgentStatus.MAX_STEPS)
+    result.status, result.system_prompt = AgentStatus.MAX_STEPS, system
     replies: list[str] = []
     for index in range(config.max_steps):
         messages, dropped = fit_history(head, turns, config.context_tokens)
@@ -236,22 +240,31 @@ async def run_agent(
         acted = to_json(read.action) if read.action is not None else None
         replies.append(repr(acted) if acted is not None else reply.strip())
         if len(replies) >= config.repeat_limit and len(set(replies[-config.repeat_limit :])) == 1:
-            result.status = "repeated"
+            result.status = AgentStatus.REPEATED
             break
         step.thought = read.thought
         observation = read.error
         if read.action is not None:
             step.action = to_json(read.action)
             if isinstance(read.action, Terminate):
-                result.status, result.answer = "terminated", read.action.output
+                result.status, result.answer = AgentStatus.TERMINATED, read.action.output
                 result.final_sql = final_sql(workspace, read.action.output)
                 break
             if isinstance(read.action, Fail):
-                result.status = "failed"
+                result.status = AgentStatus.FAILED
                 break
             action_start = time.perf_counter()
-            observation = await asyncio.to_thread(workspace.execute, read.action)
+            outcome = await asyncio.to_thread(workspace.act, read.action)
             step.action_s = time.perf_counter() - action_start
+            observation = outcome.text
+            if outcome.timed_out and not config.continue_after_timeout:
+                step.observation = truncate_observation(observation, config.max_observation_chars)
+                result.status = AgentStatus.ACTION_TIMEOUT
+                result.error = (
+                    f"{action_name(read.action)} ran past its time limit of "
+                    f"{workspace.options.action_timeout:g} s and was stopped"
+                )
+                break
         step.observation = truncate_observation(observation, config.max_observation_chars)
         turns.append(driver.turn(completion, step.observation))
     return result
@@ -287,6 +300,7 @@ __all__ = [
     "TEXT",
     "AgentConfig",
     "AgentResult",
+    "AgentStatus",
     "AgentStep",
     "Driver",
     "Read",

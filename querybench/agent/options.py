@@ -18,6 +18,13 @@ class AgentOptions(Declared):
     action_timeout: float = option(
         120.0, min=0.1, identity=True, help="Agent: seconds per action at most (120)."
     )
+    continue_after_timeout: bool = option(
+        False,
+        identity=True,
+        help="Agent: an action that runs past --action-timeout is stopped and the episode goes "
+        "on (the official code's way); by default it ends the episode as action_timeout, the "
+        "paper's rule.",
+    )
     max_observation_chars: int = option(
         5000,
         min=1,

@@ -41,7 +41,7 @@ from querybench.agent.sandbox import (
     sandbox_available,
 )
 from querybench.engines.base import Engine, Result
-from querybench.errors import QuerybenchError
+from querybench.errors import QuerybenchError, QueryTimeout
 from querybench.tasks.model import Task
 
 NO_SANDBOX = (
@@ -59,6 +59,15 @@ class WorkspaceOptions:
     max_rows: int = 100_000  # rows an ExecuteSQL may return
     print_rows: int = 50  # rows printed when the result is not saved
     max_answer_bytes: int = 1024**2  # an answer file Terminate names (.sql) that is read
+
+
+@dataclass(frozen=True)
+class Observation:
+    """What one action returned to the model; `timed_out` when the action ran past its time
+    limit and was stopped, which ends the episode under the paper's rule (`loop.py`)."""
+
+    text: str
+    timed_out: bool = False
 
 
 def readme(task: Task) -> str:
@@ -141,27 +150,34 @@ class Workspace:
         return self.path.joinpath(*files.parts(name))
 
     def execute(self, action: Action) -> str:
+        """The observation's text of one action (see `act`)."""
+        return self.act(action).text
+
+    def act(self, action: Action) -> Observation:
         """The observation of one action (an error message when it fails, never an exception,
-        except `WorkspaceFull`, which ends the task)."""
+        except `WorkspaceFull`, which ends the task); a query or command stopped at the time
+        limit says so in `timed_out`."""
         try:
-            observation = self._execute(action)
+            done = self._execute(action)
         except WorkspaceFull:
             raise
+        except QueryTimeout as exc:
+            return Observation(f"ERROR: {exc}", timed_out=True)
         except QuerybenchError as exc:
-            return f"ERROR: {exc}"
+            return Observation(f"ERROR: {exc}")
         except OSError as exc:
-            return f"ERROR: {exc.strerror or exc}"
+            return Observation(f"ERROR: {exc.strerror or exc}")
         saved = isinstance(action, (ExecuteSQL, SampleRows)) and bool(action.save_path)
         if saved or isinstance(action, (CreateFile, EditFile)):
             check_usage(self.path, self.options.limits)  # a host-side write: still in bounds?
-        return observation
+        return done if isinstance(done, Observation) else Observation(done)
 
     def read_answer(self, name: str) -> str:
         """The text of the answer file `name` (bounded, never followed)."""
         data = files.read_bytes(self.path, name, self.options.max_answer_bytes)
         return data.decode("utf-8", "replace")
 
-    def _execute(self, action: Action) -> str:
+    def _execute(self, action: Action) -> str | Observation:
         if isinstance(action, Bash):
             return self._bash(action.code)
         if isinstance(action, CreateFile):
@@ -180,7 +196,7 @@ class Workspace:
             return self._sample(action)
         raise QuerybenchError(f"{type(action).__name__} is not executed by the workspace")
 
-    def _bash(self, code: str) -> str:
+    def _bash(self, code: str) -> str | Observation:
         sandboxed = sandbox_available()
         if not sandboxed and not self.options.unsafe_bash:
             return NO_SANDBOX
@@ -199,7 +215,7 @@ class Workspace:
         out = out.removesuffix("\n") if note else out
         if result.timed_out:
             limit = f"ERROR: stopped after {self.options.action_timeout:g} s (time limit)"
-            return f"{out}\n{limit}{'; ' + result.note if result.note else ''}"
+            return Observation(f"{out}\n{limit}{'; ' + result.note if result.note else ''}", True)
         if result.returncode not in (0, None):
             return f"{out}\n(exit code {result.returncode}){note}"
         return f"{out}{note}"

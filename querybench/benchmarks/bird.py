@@ -70,6 +70,7 @@ def _bird(name: Benchmark, title: str, **declared: object) -> BenchmarkSpec:
         loader="querybench.tasks.bird:load",
         writer="querybench.runs.outputs:score_bird",
         releases=f"querybench.releases:{name.name}_PARTS",
+        runs_queries="always",
         **declared,  # type: ignore[arg-type]
     )
 

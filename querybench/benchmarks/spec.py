@@ -89,6 +89,9 @@ class BenchmarkSpec:
     writer: str | None = None  # "module:attr": a run's predictions, written and scored
     releases: str | None = None  # "module:attr": its parts for `data fetch`
     on_ray: bool = False  # `evaluate(..., executor="ray")` shards it
+    # whether scoring it runs queries (so its timeout policy decides verdicts): "always",
+    # "in sql mode" (lite/snow: only `mode="sql"`), or "" (never: the DBT databases are read)
+    runs_queries: str = ""
     report_groups: tuple[ReportGroup, ...] = ()
     spider2_resources: str | None = None  # Spider 2.0: its `resource/` folder's benchmark
 

@@ -40,6 +40,7 @@ _SPIDER1_BEHAVIOUR: dict[str, Any] = {
     "command": "querybench.commands.eval_execution:spider1",
     "writer": "querybench.runs.outputs:score_spider1",
     "on_ray": True,
+    "runs_queries": "always",
 }
 
 

@@ -33,6 +33,7 @@ def _lite_or_snow(name: Benchmark, folder: str, title: str) -> BenchmarkSpec:
         writer="querybench.runs.outputs:score_spider2",
         releases=f"querybench.releases:{name.name}_PARTS",
         on_ray=True,
+        runs_queries="in sql mode",
         spider2_resources=folder,
     )
 
@@ -69,6 +70,7 @@ SPECS = (
         evaluator="querybench.evaluation.spider2_agentic_eval:evaluate_spider2_agentic",
         options=f"{_OPTIONS}:AgenticOptions",
         layout_options=(("data_dir", None), ("timeout", 120.0)),  # seconds per .sql answer
+        runs_queries="always",
         resolver=f"{_EVAL}:agentic_locations",
         command="querybench.commands.eval_run:spider2_agentic",
         writer="querybench.runs.outputs:score_agentic",

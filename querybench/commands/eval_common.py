@@ -7,13 +7,18 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from querybench.errors import QuerybenchError
 from querybench.evaluation.record import InstanceResult
 from querybench.report.summary import print_summary, summarise
 from querybench.report.terminal import Terminal
+from querybench.runs.manifest import Machine
+
+if TYPE_CHECKING:
+    from querybench.runs.manifest import Manifest
 
 console = Terminal(stderr=True)
 out_console = Terminal()
@@ -73,9 +78,9 @@ def check_prediction_names(
     predictions: Path, mode: str, benchmark: str, results: Sequence[InstanceResult]
 ) -> None:
     """Files of the right kind, none named after a task: another benchmark's folder?"""
-    from querybench.evaluation.verdict import MISSING_PREDICTION
+    from querybench.errors import ErrorCode
 
-    if not all(r.error == MISSING_PREDICTION for r in results):
+    if not all(r.error == ErrorCode.MISSING_PREDICTION for r in results):
         return  # some were found: no need to list the folder
     suffix = "csv" if mode == "exec_result" else "sql"
     files = sorted(predictions.glob(f"*.{suffix}")) if predictions.is_dir() else []
@@ -161,12 +166,41 @@ def write_results(results: Sequence[InstanceResult], output: Path) -> None:
         raise
 
 
-def finish(results: Sequence[InstanceResult], output: Path | None, title: str) -> None:
+@dataclass(frozen=True)
+class Scored:
+    """An eval's results and the call that scored them (what its manifest records)."""
+
+    results: list[InstanceResult]
+    benchmark: str
+    predictions: Path
+    options: dict[str, Any]
+    machine: Machine
+
+    def manifest(self) -> Manifest:
+        from querybench.runs import manifest
+        from querybench.runs.evaluate import resolved_options
+
+        resolved = resolved_options(self.benchmark, self.options)
+        ids = [r.instance_id for r in self.results]
+        return manifest.build(
+            "eval", self.benchmark, self.predictions, self.options, resolved, ids, self.machine
+        )
+
+
+def finish(scored: Scored, output: Path | None, title: str) -> None:
+    """The results file and its manifest beside it (`<output>.manifest.json`), then the
+    summary."""
+    results = scored.results
     failed: OSError | None = None
     if output is not None:
         try:
             write_results(results, output)
             console.print(f"wrote {len(results)} lines to {output}")
+            if not _in_place(output):
+                from querybench.runs.manifest import manifest_path
+
+                target = Path(os.path.realpath(output))
+                scored.manifest().write(manifest_path(target))
         except OSError as exc:
             failed = exc
     print_summary(summarise(results), out_console, title)
@@ -183,7 +217,7 @@ def evaluate_under_progress(
     address: str | None = None,
     per_query: bool = False,
     **options: Any,
-) -> list[InstanceResult]:
+) -> Scored:
     """`querybench.evaluate` under a progress bar that advances per result (per query with
     `per_query`, Spider 1.0 and BIRD run here); library errors (an unknown executor, Ray
     missing for `--executor ray`) become a clean exit 2, submission warnings are printed."""
@@ -191,6 +225,8 @@ def evaluate_under_progress(
 
     from querybench.runs.evaluate import SubmissionWarning, evaluate
 
+    machine = Machine.now()
+    recorded = dict(options)
     try:
         if executor != "local" or address is not None:  # the Ray modules import the models'
             from querybench.runs.ray_executor import check_executor  # stack: only when asked
@@ -226,4 +262,4 @@ def evaluate_under_progress(
             warnings.showwarning(
                 warning.message, warning.category, warning.filename, warning.lineno
             )
-    return results
+    return Scored(results, benchmark, predictions, recorded, machine)

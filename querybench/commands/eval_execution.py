@@ -108,7 +108,7 @@ def _spider1_shaped(
             f"{len(instances)} gold queries in {gold or benchmark}: the last {past_end} are "
             "missing_prediction"
         )
-    results = evaluate_under_progress(
+    scored = evaluate_under_progress(
         "running queries" if executor == "local" else "scoring shards",
         benchmark,
         predictions,
@@ -122,7 +122,7 @@ def _spider1_shaped(
         **options,
     )
     title = spec(benchmark).title.partition(" (")[0]
-    finish(results, output, f"{title} execution match")
+    finish(scored, output, f"{title} execution match")
 
 
 def _bird(
@@ -164,7 +164,7 @@ def _bird(
             f"r_ves: timing every matched pair {ves_repeats} times; slow, and the figures "
             "depend on the machine's load"
         )
-    results = evaluate_under_progress(
+    scored = evaluate_under_progress(
         "running queries" if executor == "local" else "scoring shards",
         benchmark,
         predictions,
@@ -177,8 +177,8 @@ def _bird(
         workers=workers,
         **extra,
     )
-    finish(results, output, title)
-    print_bird_tables(results, chosen, out_console)
+    finish(scored, output, title)
+    print_bird_tables(scored.results, chosen, out_console)
 
 
 def bird(

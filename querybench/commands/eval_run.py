@@ -61,7 +61,7 @@ def spider2(
         check_db_dir(db_dir, "*.sqlite", "<db>.sqlite files for the local tasks")
     else:
         check_sql_mode_only(db_dir=db_dir, tasks_file=tasks_file)
-    results = evaluate_under_progress(
+    scored = evaluate_under_progress(
         f"scoring {benchmark}",
         benchmark,
         predictions,
@@ -76,8 +76,8 @@ def spider2(
         timeout=timeout,
         limits=limits,
     )
-    check_prediction_names(predictions, mode, benchmark, results)
-    finish(results, output, f"{benchmark} ({mode}, score = {scoring})")
+    check_prediction_names(predictions, mode, benchmark, scored.results)
+    finish(scored, output, f"{benchmark} ({mode}, score = {scoring})")
 
 
 def spider2_dbt(
@@ -96,7 +96,7 @@ def spider2_dbt(
         usage_error(f"--predictions {predictions} is not a folder (<instance_id>/<db>.duckdb)")
     check_gold_dir(gold_dir, "<instance_id>/<db>.duckdb and spider2_eval.jsonl")
     check_dbt_predictions(predictions)
-    results = evaluate_under_progress(
+    scored = evaluate_under_progress(
         f"scoring {benchmark}",
         benchmark,
         predictions,
@@ -104,8 +104,9 @@ def spider2_dbt(
         gold_dir=gold_dir,
         workers=workers,
     )
-    finish(results, output, f"{benchmark} (duckdb_match, score = official)")
-    kept = with_gold_summary(results)
+    finish(scored, output, f"{benchmark} (duckdb_match, score = official)")
+    kept = with_gold_summary(scored.results)
+    results = scored.results
     out_console.print(
         f"with gold present: {kept['correct']}/{kept['n']} "
         f"(official {kept['official_score']:.4f}, strict {kept['strict_score']:.4f}); "
@@ -126,13 +127,14 @@ def spider2_agentic(
     """`eval spider2`."""
     check_output(output)
     from querybench.evaluation.spider2_agentic_eval import denominators
+    from querybench.tasks.spider2_agentic import gold_dir_config
 
     if scoring not in ("official", "strict"):
         usage_error(f"--scoring must be official or strict, not {scoring!r}")
     if not predictions.is_dir():
         usage_error(f"--predictions {predictions} is not a folder (the official submission layout)")
     check_gold_dir(gold_dir, "<instance_id>/ with each instance's gold files")
-    results = evaluate_under_progress(
+    scored = evaluate_under_progress(
         f"scoring {benchmark}",
         benchmark,
         predictions,
@@ -142,8 +144,8 @@ def spider2_agentic(
         timeout=timeout,
         workers=workers,
     )
-    finish(results, output, f"{benchmark} (agentic, score = {scoring})")
-    for part in denominators(results):
+    finish(scored, output, f"{benchmark} (agentic, score = {scoring})")
+    for part in denominators(scored.results, gold_dir_config(gold_dir)):
         out_console.print(
             f"{part.name}: {part.correct}/{part.n} (official {part.official:.4f}, "
             f"strict {part.strict:.4f})"

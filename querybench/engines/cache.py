@@ -20,6 +20,13 @@ store that is not a database at all, is a miss (the store is set aside and start
 
 The content hash of a database file is remembered in the store too, by the file's identity
 (device, inode, size, mtime and ctime in ns): a warm run does not read every database again.
+A database's state is its file and its sidecars (`EngineSpec.sidecars`: SQLite's `-wal` and
+`-journal`, DuckDB's `.wal`), which readers apply on top of the file while they hold data:
+rows committed to a `-wal` leave the file's bytes, size and times as they were. Such a
+database is not cached at all, read or written (`UnsettledDatabase`, said once per file and
+process), rather than keyed by its sidecars' bytes too: which frames of a `-wal` a reader
+takes is decided by the `-shm` index beside it, which readers themselves rewrite, so no set
+of bytes short of a copy taken under the writer's lock names that state.
 So are whole BIRD runs (`get_run` / `put_run`, `evaluation/bird_run_cache.py`), in a table the
 first such write makes, through the same connection as the run's outcomes: a cold run creates
 and syncs one file.
@@ -51,7 +58,8 @@ from querybench.engines.cache_values import (
     storable_error,
     volatile,
 )
-from querybench.errors import EngineError
+from querybench.engines.registry import kind_spec
+from querybench.errors import EngineError, UnsettledDatabase
 
 if TYPE_CHECKING:  # the pool (and multiprocessing) loads only when a query must run
     import logging
@@ -126,6 +134,41 @@ def _identity(path: str | Path) -> Identity:
     return (stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns)
 
 
+_said_unsettled: set[tuple[str, int]] = set()
+
+
+def sidecars_with_data(target: Target) -> list[Path]:
+    """The sidecars of a database file (its engine's `EngineSpec.sidecars`) that hold data: a
+    missing or empty one holds none."""
+    held = []
+    for suffix in kind_spec(target.kind).sidecars:
+        sidecar = Path(f"{target.path}{suffix}")
+        try:
+            size = sidecar.stat().st_size
+        except FileNotFoundError:
+            continue
+        if size:
+            held.append(sidecar)
+    return held
+
+
+def require_settled(target: Target) -> None:
+    """Raise `UnsettledDatabase` when a sidecar of the database holds data (an empty one, as
+    a read-only reader of a WAL database leaves behind, holds none); said once per file and
+    process, since every lookup and write of a run asks again."""
+    held = [sidecar.name for sidecar in sidecars_with_data(target)]
+    if not held:
+        return
+    message = (
+        f"{target.path}: {' and '.join(held)} holds changes not yet in the file (a writer's, "
+        "or left by a crash); results on this database are not cached"
+    )
+    if (str(target.path), os.getpid()) not in _said_unsettled:
+        _said_unsettled.add((str(target.path), os.getpid()))
+        _log().warning("%s", message)
+    raise UnsettledDatabase(message)
+
+
 def database_fingerprint(path: str | Path) -> str:
     """sha256 of the file's bytes, streamed; remembered while its size and times stay put."""
     memo_key = _identity(path)
@@ -173,11 +216,9 @@ class ResultCache:
         file per call, not per query)."""
         parts = None if seen is None else seen.get(str(database))
         if parts is None:
-            target = self._targets.get(str(database))
-            if target is None:
-                target = self._targets[str(database)] = parse_target(database)
+            target = self._target(database)
             kind = target.kind
-            fingerprint = self._fingerprint(target.path)
+            fingerprint = self._fingerprint(target)
             parts = [kind, _driver_version(kind), max_result_bytes(), fingerprint]
             if seen is not None:
                 seen[str(database)] = parts
@@ -191,9 +232,9 @@ class ResultCache:
 
     def get_many(self, queries: Iterable[Q]) -> dict[Q, Result]:
         """The cached result of each query that has one, read in one pass over the store;
-        a query whose database cannot be fingerprinted (missing, a server) or whose rows are
-        of the moment (`volatile`: never stored, nor read if an older version stored it) is
-        left out."""
+        a query whose database cannot be fingerprinted (missing, a server, unsettled) or
+        whose rows are of the moment (`volatile`: never stored, nor read if an older version
+        stored it) is left out."""
         keys: dict[str, list[Q]] = {}
         for query in queries:
             if volatile(query[1]):
@@ -259,7 +300,7 @@ class ResultCache:
     def put_many(self, items: Iterable[tuple[Query, Result]]) -> None:
         """Store the results in one transaction; a value the safe loader could not rebuild is
         left out. Raises `OSError` when the store cannot be written, `EngineError` when a
-        database cannot be fingerprinted (nothing is written then)."""
+        database cannot be fingerprinted or is unsettled (nothing is written then)."""
         rows = []
         seen: dict[str, list[object]] = {}
         for (database, sql), result in items:
@@ -327,6 +368,8 @@ class ResultCache:
                 self.put(database, sql, outcome.result)
             except OSError as exc:  # a full or read-only cache costs speed, not the result
                 warn_unusable(_log(), self.path, exc)
+            except EngineError:  # unsettled since the lookup: not cached, already said
+                pass
         return outcome
 
     def close(self) -> None:
@@ -337,7 +380,14 @@ class ResultCache:
 
     def fingerprint(self, path: str | Path) -> str:
         """The content hash a database file's keys are made of (see `_fingerprint`)."""
-        return self._fingerprint(path)
+        return self._fingerprint(self._target(path))
+
+    def _target(self, database: str | Path) -> Target:
+        """The database's engine and file, parsed once per database (the stat is not)."""
+        target = self._targets.get(str(database))
+        if target is None:
+            target = self._targets[str(database)] = parse_target(database)
+        return target
 
     def get_run(self, key: str) -> bytes | None:
         """The entry of a whole run (`evaluation/bird_run_cache.py`), if the store has one."""
@@ -361,9 +411,12 @@ class ResultCache:
 
         self._transaction(write)
 
-    def _fingerprint(self, path: str | Path) -> str:
+    def _fingerprint(self, target: Target) -> str:
         """`database_fingerprint`, looked up in the store (by the file's identity) before the
-        file is read; a new one is stored with the next write."""
+        file is read; a new one is stored with the next write. `UnsettledDatabase` when the
+        file is not the database's whole state (`require_settled`)."""
+        require_settled(target)
+        path = target.path
         identity = _identity(path)
         with _fingerprints_lock:
             known = _fingerprints.get(identity)

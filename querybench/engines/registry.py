@@ -68,6 +68,9 @@ class EngineSpec:
     password_env: str | None = None  # where a password comes from when the URL has none
     # an offline stand-in for a cloud warehouse: a `<db>.duckdb` file (`data emulate`)
     emulates: bool = False
+    # files beside a database file whose content a reader applies on top of the file's own
+    # (`<db>-wal`): while one holds data, the database's state is not the file's bytes
+    sidecars: tuple[str, ...] = ()
 
     def url_for(self, path: object) -> str:
         """The URL of the database at `path` (a file or folder) through this entry."""
@@ -92,6 +95,7 @@ _SPECS = (
         suffixes=(".sqlite", ".sqlite3", ".db"),
         magic=(0, b"SQLite format 3\x00"),
         aliases=("sqlite3",),
+        sidecars=("-wal", "-journal"),
     ),
     EngineSpec(
         "duckdb",
@@ -104,6 +108,7 @@ _SPECS = (
         schemes=("duckdb",),
         suffixes=(".duckdb",),
         magic=(8, b"DUCK"),
+        sidecars=(".wal",),
     ),
     EngineSpec(
         "postgres",

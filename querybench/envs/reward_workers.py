@@ -47,8 +47,8 @@ from querybench.envs.reward_child import (
     WorkerConfig,
     WorkItem,
 )
-from querybench.errors import EngineError, QueryTimeout
-from querybench.evaluation.verdict import EXEC_ERROR, Verdict
+from querybench.errors import EngineError, ErrorCode, QueryTimeout
+from querybench.evaluation.verdict import Verdict
 
 # How often the parent reads the progress bytes while a batch runs long.
 _TICK_S = GRACE_S / 5
@@ -429,7 +429,9 @@ def exit_reason(code: int | None) -> str:
 
 def crashed(exc: BaseException) -> RewardOutcome:
     message = f"the reward worker failed: {type(exc).__name__}: {exc}"
-    return RewardOutcome(0.0, Verdict.statement_failed(EXEC_ERROR, message), dict(_CRASH_METRICS))
+    return RewardOutcome(
+        0.0, Verdict.statement_failed(ErrorCode.EXEC_ERROR, message), dict(_CRASH_METRICS)
+    )
 
 
 _CRASH_METRICS = {"error": 1.0, "trivial": 0.0, "gold_error": 0.0}

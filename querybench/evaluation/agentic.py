@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from querybench.errors import DataError
+from querybench.errors import DataError, ErrorCode
 from querybench.evaluation.agentic_compare import AGENTIC_TOLERANCE, OFFICIAL_TOLERANCE
 from querybench.evaluation.agentic_tables import (
     duckdb_match,
@@ -36,13 +36,7 @@ from querybench.evaluation.agentic_text import (
     strict_string_match,
     string_match,
 )
-from querybench.evaluation.verdict import (
-    BAD_PREDICTION_FILE,
-    GOLD_ERROR,
-    MISSING_PREDICTION,
-    SCORER_ERROR,
-    Verdict,
-)
+from querybench.evaluation.verdict import Verdict
 from querybench.tasks.agentic_checks import AgenticCheck, parse_checks
 
 __all__ = [
@@ -123,7 +117,7 @@ def _resolve(gold: Any, gold_dir: Path) -> Any:
 
 def _prediction_problem(answer: str, prediction: Prediction) -> Verdict | None:
     if prediction is None:
-        return Verdict.fail(MISSING_PREDICTION, "no prediction")
+        return Verdict.fail(ErrorCode.MISSING_PREDICTION, "no prediction")
     if answer == "text":
         fits = isinstance(prediction, str)
     elif answer == "file":
@@ -132,7 +126,9 @@ def _prediction_problem(answer: str, prediction: Prediction) -> Verdict | None:
         fits = isinstance(prediction, list | tuple) and all(
             isinstance(path, str | os.PathLike) for path in prediction
         )
-    return None if fits else Verdict.fail(BAD_PREDICTION_FILE, f"expected a {answer} answer")
+    return (
+        None if fits else Verdict.fail(ErrorCode.BAD_PREDICTION_FILE, f"expected a {answer} answer")
+    )
 
 
 def score_agentic(
@@ -154,7 +150,7 @@ def score_agentic(
     try:
         check_parameters(func_name, gold_params)
     except DataError as exc:
-        return Verdict.fail(GOLD_ERROR, str(exc))
+        return Verdict.fail(ErrorCode.GOLD_ERROR, str(exc))
     matcher = MATCHERS[func_name]
     problem = _prediction_problem(matcher.answer, prediction)
     if problem is not None:
@@ -167,4 +163,4 @@ def score_agentic(
     try:
         return function(prediction, **params, **extra)
     except Exception as exc:  # a matcher bug must not stop a whole evaluation run
-        return Verdict.fail(SCORER_ERROR, f"{func_name}: {type(exc).__name__}: {exc}")
+        return Verdict.fail(ErrorCode.SCORER_ERROR, f"{func_name}: {type(exc).__name__}: {exc}")

@@ -19,6 +19,7 @@ from typing import Any
 import duckdb
 import pandas as pd
 
+from querybench.errors import ErrorCode
 from querybench.evaluation.agentic_compare import (
     OFFICIAL_TOLERANCE,
     official_compare,
@@ -27,13 +28,7 @@ from querybench.evaluation.agentic_compare import (
 )
 from querybench.evaluation.detail import Shape, VerdictDetail
 from querybench.evaluation.prediction_file import PredictionRefused, ReadLimits, open_prediction
-from querybench.evaluation.verdict import (
-    BAD_PREDICTION_FILE,
-    GOLD_ERROR,
-    WRONG_RESULT,
-    ErrorCode,
-    Verdict,
-)
+from querybench.evaluation.verdict import Verdict
 
 PathLike = str | os.PathLike[str]
 
@@ -61,7 +56,7 @@ def _read_csv(path: PathLike, code: ErrorCode, *, low_memory: bool = False) -> p
     every prediction is (`prediction_file.open_prediction`): a regular file in its own folder,
     never a FIFO, device or link out of it, bounded in time and size."""
     try:
-        if code is not BAD_PREDICTION_FILE:
+        if code is not ErrorCode.BAD_PREDICTION_FILE:
             return pd.read_csv(path, low_memory=low_memory)
         where = Path(path)
         with open_prediction(where, where.parent, ReadLimits()) as scanned:
@@ -79,7 +74,7 @@ def _official(
     try:
         return official_compare(pred, gold, cols, ignore_order, tolerance=tolerance)
     except Exception as exc:  # `iloc` rejected condition_cols
-        raise _Problem(GOLD_ERROR, f"bad condition_cols {cols!r}: {exc}") from None
+        raise _Problem(ErrorCode.GOLD_ERROR, f"bad condition_cols {cols!r}: {exc}") from None
 
 
 # --------------------------------------------------------------------------- table_match
@@ -103,14 +98,16 @@ def table_match(
     """
 
     def body() -> Verdict:
-        pred = _read_csv(result, BAD_PREDICTION_FILE)
+        pred = _read_csv(result, ErrorCode.BAD_PREDICTION_FILE)
         if isinstance(gold, str | os.PathLike):
-            frame = _read_csv(gold, GOLD_ERROR)
+            frame = _read_csv(gold, ErrorCode.GOLD_ERROR)
             reason = _official(pred, frame, condition_cols, ignore_order, tolerance)
             return Verdict.ok() if reason is None else _wrong(reason, pred, [frame])
         if not isinstance(gold, list | tuple):
-            raise _Problem(GOLD_ERROR, f"table_match gold must be a path or a list, not {gold!r}")
-        frames = [_read_csv(path, GOLD_ERROR) for path in gold]
+            raise _Problem(
+                ErrorCode.GOLD_ERROR, f"table_match gold must be a path or a list, not {gold!r}"
+            )
+        frames = [_read_csv(path, ErrorCode.GOLD_ERROR) for path in gold]
         cols: Any = condition_cols
         if cols in ([], [[]], [None], None, ()):
             cols = [[] for _ in frames]
@@ -119,7 +116,9 @@ def table_match(
             try:
                 selected = cols[index]
             except (IndexError, TypeError, KeyError):
-                raise _Problem(GOLD_ERROR, f"no condition_cols for gold {index}") from None
+                raise _Problem(
+                    ErrorCode.GOLD_ERROR, f"no condition_cols for gold {index}"
+                ) from None
             reason = _official(pred, frame, selected, ignore_order, tolerance)
             if reason is None:
                 return Verdict.ok()
@@ -132,7 +131,9 @@ def table_match(
 def _wrong(reason: str, pred: pd.DataFrame, golds: Sequence[pd.DataFrame]) -> Verdict:
     """No gold matched: the shapes compared (a report counts it `wrong_values`, as before)."""
     shapes = tuple(Shape(*gold.shape) for gold in golds)
-    return Verdict.fail(WRONG_RESULT, reason, VerdictDetail(None, Shape(*pred.shape), shapes))
+    return Verdict.fail(
+        ErrorCode.WRONG_RESULT, reason, VerdictDetail(None, Shape(*pred.shape), shapes)
+    )
 
 
 def _any_of(reasons: Sequence[str]) -> str:
@@ -151,12 +152,16 @@ def _strict_select(frame: pd.DataFrame, cols: Any) -> tuple[list[list[object]], 
         indexes = list(dict.fromkeys(cols))
         width = frame.shape[1]
         if any(not -width <= c < width for c in indexes):
-            raise _Problem(GOLD_ERROR, f"condition_cols {cols!r} out of range for {width} columns")
+            raise _Problem(
+                ErrorCode.GOLD_ERROR, f"condition_cols {cols!r} out of range for {width} columns"
+            )
         indexes = list(dict.fromkeys(c % width for c in indexes))
     else:
-        raise _Problem(GOLD_ERROR, f"condition_cols must be a list of column indexes: {cols!r}")
+        raise _Problem(
+            ErrorCode.GOLD_ERROR, f"condition_cols must be a list of column indexes: {cols!r}"
+        )
     if not indexes:
-        raise _Problem(GOLD_ERROR, "gold table has no columns")
+        raise _Problem(ErrorCode.GOLD_ERROR, "gold table has no columns")
     picked = frame.iloc[:, indexes]
     names = [f"{i} ({frame.columns[i]!s})" for i in indexes]
     return strict_columns(picked), names
@@ -166,7 +171,9 @@ def _strict_table(
     pred: pd.DataFrame, gold: pd.DataFrame, cols: Any, ignore_order: Any, tolerance: float
 ) -> str | None:
     if not isinstance(ignore_order, bool):
-        raise _Problem(GOLD_ERROR, f"ignore_order must be true or false, not {ignore_order!r}")
+        raise _Problem(
+            ErrorCode.GOLD_ERROR, f"ignore_order must be true or false, not {ignore_order!r}"
+        )
     columns, names = _strict_select(gold, cols)
     return strict_compare(
         strict_columns(pred), columns, ignore_order, gold_names=names, tolerance=tolerance
@@ -178,7 +185,9 @@ def _per_table(value: Any, count: int, default: Any, what: str) -> list[Any]:
     if value is None:
         return [default] * count
     if not isinstance(value, list | tuple) or len(value) != count:
-        raise _Problem(GOLD_ERROR, f"{what} must list one entry per gold table: {value!r}")
+        raise _Problem(
+            ErrorCode.GOLD_ERROR, f"{what} must list one entry per gold table: {value!r}"
+        )
     return list(value)
 
 
@@ -199,15 +208,17 @@ def strict_table_match(
     """
 
     def body() -> Verdict:
-        pred = _read_csv(result, BAD_PREDICTION_FILE)
+        pred = _read_csv(result, ErrorCode.BAD_PREDICTION_FILE)
         if isinstance(gold, str | os.PathLike):
-            frame = _read_csv(gold, GOLD_ERROR)
+            frame = _read_csv(gold, ErrorCode.GOLD_ERROR)
             cols = None if condition_cols == () else condition_cols
             reason = _strict_table(pred, frame, cols, ignore_order, tolerance)
             return Verdict.ok() if reason is None else _wrong(reason, pred, [frame])
         if not isinstance(gold, list | tuple) or not gold:
-            raise _Problem(GOLD_ERROR, f"table_match gold must be a path or a list, not {gold!r}")
-        frames = [_read_csv(path, GOLD_ERROR) for path in gold]
+            raise _Problem(
+                ErrorCode.GOLD_ERROR, f"table_match gold must be a path or a list, not {gold!r}"
+            )
+        frames = [_read_csv(path, ErrorCode.GOLD_ERROR) for path in gold]
         all_cols = condition_cols in ([], [[]], [None], None, ())
         cols = (
             [None] * len(frames)
@@ -270,11 +281,13 @@ def _tables(
     strict: bool,
 ) -> Verdict:
     if isinstance(gold, str | os.PathLike) or isinstance(result, str | os.PathLike):
-        raise _Problem(GOLD_ERROR, "tables_match takes lists of CSV paths")
-    golds = [_read_csv(path, GOLD_ERROR, low_memory=True) for path in gold]
-    preds = [_read_csv(path, BAD_PREDICTION_FILE, low_memory=True) for path in result]
+        raise _Problem(ErrorCode.GOLD_ERROR, "tables_match takes lists of CSV paths")
+    golds = [_read_csv(path, ErrorCode.GOLD_ERROR, low_memory=True) for path in gold]
+    preds = [_read_csv(path, ErrorCode.BAD_PREDICTION_FILE, low_memory=True) for path in result]
     if len(preds) != len(golds):
-        return Verdict.fail(WRONG_RESULT, f"{len(preds)} result files for {len(golds)} gold ones")
+        return Verdict.fail(
+            ErrorCode.WRONG_RESULT, f"{len(preds)} result files for {len(golds)} gold ones"
+        )
     labels = [str(index) for index in range(len(golds))]
     return _all_match(preds, golds, labels, condition_cols, ignore_orders, tolerance, strict)
 
@@ -296,7 +309,7 @@ def _all_match(
     for label, pred, frame, selected, order in zip(labels, preds, golds, cols, orders, strict=True):
         reason = compare(pred, frame, selected, order, tolerance)
         if reason is not None:
-            return Verdict.fail(WRONG_RESULT, f"table {label}: {reason}")
+            return Verdict.fail(ErrorCode.WRONG_RESULT, f"table {label}: {reason}")
     return Verdict.ok()
 
 
@@ -328,7 +341,7 @@ def _read_duckdb(
             try:
                 frames.append(con.execute(sql).fetchdf())
             except Exception as exc:
-                missing = code if code == GOLD_ERROR else WRONG_RESULT
+                missing = code if code == ErrorCode.GOLD_ERROR else ErrorCode.WRONG_RESULT
                 raise _Problem(missing, f"cannot read table {name!r}: {exc}") from None
         return list(names), frames
     finally:
@@ -341,7 +354,9 @@ def _table_names(condition_tabs: Any) -> list[str] | None:
     if not isinstance(condition_tabs, list | tuple) or not all(
         isinstance(t, str) for t in condition_tabs
     ):
-        raise _Problem(GOLD_ERROR, f"condition_tabs must be a list of names: {condition_tabs!r}")
+        raise _Problem(
+            ErrorCode.GOLD_ERROR, f"condition_tabs must be a list of names: {condition_tabs!r}"
+        )
     return list(condition_tabs)
 
 
@@ -404,10 +419,12 @@ def _duckdb(
     strict: bool,
 ) -> Verdict:
     # Strict quotes table names and refuses to pass when there is nothing to compare.
-    names, golds = _read_duckdb(gold, _table_names(condition_tabs), code=GOLD_ERROR, quote=strict)
+    names, golds = _read_duckdb(
+        gold, _table_names(condition_tabs), code=ErrorCode.GOLD_ERROR, quote=strict
+    )
     if not names:
         if strict:
-            raise _Problem(GOLD_ERROR, "no tables to compare")
+            raise _Problem(ErrorCode.GOLD_ERROR, "no tables to compare")
         return Verdict.ok()
-    _, preds = _read_duckdb(result, names, code=BAD_PREDICTION_FILE, quote=strict)
+    _, preds = _read_duckdb(result, names, code=ErrorCode.BAD_PREDICTION_FILE, quote=strict)
     return _all_match(preds, golds, names, condition_cols, ignore_orders, tolerance, strict)

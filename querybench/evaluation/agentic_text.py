@@ -14,8 +14,9 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from querybench.errors import ErrorCode
 from querybench.evaluation.agentic_compare import has_injective_assignment
-from querybench.evaluation.verdict import GOLD_ERROR, WRONG_RESULT, Verdict
+from querybench.evaluation.verdict import Verdict
 
 # The official extraction pattern, kept as written: an integer part (with optional thousands
 # groups) bounded by `\b`, then an unbounded decimal part and an optional percent sign.
@@ -45,7 +46,7 @@ def _check_conj(conj: object) -> str:
 
 
 def _gold_error(exc: _GoldError) -> Verdict:
-    return Verdict.fail(GOLD_ERROR, str(exc))
+    return Verdict.fail(ErrorCode.GOLD_ERROR, str(exc))
 
 
 # --------------------------------------------------------------------------- string_match
@@ -75,17 +76,17 @@ def string_match(pred: str, gold: object, conj: str = "or", exclude: Sequence[st
     text = pred.lower()
     for item in excludes:
         if item.lower() in text:
-            return Verdict.fail(WRONG_RESULT, f"excluded text {item!r} found")
+            return Verdict.fail(ErrorCode.WRONG_RESULT, f"excluded text {item!r} found")
     try:
         conj = _check_conj(conj)  # officially checked only once no excluded text was found
     except _GoldError as exc:
         return _gold_error(exc)
     found = [item.lower() in text for item in golds]
     if conj == "or" and not any(found):
-        return Verdict.fail(WRONG_RESULT, f"none of {len(golds)} gold string(s) found")
+        return Verdict.fail(ErrorCode.WRONG_RESULT, f"none of {len(golds)} gold string(s) found")
     if conj == "and" and not all(found):
         missing = golds[found.index(False)]
-        return Verdict.fail(WRONG_RESULT, f"gold string {missing!r} not found")
+        return Verdict.fail(ErrorCode.WRONG_RESULT, f"gold string {missing!r} not found")
     return Verdict.ok()
 
 
@@ -130,13 +131,13 @@ def strict_string_match(
     text = pred.casefold()
     for item, pattern in zip(excludes, exclude_patterns, strict=True):
         if pattern.search(text):
-            return Verdict.fail(WRONG_RESULT, f"excluded text {item!r} found")
+            return Verdict.fail(ErrorCode.WRONG_RESULT, f"excluded text {item!r} found")
     found = [pattern.search(text) is not None for pattern in gold_patterns]
     if conj == "or" and not any(found):
-        return Verdict.fail(WRONG_RESULT, f"none of {len(golds)} gold string(s) found")
+        return Verdict.fail(ErrorCode.WRONG_RESULT, f"none of {len(golds)} gold string(s) found")
     if conj == "and" and not all(found):
         missing = golds[found.index(False)]
-        return Verdict.fail(WRONG_RESULT, f"gold string {missing!r} not found")
+        return Verdict.fail(ErrorCode.WRONG_RESULT, f"gold string {missing!r} not found")
     return Verdict.ok()
 
 
@@ -193,7 +194,9 @@ def number_match(
     tokens = official_numbers(pred)
     single = isinstance(gold, str | float) or (isinstance(gold, list | tuple) and len(gold) == 1)
     if single and len(tokens) != 1:
-        return Verdict.fail(WRONG_RESULT, f"expected exactly one number, found {len(tokens)}")
+        return Verdict.fail(
+            ErrorCode.WRONG_RESULT, f"expected exactly one number, found {len(tokens)}"
+        )
     try:
         values = [_official_float(token) for token in tokens]
         golds = _gold_floats(_gold_list(gold))
@@ -217,9 +220,13 @@ def _official_precision(precision: object) -> float:
 
 def _combine(hits: list[bool], golds: Sequence[float], conj: str) -> Verdict:
     if conj == "and" and not all(hits):
-        return Verdict.fail(WRONG_RESULT, f"no number matches gold {golds[hits.index(False)]!r}")
+        return Verdict.fail(
+            ErrorCode.WRONG_RESULT, f"no number matches gold {golds[hits.index(False)]!r}"
+        )
     if conj == "or" and not any(hits):
-        return Verdict.fail(WRONG_RESULT, f"no number matches any of {len(golds)} gold value(s)")
+        return Verdict.fail(
+            ErrorCode.WRONG_RESULT, f"no number matches any of {len(golds)} gold value(s)"
+        )
     return Verdict.ok()
 
 
@@ -286,7 +293,9 @@ def strict_number_match(
         return _gold_error(exc)
     numbers = strict_numbers(pred)
     if len(golds) == 1 and len(numbers) != 1:
-        return Verdict.fail(WRONG_RESULT, f"expected exactly one number, found {len(numbers)}")
+        return Verdict.fail(
+            ErrorCode.WRONG_RESULT, f"expected exactly one number, found {len(numbers)}"
+        )
     forms = [(value, value * 100) if percentage else (value,) for value in golds]
 
     def close(number: AnswerNumber, targets: tuple[float, ...]) -> bool:
@@ -300,5 +309,7 @@ def strict_number_match(
     if not all(candidates):
         return _combine([bool(c) for c in candidates], golds, conj)
     if not has_injective_assignment(candidates):
-        return Verdict.fail(WRONG_RESULT, "gold values need more distinct numbers than given")
+        return Verdict.fail(
+            ErrorCode.WRONG_RESULT, "gold values need more distinct numbers than given"
+        )
     return Verdict.ok()

@@ -31,7 +31,7 @@ from typing import Any
 from querybench.engines.base import Result
 from querybench.engines.cache import ResultCache
 from querybench.engines.registry import EngineKind, spec_for_scheme
-from querybench.errors import DataError, EngineError
+from querybench.errors import DataError, EngineError, ErrorCode
 from querybench.evaluation import bird_run_cache
 from querybench.evaluation.bird_metrics import (
     BirdMetric,
@@ -46,15 +46,7 @@ from querybench.evaluation.prediction_file import whole_file_text
 from querybench.evaluation.record import InstanceResult, OnResult
 from querybench.evaluation.row_keys import hash_safe
 from querybench.evaluation.sql_extract import extract_sql
-from querybench.evaluation.verdict import (
-    BAD_PREDICTION_FILE,
-    ENGINE_UNAVAILABLE,
-    GOLD_ERROR,
-    MISSING_PREDICTION,
-    PARSE_ERROR,
-    WRONG_RESULT,
-    Verdict,
-)
+from querybench.evaluation.verdict import Verdict
 
 Row = tuple[Any, ...]
 
@@ -174,9 +166,9 @@ def bird_verdict(
 ) -> Verdict:
     """Score one executed pair; `pred` is None when no SQL was found in the prediction."""
     if isinstance(gold, EngineError):
-        return Verdict.fail(GOLD_ERROR, f"gold query failed: {gold}")
+        return Verdict.fail(ErrorCode.GOLD_ERROR, f"gold query failed: {gold}")
     if pred is None:
-        return Verdict.statement_failed(PARSE_ERROR, "no SQL found in the prediction")
+        return Verdict.statement_failed(ErrorCode.PARSE_ERROR, "no SQL found in the prediction")
     if isinstance(pred, EngineError):
         return Verdict.engine_error(pred)
     if isinstance(pred, StreamedMatch):
@@ -184,7 +176,7 @@ def bird_verdict(
             return Verdict.ok()
         # streamed: the prediction's first foreign row stopped the read, its size is unknown
         return Verdict.fail(
-            WRONG_RESULT,
+            ErrorCode.WRONG_RESULT,
             f"different row sets: gold {len(set(gold.rows))} distinct rows, "
             f"prediction differs by row {pred.rows_read}",
             VerdictDetail(Difference.WRONG_VALUES),
@@ -194,7 +186,7 @@ def bird_verdict(
     gold_rows, pred_rows = hash_safe(gold.rows, pred.rows)
     gold_distinct, pred_distinct = len(set(gold_rows)), len(set(pred_rows))
     return Verdict.fail(
-        WRONG_RESULT,
+        ErrorCode.WRONG_RESULT,
         f"different row sets: gold {gold_distinct} distinct rows, prediction {pred_distinct}",
         VerdictDetail.of_shapes(
             _shape(pred.rows),
@@ -419,7 +411,7 @@ def evaluate_bird(
             database, present = databases[q.db_id]
             if not present:
                 rejected[q.question_id] = Verdict.fail(
-                    ENGINE_UNAVAILABLE, f"database not found: {database}"
+                    ErrorCode.ENGINE_UNAVAILABLE, f"database not found: {database}"
                 )
                 continue
             gold_jobs[q.question_id] = (database, q.gold_sql)
@@ -524,17 +516,19 @@ def _ran(outcome: Result | EngineError | None) -> Result | EngineError:
 def _read_prediction(q: BirdQuestion, predictions: dict[str, object]) -> BirdPrediction | Verdict:
     """The parsed prediction entry, or the failing verdict when there is no usable one."""
     if q.question_id not in predictions:
-        return Verdict.fail(MISSING_PREDICTION, "no entry in the predictions file")
+        return Verdict.fail(ErrorCode.MISSING_PREDICTION, "no entry in the predictions file")
     value = predictions[q.question_id]
     if value == 0 and not isinstance(value, bool):
-        return Verdict.fail(MISSING_PREDICTION, "the predictions file has the placeholder 0")
+        return Verdict.fail(
+            ErrorCode.MISSING_PREDICTION, "the predictions file has the placeholder 0"
+        )
     try:
         prediction = parse_bird_prediction(value)
     except ValueError as exc:
-        return Verdict.fail(BAD_PREDICTION_FILE, f"malformed prediction entry: {exc}")
+        return Verdict.fail(ErrorCode.BAD_PREDICTION_FILE, f"malformed prediction entry: {exc}")
     if prediction.db_id is not None and prediction.db_id != q.db_id:
         reason = f"prediction names database {prediction.db_id!r}, the question is on {q.db_id!r}"
-        return Verdict.fail(BAD_PREDICTION_FILE, reason)
+        return Verdict.fail(ErrorCode.BAD_PREDICTION_FILE, reason)
     return prediction
 
 

@@ -9,8 +9,10 @@ three and of the code: the source bytes of `SCORER_MODULES` (read from disk, nev
 SQLite's build and the result byte cap. The databases are checked on every lookup: the entry
 lists each database the run looked at, with its content hash as the result cache keys it
 (`ResultCache.fingerprint`: the file's identity, else its bytes), or as absent; one that
-differs now, or has appeared or gone, makes the entry a miss. The hashes are taken before the
-run and must still hold after it, so a database edited while it was read is never recorded.
+differs now, or has appeared or gone, makes the entry a miss; one whose sidecar holds data
+(`engines.cache.require_settled`) has no content hash, so a run over it is never kept. The
+hashes are taken before the run and must still hold after it, so a database edited while it
+was read is never recorded.
 
 Only a run whose every outcome the result cache would serve is stored: no timeout, cap, crash
 or other failure of the moment, no query that may read the clock or a random draw

@@ -32,13 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, cast
 
-from querybench.errors import DataError
-from querybench.evaluation.verdict import (
-    BAD_PREDICTION_FILE,
-    MISSING_PREDICTION,
-    TOO_LARGE,
-    ErrorCode,
-)
+from querybench.errors import DataError, ErrorCode
 
 _BLOCK = 1 << 24
 # A result file from this size on is spooled rather than kept in memory, and parsed a chunk at
@@ -125,23 +119,23 @@ def _checked_target(
     try:
         entry = os.lstat(path)
     except FileNotFoundError:
-        raise PredictionRefused(MISSING_PREDICTION, f"no {name}") from None
+        raise PredictionRefused(ErrorCode.MISSING_PREDICTION, f"no {name}") from None
     except OSError as exc:
-        raise PredictionRefused(BAD_PREDICTION_FILE, f"{name}: {exc.strerror}") from exc
+        raise PredictionRefused(ErrorCode.BAD_PREDICTION_FILE, f"{name}: {exc.strerror}") from exc
     try:
         target = os.path.realpath(path)
     except OSError as exc:  # a link swapped for a file (or a folder) while it was resolved
-        raise PredictionRefused(BAD_PREDICTION_FILE, f"{name}: {exc.strerror}") from exc
+        raise PredictionRefused(ErrorCode.BAD_PREDICTION_FILE, f"{name}: {exc.strerror}") from exc
     if stat.S_ISLNK(entry.st_mode) and folder is not None:
         for place in forbidden:
             if _within(target, os.path.realpath(place)):
                 raise PredictionRefused(
-                    BAD_PREDICTION_FILE,
+                    ErrorCode.BAD_PREDICTION_FILE,
                     f"{name} is a symlink into the gold folder ({target}; not followed)",
                 )
         if not _within(target, os.path.realpath(folder)):
             raise PredictionRefused(
-                BAD_PREDICTION_FILE,
+                ErrorCode.BAD_PREDICTION_FILE,
                 f"{name} is a symlink to {target}, outside the predictions folder (not followed)",
             )
     if stat.S_ISLNK(entry.st_mode):
@@ -149,14 +143,18 @@ def _checked_target(
             entry = os.stat(target)
         except OSError as exc:
             raise PredictionRefused(
-                BAD_PREDICTION_FILE, f"{name} is a symlink to {target}: {exc.strerror}"
+                ErrorCode.BAD_PREDICTION_FILE, f"{name} is a symlink to {target}: {exc.strerror}"
             ) from exc
     kind = _kind(entry.st_mode)
     if kind is not None:
-        raise PredictionRefused(BAD_PREDICTION_FILE, f"{name} is a {kind}, not a regular file")
+        raise PredictionRefused(
+            ErrorCode.BAD_PREDICTION_FILE, f"{name} is a {kind}, not a regular file"
+        )
     if any(_within(target, root) for root in _PSEUDO_ROOTS):
         root = next(r for r in _PSEUDO_ROOTS if _within(target, r))
-        raise PredictionRefused(BAD_PREDICTION_FILE, f"{name} is a {root} file ({target})")
+        raise PredictionRefused(
+            ErrorCode.BAD_PREDICTION_FILE, f"{name} is a {root} file ({target})"
+        )
     return target, entry
 
 
@@ -166,11 +164,13 @@ def _open(target: str, entry: os.stat_result, name: str) -> int:
     try:
         fd = os.open(target, flags)
     except OSError as exc:
-        raise PredictionRefused(BAD_PREDICTION_FILE, f"{name}: {exc.strerror}") from exc
+        raise PredictionRefused(ErrorCode.BAD_PREDICTION_FILE, f"{name}: {exc.strerror}") from exc
     now = os.fstat(fd)
     if not stat.S_ISREG(now.st_mode) or (now.st_dev, now.st_ino) != (entry.st_dev, entry.st_ino):
         os.close(fd)
-        raise PredictionRefused(BAD_PREDICTION_FILE, f"{name} changed while it was opened")
+        raise PredictionRefused(
+            ErrorCode.BAD_PREDICTION_FILE, f"{name} changed while it was opened"
+        )
     return fd
 
 
@@ -197,7 +197,9 @@ class _Scan:
     def feed(self, block: bytes) -> None:
         self.size += len(block)
         if self.size > self.limits.max_bytes:
-            raise PredictionRefused(TOO_LARGE, f"more than {self.limits.max_bytes:,} bytes")
+            raise PredictionRefused(
+                ErrorCode.TOO_LARGE, f"more than {self.limits.max_bytes:,} bytes"
+            )
         if self.keep:
             self.parts.append(block)
         elif self.spool is not None:
@@ -236,7 +238,7 @@ class _Scan:
         self.longest = max(self.longest, self.run)
         if self.longest > self.limits.max_line_bytes:
             raise PredictionRefused(
-                TOO_LARGE, f"a line longer than {self.limits.max_line_bytes:,} bytes"
+                ErrorCode.TOO_LARGE, f"a line longer than {self.limits.max_line_bytes:,} bytes"
             )
 
 
@@ -323,7 +325,7 @@ def _read(
     target, entry = _checked_target(path, folder, forbidden)
     if entry.st_size > limits.max_bytes:
         raise PredictionRefused(
-            TOO_LARGE, f"{name}: {entry.st_size:,} bytes (limit {limits.max_bytes:,})"
+            ErrorCode.TOO_LARGE, f"{name}: {entry.st_size:,} bytes (limit {limits.max_bytes:,})"
         )
     fd = _open(target, entry, name)
     keep = entry.st_size < keep_below
@@ -335,7 +337,9 @@ def _read(
             copy = cast(BinaryIO, tempfile.TemporaryFile(prefix="querybench-prediction-"))  # noqa: SIM115
         except OSError as exc:
             os.close(fd)
-            raise PredictionRefused(BAD_PREDICTION_FILE, f"{name}: cannot copy it: {exc}") from exc
+            raise PredictionRefused(
+                ErrorCode.BAD_PREDICTION_FILE, f"{name}: cannot copy it: {exc}"
+            ) from exc
     scan = _Scan(limits, keep=keep, spool=copy)
     if entry.st_dev in _local_devices():
         _read_all(fd, scan)  # a local disk's read returns: no thread to hand it to
@@ -346,7 +350,8 @@ def _read(
         if reader.is_alive():  # a read that may never return: the thread closes fd when it does
             _abandon(fd, scan)
             raise PredictionRefused(
-                BAD_PREDICTION_FILE, f"{name}: reading did not finish within {limits.seconds:g} s"
+                ErrorCode.BAD_PREDICTION_FILE,
+                f"{name}: reading did not finish within {limits.seconds:g} s",
             )
     if scan.error is None:
         return scan, fd
@@ -355,9 +360,9 @@ def _read(
     if isinstance(scan.error, PredictionRefused):
         raise PredictionRefused(scan.error.code, f"{name}: {scan.error}")
     if isinstance(scan.error, OSError):
-        raise PredictionRefused(BAD_PREDICTION_FILE, f"{name}: {scan.error.strerror}")
+        raise PredictionRefused(ErrorCode.BAD_PREDICTION_FILE, f"{name}: {scan.error.strerror}")
     if isinstance(scan.error, MemoryError):
-        raise PredictionRefused(TOO_LARGE, f"{name}: out of memory while reading")
+        raise PredictionRefused(ErrorCode.TOO_LARGE, f"{name}: out of memory while reading")
     raise scan.error
 
 
@@ -372,7 +377,8 @@ def read_prediction_text(
         return b"".join(scan.parts).decode("utf-8")
     except UnicodeDecodeError as exc:
         raise PredictionRefused(
-            BAD_PREDICTION_FILE, f"{path.name}: not UTF-8 text ({exc.reason} at byte {exc.start})"
+            ErrorCode.BAD_PREDICTION_FILE,
+            f"{path.name}: not UTF-8 text ({exc.reason} at byte {exc.start})",
         ) from exc
 
 
@@ -383,7 +389,7 @@ def whole_file_text(path: Path, what: str) -> str:
     try:
         return read_prediction_text(path, None, ReadLimits())
     except DataError as exc:
-        missing = isinstance(exc, PredictionRefused) and exc.code == MISSING_PREDICTION
+        missing = isinstance(exc, PredictionRefused) and exc.code == ErrorCode.MISSING_PREDICTION
         reason = "no such file" if missing else str(exc)
         raise DataError(f"cannot read the {what} file {path}: {reason}") from exc
 
@@ -400,12 +406,12 @@ def open_prediction(
         columns = _columns(bytes(scan.header)) if scan.size else 0
         if columns > limits.max_columns:
             raise PredictionRefused(
-                TOO_LARGE, f"{name}: {columns:,} columns (limit {limits.max_columns:,})"
+                ErrorCode.TOO_LARGE, f"{name}: {columns:,} columns (limit {limits.max_columns:,})"
             )
         cells = columns * max(lines - 1, 0)
         if cells > limits.max_cells:
             raise PredictionRefused(
-                TOO_LARGE, f"{name}: about {cells:,} cells (limit {limits.max_cells:,})"
+                ErrorCode.TOO_LARGE, f"{name}: about {cells:,} cells (limit {limits.max_cells:,})"
             )
         if scan.keep:
             yield Scanned(io.BytesIO(b"".join(scan.parts)), scan.size, lines, name)
@@ -422,9 +428,9 @@ def check_result_shape(columns: int, rows: int, limits: ReadLimits) -> None:
     """The column and cell bounds for a result that comes from a query, not a file."""
     if columns > limits.max_columns:
         raise PredictionRefused(
-            TOO_LARGE, f"result has {columns:,} columns (limit {limits.max_columns:,})"
+            ErrorCode.TOO_LARGE, f"result has {columns:,} columns (limit {limits.max_columns:,})"
         )
     if columns * rows > limits.max_cells:
         raise PredictionRefused(
-            TOO_LARGE, f"result has {columns * rows:,} cells (limit {limits.max_cells:,})"
+            ErrorCode.TOO_LARGE, f"result has {columns * rows:,} cells (limit {limits.max_cells:,})"
         )

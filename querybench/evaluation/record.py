@@ -9,14 +9,12 @@ from typing import Any
 from querybench.errors import DataError, ErrorCode
 from querybench.evaluation.detail import VerdictDetail
 
-_CODES = {code.value: code for code in ErrorCode}
-
 
 @dataclass(frozen=True)
 class InstanceResult:
     instance_id: str
     score: float
-    error: str | None = None
+    error: ErrorCode | None = None
     message: str | None = None
     # Spider 2.0 reports both scorings; other benchmarks leave these None.
     official_score: float | None = None
@@ -47,14 +45,14 @@ class InstanceResult:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> InstanceResult:
-        """The inverse of `to_json` (a known error code as its `ErrorCode`, as scoring made
-        it); `DataError` when `data` is not one."""
+        """The inverse of `to_json`; `DataError` when `data` is not one (an error that is no
+        `ErrorCode` value included)."""
         try:
             error = data.get("error")
             return cls(
                 instance_id=str(data["instance_id"]),
                 score=float(data["score"]),
-                error=_CODES.get(error, error) if isinstance(error, str) else error,
+                error=None if error is None else ErrorCode(error),
                 message=data.get("message"),
                 official_score=_float_or_none(data.get("official_score")),
                 strict_score=_float_or_none(data.get("strict_score")),

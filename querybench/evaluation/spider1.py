@@ -29,19 +29,13 @@ from pathlib import Path
 from typing import Any, Literal
 
 from querybench.engines.base import Result
-from querybench.errors import DataError, EngineError
+from querybench.errors import DataError, EngineError, ErrorCode
 from querybench.evaluation.detail import Difference, Shape, VerdictDetail
 from querybench.evaluation.execution import Jobs, run_gold_and_predictions
 from querybench.evaluation.prediction_file import whole_file_text
 from querybench.evaluation.record import InstanceResult, OnResult
 from querybench.evaluation.row_keys import hash_safe
-from querybench.evaluation.verdict import (
-    ENGINE_UNAVAILABLE,
-    GOLD_ERROR,
-    MISSING_PREDICTION,
-    WRONG_RESULT,
-    Verdict,
-)
+from querybench.evaluation.verdict import Verdict
 from querybench.tasks.model import Task
 from querybench.tasks.spider1_hardness import spider1_hardness as spider1_hardness
 
@@ -163,7 +157,7 @@ def spider1_verdict(
 ) -> Verdict:
     """Score one executed pair: the gold must have run, the prediction must run and match."""
     if isinstance(gold, EngineError):
-        return Verdict.fail(GOLD_ERROR, f"gold query failed: {gold}")
+        return Verdict.fail(ErrorCode.GOLD_ERROR, f"gold query failed: {gold}")
     if isinstance(pred, EngineError):
         return Verdict.engine_error(pred)
     if spider1_result_match(gold.rows, pred.rows, order_matters):
@@ -182,14 +176,14 @@ def _difference(gold: Sequence[Row], pred: Sequence[Row], order_matters: bool) -
     if len(gold) != len(pred) or (gold and len(gold[0]) != len(pred[0])):
         message = f"result shape differs: gold {words(gold_shape)}, prediction {words(pred_shape)}"
         return Verdict.fail(
-            WRONG_RESULT, message, VerdictDetail.of_shapes(pred_shape, [gold_shape])
+            ErrorCode.WRONG_RESULT, message, VerdictDetail.of_shapes(pred_shape, [gold_shape])
         )
     if order_matters and _same_unordered_rows(gold, pred, order_matters=False):
         message = "same rows in a different order (the gold has ORDER BY)"
         detail = VerdictDetail.of_shapes(pred_shape, [gold_shape], Difference.WRONG_ORDER)
-        return Verdict.fail(WRONG_RESULT, message, detail)
+        return Verdict.fail(ErrorCode.WRONG_RESULT, message, detail)
     detail = VerdictDetail.of_shapes(pred_shape, [gold_shape], Difference.WRONG_VALUES)
-    return Verdict.fail(WRONG_RESULT, f"different values ({words(gold_shape)})", detail)
+    return Verdict.fail(ErrorCode.WRONG_RESULT, f"different values ({words(gold_shape)})", detail)
 
 
 def _cell_key(value: Any) -> str:
@@ -260,7 +254,8 @@ def _column_permutation_exists(
 
 
 PAST_END = Verdict.fail(
-    MISSING_PREDICTION, "no prediction line: the prediction file ends before this gold line"
+    ErrorCode.MISSING_PREDICTION,
+    "no prediction line: the prediction file ends before this gold line",
 )
 
 
@@ -419,10 +414,12 @@ def evaluate_spider1(
         databases = folders[inst.db_id]
         if databases is None:
             message = f"database not found: {folder / f'{inst.db_id}.sqlite'}"
-            verdicts[inst.instance_id] = Verdict.fail(ENGINE_UNAVAILABLE, message)
+            verdicts[inst.instance_id] = Verdict.fail(ErrorCode.ENGINE_UNAVAILABLE, message)
             continue
         if inst.pred_sql is None:
-            verdicts[inst.instance_id] = Verdict.fail(MISSING_PREDICTION, "no prediction line")
+            verdicts[inst.instance_id] = Verdict.fail(
+                ErrorCode.MISSING_PREDICTION, "no prediction line"
+            )
             continue
         queries = prepare_spider1(inst.gold_sql, inst.pred_sql)
         strict = prepare_spider1(inst.gold_sql, inst.pred_sql, reading="strict")
@@ -477,7 +474,7 @@ def _say_value_rule(official: Verdict, strict: Verdict) -> Verdict:
         f"read as written (strict) it {'passes' if strict.passed else 'fails too'}"
     )
     return Verdict.fail(
-        official.error or WRONG_RESULT, f"{official.message} ({note})", official.detail
+        official.error or ErrorCode.WRONG_RESULT, f"{official.message} ({note})", official.detail
     )
 
 
@@ -489,8 +486,8 @@ def _combine(
     failed = [(v, db) for v, db in verdicts if not v.passed]
     if not failed:
         return Verdict.ok()
-    verdict, db = next(((v, db) for v, db in failed if v.error == GOLD_ERROR), failed[0])
+    verdict, db = next(((v, db) for v, db in failed if v.error == ErrorCode.GOLD_ERROR), failed[0])
     if len(pairs) == 1:
         return verdict
     message = f"on {db.name}: {verdict.message}"
-    return Verdict.fail(verdict.error or WRONG_RESULT, message, verdict.detail)
+    return Verdict.fail(verdict.error or ErrorCode.WRONG_RESULT, message, verdict.detail)

@@ -11,7 +11,7 @@ from typing import Any
 import numpy.typing as npt
 import pandas as pd
 
-from querybench.errors import DataError
+from querybench.errors import DataError, ErrorCode
 from querybench.evaluation import large_scoring as large
 from querybench.evaluation import spider2_official as official
 from querybench.evaluation import spider2_strict as strict
@@ -20,13 +20,7 @@ from querybench.evaluation.large_result import ResultTable
 from querybench.evaluation.result_csv import column_arrays
 from querybench.evaluation.spider2_gold import Benchmark, EvalSpec
 from querybench.evaluation.spider2_verdicts import Verdicts
-from querybench.evaluation.verdict import (
-    GOLD_ERROR,
-    SCORER_ERROR,
-    TOO_LARGE,
-    WRONG_RESULT,
-    Verdict,
-)
+from querybench.evaluation.verdict import Verdict
 
 _log = logging.getLogger(__name__)
 PredArrays = Callable[[], list[npt.NDArray[Any]]]
@@ -50,7 +44,7 @@ def score_frame(
     `large_scoring`, which gives the same verdicts.
     """
     if not golds:
-        missing = Verdict.fail(GOLD_ERROR, "no gold result file for this instance")
+        missing = Verdict.fail(ErrorCode.GOLD_ERROR, "no gold result file for this instance")
         return Verdicts(missing, missing)
 
     @cache
@@ -81,11 +75,11 @@ def guarded(what: str, verdict: Callable[[], Verdict]) -> Verdict:
     try:
         return verdict()
     except MemoryError:
-        return Verdict.fail(TOO_LARGE, f"{what}: ran out of memory")
+        return Verdict.fail(ErrorCode.TOO_LARGE, f"{what}: ran out of memory")
     except DataError as exc:  # a gold alternative read on demand was unreadable
-        return Verdict.fail(GOLD_ERROR, str(exc))
+        return Verdict.fail(ErrorCode.GOLD_ERROR, str(exc))
     except Exception as exc:
-        return Verdict.fail(SCORER_ERROR, f"{what} failed: {type(exc).__name__}: {exc}")
+        return Verdict.fail(ErrorCode.SCORER_ERROR, f"{what} failed: {type(exc).__name__}: {exc}")
 
 
 def _shape(frame: ResultTable) -> str:
@@ -149,13 +143,17 @@ def _official_verdict(
     except (MemoryError, DataError):
         raise  # not the comparison's doing: `guarded` names it
     except OverflowError as exc:  # an int beyond float64 met a number: the official float() fails
-        return Verdict.fail(WRONG_RESULT, f"official comparison raises OverflowError ({exc})")
+        return Verdict.fail(
+            ErrorCode.WRONG_RESULT, f"official comparison raises OverflowError ({exc})"
+        )
     except Exception as exc:  # the official scorer zeroes an instance on any error here
-        return Verdict.fail(GOLD_ERROR, f"official comparison failed: {type(exc).__name__}: {exc}")
+        return Verdict.fail(
+            ErrorCode.GOLD_ERROR, f"official comparison failed: {type(exc).__name__}: {exc}"
+        )
     if ok:
         return Verdict.ok()
     return Verdict.fail(
-        WRONG_RESULT,
+        ErrorCode.WRONG_RESULT,
         f"prediction {_shape(pred)} matches no gold "
         f"({', '.join(_shape(g) for g in golds)}; condition_cols={spec.condition_cols}, "
         f"ignore_order={spec.ignore_order})",
@@ -256,11 +254,11 @@ def _strict_verdict(
         if strict.strict_table_match(pred_columns, strict_columns(projected), spec.ignore_order):
             return Verdict.ok()
     if unreadable:  # it might have matched the alternative that could not be read
-        return Verdict.fail(GOLD_ERROR, "; ".join(unreadable))
+        return Verdict.fail(ErrorCode.GOLD_ERROR, "; ".join(unreadable))
     if len(invalid) == len(golds):
-        return Verdict.fail(GOLD_ERROR, "; ".join(invalid))
+        return Verdict.fail(ErrorCode.GOLD_ERROR, "; ".join(invalid))
     return Verdict.fail(
-        WRONG_RESULT,
+        ErrorCode.WRONG_RESULT,
         f"prediction {_shape(pred)} matches no gold row for row "
         f"({', '.join(_shape(g) for g in golds)})",
         _shapes(pred, golds),

@@ -18,7 +18,10 @@ gold entry's checks (an object, or a list of them):
 A line carrying its own `evaluation` replaces the gold's spec in the official code; here it is
 refused (0, `bad_prediction_file`) in both scorings. Strict scoring uses the strict matchers,
 lets any check of the answer's kind pass, scores an empty SQL result as an empty table, and
-refuses paths that leave the submission folder (both scorings).
+refuses paths that leave the submission folder (both scorings). A path is resolved as the
+system resolves it (both scorings): `<id>/../shared_files/x.csv` from a task folder `<id>/`
+that does not exist is unreadable (0; officially a `.sql` answer there crashes the run), though
+its lexical form names a file that is there.
 
 `spider2_agentic_eval.py` scores a whole submission folder with these verdicts.
 """
@@ -32,29 +35,27 @@ from pathlib import Path
 from typing import Any
 
 from querybench.engines.base import Result
+from querybench.errors import ErrorCode
 from querybench.evaluation.agentic import score_agentic
+from querybench.evaluation.prediction_file import (
+    PredictionRefused,
+    ReadLimits,
+    read_prediction_text,
+)
 from querybench.evaluation.spider2_eval import official_result_csv
 from querybench.evaluation.spider2_submission import SubmissionEntry
-from querybench.evaluation.verdict import (
-    BAD_PREDICTION_FILE,
-    ENGINE_UNAVAILABLE,
-    EXEC_ERROR,
-    GOLD_ERROR,
-    SCORER_ERROR,
-    WRONG_RESULT,
-    Verdict,
-)
+from querybench.evaluation.verdict import Verdict
 from querybench.tasks.model import Task
 from querybench.tasks.spider2_agentic import FILE_FUNCS, TEXT_FUNCS
 
 SQL_RESULT = "pred_result.csv"
 RunSql = Callable[[Task, str], Result]
-_CRASH = {GOLD_ERROR, SCORER_ERROR, BAD_PREDICTION_FILE}
+_CRASH = {ErrorCode.GOLD_ERROR, ErrorCode.SCORER_ERROR, ErrorCode.BAD_PREDICTION_FILE}
 
 
 def stopped(how: str, why: str) -> Verdict:
     """Where the official evaluate.py stops (pdb, or an uncaught exception): an error verdict."""
-    return Verdict.fail(SCORER_ERROR, f"official evaluate.py {how}: {why}")
+    return Verdict.fail(ErrorCode.SCORER_ERROR, f"official evaluate.py {how}: {why}")
 
 
 @dataclass(frozen=True)
@@ -77,16 +78,43 @@ class Answer:
         return list(self.task.gold.eval_params.get("evaluation", []))
 
     def path(self, name: str) -> Path:
-        """`<submission>/<instance_id>/<name>`, refused when it leaves the submission folder."""
-        path = Path(os.path.normpath(self.folder / self.task.instance_id / name))
+        """`<submission>/<instance_id>/<name>`, refused when it leaves the submission folder,
+        and unreadable (`_Unresolvable`) when the operating system could not resolve it."""
+        joined = self.folder / self.task.instance_id / name
+        path = Path(os.path.normpath(joined))
         root = Path(os.path.normpath(self.folder))
         if path != root and root not in path.parents:
             raise _Refused(f"{name!r} leaves the submission folder")
+        _check_resolvable(self.folder, Path(self.task.instance_id, name))
         return path
 
 
 class _Refused(Exception):
     pass
+
+
+class _Unresolvable(_Refused):
+    """The official code opens the joined path as written, so the system resolves each `..`
+    after the folder before it: `<id>/../shared_files/x.csv` from a task folder `<id>/` that
+    does not exist cannot be opened (officially that answer scores 0, or a `.sql` answer
+    crashes the run), though the lexical path names a file that is there."""
+
+
+def _check_resolvable(folder: Path, relative: Path) -> None:
+    """`_Unresolvable` when a `..` of `relative` follows a part that is no folder; `_Refused`
+    when it follows a link (where the system's `..` and the lexical one part)."""
+    walked = folder
+    for part in relative.parts:
+        if part == "..":
+            if walked.is_symlink():
+                raise _Refused(f"{relative} steps back out of the link {walked.name}")
+            if not walked.is_dir():
+                there = walked.relative_to(folder)
+                raise _Unresolvable(
+                    f"{relative} cannot be opened: {there}/ is no folder, so the system cannot "
+                    f"resolve {there}/.. (officially unreadable)"
+                )
+        walked = walked / part
 
 
 # --------------------------------------------------------------------------- official
@@ -105,12 +133,14 @@ def official_verdict(instance: Answer) -> Verdict:
         if kind == "files":
             return _official_files(instance)
     except _Refused as exc:
-        return Verdict.fail(BAD_PREDICTION_FILE, str(exc))
-    return Verdict.fail(BAD_PREDICTION_FILE, f"answer_type {kind!r} is none of answer, file, files")
+        return Verdict.fail(ErrorCode.BAD_PREDICTION_FILE, str(exc))
+    return Verdict.fail(
+        ErrorCode.BAD_PREDICTION_FILE, f"answer_type {kind!r} is none of answer, file, files"
+    )
 
 
 def _official_answer(instance: Answer) -> Verdict:
-    current = Verdict.fail(WRONG_RESULT, "the gold takes no text answer")
+    current = Verdict.fail(ErrorCode.WRONG_RESULT, "the gold takes no text answer")
     scores = []
     for check in instance.checks:
         if check["func"] in TEXT_FUNCS:
@@ -141,7 +171,9 @@ def _official_file(instance: Answer) -> Verdict:
         path = ran
     else:
         path = instance.path(name)
-    current = Verdict.fail(WRONG_RESULT, "the gold takes no file answer (table_match/duckdb_match)")
+    current = Verdict.fail(
+        ErrorCode.WRONG_RESULT, "the gold takes no file answer (table_match/duckdb_match)"
+    )
     for check in instance.checks:
         func, params = check["func"], check["parameters"]
         if func not in FILE_FUNCS:
@@ -170,7 +202,7 @@ def _official_files(instance: Answer) -> Verdict:
     verdict = score_agentic(
         "tables_match", pred_paths, {**params, "gold": gold_paths}, strict=False
     )
-    if verdict.error in (GOLD_ERROR, SCORER_ERROR):
+    if verdict.error in (ErrorCode.GOLD_ERROR, ErrorCode.SCORER_ERROR):
         return stopped("crashes", f"tables_match: {verdict.message}")
     return verdict
 
@@ -190,11 +222,15 @@ def strict_verdict(instance: Answer) -> Verdict:
     try:
         if kind == "answer":
             if not isinstance(pred, str):
-                return Verdict.fail(BAD_PREDICTION_FILE, f"answer {pred!r} is not a string")
+                return Verdict.fail(
+                    ErrorCode.BAD_PREDICTION_FILE, f"answer {pred!r} is not a string"
+                )
             return _best(instance, TEXT_FUNCS, pred, "text answer")
         if kind == "file":
             if not isinstance(pred, str) or not pred:
-                return Verdict.fail(BAD_PREDICTION_FILE, f"file {pred!r} is not a file name")
+                return Verdict.fail(
+                    ErrorCode.BAD_PREDICTION_FILE, f"file {pred!r} is not a file name"
+                )
             ran = (
                 _run_sql_answer(instance, pred, official=False)
                 if pred.endswith(".sql")
@@ -205,11 +241,15 @@ def strict_verdict(instance: Answer) -> Verdict:
             return _best(instance, FILE_FUNCS, ran, "file answer")
         if kind == "files":
             if not isinstance(pred, list) or not all(isinstance(p, str) for p in pred) or not pred:
-                return Verdict.fail(BAD_PREDICTION_FILE, f"files {pred!r} is not a list of names")
+                return Verdict.fail(
+                    ErrorCode.BAD_PREDICTION_FILE, f"files {pred!r} is not a list of names"
+                )
             return _best(instance, {"tables_match"}, [instance.path(p) for p in pred], "files")
     except _Refused as exc:
-        return Verdict.fail(BAD_PREDICTION_FILE, str(exc))
-    return Verdict.fail(BAD_PREDICTION_FILE, f"answer_type {kind!r} is none of answer, file, files")
+        return Verdict.fail(ErrorCode.BAD_PREDICTION_FILE, str(exc))
+    return Verdict.fail(
+        ErrorCode.BAD_PREDICTION_FILE, f"answer_type {kind!r} is none of answer, file, files"
+    )
 
 
 def _best(instance: Answer, funcs: set[str] | frozenset[str], pred: Any, what: str) -> Verdict:
@@ -219,7 +259,7 @@ def _best(instance: Answer, funcs: set[str] | frozenset[str], pred: Any, what: s
         if c["func"] in funcs
     ]
     if not verdicts:
-        return Verdict.fail(WRONG_RESULT, f"the gold takes no {what}")
+        return Verdict.fail(ErrorCode.WRONG_RESULT, f"the gold takes no {what}")
     return next((v for v in verdicts if v.passed), verdicts[0])
 
 
@@ -228,25 +268,38 @@ def _best(instance: Answer, funcs: set[str] | frozenset[str], pred: Any, what: s
 
 def _run_sql_answer(instance: Answer, name: str, *, official: bool) -> Path | Verdict:
     """The CSV a `.sql` answer's result is scored as (written to a private folder)."""
-    source = instance.path(name)
     try:
-        sql = source.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
+        source = instance.path(name)
+    except _Unresolvable as exc:  # officially `open()` outside any try: the run stops
+        return (
+            stopped("crashes", str(exc))
+            if official
+            else Verdict.fail(ErrorCode.BAD_PREDICTION_FILE, str(exc))
+        )
+    try:  # read as every prediction file is: regular, in its folder, bounded
+        sql = read_prediction_text(source, source.parent, ReadLimits())
+    except PredictionRefused as exc:
+        if exc.code is not ErrorCode.MISSING_PREDICTION:  # a FIFO, a link out, too big, not UTF-8
+            return Verdict.fail(exc.code, f"cannot read {name}: {exc}")
         if official:
             return stopped("crashes", f"cannot read {name}: {exc}")
-        return Verdict.fail(BAD_PREDICTION_FILE, f"cannot read {name}: {exc}")
+        return Verdict.fail(ErrorCode.BAD_PREDICTION_FILE, f"cannot read {name}: {exc}")
     if instance.run_sql is None:
-        return Verdict.fail(ENGINE_UNAVAILABLE, "no engine to run SQL answers on")
-    from querybench.errors import EngineUnavailable, QuerybenchError
+        return Verdict.fail(ErrorCode.ENGINE_UNAVAILABLE, "no engine to run SQL answers on")
+    from querybench.errors import EngineError, EngineUnavailable, QuerybenchError
 
     try:
         result = instance.run_sql(instance.task, sql)
     except EngineUnavailable as exc:
-        return Verdict.fail(ENGINE_UNAVAILABLE, str(exc))
-    except QuerybenchError as exc:
+        return Verdict.fail(ErrorCode.ENGINE_UNAVAILABLE, str(exc))
+    except EngineError as exc:
         if official:  # the failure is printed and no pred_result.csv is written
+            return _left_over(instance, f"the query failed ({exc})", Verdict.engine_error(exc))
+        return Verdict.engine_error(exc)
+    except QuerybenchError as exc:
+        if official:
             return _left_over(instance, f"the query failed ({exc})")
-        return Verdict.statement_failed(EXEC_ERROR, str(exc))
+        return Verdict.statement_failed(ErrorCode.EXEC_ERROR, str(exc))
     if official and not result.rows:
         return _left_over(instance, "the query returned no rows")
     path = instance.scratch / ("official" if official else "strict") / SQL_RESULT
@@ -255,17 +308,25 @@ def _run_sql_answer(instance: Answer, name: str, *, official: bool) -> Path | Ve
     return path
 
 
-def _left_over(instance: Answer, why: str) -> Path | Verdict:
+def _left_over(instance: Answer, why: str, failed: Verdict | None = None) -> Path | Verdict:
+    """The `pred_result.csv` an earlier run left, else the 0 of `why` (with the failed
+    query's own code and detail, e.g. `timeout`, when there is one)."""
     stale = instance.path(SQL_RESULT)
     if stale.is_file():
         return stale  # officially the pred_result.csv already there is what gets scored
-    return Verdict.fail(WRONG_RESULT, f"{why}; officially no {SQL_RESULT} is written")
+    message = f"{why}; officially no {SQL_RESULT} is written"
+    if failed is not None and failed.error is not None:
+        return Verdict.fail(failed.error, message, failed.detail)
+    return Verdict.fail(ErrorCode.WRONG_RESULT, message)
 
 
 def engine_runner(data_dir: Path | None, timeout: float = 120.0) -> RunSql:
     """Run a SQL answer on its task's database here (SQLite file, or the offline emulation),
-    looked up in `data_dir`, or in the data roots when None."""
-    from querybench.engines import connect
+    looked up in `data_dir`, or in the data roots when None. The answer runs in a killable
+    child (`engines.pool.run_one`), as every query of a model does: its timeout covers
+    translation, execution and fetch, and a single call no engine interrupts (SQLite's
+    `LIKE`, `printf`) is killed at it."""
+    from querybench.engines.pool import run_one
     from querybench.errors import EngineUnavailable
     from querybench.tasks.databases import task_target
 
@@ -275,10 +336,10 @@ def engine_runner(data_dir: Path | None, timeout: float = 120.0) -> RunSql:
             raise EngineUnavailable(
                 f"no {task.engine} database {task.db} here for {task.instance_id}"
             )
-        engine = connect(target)
-        try:
-            return engine.execute(sql, timeout=timeout)
-        finally:
-            engine.close()
+        outcome = run_one(target, sql, timeout, max_rows=None, key=task.instance_id)
+        if outcome.error is not None:
+            raise outcome.error
+        assert outcome.result is not None
+        return outcome.result
 
     return run

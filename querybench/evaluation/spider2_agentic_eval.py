@@ -1,6 +1,7 @@
 """Spider 2.0 agentic (`spider2`): a whole submission folder scored, official and strict.
 
-Denominators: every task (a task without a line is `missing_prediction`), the DBT part (metric
+Denominators: every task (a task without a line is `missing_prediction`; the built-in list, or
+with a `--gold-dir` holding its own eval config the tasks that config names), the DBT part (metric
 `dbt`), and the tasks whose gold is all here (metric `has_gold`). Metric `official_counted` marks
 the instances the official script itself counts (its denominator is the submitted ids only).
 """
@@ -13,6 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
+from querybench.errors import ErrorCode
 from querybench.evaluation.record import InstanceResult, OnResult
 from querybench.evaluation.spider2_agentic import (
     Answer,
@@ -22,12 +24,7 @@ from querybench.evaluation.spider2_agentic import (
     strict_verdict,
 )
 from querybench.evaluation.spider2_submission import Submission, SubmissionEntry, read_submission
-from querybench.evaluation.verdict import (
-    BAD_PREDICTION_FILE,
-    GOLD_ERROR,
-    MISSING_PREDICTION,
-    Verdict,
-)
+from querybench.evaluation.verdict import Verdict
 from querybench.tasks.model import Task
 from querybench.tasks.spider2_agentic import TEXT_FUNCS
 
@@ -60,12 +57,14 @@ def score_instance(
     }
     official = strict = None
     if not task.gold.eval_params.get("evaluation"):
-        official = strict = Verdict.fail(GOLD_ERROR, "no eval-config entry")
+        official = strict = Verdict.fail(ErrorCode.GOLD_ERROR, "no eval-config entry")
     strict_entry = submission.strict.get(task.instance_id)
     if strict is None and strict_entry is None:
-        official = strict = Verdict.fail(MISSING_PREDICTION, "no results_metadata.jsonl line")
+        official = strict = Verdict.fail(
+            ErrorCode.MISSING_PREDICTION, "no results_metadata.jsonl line"
+        )
     if strict is None and strict_entry is not None and "evaluation" in strict_entry.fields:
-        official = strict = Verdict.fail(BAD_PREDICTION_FILE, REFUSED_SPEC)
+        official = strict = Verdict.fail(ErrorCode.BAD_PREDICTION_FILE, REFUSED_SPEC)
     if strict is None and strict_entry is not None:
         with tempfile.TemporaryDirectory(prefix="qb-spider2-") as scratch:
             official, strict = _both(
@@ -102,7 +101,7 @@ def _both(
         official = stopped("scores nothing", submission.fatal)
     elif entry is None:
         official = Verdict.fail(
-            MISSING_PREDICTION,
+            ErrorCode.MISSING_PREDICTION,
             f"line {strict_entry.line} is dropped by the official reader (after a bad line)",
         )
     else:
@@ -185,11 +184,15 @@ class Denominator:
     strict: float
 
 
-def denominators(results: Sequence[InstanceResult]) -> list[Denominator]:
+def denominators(
+    results: Sequence[InstanceResult], task_set: Path | None = None
+) -> list[Denominator]:
     """The honest reading: every task, the DBT part, the tasks with gold here, and the official
-    script's own denominator (the submitted ids it reads)."""
+    script's own denominator (the submitted ids it reads); "every task" names its set: the
+    built-in list, or the eval config `task_set` that replaced it (`gold_dir_config`)."""
+    every = f"every task ({task_set})" if task_set is not None else "every task (built-in list)"
     parts = [
-        ("every task", list(results)),
+        (every, list(results)),
         ("DBT tasks", [r for r in results if r.metrics.get("dbt")]),
         ("gold here", [r for r in results if r.metrics.get("has_gold")]),
         (

@@ -17,9 +17,10 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from querybench.errors import ErrorCode
 from querybench.evaluation.agentic import score_agentic
 from querybench.evaluation.record import InstanceResult, OnResult
-from querybench.evaluation.verdict import GOLD_ERROR, MISSING_PREDICTION, Verdict
+from querybench.evaluation.verdict import Verdict
 from querybench.tasks.model import Task
 
 
@@ -48,18 +49,20 @@ def score_dbt_task(task: Task, predictions: Path, gold_dir: Path) -> InstanceRes
     has_gold = bool(checks) and all(p.is_file() for p in golds)
     metrics = {"has_gold": float(has_gold)}
     if not checks:
-        return _result(task, Verdict.fail(GOLD_ERROR, "no eval-config entry"), None, metrics)
+        return _result(
+            task, Verdict.fail(ErrorCode.GOLD_ERROR, "no eval-config entry"), None, metrics
+        )
     predicted = [prediction_file(task, predictions, p.name) for p in golds]
     missing_gold = ", ".join(str(p) for p in golds if not p.is_file())
     if not any(p.is_file() for p in predicted):
         message = f"no {predicted[0] if predicted else 'prediction'}"
         if missing_gold:
             message += f" (and the gold file is missing: {missing_gold})"
-        return _result(task, Verdict.fail(MISSING_PREDICTION, message), None, metrics)
+        return _result(task, Verdict.fail(ErrorCode.MISSING_PREDICTION, message), None, metrics)
     if not has_gold:
-        verdict = Verdict.fail(GOLD_ERROR, f"gold file missing: {missing_gold}")
+        verdict = Verdict.fail(ErrorCode.GOLD_ERROR, f"gold file missing: {missing_gold}")
         return _result(task, verdict, None, metrics)
-    official = strict = Verdict.fail(GOLD_ERROR, "no file check")
+    official = strict = Verdict.fail(ErrorCode.GOLD_ERROR, "no file check")
     folder = gold_dir / task.instance_id
     for check in checks:  # the official driver keeps the verdict of the last file check
         params = check["parameters"]

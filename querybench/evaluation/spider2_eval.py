@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Literal
 
 from querybench.engines.base import Result
 from querybench.engines.registry import emulation_spec
-from querybench.errors import DataError
+from querybench.errors import DataError, ErrorCode
 from querybench.evaluation import csv_cache, verdict_cache
 from querybench.evaluation.prediction_file import (
     PredictionRefused,
@@ -35,17 +35,7 @@ from querybench.evaluation.prediction_file import (
 from querybench.evaluation.record import InstanceResult, OnResult
 from querybench.evaluation.spider2_gold import Benchmark, Spider2Gold, engine_family
 from querybench.evaluation.spider2_verdicts import Verdicts, failed, instance_result
-from querybench.evaluation.verdict import (
-    BAD_PREDICTION_FILE,
-    ENGINE_UNAVAILABLE,
-    GOLD_ERROR,
-    MISSING_PREDICTION,
-    PARSE_ERROR,
-    SCORER_ERROR,
-    TOO_LARGE,
-    ErrorCode,
-    Verdict,
-)
+from querybench.evaluation.verdict import Verdict
 from querybench.evaluation.verdict_cache import Keyed
 from querybench.tasks.input_files import read_jsonl
 from querybench.tasks.spider2 import FAMILY_KINDS
@@ -264,7 +254,7 @@ def _rescued(
     if results is not None:
         yield from results
     elif len(ids) == 1:
-        yield job.failed(ids[0], SCORER_ERROR, died)
+        yield job.failed(ids[0], ErrorCode.SCORER_ERROR, died)
     else:
         yield from _rescued(job, ids[: len(ids) // 2], context)
         yield from _rescued(job, ids[len(ids) // 2 :], context)
@@ -294,11 +284,11 @@ def _score_ids(job: _Job, ids: list[str]) -> Iterator[InstanceResult]:
                 yield job.failed(instance_id, exc.code, str(exc))
                 continue
             except DataError as exc:
-                yield job.failed(instance_id, BAD_PREDICTION_FILE, str(exc))
+                yield job.failed(instance_id, ErrorCode.BAD_PREDICTION_FILE, str(exc))
                 continue
             except MemoryError:
                 message = f"{instance_id}.csv: out of memory parsing it"
-                yield job.failed(instance_id, TOO_LARGE, message)
+                yield job.failed(instance_id, ErrorCode.TOO_LARGE, message)
                 continue
             yield _score(instance_id, pred, job, keyed)
     finally:
@@ -329,11 +319,11 @@ def _score(
                 verdict_cache.remember(keyed.key, verdicts)
         return instance_result(instance_id, verdicts, job.scoring, gold)
     except DataError as exc:
-        return job.failed(instance_id, GOLD_ERROR, str(exc))
+        return job.failed(instance_id, ErrorCode.GOLD_ERROR, str(exc))
     except MemoryError:
-        return job.failed(instance_id, TOO_LARGE, "out of memory while scoring")
+        return job.failed(instance_id, ErrorCode.TOO_LARGE, "out of memory while scoring")
     except Exception as exc:
-        return job.failed(instance_id, SCORER_ERROR, f"{type(exc).__name__}: {exc}")
+        return job.failed(instance_id, ErrorCode.SCORER_ERROR, f"{type(exc).__name__}: {exc}")
 
 
 def extract_official_sql(text: str) -> str:
@@ -397,23 +387,27 @@ def _sql_mode(
     for instance_id in ids:
         path = job.pred_dir / f"{instance_id}.sql"
         if not os.path.lexists(path):
-            yield job.failed(instance_id, MISSING_PREDICTION, f"no {path.name}")
+            yield job.failed(instance_id, ErrorCode.MISSING_PREDICTION, f"no {path.name}")
             continue
         family = engine_family(instance_id)
         emulation = None if family == "local" else emulation_spec(FAMILY_KINDS.get(family, ""))
         if family != "local" and emulation is None:
-            yield job.failed(instance_id, ENGINE_UNAVAILABLE, f"no {family} engine configured here")
+            yield job.failed(
+                instance_id, ErrorCode.ENGINE_UNAVAILABLE, f"no {family} engine configured here"
+            )
             continue
         database = databases.get(instance_id)
         dirs = [Path(db_dir)] if isinstance(db_dir, str | Path) else [Path(d) for d in db_dir or ()]
         if not dirs or database is None:
             reason = "task has no database name" if dirs else "no --db-dir given"
-            yield job.failed(instance_id, ENGINE_UNAVAILABLE, reason)
+            yield job.failed(instance_id, ErrorCode.ENGINE_UNAVAILABLE, reason)
             continue
         name = f"{database}{'.sqlite' if family == 'local' else '.duckdb'}"  # first folder wins
         db_path = next((d / name for d in dirs if (d / name).is_file()), dirs[0] / name)
         if not db_path.is_file():
-            yield job.failed(instance_id, ENGINE_UNAVAILABLE, f"database not found: {db_path}")
+            yield job.failed(
+                instance_id, ErrorCode.ENGINE_UNAVAILABLE, f"database not found: {db_path}"
+            )
             continue
         try:
             text = read_prediction_text(path, job.pred_dir, job.limits, (job.gold.dir,))
@@ -422,7 +416,9 @@ def _sql_mode(
             continue
         sql = extract_official_sql(text)
         if not sql.strip():
-            yield job.rejected(instance_id, Verdict.statement_failed(PARSE_ERROR, "empty SQL"))
+            yield job.rejected(
+                instance_id, Verdict.statement_failed(ErrorCode.PARSE_ERROR, "empty SQL")
+            )
             continue
         target = db_path if emulation is None else emulation.url_for(db_path.resolve())
         jobs.append(QueryJob(instance_id, target, sql))
@@ -430,7 +426,7 @@ def _sql_mode(
         for outcome in pool.run(jobs):
             if outcome.error is not None:
                 if isinstance(outcome.error.__cause__, MemoryError):
-                    yield job.failed(outcome.key, TOO_LARGE, str(outcome.error))
+                    yield job.failed(outcome.key, ErrorCode.TOO_LARGE, str(outcome.error))
                 else:
                     yield job.rejected(outcome.key, Verdict.engine_error(outcome.error))
                 continue
@@ -441,10 +437,14 @@ def _sql_mode(
                 yield job.failed(outcome.key, exc.code, str(exc))
                 continue
             except MemoryError:
-                yield job.failed(outcome.key, TOO_LARGE, "out of memory writing its result CSV")
+                yield job.failed(
+                    outcome.key, ErrorCode.TOO_LARGE, "out of memory writing its result CSV"
+                )
                 continue
             except Exception as exc:  # one result the round trip cannot take fails alone
-                yield job.failed(outcome.key, BAD_PREDICTION_FILE, f"{type(exc).__name__}: {exc}")
+                yield job.failed(
+                    outcome.key, ErrorCode.BAD_PREDICTION_FILE, f"{type(exc).__name__}: {exc}"
+                )
                 continue
             yield _score(outcome.key, pred, job)
 

@@ -8,21 +8,7 @@ from dataclasses import dataclass
 from querybench.errors import EngineError, ErrorCode, QueryRefused, classify_engine_error
 from querybench.evaluation.detail import VerdictDetail
 
-__all__ = ["ErrorCode", "Verdict", "VerdictDetail"]
-
-# The codes' former names, kept so callers keep working: each is the ErrorCode member.
-PARSE_ERROR = ErrorCode.PARSE_ERROR
-EXEC_ERROR = ErrorCode.EXEC_ERROR
-TIMEOUT = ErrorCode.TIMEOUT
-REFUSED_WRITE = ErrorCode.REFUSED_WRITE
-TOO_MANY_ROWS = ErrorCode.TOO_MANY_ROWS
-TOO_LARGE = ErrorCode.TOO_LARGE
-WRONG_RESULT = ErrorCode.WRONG_RESULT
-MISSING_PREDICTION = ErrorCode.MISSING_PREDICTION
-GOLD_ERROR = ErrorCode.GOLD_ERROR
-ENGINE_UNAVAILABLE = ErrorCode.ENGINE_UNAVAILABLE
-BAD_PREDICTION_FILE = ErrorCode.BAD_PREDICTION_FILE
-SCORER_ERROR = ErrorCode.SCORER_ERROR
+__all__ = ["Verdict", "VerdictDetail"]
 
 
 @dataclass(frozen=True)

@@ -40,11 +40,12 @@ from pathlib import Path
 from typing import Any
 
 from querybench.engines.cache import default_cache_dir, warn_unusable
+from querybench.errors import ErrorCode
 from querybench.evaluation import prediction_file
 from querybench.evaluation.detail import VerdictDetail
 from querybench.evaluation.kept_entries import add_sources, sealed, unsealed
 from querybench.evaluation.spider2_verdicts import Verdicts
-from querybench.evaluation.verdict import SCORER_ERROR, TOO_LARGE, ErrorCode, Verdict
+from querybench.evaluation.verdict import Verdict
 from querybench.tasks.spider2_gold import EvalSpec
 
 log = logging.getLogger(__name__)
@@ -78,7 +79,10 @@ LIBRARIES = ("numpy", "pandas", "pyarrow")
 WRITE_BATCH = 256
 MAX_STORE_BYTES = 256 << 20
 _OFF = ("0", "off", "no")
-_NOT_KEPT = (SCORER_ERROR, TOO_LARGE)  # what an exception of the moment may have made
+_NOT_KEPT = (
+    ErrorCode.SCORER_ERROR,
+    ErrorCode.TOO_LARGE,
+)  # what an exception of the moment may have made
 
 
 def enabled() -> bool:

@@ -1,7 +1,9 @@
 """The Spider 2.0 paper's oracle settings, added to a task's question before any method sees it.
 
 * `--reference-plan`: the task's reference plan (from `reference_plan.jsonl` in the gold folder,
-  lines `{"instance_id": ..., "plan": ...}`), when the data provides that file;
+  lines `{"instance_id": ..., "plan": ...}`), when the data provides that file; it is looked up
+  by the one data-location rule (`data.py`), so any root may hold it, a root holding only the
+  plans too;
 * `--oracle-functions`: the documentation of the functions the gold SQL calls (names from the
   gold SQL, parsed by sqlglot and as written, looked up in the dialect's function docs).
 
@@ -19,26 +21,33 @@ import sqlglot
 from sqlglot import exp
 
 from querybench.context.documents import FunctionDoc
+from querybench.data import data_roots, find_data
 from querybench.engines.registry import sqlglot_dialect
 from querybench.errors import DataError
+from querybench.layout import reference_plan_candidates
 from querybench.tasks.input_files import read_jsonl, required_str
 from querybench.tasks.model import Task
 from querybench.tasks.sql_functions import called_functions
 
-REFERENCE_PLAN_FILE = "reference_plan.jsonl"
+
+def find_reference_plans(benchmark: str, data_dir: str | Path | None = None) -> Path | None:
+    """The reference plan file of `benchmark` in the data roots (or `data_dir` alone)."""
+    return find_data(*reference_plan_candidates(benchmark), roots=data_roots(data_dir))
 
 
-def reference_plan_path(benchmark: str, root: Path) -> Path:
-    return root / "spider2" / benchmark / "evaluation_suite" / "gold" / REFERENCE_PLAN_FILE
-
-
-def load_reference_plans(benchmark: str, root: Path) -> dict[str, str]:
-    """instance_id -> plan; a one-line DataError naming the file when the data lacks it."""
-    if not benchmark.startswith("spider2") or benchmark == "spider2-dbt":
+def load_reference_plans(benchmark: str, data_dir: str | Path | None = None) -> dict[str, str]:
+    """instance_id -> plan; a one-line DataError naming where it was looked for when the data
+    lacks it."""
+    candidates = reference_plan_candidates(benchmark)
+    if not candidates:
         raise DataError(f"--reference-plan needs Spider 2.0-lite or -snow, not {benchmark}")
-    path = reference_plan_path(benchmark, root)
-    if not path.is_file():
-        raise DataError(f"--reference-plan: no reference plan file in the data: {path}")
+    path = find_reference_plans(benchmark, data_dir)
+    if path is None:
+        searched = ", ".join(str(root) for root in data_roots(data_dir))
+        raise DataError(
+            f"--reference-plan: no reference plan file ({candidates[0]}) in the data roots "
+            f"searched: {searched}"
+        )
     return {
         required_str(item, "instance_id", where, int_ok=True): required_str(item, "plan", where)
         for where, item in read_jsonl(path, "reference plan file")
@@ -74,12 +83,19 @@ def oracle_function_docs(task: Task, docs: tuple[FunctionDoc, ...]) -> list[Func
 
 
 def apply_paper_settings(
-    tasks: list[Task], benchmark: str, root: Path, *, reference_plan: bool, oracle_functions: bool
+    tasks: list[Task],
+    benchmark: str,
+    root: Path,
+    *,
+    reference_plan: bool,
+    oracle_functions: bool,
+    data_dir: str | Path | None = None,
 ) -> list[Task]:
-    """`tasks` with the enabled settings' text appended to each question."""
+    """`tasks` with the enabled settings' text appended to each question (`root` the
+    benchmark's, for its function docs; the plans from any data root, or `data_dir`)."""
     if not (reference_plan or oracle_functions):
         return tasks
-    plans = load_reference_plans(benchmark, root) if reference_plan else {}
+    plans = load_reference_plans(benchmark, data_dir) if reference_plan else {}
     out = []
     for task in tasks:
         parts, extra = [], dict(task.extra)

@@ -2,8 +2,9 @@
 final SQL is the prediction the run scores.
 
 Options: `AgentOptions` (`agent/options.py`; `--max-steps`, `--action-timeout`,
-`--max-observation-chars`, `--unsafe-bash` on the command line), all part of the run's
-identity. The trajectory of each task is written to `RUNDIR/trajectories/<instance_id>.json`.
+`--continue-after-timeout`, `--max-observation-chars`, `--unsafe-bash` on the command line), all
+part of the run's identity. The trajectory of each task is written to
+`RUNDIR/trajectories/<instance_id>.json`.
 With the labelled `oracle` model the agent is driven by `AgentOracle` (gold SQL through
 ExecuteSQL, then Terminate). `tool-agent` (`methods/tool_agent.py`) is the same method over
 native tool calls. On a DBT task the workspace holds the project and a private copy of its
@@ -23,6 +24,7 @@ from querybench.agent.loop import TEXT, AgentConfig, AgentResult, Driver, run_ag
 from querybench.agent.materials import copy_materials
 from querybench.agent.options import AgentOptions
 from querybench.agent.oracle import AgentOracle
+from querybench.agent.status import AgentStatus
 from querybench.agent.submission import copy_example, dbt_line, save_submission
 from querybench.agent.workspace import Workspace, WorkspaceOptions
 from querybench.engines.isolated import connect_isolated
@@ -52,6 +54,7 @@ class SpiderAgent:
             max_steps=options.max_steps,
             max_observation_chars=options.max_observation_chars,
             context_tokens=options.context_tokens,
+            continue_after_timeout=options.continue_after_timeout,
         )
         workspace_options = WorkspaceOptions(
             action_timeout=options.action_timeout, unsafe_bash=options.unsafe_bash
@@ -59,7 +62,7 @@ class SpiderAgent:
         if model.name == "oracle":
             model = self.oracle()
         start = time.perf_counter()
-        result = AgentResult(status="error")
+        result = AgentResult(status=AgentStatus.ERROR)
         try:
             workspace = await asyncio.to_thread(open_workspace, task, settings, workspace_options)
             try:
@@ -75,7 +78,7 @@ class SpiderAgent:
             finally:
                 await asyncio.to_thread(workspace.close)
         except BaseException as exc:  # the trajectory says what ended the task, then it goes on
-            result.status = "error"
+            result.status = AgentStatus.ERROR
             result.error = f"{type(exc).__name__}: {exc}"
             raise
         finally:

@@ -25,12 +25,12 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from querybench.errors import DataError
+from querybench.errors import DataError, ErrorCode
 from querybench.evaluation import spider2_official as official
 from querybench.evaluation.large_result import ResultTable, read_result
 from querybench.evaluation.spider2 import score_frame, variant_of
 from querybench.evaluation.spider2_gold import EvalSpec, GoldFrames, Spider2Gold, engine_family
-from querybench.evaluation.verdict import ENGINE_UNAVAILABLE, GOLD_ERROR, ErrorCode, Verdict
+from querybench.evaluation.verdict import Verdict
 
 
 @dataclass(frozen=True)
@@ -94,7 +94,7 @@ def _loop_reason(
     per_gold = official.per_gold_condition_cols(spec.condition_cols, len(golds))
     for j in range(index):
         earlier = _alone(pred, golds, per_gold, j, spec, variant)
-        if earlier.error != GOLD_ERROR:
+        if earlier.error != ErrorCode.GOLD_ERROR:
             continue  # a plain mismatch: the loop goes on to the next alternative
         own = _alone(pred, golds, per_gold, index, spec, variant)
         if own.passed:
@@ -122,7 +122,9 @@ def _alone(
         cols = per_gold[j]
         gold = golds[j]
     except (DataError, IndexError, KeyError, TypeError) as exc:
-        return Verdict.fail(GOLD_ERROR, f"official comparison failed: {type(exc).__name__}: {exc}")
+        return Verdict.fail(
+            ErrorCode.GOLD_ERROR, f"official comparison failed: {type(exc).__name__}: {exc}"
+        )
     return score_frame(pred, [gold], True, replace(spec, condition_cols=cols), variant).official
 
 
@@ -217,7 +219,7 @@ def _run_sql(
     for result in results:
         if result.instance_id not in wanted:
             continue
-        if result.error == ENGINE_UNAVAILABLE:
+        if result.error == ErrorCode.ENGINE_UNAVAILABLE:
             reason = (result.message or "").split(":")[0]
             if reason == "database not found":
                 dirs = run.db_dir if isinstance(run.db_dir, tuple) else (run.db_dir,)

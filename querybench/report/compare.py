@@ -12,8 +12,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from querybench.benchmarks import lookup
+from querybench.errors import ErrorCode
 from querybench.evaluation.record import InstanceResult
-from querybench.evaluation.verdict import ENGINE_UNAVAILABLE, MISSING_PREDICTION
 from querybench.report.linking import schema_linking
 from querybench.report.runs import RunData
 from querybench.report.summary import Group, group_order
@@ -72,14 +72,16 @@ def grouped_section(
 def overall_section(runs: Sequence[RunData]) -> Section:
     spider2 = any(r.official_score is not None for run in runs for r in run.results)
     rows: list[list[str]] = [["tasks", *(str(len(run.results)) for run in runs)]]
-    submitted = [[r for r in run.results if r.error != MISSING_PREDICTION] for run in runs]
+    submitted = [
+        [r for r in run.results if r.error != ErrorCode.MISSING_PREDICTION] for run in runs
+    ]
     rows.append(["submitted", *(str(len(s)) for s in submitted)])
     rows.append(["correct", *(str(sum(r.score == 1.0 for r in run.results)) for run in runs)])
     whole = [_group("", run.results) for run in runs]
     subs = [_group("", s) for s in submitted]
     rows.append(["score % (all tasks)", *(_pct(g.score) for g in whole)])
     rows.append(["score % (submitted)", *(_pct(g.score) for g in subs)])
-    runnable = [[r for r in run.results if r.error != ENGINE_UNAVAILABLE] for run in runs]
+    runnable = [[r for r in run.results if r.error != ErrorCode.ENGINE_UNAVAILABLE] for run in runs]
     if any(len(r) != len(run.results) for r, run in zip(runnable, runs, strict=True)):
         rows.append(["runnable here", *(str(len(r)) for r in runnable)])
         rows.append(["score % (runnable here)", *(_pct(_group("", r).score) for r in runnable)])

@@ -1,7 +1,8 @@
 """The Spider 2.0 paper's tables, from any runs: Table 3 (success rate by difficulty, one row per
 run), Table 8 (by database type), success by answer type, Tables 5-7 (with / without DBT,
 documentation, nested columns; both rows of each, for lite and snow runs too), the actions used
-at each turn (Figure 22), steps per task and cost per instance (Table 19).
+at each turn (Figure 22), steps per task, how the agent's episodes ended (a column per
+`AgentStatus`, `action_timeout` among them) and cost per instance (Table 19).
 
 Success rates are percentages of the run's score (the scoring the run chose, official by
 default) over every task in the group; `unrated` tasks (no gold-SQL token count) are shown apart
@@ -14,6 +15,7 @@ import statistics
 from collections import Counter
 from collections.abc import Callable, Sequence
 
+from querybench.agent.status import AgentStatus
 from querybench.evaluation.record import InstanceResult
 from querybench.report.compare import Section
 from querybench.report.runs import RunData
@@ -133,11 +135,9 @@ def actions_per_turn(run: RunData) -> Section | None:
 def steps_per_task(runs: Sequence[RunData]) -> Section | None:
     rows = []
     for run in runs:
-        trajectories = run.trajectories
-        steps = [len(_action_names(t)) for t in trajectories]
+        steps = [len(_action_names(t)) for t in run.trajectories]
         if not steps:
             continue
-        status = Counter(str(t.get("status")) for t in trajectories)
         rows.append(
             [
                 run.label,
@@ -145,14 +145,25 @@ def steps_per_task(runs: Sequence[RunData]) -> Section | None:
                 f"{statistics.mean(steps):.2f}",
                 f"{statistics.median(steps):g}",
                 str(max(steps)),
-                ", ".join(f"{k}: {v}" for k, v in status.most_common()),
             ]
         )
     if not rows:
         return None
-    return Section(
-        "steps per task", ["run", "tasks", "mean", "median", "max", "how runs ended"], rows
-    )
+    return Section("steps per task", ["run", "tasks", "mean", "median", "max"], rows)
+
+
+def endings(runs: Sequence[RunData]) -> Section | None:
+    """How each run's episodes ended: every status of the loop, then any other a trajectory
+    holds (a run of another version)."""
+    counts = {run.label: Counter(str(t.get("status")) for t in run.trajectories) for run in runs}
+    counts = {label: c for label, c in counts.items() if c}
+    if not counts:
+        return None
+    known = [str(s) for s in AgentStatus]
+    other = sorted({k for c in counts.values() for k in c} - set(known))
+    columns = [*known, *other]
+    rows = [[label, *(str(c.get(k, 0)) for k in columns)] for label, c in counts.items()]
+    return Section("how the agent's episodes ended", ["run", *columns], rows)
 
 
 def cost_per_instance(runs: Sequence[RunData]) -> Section | None:
@@ -180,10 +191,9 @@ def cost_per_instance(runs: Sequence[RunData]) -> Section | None:
 
 
 def sections(runs: Sequence[RunData]) -> list[Section]:
-    """The paper's tables that the runs can fill (Spider 2.0 runs only)."""
+    """The paper's tables that the runs can fill: Spider 2.0's from Spider 2.0 runs, the agent's
+    (steps, how episodes ended) from any run that kept trajectories."""
     spider2 = [run for run in runs if (run.benchmark or "").startswith("spider2")]
-    if not spider2:
-        return []
     out: list[Section] = []
     agentic = [run for run in spider2 if run.benchmark == "spider2"]
     if agentic:
@@ -198,7 +208,7 @@ def sections(runs: Sequence[RunData]) -> list[Section]:
         figure = actions_per_turn(run)
         if figure is not None:
             out.append(figure)
-    for optional in (steps_per_task(spider2), cost_per_instance(spider2)):
+    for optional in (steps_per_task(runs), endings(runs), cost_per_instance(spider2)):
         if optional is not None:
             out.append(optional)
     return out

@@ -29,7 +29,6 @@ from querybench.tasks.model import Task
 log = logging.getLogger(__name__)
 
 RESULTS = "results.jsonl"
-NOT_SCORED = ErrorCode.NOT_SCORED
 
 
 @dataclass(frozen=True)
@@ -186,7 +185,8 @@ def _run_folder(path: Path, name: str, predictions: Path | None) -> RunData:
         results = [_unscored(record) for record in records.values()]
         partial = (
             f"partial: the run stopped before scoring; {len(records)} instances recorded, "
-            f"answers shown as {NOT_SCORED}; run the same command again to finish and score it"
+            f"answers shown as {ErrorCode.NOT_SCORED}; "
+            "run the same command again to finish and score it"
         )
     else:
         raise DataError(
@@ -208,7 +208,9 @@ def _run_folder(path: Path, name: str, predictions: Path | None) -> RunData:
 
 def _unscored(record: InstanceRecord) -> InstanceResult:
     if record.ok:
-        return InstanceResult(record.instance_id, 0.0, NOT_SCORED, "answered; not scored yet")
+        return InstanceResult(
+            record.instance_id, 0.0, ErrorCode.NOT_SCORED, "answered; not scored yet"
+        )
     return InstanceResult(record.instance_id, 0.0, record.error, record.message)
 
 

@@ -12,9 +12,9 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from querybench.errors import ErrorCode
 from querybench.evaluation.bird_metrics import BirdMetric, level_scores, official_table
 from querybench.evaluation.record import InstanceResult
-from querybench.evaluation.verdict import ENGINE_UNAVAILABLE, MISSING_PREDICTION
 from querybench.report.terminal import Column, Terminal
 
 DIFFICULTY_ORDER = ["easy", "medium", "hard", "extra", "simple", "moderate", "challenging"]
@@ -96,8 +96,8 @@ MESSAGE_CHARS = 160
 
 
 def summarise(results: Sequence[InstanceResult]) -> Summary:
-    submitted = [r for r in results if r.error != MISSING_PREDICTION]
-    runnable = [r for r in results if r.error != ENGINE_UNAVAILABLE]
+    submitted = [r for r in results if r.error != ErrorCode.MISSING_PREDICTION]
+    runnable = [r for r in results if r.error != ErrorCode.ENGINE_UNAVAILABLE]
     metric_names = sorted({m for r in results for m in r.metrics})
     return Summary(
         overall=group_scores("all tasks", results),

@@ -90,8 +90,8 @@ class Prompt(Declared):
     reference_plan: bool = option(
         False,
         identity=True,
-        help="Oracle setting (Spider 2.0): add the task's reference plan from the gold "
-        "folder's reference_plan.jsonl to the prompt.",
+        help="Oracle setting (Spider 2.0): add the task's reference plan to the prompt, from "
+        "the gold folder's reference_plan.jsonl in any data root.",
     )
     oracle_functions: bool = option(
         False,

@@ -69,21 +69,24 @@ def dbt_locations(spec: BenchmarkSpec, options: Arguments, layout: Arguments) ->
 
 def agentic_locations(spec: BenchmarkSpec, options: Arguments, layout: Arguments) -> Arguments:
     """`eval spider2`'s tasks (with a `gold_dir`'s own eval config), gold and SQL runner."""
-    from querybench.layout import benchmark_root
+    from querybench.data import data_roots, find_data
+    from querybench.layout import benchmark_root, task_file_candidates
     from querybench.tasks import load_tasks
     from querybench.tasks.spider2_agentic import gold_dir as default_gold
+    from querybench.tasks.spider2_agentic import gold_dir_config, with_eval_config
 
     data_dir = _data_dir(layout)
     out = dict(options)
     gold_dir = options.get("gold_dir")
     if options.get("tasks") is None:
-        tasks = load_tasks(spec.name, data_dir=data_dir)
-        config = Path(gold_dir) / "spider2_eval.jsonl" if gold_dir is not None else None
-        if config is not None and config.is_file():
-            from querybench.tasks.spider2_agentic import with_eval_config
-
-            tasks = with_eval_config(tasks, config)
-        out["tasks"] = tasks
+        config = gold_dir_config(Path(gold_dir) if gold_dir is not None else None)
+        here = find_data(*task_file_candidates(spec.name), roots=data_roots(data_dir))
+        # With a gold folder's config, that config is the task set: the built-in tasks only
+        # lend their questions and databases to the ids they share, and need not be here.
+        tasks = (
+            [] if config is not None and here is None else load_tasks(spec.name, data_dir=data_dir)
+        )
+        out["tasks"] = with_eval_config(tasks, config) if config is not None else tasks
     out["gold_dir"] = Path(
         gold_dir or default_gold(benchmark_root(spec.name, data_dir) / "spider2")
     )

@@ -169,6 +169,14 @@ def score(
     return list(out.results)
 
 
+def resolved_options(benchmark: str, options: Arguments) -> Arguments:
+    """The arguments `evaluate(benchmark, ..., **options)` gives its evaluator: the options
+    checked and the locations they leave out filled from the data layout (what a manifest
+    hashes)."""
+    public = {k: v for k, v in options.items() if not k.startswith("_") and k != "on_result"}
+    return _resolved(benchmark, _checked(benchmark, _evaluator(benchmark), public))
+
+
 def _evaluator(benchmark: str) -> Callable[..., Any]:
     """The benchmark's evaluator (its module imported now: each pulls a different stack)."""
     found = lookup(benchmark)

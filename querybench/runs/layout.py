@@ -58,5 +58,6 @@ def select_tasks(
         benchmark_root(config.benchmark, data_dir),
         reference_plan=config.prompt.reference_plan,
         oracle_functions=config.prompt.oracle_functions,
+        data_dir=data_dir,
     )
     return tasks, unavailable

@@ -17,26 +17,50 @@ denominator like every other task (the summary adds the score over the runnable 
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
-from querybench.benchmarks import resolve, spec
-from querybench.errors import DataError
+from querybench.benchmarks import Benchmark, resolve, spec
+from querybench.errors import DataError, ErrorCode
 from querybench.evaluation.detail import VerdictDetail
 from querybench.evaluation.record import InstanceResult
 from querybench.evaluation.sampling import pass_at_k
-from querybench.evaluation.verdict import ENGINE_UNAVAILABLE
 from querybench.layout import BIRD_PATHS, benchmark_root
 from querybench.runs.config import RunConfig
-from querybench.runs.store import InstanceRecord
+from querybench.runs.manifest import MANIFEST_NAME, Machine, Manifest, build
+from querybench.runs.store import RECORDS, InstanceRecord
 from querybench.runs.summary import RunSummary, mean, summarise_run, write_summary
 from querybench.tasks.databases import database_dirs, spider2_database_dirs, task_database
 from querybench.tasks.model import Task
 
 Predict = Callable[[InstanceRecord | None], str | None]
+
+
+@dataclass(frozen=True)
+class ScoringCall:
+    """What scored a run's predictions: `evaluate.score(benchmark, predictions, arguments)`
+    (the manifest records it; `verify` makes it again)."""
+
+    benchmark: str
+    predictions: Path
+    arguments: dict[str, Any]
+
+    def score(self) -> list[InstanceResult]:
+        from querybench.runs.evaluate import score
+
+        return score(self.benchmark, self.predictions, self.arguments)
+
+
+def spider1_ids(results: list[InstanceResult], tasks: list[Task]) -> list[InstanceResult]:
+    """Spider 1.0's results (numbered by gold line) under the run's task ids."""
+    return [
+        replace(r, instance_id=t.instance_id, difficulty=t.difficulty or r.difficulty)
+        for r, t in zip(results, tasks, strict=True)
+    ]
 
 
 def one_line(sql: str) -> str:
@@ -48,9 +72,37 @@ def chosen_sql(record: InstanceRecord | None) -> str | None:
     return record.sql if record is not None and record.ok else None
 
 
+def write_predictions_and_score(
+    config: RunConfig,
+    tasks: list[Task],
+    records: dict[str, InstanceRecord],
+    predict: Predict,
+    tag: str = "",
+) -> list[InstanceResult]:
+    """Write the official layout for `predict(record)` under RUNDIR and score it."""
+    return written_and_scored(config, tasks, records, predict, tag)[0]
+
+
+def written_and_scored(
+    config: RunConfig,
+    tasks: list[Task],
+    records: dict[str, InstanceRecord],
+    predict: Predict,
+    tag: str = "",
+) -> tuple[list[InstanceResult], ScoringCall]:
+    """`write_predictions_and_score`, with the call that scored them: the benchmark's run
+    scorer, as its spec names it (`BenchmarkSpec.writer`)."""
+    found = spec(config.benchmark)
+    if found.writer is None:
+        raise DataError(f"{config.benchmark}: no run scorer declared")
+    root = benchmark_root(config.benchmark, config.selection.data_dir)
+    writer: Writer = resolve(found.writer)
+    return writer(config, tasks, records, predict, tag, root)
+
+
 class Writer(Protocol):
-    """A benchmark's run scorer, as its spec names it (`BenchmarkSpec.writer`): the run's
-    predictions written in the benchmark's official layout under RUNDIR, then scored."""
+    """A benchmark's run scorer: the run's predictions written in the benchmark's official
+    layout under RUNDIR, then scored; the results and the call that scored them."""
 
     def __call__(
         self,
@@ -60,23 +112,7 @@ class Writer(Protocol):
         predict: Predict,
         tag: str,
         root: Path,
-    ) -> list[InstanceResult]: ...
-
-
-def write_predictions_and_score(
-    config: RunConfig,
-    tasks: list[Task],
-    records: dict[str, InstanceRecord],
-    predict: Predict,
-    tag: str = "",
-) -> list[InstanceResult]:
-    """Write the official layout for `predict(record)` under RUNDIR and score it."""
-    found = spec(config.benchmark)
-    if found.writer is None:
-        raise DataError(f"{config.benchmark}: no run scorer declared")
-    root = benchmark_root(config.benchmark, config.selection.data_dir)
-    writer: Writer = resolve(found.writer)
-    return writer(config, tasks, records, predict, tag, root)
+    ) -> tuple[list[InstanceResult], ScoringCall]: ...
 
 
 def _spider1_files(
@@ -87,12 +123,11 @@ def _spider1_files(
     tag: str,
 ) -> tuple[Path, Path]:
     """`gold.sql` and `pred<tag>.txt` in the official text formats, in task order."""
-    out = config.out
-    gold = out / "gold.sql"
+    gold = config.out / "gold.sql"
     gold.write_text(
         "".join(f"{one_line(t.gold.sql or 'SELECT 0')}\t{t.db}\n" for t in tasks), "utf-8"
     )
-    pred = out / f"pred{tag}.txt"
+    pred = config.out / f"pred{tag}.txt"
     lines = [one_line(predict(records.get(t.instance_id)) or "") for t in tasks]
     pred.write_text("".join(f"{line}\n" for line in lines), encoding="utf-8")
     return gold, pred
@@ -105,14 +140,15 @@ def score_spider1(
     predict: Predict,
     tag: str,
     root: Path,
-) -> list[InstanceResult]:
-    """Spider 1.0 and its variants: `pred.txt` against `gold.sql`, on the folders that hold
-    the tasks' databases (a variant's own first, as its tasks look them up)."""
+) -> tuple[list[InstanceResult], ScoringCall]:
+    """Spider 1.0 and its variants: `pred.txt` against `gold.sql`, on every folder that holds
+    the benchmark's databases (a variant's own first, as its tasks look them up)."""
     gold, pred = _spider1_files(config, tasks, records, predict, tag)
     folders = database_dirs(config.benchmark, config.selection.data_dir)
-    return _spider1_results(
-        config, tasks, gold, pred, folders or [root / spec(config.benchmark).folder]
+    db_dir: Path | list[Path] = (
+        folders[0] if len(folders) == 1 else folders or root / spec(config.benchmark).folder
     )
+    return _spider1_call(config.benchmark, config, tasks, gold, pred, db_dir)
 
 
 def score_custom(
@@ -122,28 +158,32 @@ def score_custom(
     predict: Predict,
     tag: str,
     root: Path,
-) -> list[InstanceResult]:
+) -> tuple[list[InstanceResult], ScoringCall]:
     """Custom tasks: scored as Spider 1.0, over links to each task's own database."""
     gold, pred = _spider1_files(config, tasks, records, predict, tag)
-    return _spider1_results(config, tasks, gold, pred, [_linked_databases(config, tasks, root)])
+    db_dir = _linked_databases(config, tasks, root)
+    return _spider1_call(Benchmark.SPIDER1, config, tasks, gold, pred, db_dir)
 
 
-def _spider1_results(
-    config: RunConfig, tasks: list[Task], gold: Path, pred: Path, db_dirs: list[Path]
-) -> list[InstanceResult]:
-    from querybench.evaluation.spider1 import evaluate_spider1
-
-    results = evaluate_spider1(
+def _spider1_call(
+    benchmark: str,
+    config: RunConfig,
+    tasks: list[Task],
+    gold: Path,
+    pred: Path,
+    db_dir: Path | list[Path],
+) -> tuple[list[InstanceResult], ScoringCall]:
+    call = ScoringCall(
+        benchmark,
         pred,
-        gold=gold,
-        db_dir=db_dirs if len(db_dirs) > 1 else db_dirs[0],
-        timeout=config.scoring.eval_timeout,
-        workers=config.scoring.eval_workers,
+        {
+            "gold": gold,
+            "db_dir": db_dir,
+            "timeout": config.scoring.eval_timeout,
+            "workers": config.scoring.eval_workers,
+        },
     )
-    return [
-        replace(r, instance_id=t.instance_id, difficulty=t.difficulty or r.difficulty)
-        for r, t in zip(results, tasks, strict=True)
-    ]
+    return spider1_ids(call.score(), tasks), call
 
 
 def _database_folder(config: RunConfig, tasks: list[Task], default: Path) -> Path:
@@ -171,8 +211,8 @@ def score_bird(
     predict: Predict,
     tag: str,
     root: Path,
-) -> list[InstanceResult]:
-    from querybench.evaluation.bird import BIRD_SEPARATOR, evaluate_bird
+) -> tuple[list[InstanceResult], ScoringCall]:
+    from querybench.evaluation.bird import BIRD_SEPARATOR
 
     questions = config.out / "questions.json"
     entries = [
@@ -188,13 +228,17 @@ def score_bird(
     pred = config.out / f"predict{tag}.json"
     pred.write_text(json.dumps(predictions, indent=1, ensure_ascii=False), encoding="utf-8")
     db_dir = _database_folder(config, tasks, root / BIRD_PATHS[config.benchmark].databases[0])
-    return evaluate_bird(
+    call = ScoringCall(
+        Benchmark.BIRD,  # every BIRD split is scored as dev is
         pred,
-        questions=questions,
-        db_dir=db_dir,
-        timeout=config.scoring.eval_timeout,
-        workers=config.scoring.eval_workers,
+        {
+            "questions": questions,
+            "db_dir": db_dir,
+            "timeout": config.scoring.eval_timeout,
+            "workers": config.scoring.eval_workers,
+        },
     )
+    return call.score(), call
 
 
 def score_spider2(
@@ -204,8 +248,7 @@ def score_spider2(
     predict: Predict,
     tag: str,
     root: Path,
-) -> list[InstanceResult]:
-    from querybench.evaluation.spider2_eval import evaluate_spider2
+) -> tuple[list[InstanceResult], ScoringCall]:
     from querybench.evaluation.spider2_gold import default_gold_dir
 
     folder = config.out / f"predictions{tag}"
@@ -221,19 +264,21 @@ def score_spider2(
     benchmark = config.benchmark
     gold = default_gold_dir(benchmark, config.selection.data_dir)
     tasks_file = gold.parent.parent / f"{benchmark}.jsonl"
-    results = evaluate_spider2(
+    call = ScoringCall(
+        benchmark,
         folder,
-        benchmark=benchmark,
-        gold_dir=gold,
-        mode="sql",
-        db_dir=spider2_database_dirs(config.selection.data_dir),
-        tasks_file=tasks_file if tasks_file.is_file() else None,
-        workers=config.scoring.eval_workers,
-        timeout=config.scoring.eval_timeout,
-        write_csv=True,
+        {
+            "gold_dir": gold,
+            "mode": "sql",
+            "db_dir": spider2_database_dirs(config.selection.data_dir),
+            "tasks_file": tasks_file if tasks_file.is_file() else None,
+            "workers": config.scoring.eval_workers,
+            "timeout": config.scoring.eval_timeout,
+            "write_csv": True,
+        },
     )
     wanted = {t.instance_id for t in tasks}
-    return [r for r in results if r.instance_id in wanted]
+    return [r for r in call.score() if r.instance_id in wanted], call
 
 
 def score_dbt(
@@ -243,10 +288,10 @@ def score_dbt(
     predict: Predict,
     tag: str,
     root: Path,
-) -> list[InstanceResult]:
+) -> tuple[list[InstanceResult], ScoringCall]:
     """The databases the agent left in `RUNDIR/predictions/<instance_id>/` against the gold
     (tasks are read again with their gold: a run reads it only for oracle models)."""
-    from querybench.evaluation.spider2_dbt import dbt_gold_dir, evaluate_spider2_dbt
+    from querybench.evaluation.spider2_dbt import dbt_gold_dir
     from querybench.tasks import load_tasks
 
     graded = {
@@ -255,12 +300,16 @@ def score_dbt(
             config.benchmark, data_dir=root, path=config.selection.task_file, with_gold=True
         )
     }
-    return evaluate_spider2_dbt(
+    call = ScoringCall(
+        config.benchmark,
         config.out / "predictions",
-        tasks=[graded.get(t.instance_id, t) for t in tasks],
-        gold_dir=dbt_gold_dir(root),
-        workers=config.scoring.eval_workers,
+        {
+            "tasks": [graded.get(t.instance_id, t) for t in tasks],
+            "gold_dir": dbt_gold_dir(root),
+            "workers": config.scoring.eval_workers,
+        },
     )
+    return call.score(), call
 
 
 def score_agentic(
@@ -270,11 +319,10 @@ def score_agentic(
     predict: Predict,
     tag: str,
     root: Path,
-) -> list[InstanceResult]:
+) -> tuple[list[InstanceResult], ScoringCall]:
     """Agentic Spider 2.0: `RUNDIR/submission/` in the official layout (the lines the agent
     runs left, in task order), scored by `eval spider2` over the run's tasks."""
     from querybench.evaluation.spider2_agentic import engine_runner
-    from querybench.evaluation.spider2_agentic_eval import evaluate_spider2_agentic
     from querybench.tasks import load_tasks
     from querybench.tasks.spider2_agentic import gold_dir
 
@@ -295,14 +343,17 @@ def score_agentic(
             config.benchmark, data_dir=root, path=config.selection.task_file, with_gold=True
         )
     }
-    evaluation = evaluate_spider2_agentic(
+    call = ScoringCall(
+        config.benchmark,
         folder,
-        tasks=[graded.get(t.instance_id, t) for t in tasks],
-        gold_dir=gold_dir(root / "spider2"),
-        run_sql=engine_runner(config.selection.data_dir, config.scoring.eval_timeout),
-        workers=config.scoring.eval_workers,
+        {
+            "tasks": [graded.get(t.instance_id, t) for t in tasks],
+            "gold_dir": gold_dir(root / "spider2"),
+            "run_sql": engine_runner(config.selection.data_dir, config.scoring.eval_timeout),
+            "workers": config.scoring.eval_workers,
+        },
     )
-    return evaluation.results
+    return call.score(), call
 
 
 def with_record_errors(
@@ -315,9 +366,9 @@ def with_record_errors(
     out = []
     for r in results:
         record = records.get(r.instance_id)
-        failure: tuple[str | None, str | None] | None = None
+        failure: tuple[ErrorCode | None, str | None] | None = None
         if unavailable and r.instance_id in unavailable:
-            failure = ENGINE_UNAVAILABLE, unavailable[r.instance_id]
+            failure = ErrorCode.ENGINE_UNAVAILABLE, unavailable[r.instance_id]
         elif record is not None and not record.ok:
             failure = record.error, record.message
         if failure is not None:
@@ -371,16 +422,55 @@ def finish_run(
     tasks: list[Task],
     unavailable: dict[str, str],
     records: dict[str, InstanceRecord],
+    machine: Machine | None = None,
 ) -> tuple[list[InstanceResult], RunSummary]:
-    """Predictions, scores, RUNDIR/results.jsonl and RUNDIR/summary.json."""
-    results = write_predictions_and_score(config, tasks, records, chosen_sql)
-    results = with_record_errors(results, records, unavailable)
+    """Predictions, scores, RUNDIR/results.jsonl, RUNDIR/manifest.json and
+    RUNDIR/summary.json."""
+    machine = machine or Machine.now()
+    scored, call = written_and_scored(config, tasks, records, chosen_sql)
+    results = with_record_errors(scored, records, unavailable)
     with (config.out / "results.jsonl").open("w", encoding="utf-8") as f:
         for r in results:
             f.write(json.dumps(r.to_json(), ensure_ascii=False) + "\n")
+    run_manifest(config, call, tasks, records, unavailable, machine).write(
+        config.out / MANIFEST_NAME
+    )
     summary = summarise_run(config, tasks, records, results, _wall(config.out))
     if config.sampling.n > 1 and tasks:
         pass_at_k = pass_at_k_scores(config, tasks, records)
         summary = replace(summary, pass_at_k=pass_at_k, majority_at_n=summary.score)
     write_summary(config.out, summary)
     return results, summary
+
+
+def run_manifest(
+    config: RunConfig,
+    call: ScoringCall,
+    tasks: list[Task],
+    records: dict[str, InstanceRecord],
+    unavailable: dict[str, str],
+    machine: Machine,
+) -> Manifest:
+    """The run's manifest: its scoring call and inputs (the records among them), and the
+    model, endpoint, sampling and prompts that made the predictions."""
+    prompts = sorted(f"{i} {r.prompt_hash}" for i, r in records.items())
+    run = {
+        "benchmark": config.benchmark,
+        "config": config.to_json(),
+        "task_ids": [t.instance_id for t in tasks],
+        "prompts_sha256": hashlib.sha256("\n".join(prompts).encode()).hexdigest(),
+        "prompt_hashes": {i: r.prompt_hash for i, r in sorted(records.items())},
+    }
+    ids = [t.instance_id for t in tasks]
+    return build(
+        "run",
+        call.benchmark,
+        call.predictions,
+        call.arguments,
+        call.arguments,
+        ids,
+        machine,
+        run=run,
+        extra_files={"records": config.out / RECORDS},
+        unavailable=unavailable,
+    )

@@ -32,6 +32,7 @@ from querybench.models.base import BudgetExhausted, EndpointUnavailable
 from querybench.models.openai_compat import OpenAICompatibleModel
 from querybench.runs.config import RunConfig, check_resume
 from querybench.runs.layout import select_tasks
+from querybench.runs.manifest import Machine
 from querybench.runs.ray_executor import check_executor
 from querybench.runs.solve import build_model, method_settings, solve_instance
 from querybench.runs.store import InstanceRecord, RecordStore, RunLock
@@ -114,6 +115,7 @@ async def _locked_run(
     evaluate: bool,
 ) -> RunOutcome:
     started = time.perf_counter()
+    machine = Machine.now()
     check_resume(config)
     store = RecordStore(config.out)
     records = store.load()
@@ -154,7 +156,7 @@ async def _locked_run(
         from querybench.runs.outputs import finish_run
 
         eval_start = time.perf_counter()
-        outcome.results, summary = finish_run(config, tasks, unavailable, records)
+        outcome.results, summary = finish_run(config, tasks, unavailable, records, machine)
         eval_s = time.perf_counter() - eval_start
         _log_session(config, eval_s, 0)
         outcome.summary = replace(summary, wall_s=round((summary.wall_s or 0.0) + eval_s, 3))

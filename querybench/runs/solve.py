@@ -9,14 +9,13 @@ import time
 from typing import Any
 
 from querybench.engines.pool import run_one
-from querybench.errors import EngineUnavailable, QuerybenchError
+from querybench.errors import EngineUnavailable, ErrorCode, QuerybenchError
 from querybench.evaluation.sampling import majority_vote, result_key
-from querybench.evaluation.verdict import ENGINE_UNAVAILABLE, ErrorCode
 from querybench.methods import Method, MethodOutput, MethodSettings
 from querybench.models import ChatModel, PriceTable, RetryPolicy, Sampling, make_model
 from querybench.models.base import BudgetExhausted, ModelError
 from querybench.runs.config import RunConfig
-from querybench.runs.store import InstanceRecord
+from querybench.runs.store import InstanceRecord, RecordStatus
 from querybench.tasks.databases import task_database
 from querybench.tasks.model import Task
 
@@ -67,7 +66,7 @@ async def solve_instance(
     except ModelError as exc:
         return _failed(task, exc.code, str(exc), start, transient=exc.transient)
     except EngineUnavailable as exc:  # e.g. an agent task whose database is not here
-        return _failed(task, ENGINE_UNAVAILABLE, str(exc), start)
+        return _failed(task, ErrorCode.ENGINE_UNAVAILABLE, str(exc), start)
     except QuerybenchError as exc:
         return _failed(task, ErrorCode.CONTEXT_ERROR, str(exc), start)
     except Exception as exc:  # a bug on one task must not end the run
@@ -81,7 +80,7 @@ def _failed(
 ) -> InstanceRecord:
     elapsed = time.perf_counter() - start
     return InstanceRecord(
-        task.instance_id, "error", code, message, total_s=elapsed, transient=transient
+        task.instance_id, RecordStatus.ERROR, code, message, total_s=elapsed, transient=transient
     )
 
 
@@ -123,7 +122,7 @@ def _record(
         extra["chosen"] = chosen
     return InstanceRecord(
         instance_id=task.instance_id,
-        status="ok",
+        status=RecordStatus.OK,
         prompt_hash=output.prompt_hash,
         replies=tuple(c.reply for c in output.candidates),
         sqls=tuple(c.sql for c in output.candidates),

@@ -17,10 +17,11 @@ import json
 import logging
 import os
 from dataclasses import asdict, dataclass, field
+from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from querybench.errors import DataError, QuerybenchError
+from querybench.errors import DataError, ErrorCode, QuerybenchError
 
 log = logging.getLogger(__name__)
 
@@ -70,11 +71,19 @@ class RunLock:
             self._fd = None
 
 
+class RecordStatus(StrEnum):
+    """Whether the model answered (`ok`) or the instance ended without an answer (`error`,
+    with the record's `error` code); a `StrEnum`, so each member is its JSON string."""
+
+    OK = "ok"
+    ERROR = "error"
+
+
 @dataclass(frozen=True)
 class InstanceRecord:
     instance_id: str
-    status: str  # "ok": the model answered; "error": see `error`
-    error: str | None = None  # model_error, context_error, ...
+    status: RecordStatus
+    error: ErrorCode | None = None  # model_error, context_error, ...
     message: str | None = None
     prompt_hash: str | None = None
     replies: tuple[str, ...] = ()
@@ -98,7 +107,7 @@ class InstanceRecord:
 
     @property
     def ok(self) -> bool:
-        return self.status == "ok"
+        return self.status == RecordStatus.OK
 
     def to_json(self) -> dict[str, Any]:
         out = asdict(self)
@@ -108,9 +117,13 @@ class InstanceRecord:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> InstanceRecord:
+        """The inverse of `to_json`; `ValueError` for a status or error code that is not one."""
         known = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
         for key in ("replies", "sqls", "retried_for"):
             known[key] = tuple(known.get(key) or ())
+        known["status"] = RecordStatus(known.get("status", ""))
+        if known.get("error") is not None:
+            known["error"] = ErrorCode(known["error"])
         return cls(**known)
 
 

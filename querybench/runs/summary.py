@@ -12,8 +12,8 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from querybench.errors import ErrorCode
 from querybench.evaluation.record import InstanceResult
-from querybench.evaluation.verdict import ENGINE_UNAVAILABLE
 from querybench.runs.config import RunConfig
 from querybench.runs.store import InstanceRecord
 from querybench.tasks.model import Task
@@ -141,10 +141,10 @@ def summarise_run(
     for r in results:
         if r.error:
             errors[r.error] = errors.get(r.error, 0) + 1
-    runnable = [r for r in results if r.error != ENGINE_UNAVAILABLE]
+    runnable = [r for r in results if r.error != ErrorCode.ENGINE_UNAVAILABLE]
     reasons: dict[str, int] = {}
     for r in results:
-        if r.error == ENGINE_UNAVAILABLE:
+        if r.error == ErrorCode.ENGINE_UNAVAILABLE:
             reasons[r.message or ""] = reasons.get(r.message or "", 0) + 1
     scored = bool(results) and results[0].official_score is not None
     with_gold = None

@@ -110,7 +110,7 @@ def load_spider2_agentic(
     """Every task of the agentic setting (`spider2_dir` is the `spider2` data folder)."""
     root = agentic_root(spider2_dir)
     tasks_file = path or root / "examples" / "spider2.jsonl"
-    config = gold_dir(spider2_dir) / "spider2_eval.jsonl"
+    config = gold_dir(spider2_dir) / EVAL_CONFIG
     evaluations = read_eval_config(config) if with_gold and config.is_file() else {}
     lite = _lite_tasks(spider2_dir, with_gold)
     dbt = _dbt_tasks(spider2_dir, with_gold)
@@ -255,12 +255,57 @@ def _dbt_tasks(spider2_dir: Path, with_gold: bool) -> dict[str, Task]:
     }
 
 
+EVAL_CONFIG = "spider2_eval.jsonl"
+
+
+def gold_dir_config(gold_dir: Path | None) -> Path | None:
+    """The eval config of a `--gold-dir`, when it has one: then it is the task set, as the
+    official `evaluate.py` scores the instances its gold folder's config names."""
+    config = gold_dir / EVAL_CONFIG if gold_dir is not None else None
+    return config if config is not None and config.is_file() else None
+
+
 def with_eval_config(tasks: list[Task], config: Path) -> list[Task]:
-    """The tasks with the checks of another `spider2_eval.jsonl` (e.g. of a `--gold-dir`)."""
+    """The tasks another `spider2_eval.jsonl` names (a `--gold-dir`'s: a newer release, a
+    custom set, synthetic DBT cases), in its order, with its checks: a built-in task keeps its
+    question, database and tags; an id the built-in list lacks becomes `config_task`."""
     evaluations = read_eval_config(config)
+    known = {t.instance_id: t for t in tasks}
     out = []
-    for task in tasks:
-        raw = evaluations.get(task.instance_id)
-        params = {"evaluation": checks(raw), "official_evaluation": raw} if raw is not None else {}
+    for instance_id, raw in evaluations.items():
+        task = known.get(instance_id)
+        if task is None:
+            out.append(config_task(instance_id, raw, config.parent))
+            continue
+        params = {"evaluation": checks(raw), "official_evaluation": raw}
         out.append(replace(task, gold=replace(task.gold, eval_params=params)))
     return out
+
+
+def config_task(instance_id: str, raw: object, gold: Path) -> Task:
+    """A task only an eval config names: its checks and gold, no question. Its engine is what
+    the official `evaluate.py` assumes: a DBT database for `duckdb_match`, else BigQuery (where
+    it runs every `.sql` answer)."""
+    evaluation = checks(raw)
+    dbt = any(c["func"] == "duckdb_match" for c in evaluation)
+    kind_of_answer = answer_type(evaluation)
+    files = [gold / instance_id / name for check in evaluation for name in _gold_names(check)]
+    return Task(
+        instance_id=instance_id,
+        benchmark=BENCHMARK,
+        question="",
+        db=instance_id,
+        engine=EngineKind.DUCKDB if dbt else EngineKind.BIGQUERY,
+        gold=GoldRef(
+            result_files=tuple(str(p) for p in files if p.is_file()),
+            eval_params={"evaluation": evaluation, "official_evaluation": raw},
+        ),
+        difficulty=UNRATED,
+        features=(ANSWER_FEATURES[kind_of_answer],),
+        extra={
+            "type": "DBT" if dbt else None,
+            "answer_type": kind_of_answer,
+            "submission_types": list(submission_types(evaluation)),
+            "eval_config_only": True,
+        },
+    )

@@ -1,0 +1,428 @@
+"""The score manifest: everything a set of verdicts was decided by, written beside them so that
+`querybench verify` can say whether the same score comes out here, and if not, why.
+
+`eval --output FILE` writes `FILE.manifest.json`; `run` writes `RUNDIR/manifest.json`. It holds
+the scoring call itself (benchmark, predictions, options: what `verify` runs again), the sha256
+of every file that decided a verdict (the task file, gold files, the eval config, prediction
+files, each database's bytes), the scorer's code (version, commit, sha256 of the scoring
+modules' source), the versions of the libraries a verdict depends on, the timeout policy, the
+machine (cores, load at start) and, for a run, the model, endpoint, sampling and prompt hashes.
+
+Files are keyed by the option that named them and their path below it (`gold_dir/exec_result/
+x.csv`), never by where they sit on this machine: the same data elsewhere has the same keys.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import hashlib
+import importlib
+import importlib.metadata
+import json
+import os
+import platform
+import subprocess
+from collections.abc import Collection, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from querybench.benchmarks import spec
+from querybench.errors import DataError
+
+FORMAT = 1
+MANIFEST_NAME = "manifest.json"  # in a run folder
+SUFFIX = ".manifest.json"  # beside an eval's --output
+# The libraries a verdict can depend on (parsing, comparison, the engines).
+LIBRARIES = ("pandas", "numpy", "pyarrow", "sqlglot", "duckdb")
+# The packages whose source decides a verdict.
+SCORER_PACKAGES = ("querybench.evaluation", "querybench.engines")
+# What each option names, when it names files.
+ROLES = {
+    "predictions": "prediction",
+    "gold": "gold",
+    "gold_dir": "gold",
+    "questions": "gold",
+    "tasks_file": "tasks",
+    "db_dir": "database",
+    "records": "prediction",
+}
+DATABASE_SUFFIXES = (".sqlite", ".sqlite3", ".db", ".duckdb")
+_CHUNK = 1 << 20
+
+
+@dataclass(frozen=True)
+class InputFile:
+    """One file that decided verdicts: its sha256, its role, and the instances it belongs to
+    (empty: it is shared by all, as a task file or a database)."""
+
+    sha256: str
+    role: str
+    instances: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Machine:
+    """Where the verdicts were decided, read when scoring starts."""
+
+    cores: int
+    usable_cores: int
+    load_at_start: tuple[float, float, float]
+    platform: str
+    python: str
+
+    @classmethod
+    def now(cls) -> Machine:
+        try:
+            load = os.getloadavg()
+        except OSError:
+            load = (0.0, 0.0, 0.0)
+        return cls(
+            cores=os.cpu_count() or 1,
+            usable_cores=len(os.sched_getaffinity(0)),
+            load_at_start=(round(load[0], 2), round(load[1], 2), round(load[2], 2)),
+            platform=platform.platform(),
+            python=platform.python_version(),
+        )
+
+
+@dataclass(frozen=True)
+class Manifest:
+    kind: str  # "eval" or "run"
+    benchmark: str
+    predictions: str  # as given (relative to where the command ran), and its absolute path
+    predictions_path: str
+    options: dict[str, Any]  # the scoring call's options, JSON-coded (`encode`)
+    task_set: dict[str, Any]
+    inputs: dict[str, InputFile]
+    scorer: dict[str, Any]
+    libraries: dict[str, str]
+    timeout_policy: dict[str, Any] | None
+    machine: Machine
+    run: dict[str, Any] | None = None
+    unavailable: dict[str, str] = field(default_factory=dict)
+    format: int = FORMAT
+
+    def to_json(self) -> dict[str, Any]:
+        out = dataclasses.asdict(self)
+        out["inputs"] = {k: dataclasses.asdict(v) for k, v in sorted(self.inputs.items())}
+        return out
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Manifest:
+        try:
+            if data.get("format") != FORMAT:
+                raise ValueError(f"format {data.get('format')!r}, not {FORMAT}")
+            inputs = {
+                str(k): InputFile(str(v["sha256"]), str(v["role"]), tuple(v["instances"]))
+                for k, v in data["inputs"].items()
+            }
+            machine = Machine(
+                **{**data["machine"], "load_at_start": tuple(data["machine"]["load_at_start"])}
+            )
+            fields = {f.name for f in dataclasses.fields(cls)} - {"inputs", "machine"}
+            return cls(**{k: data[k] for k in fields if k in data}, inputs=inputs, machine=machine)
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise DataError(f"not a querybench manifest ({exc})") from exc
+
+    def write(self, path: Path) -> None:
+        """Written beside `path`, then renamed over it: never half a manifest."""
+        partial = path.with_name(f".{path.name}.{os.getpid()}.partial")
+        partial.write_text(json.dumps(self.to_json(), indent=1, sort_keys=True) + "\n", "utf-8")
+        os.replace(partial, path)
+
+    @classmethod
+    def read(cls, path: Path) -> Manifest:
+        try:
+            return cls.from_json(json.loads(path.read_text(encoding="utf-8")))
+        except OSError as exc:
+            raise DataError(f"cannot read the manifest {path}: {exc.strerror or exc}") from exc
+        except ValueError as exc:
+            raise DataError(f"{path} is not JSON: {exc}") from exc
+
+
+def manifest_path(output: Path) -> Path:
+    """Where the manifest of an eval's results file `output` is written."""
+    return output.with_name(output.name + SUFFIX)
+
+
+def build(
+    kind: str,
+    benchmark: str,
+    predictions: Path,
+    options: Mapping[str, Any],
+    resolved: Mapping[str, Any],
+    instance_ids: Sequence[str],
+    machine: Machine,
+    *,
+    run: dict[str, Any] | None = None,
+    extra_files: Mapping[str, Path] | None = None,
+    unavailable: Mapping[str, str] | None = None,
+) -> Manifest:
+    """The manifest of verdicts on `instance_ids` scored by `evaluate(benchmark, predictions,
+    **options)`, whose evaluator got `resolved` (the options with the data layout's locations
+    filled in: the files hashed)."""
+    located = {"predictions": predictions, **resolved, **(extra_files or {})}
+    return Manifest(
+        kind=kind,
+        benchmark=benchmark,
+        predictions=str(predictions),
+        predictions_path=str(predictions.absolute()),
+        options=encode(dict(options)),
+        task_set={
+            "instances": len(instance_ids),
+            "ids_sha256": hashlib.sha256("\n".join(instance_ids).encode()).hexdigest(),
+        },
+        inputs=input_files(located, instance_ids),
+        scorer=scorer_identity(),
+        libraries=library_versions(resolved),
+        timeout_policy=policy_of(benchmark, resolved),
+        machine=machine,
+        run=run,
+        unavailable=dict(unavailable or {}),
+    )
+
+
+def policy_of(benchmark: str, resolved: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The timeout policy of the scoring call (None when it runs no query: Spider 2.0's
+    exec_result mode, DBT's databases)."""
+    from querybench.engines.timeouts import timeout_policy
+
+    queries = spec(benchmark).runs_queries
+    runs_queries = queries == "always" or (
+        queries == "in sql mode" and resolved.get("mode") == "sql"
+    )
+    if not runs_queries:
+        return None
+    timeout = resolved.get("timeout", _default_timeout(benchmark))
+    return timeout_policy(None if timeout is None else float(timeout)).to_json()
+
+
+def _default_timeout(benchmark: str) -> float | None:
+    from querybench.runs.evaluate import _evaluator, _parameters
+
+    parameter = _parameters(_evaluator(benchmark)).get("timeout")
+    if parameter is None:
+        layout = dict(spec(benchmark).layout_options).get("timeout")
+        return float(layout) if isinstance(layout, int | float) else None
+    return parameter.default if isinstance(parameter.default, int | float) else None
+
+
+# --- the files -----------------------------------------------------------------------------
+
+
+def input_files(located: Mapping[str, Any], instance_ids: Collection[str]) -> dict[str, InputFile]:
+    """sha256 of every file under the located options that belongs to a verdict: a named file
+    whole; in a gold or predictions folder its top-level files (the eval config, a submission's
+    metadata) and those named after an instance; in a database folder every database."""
+    ids = set(instance_ids)
+    out: dict[str, InputFile] = {}
+    for name, value in located.items():
+        role = ROLES.get(name)
+        if role is None or value is None:
+            continue
+        paths = value if isinstance(value, list | tuple) else [value]
+        for i, where in enumerate(paths):
+            label = name if len(paths) == 1 else f"{name}[{i}]"
+            for key, path, owners in _files(label, Path(where), role, ids):
+                kind = "eval_config" if role == "gold" and _is_eval_config(path) else role
+                digest = _database_digest(path) if role == "database" else file_sha256(path)
+                out[key] = InputFile(digest, kind, tuple(sorted(owners)))
+    return out
+
+
+def _files(
+    label: str, where: Path, role: str, ids: set[str]
+) -> Iterator[tuple[str, Path, set[str]]]:
+    if where.is_file():
+        yield label, where, set()
+        return
+    if not where.is_dir():
+        return
+    for path in sorted(where.rglob("*")):
+        if not path.is_file() or (path.is_symlink() and not path.resolve().is_file()):
+            continue
+        relative = path.relative_to(where)
+        if role == "database":
+            if path.suffix.lower() in DATABASE_SUFFIXES:
+                yield f"{label}/{relative.as_posix()}", path, set()
+            continue
+        owners = {i for part in relative.parts for i in _owners(part, ids)}
+        if owners or len(relative.parts) == 1:
+            yield f"{label}/{relative.as_posix()}", path, owners
+
+
+def _owners(part: str, ids: set[str]) -> Iterator[str]:
+    """The instances a file or folder name belongs to: `<id>`, `<id>.csv`, `<id>_a.csv`."""
+    stem = part.split(".", 1)[0]
+    if stem in ids:
+        yield stem
+        return
+    head, sep, _ = stem.rpartition("_")
+    while sep:
+        if head in ids:
+            yield head
+            return
+        head, sep, _ = head.rpartition("_")
+
+
+def _is_eval_config(path: Path) -> bool:
+    return path.suffix == ".jsonl" and "eval" in path.stem
+
+
+def file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as f:
+        while chunk := f.read(_CHUNK):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _database_digest(path: Path) -> str:
+    """A database's content state: the result cache's content hash of its bytes (remembered by
+    the file's identity there, so a warm eval does not read gigabytes again); for a database
+    whose sidecar holds data (a `-wal` not checkpointed), the file's and the sidecars' bytes."""
+    from querybench.engines import parse_target
+    from querybench.engines.cache import ResultCache, sidecars_with_data
+    from querybench.errors import EngineError
+
+    cache = ResultCache()
+    try:
+        return cache.fingerprint(path)
+    except OSError:
+        return file_sha256(path)
+    except EngineError:
+        digest = hashlib.sha256()
+        for part in [path, *sidecars_with_data(parse_target(path))]:
+            digest.update(f"{part.name}\0{file_sha256(part)}\n".encode())
+        return digest.hexdigest()
+    finally:
+        cache.close()
+
+
+# --- the code and the libraries ------------------------------------------------------------
+
+
+def scorer_identity() -> dict[str, Any]:
+    """querybench's version, the checkout's commit when it is one, and the sha256 of the source
+    of every module of the scoring packages (read from disk)."""
+    import pkgutil
+
+    from querybench.evaluation.kept_entries import add_sources
+
+    modules: list[str] = ["querybench.errors"]
+    for package in SCORER_PACKAGES:
+        path = importlib.import_module(package).__path__
+        modules += sorted(f"{package}.{m.name}" for m in pkgutil.iter_modules(path))
+    digest = hashlib.sha256()
+    readable = add_sources(digest, modules)
+    return {
+        "version": importlib.metadata.version("querybench"),
+        "commit": _commit(),
+        "sha256": digest.hexdigest() if readable else None,
+        "modules": len(modules),
+    }
+
+
+def _commit() -> str | None:
+    root = Path(__file__).resolve().parents[2]
+    if not (root / ".git").exists():
+        return None
+    try:
+        done = subprocess.run(
+            ["git", "-C", str(root), "rev-parse", "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return done.stdout.strip() or None if done.returncode == 0 else None
+
+
+def library_versions(resolved: Mapping[str, Any] | None = None) -> dict[str, str]:
+    """The installed versions of `LIBRARIES`, SQLite's build, and the server's version when
+    the call scores on one (`db_url`)."""
+    from querybench.engines.cache import sqlite_build
+
+    out: dict[str, str] = {}
+    for name in LIBRARIES:
+        try:
+            out[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            out[name] = "absent"
+    out["sqlite"] = sqlite_build()
+    url = (resolved or {}).get("db_url")
+    if isinstance(url, str) and url:
+        out["server"] = server_version(url)
+    return out
+
+
+def server_version(url: str) -> str:
+    """The server's own words for its version (`SELECT version()`), or why there are none."""
+    from querybench.engines import connect
+
+    try:
+        with connect(url) as engine:
+            rows = engine.execute("SELECT version()", timeout=10.0).rows
+        return str(rows[0][0]) if rows else "unknown"
+    except Exception as exc:  # a manifest says what it could not read
+        return f"unknown ({type(exc).__name__})"
+
+
+# --- options as JSON -----------------------------------------------------------------------
+
+
+def encode(value: Any) -> Any:
+    """An option value as JSON that `decode` turns back into it: paths and frozen dataclasses
+    tagged, enums as their value; private options (`_on_query`) and callables left out."""
+    if isinstance(value, dict):
+        return {
+            str(k): encode(v)
+            for k, v in value.items()
+            if not str(k).startswith("_") and not callable(v) and k != "on_result"
+        }
+    if isinstance(value, Path):
+        return {"$path": str(value.absolute())}
+    if isinstance(value, enum.Enum):
+        return value.value
+    if isinstance(value, list | tuple | set | frozenset):
+        return [encode(v) for v in value]
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        kind = type(value)
+        return {
+            "$dataclass": f"{kind.__module__}:{kind.__qualname__}",
+            "fields": {f.name: encode(getattr(value, f.name)) for f in dataclasses.fields(value)},
+        }
+    if value is None or isinstance(value, str | int | float | bool):
+        return value
+    return {"$unrecorded": type(value).__name__}
+
+
+def decode(value: Any) -> Any:
+    """The inverse of `encode`; an `$unrecorded` value is `Unrecorded` (left to the layout)."""
+    if isinstance(value, list):
+        return [decode(v) for v in value]
+    if not isinstance(value, dict):
+        return value
+    if "$path" in value:
+        return Path(value["$path"])
+    if "$dataclass" in value:
+        module, _, name = str(value["$dataclass"]).partition(":")
+        if not module.startswith("querybench."):
+            raise DataError(f"manifest names a class outside querybench: {module}")
+        kind = getattr(importlib.import_module(module), name)
+        return kind(**{k: decode(v) for k, v in value["fields"].items()})
+    if "$unrecorded" in value:
+        return UNRECORDED
+    return {k: decode(v) for k, v in value.items()}
+
+
+class _Unrecorded:
+    def __repr__(self) -> str:
+        return "UNRECORDED"
+
+
+UNRECORDED = _Unrecorded()

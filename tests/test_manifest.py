@@ -1,0 +1,96 @@
+"""The score manifest: `eval --output FILE` writes FILE.manifest.json with everything its
+verdicts were decided by."""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata
+import os
+from pathlib import Path
+from typing import Any
+
+from querybench.cli import app
+from querybench.runs.manifest import Manifest, decode, encode, manifest_path
+from tests.reproduce_fixture import eval_spider1, read_json, spider1_fixture
+from tests.test_cli import _gold
+from tests.test_eval_output import runner
+
+
+def _sha(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def test_eval_writes_the_manifest_beside_its_output(tmp_path: Path) -> None:
+    files = spider1_fixture(tmp_path)
+    out = tmp_path / "scores.jsonl"
+    result = eval_spider1(files, out, timeout=7.0)
+    assert result.exit_code == 0, result.output
+    assert manifest_path(out) == tmp_path / "scores.jsonl.manifest.json"
+    data: dict[str, Any] = read_json(manifest_path(out))
+    assert data["kind"] == "eval" and data["benchmark"] == "spider1"
+    inputs = data["inputs"]
+    assert inputs["gold"] == {"sha256": _sha(files["gold"]), "role": "gold", "instances": []}
+    assert inputs["predictions"]["sha256"] == _sha(files["pred"])
+    assert inputs["db_dir/concert/concert.sqlite"]["sha256"] == _sha(files["db"])
+    assert inputs["db_dir/concert/concert.sqlite"]["role"] == "database"
+    assert data["libraries"]["pandas"] == importlib.metadata.version("pandas")
+    assert data["libraries"]["numpy"] == importlib.metadata.version("numpy")
+    assert data["libraries"]["sqlite"].split()[0]
+    assert len(data["scorer"]["sha256"]) == 64
+    assert data["timeout_policy"]["seconds"] == 7.0
+    assert data["machine"]["cores"] == os.cpu_count()
+    assert len(data["machine"]["load_at_start"]) == 3
+    assert data["options"]["timeout"] == 7.0
+    assert data["task_set"]["instances"] == 3
+    assert Manifest.read(manifest_path(out)).inputs["gold"].sha256 == _sha(files["gold"])
+
+
+def test_a_spider2_manifest_ties_gold_and_prediction_files_to_their_instance(
+    tmp_path: Path,
+) -> None:
+    gold = _gold(tmp_path)
+    pred = tmp_path / "pred"
+    pred.mkdir()
+    (pred / "bq001.csv").write_text("a,b\n1,x\n2,y\n")
+    out = tmp_path / "scores.jsonl"
+    result = runner.invoke(
+        app,
+        ["eval", "spider2-lite", "--predictions", str(pred), "--gold-dir", str(gold),
+         "--output", str(out)],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    inputs: dict[str, Any] = read_json(manifest_path(out))["inputs"]
+    assert inputs["gold_dir/exec_result/sf002_a.csv"]["instances"] == ["sf002"]
+    assert inputs["gold_dir/spider2lite_eval.jsonl"]["role"] == "eval_config"
+    assert inputs["predictions/bq001.csv"] == {
+        "sha256": _sha(pred / "bq001.csv"),
+        "role": "prediction",
+        "instances": ["bq001"],
+    }
+    assert read_json(manifest_path(out))["timeout_policy"] is None  # exec_result runs nothing
+
+
+def test_options_round_trip_through_json(tmp_path: Path) -> None:
+    from querybench.evaluation.prediction_file import ReadLimits
+
+    options = {"gold_dir": tmp_path, "db_dir": [tmp_path / "a"], "limits": ReadLimits(), "n": 2}
+    assert decode(encode(options)) == options
+
+
+def test_a_database_state_held_in_its_wal_is_its_own_digest(tmp_path: Path) -> None:
+    # The file's bytes stay put while the -wal holds rows: the manifest names the state read.
+    from querybench.runs.manifest import input_files
+    from tests.test_cli import _toy_db
+    from tests.unsettled import held_in_wal, to_wal
+
+    database = _toy_db(tmp_path) / "toy" / "toy.sqlite"
+    to_wal(database)
+
+    def digest() -> str:
+        return input_files({"db_dir": database.parent.parent}, [])["db_dir/toy/toy.sqlite"].sha256
+
+    settled = digest()
+    with held_in_wal(database, "INSERT INTO t VALUES (4, 'c')"):
+        held = digest()
+    assert held != settled
+    assert digest() != settled  # checkpointed into the file now: another state again

@@ -1,0 +1,173 @@
+"""`querybench verify PATH`: an unchanged results file or run folder is reproduced exactly
+(exit 0); a verdict that differs is explained by the right reason (exit 1)."""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+from typer.testing import Result
+
+from querybench.cli import app
+from querybench.runs.manifest import manifest_path
+from querybench.runs.verify import NON_DETERMINISTIC
+from tests.reproduce_fixture import eval_spider1, read_json, runner, spider1_fixture
+from tests.test_cli import _gold
+
+
+def _scored(tmp_path: Path) -> tuple[dict[str, Path], Path]:
+    files = spider1_fixture(tmp_path)
+    out = tmp_path / "scores.jsonl"
+    assert eval_spider1(files, out).exit_code == 0
+    return files, out
+
+
+def _verify(path: Path) -> Result:
+    return runner.invoke(app, ["verify", str(path)])
+
+
+def _edit_json(path: Path, edit: Any) -> None:
+    data = read_json(path)
+    edit(data)
+    path.write_text(json.dumps(data), encoding="utf-8")
+
+
+def _edit_result(results: Path, index: int, **fields: Any) -> None:
+    lines = results.read_text(encoding="utf-8").splitlines()
+    lines[index] = json.dumps(json.loads(lines[index]) | fields)
+    results.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def _differing(output: str) -> list[str]:
+    """The instances `verify` says differ (its `<id>: recorded ..., now ...` lines)."""
+    return [m.group(1) for m in re.finditer(r"^(\S+): recorded .*, now ", output, re.M)]
+
+
+def test_an_unchanged_results_file_is_reproduced(tmp_path: Path) -> None:
+    _files, out = _scored(tmp_path)
+    result = _verify(out)
+    assert result.exit_code == 0, result.output
+    assert "reproduced: all 3 verdicts are the same" in result.output
+    assert "differs from the manifest" not in result.output
+
+
+def test_a_changed_gold_file_is_named(tmp_path: Path) -> None:
+    files, out = _scored(tmp_path)
+    text = files["gold"].read_text(encoding="utf-8").replace("max(age)", "min(age)")
+    files["gold"].write_text(text, encoding="utf-8")
+    result = _verify(out)
+    assert result.exit_code == 1, result.output
+    assert _differing(result.output) == ["2"]
+    assert "because gold (gold) changed" in result.output
+
+
+def test_a_changed_database_is_named(tmp_path: Path) -> None:
+    files, out = _scored(tmp_path)
+    with sqlite3.connect(files["db"]) as conn:  # every age the same: min(age) == max(age)
+        conn.execute("UPDATE singer SET age = 30")
+    conn.close()
+    result = _verify(out)
+    assert result.exit_code == 1, result.output
+    assert _differing(result.output) == ["2"]
+    assert "because db_dir/concert/concert.sqlite (database) changed" in result.output
+
+
+def test_a_changed_prediction_is_named(tmp_path: Path) -> None:
+    files, out = _scored(tmp_path)
+    text = files["pred"].read_text(encoding="utf-8")
+    files["pred"].write_text(text.replace("count(*)", "count(*) + 1", 1), encoding="utf-8")
+    result = _verify(out)
+    assert result.exit_code == 1, result.output
+    assert _differing(result.output) == ["0"]
+    assert "because predictions (prediction) changed" in result.output
+
+
+def test_a_changed_prediction_file_of_one_instance_explains_that_instance_only(
+    tmp_path: Path,
+) -> None:
+    gold = _gold(tmp_path)
+    pred = tmp_path / "pred"
+    pred.mkdir()
+    (pred / "bq001.csv").write_text("a,b\n1,x\n2,y\n")
+    (pred / "local003.csv").write_text("v\n1\n")
+    out = tmp_path / "scores.jsonl"
+    args = ["eval", "spider2-lite", "--predictions", str(pred), "--gold-dir", str(gold),
+            "--output", str(out)]  # fmt: skip
+    assert runner.invoke(app, args).exit_code == 0
+    (gold / "exec_result" / "local003.csv").write_text("v\n2\n")
+    result = _verify(out)
+    assert result.exit_code == 1, result.output
+    assert _differing(result.output) == ["local003"]
+    assert "because gold_dir/exec_result/local003.csv (gold) changed" in result.output
+    assert "(local003)" in result.output  # the change names the instance it belongs to
+
+
+def test_a_different_pandas_is_the_reason(tmp_path: Path) -> None:
+    _files, out = _scored(tmp_path)
+    _edit_json(manifest_path(out), lambda m: m["libraries"].update(pandas="2.2.3"))
+    _edit_result(out, 1, score=0.0, error="wrong_result")  # as that pandas scored it
+    result = _verify(out)
+    assert result.exit_code == 1, result.output
+    assert _differing(result.output) == ["1"]
+    assert "because pandas differs: recorded 2.2.3, here" in result.output
+    assert NON_DETERMINISTIC not in result.output
+    assert "changed" not in result.output
+
+
+def test_a_different_timeout_policy_is_the_reason(tmp_path: Path) -> None:
+    _files, out = _scored(tmp_path)
+    _edit_json(
+        manifest_path(out),
+        lambda m: m["timeout_policy"].update(counts="other clock", wall_cap_s=1.0),
+    )
+    _edit_result(out, 0, score=0.0, error="timeout")  # as that policy decided it
+    result = _verify(out)
+    assert result.exit_code == 1, result.output
+    assert _differing(result.output) == ["0"]
+    assert "because the timeout policy differs: recorded counts other clock" in result.output
+
+
+def test_a_verdict_that_differs_with_nothing_changed_is_non_deterministic(
+    tmp_path: Path,
+) -> None:
+    _files, out = _scored(tmp_path)
+    _edit_result(out, 2, score=1.0, error=None)
+    result = _verify(out)
+    assert result.exit_code == 1, result.output
+    assert "because " + NON_DETERMINISTIC in " ".join(result.output.split())
+
+
+def test_a_results_file_without_its_manifest_exits_two(tmp_path: Path) -> None:
+    _files, out = _scored(tmp_path)
+    manifest_path(out).unlink()
+    result = _verify(out)
+    assert result.exit_code == 2
+    assert "manifest" in result.output
+
+
+def test_a_run_folder_is_reproduced_and_a_changed_prediction_named(tmp_path: Path) -> None:
+    from querybench.runs.config import RunConfig
+    from querybench.runs.runner import run
+    from tests.methods_fixture import make_data
+
+    data = make_data(tmp_path / "data")
+    out = tmp_path / "run"
+    outcome = run(RunConfig("spider1", "zero-shot", "oracle", out=out, data_dir=data))
+    assert outcome.results and (out / "manifest.json").is_file()
+    manifest: dict[str, Any] = read_json(out / "manifest.json")
+    assert manifest["kind"] == "run" and manifest["run"]["config"]["model"] == "oracle"
+    assert len(manifest["run"]["prompts_sha256"]) == 64
+    assert manifest["inputs"]["records"]["role"] == "prediction"
+    result = _verify(out)
+    assert result.exit_code == 0, result.output
+    first = outcome.results[0].instance_id
+    lines = (out / "pred.txt").read_text(encoding="utf-8").splitlines()
+    lines[0] = "SELECT 12345"
+    (out / "pred.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    result = _verify(out)
+    assert result.exit_code == 1, result.output
+    assert _differing(result.output) == [first]
+    assert "because predictions (prediction) changed" in result.output
