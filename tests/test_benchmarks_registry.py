@@ -89,7 +89,6 @@ ALLOWED_BRANCHES: dict[str, int] = {
     "context/resolve.py": 2,
     "envs/tasks.py": 6,
     "evaluation/spider2.py": 1,
-    "methods/paper_settings.py": 2,
     "methods/spider_agent.py": 3,
     "methods/zero_shot.py": 1,
     "report/audit_scoring.py": 1,

@@ -26,6 +26,7 @@ NOT_A_CODE = {
     ("benchmarks/spider2.py", "timeout"),  # the name of an option (a layout option's)
     ("runs/eval_locations.py", "timeout"),  # the same option, read
     ("runs/manifest.py", "timeout"),  # the same option, read back for the score manifest
+    ("runs/outputs.py", "timeout"),  # the same option, recorded for a run's manifest
     ("commands/eval_flags.py", "timeout"),  # the same option, in the eval fast path's table
     ("engines/sqlite.py", "timeout"),  # an attribute name in a class's __slots__
     ("evaluation/bird.py", "gold_error"),  # BIRD's metric, a flag named after the code

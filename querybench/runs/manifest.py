@@ -164,6 +164,8 @@ def build(
     **options)`, whose evaluator got `resolved` (the options with the data layout's locations
     filled in: the files hashed)."""
     located = {"predictions": predictions, **resolved, **(extra_files or {})}
+    if not isinstance(located.get("gold"), str | Path | None):  # a Spider 1.0 variant's tasks
+        located["gold"] = _task_file(benchmark, options.get("data_dir"))
     return Manifest(
         kind=kind,
         benchmark=benchmark,
@@ -207,6 +209,14 @@ def _default_timeout(benchmark: str) -> float | None:
         layout = dict(spec(benchmark).layout_options).get("timeout")
         return float(layout) if isinstance(layout, int | float) else None
     return parameter.default if isinstance(parameter.default, int | float) else None
+
+
+def _task_file(benchmark: str, data_dir: Any) -> Path | None:
+    """The task file a benchmark's tasks were read from (the gold of a Spider 1.0 variant)."""
+    from querybench.data import data_roots, find_data
+
+    where = Path(data_dir) if data_dir is not None else None
+    return find_data(*spec(benchmark).task_files, roots=data_roots(where))
 
 
 # --- the files -----------------------------------------------------------------------------
