@@ -22,7 +22,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from querybench.models import OpenAICompatibleModel
-from querybench.runs.config import RunConfig
+from querybench.runs.config import Execution, RunConfig, Selection
 from querybench.runs.runner import run
 from querybench.tasks import load_tasks
 from tests.openai_server import Reply, ScriptedServer
@@ -43,7 +43,12 @@ def main() -> None:
         os.environ["QUERYBENCH_CACHE"] = str(Path(tmp) / "cache")
         out = Path(tmp) / "run"
         config = RunConfig(
-            "spider1", "zero-shot", "scripted", out=out, workers=args.workers, limit=args.limit
+            "spider1",
+            "zero-shot",
+            "scripted",
+            out=out,
+            execution=Execution(workers=args.workers),
+            selection=Selection(limit=args.limit),
         )
         model = OpenAICompatibleModel("scripted", base_url=server.url)
         start = time.perf_counter()

@@ -34,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from querybench.data import data_root
 from querybench.evaluation.spider1 import evaluate_spider1
-from querybench.runs.config import RunConfig
+from querybench.runs.config import Execution, RunConfig, Selection
 from querybench.runs.evaluate import evaluate
 from querybench.runs.runner import run
 
@@ -61,7 +61,15 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as name:
         tmp = Path(name)
         _fresh_cache(tmp, "warm-up")
-        run(RunConfig("spider1", "zero-shot", "oracle", out=tmp / "warm-up", limit=args.limit))
+        run(
+            RunConfig(
+                "spider1",
+                "zero-shot",
+                "oracle",
+                out=tmp / "warm-up",
+                selection=Selection(limit=args.limit),
+            )
+        )
         for k in args.workers:
             row: dict[str, Any] = {"workers": k}
             for executor in ("local", "ray"):
@@ -77,9 +85,8 @@ def main() -> None:
                     "zero-shot",
                     "oracle",
                     out=out,
-                    workers=k,
-                    limit=args.limit,
-                    executor=executor,
+                    execution=Execution(workers=k, executor=executor),
+                    selection=Selection(limit=args.limit),
                 )
                 run_s, outcome = _timed(lambda c=config: run(c, evaluate=False))
                 n = len(outcome.tasks)

@@ -28,10 +28,8 @@ eval_app = typer.Typer(
         "Examples:\n\n"
         "    querybench eval spider2-lite --predictions my_csvs/\n\n"
         "    querybench eval spider2-lite --predictions my_sqls/ --mode sql --db-dir dbs/\n\n"
-        "    querybench eval spider1 --gold dev_gold.sql --predictions pred.txt "
-        "--db-dir database/\n\n"
-        "    querybench eval bird --questions dev.json --predictions predict_dev.json "
-        "--db-dir dev_databases/\n\n"
+        "    querybench eval spider1 --predictions pred.txt\n\n"
+        "    querybench eval bird --predictions predict_dev.json --db-dir dev_databases/\n\n"
         "    querybench eval spider2-dbt --predictions RUNDIR/predictions\n\n"
         "    querybench eval spider2 --predictions RUNDIR/submission"
     ),
@@ -66,6 +64,14 @@ Address = Annotated[
     typer.Option(help="Ray cluster to join (auto, ray://host:10001); default a local Ray."),
 ]
 
+Runnable = Annotated[
+    bool,
+    typer.Option(
+        "--runnable",
+        help="Only the data's tasks that can run here (`querybench data status`): the others "
+        "are left out instead of scored engine_unavailable.",
+    ),
+]
 
 _LIMITS = ReadLimits()  # the defaults the eval flags show
 
@@ -122,6 +128,7 @@ def _spider2_command(benchmark: str) -> Callable[..., None]:
                 min=0.001,
             ),
         ] = _LIMITS.seconds,
+        runnable: Runnable = False,
     ) -> None:
         eval_run.COMMANDS[benchmark](
             predictions=predictions,
@@ -140,6 +147,7 @@ def _spider2_command(benchmark: str) -> Callable[..., None]:
             max_cells=max_cells,
             max_line_bytes=max_line_bytes,
             read_timeout=read_timeout,
+            runnable=runnable,
         )
 
     command.__doc__ = (
@@ -154,24 +162,43 @@ def _spider2_command(benchmark: str) -> Callable[..., None]:
 
 def _spider1_command(benchmark: str) -> Callable[..., None]:
     def eval_spider1(
-        gold: Annotated[Path, typer.Option(help="Gold file: `SQL<TAB>db_id` per line.")],
         predictions: Annotated[Path, typer.Option(help="One predicted SQL per line.")],
-        db_dir: Annotated[Path, typer.Option(help="Databases at `DIR/<db_id>/<db_id>.sqlite`.")],
+        gold: Annotated[
+            Path | None,
+            typer.Option(
+                help="Gold file: `SQL<TAB>db_id` per line; default the data's dev_gold.sql."
+            ),
+        ] = None,
+        db_dir: Annotated[
+            Path | None,
+            typer.Option(help="Databases at `DIR/<db_id>/<db_id>.sqlite`; default the data's."),
+        ] = None,
         questions: Annotated[
             Path | None,
-            typer.Option(help="dev.json matching the gold lines: adds each question's hardness."),
+            typer.Option(
+                help="dev.json matching the gold lines: adds each question's hardness (default: "
+                "the data's, with its gold)."
+            ),
         ] = None,
         timeout: Annotated[float, typer.Option(help="Seconds per query.", min=0.001)] = 30.0,
         workers: Workers = 2,
         output: Output = None,
         executor: Executor = "local",
         address: Address = None,
+        metrics: Annotated[
+            str,
+            typer.Option(
+                help="Comma-separated: ex (execution match, the score; always computed), em (exact "
+                "set match with its partial scores, as the official evaluation.py --etype match; "
+                "prints the official tables)."
+            ),
+        ] = "ex",
+        tables: Annotated[
+            Path | None,
+            typer.Option(help="Spider's tables.json for em (default: beside --gold or --db-dir)."),
+        ] = None,
+        runnable: Runnable = False,
     ) -> None:
-        """Spider 1.0 execution match (official test-suite semantics).
-
-        Example:
-        `querybench eval spider1 --gold dev_gold.sql --predictions pred.txt --db-dir database/`
-        """
         eval_run.COMMANDS[benchmark](
             gold=gold,
             predictions=predictions,
@@ -182,8 +209,17 @@ def _spider1_command(benchmark: str) -> Callable[..., None]:
             output=output,
             executor=executor,
             address=address,
+            metrics=metrics,
+            tables=tables,
+            runnable=runnable,
         )
 
+    eval_spider1.__doc__ = (
+        f"{spec(benchmark).title}: Spider 1.0 execution match (official test-suite semantics, "
+        "and strict), and exact match.\n\n"
+        f"Example: `querybench eval {benchmark} --predictions pred.txt --metrics ex,em` (gold "
+        "and databases: the data's; `--gold FILE --db-dir DIR` name others)"
+    )
     return eval_spider1
 
 
@@ -210,9 +246,14 @@ VesRepeats = Annotated[
 
 def _bird_command(benchmark: str) -> Callable[..., None]:
     def eval_bird(
-        questions: Annotated[Path, typer.Option(help="BIRD question file (dev.json).")],
         predictions: BirdPredictions,
-        db_dir: Annotated[Path, typer.Option(help="Databases at `DIR/<db_id>/<db_id>.sqlite`.")],
+        questions: Annotated[
+            Path | None, typer.Option(help="BIRD question file (dev.json); default the data's.")
+        ] = None,
+        db_dir: Annotated[
+            Path | None,
+            typer.Option(help="Databases at `DIR/<db_id>/<db_id>.sqlite`; default the data's."),
+        ] = None,
         metrics: Metrics = "ex",
         ves_repeats: VesRepeats = 100,
         timeout: Annotated[float, typer.Option(help="Seconds per query.", min=0.001)] = 30.0,
@@ -220,6 +261,7 @@ def _bird_command(benchmark: str) -> Callable[..., None]:
         output: Output = None,
         executor: Executor = "local",
         address: Address = None,
+        runnable: Runnable = False,
     ) -> None:
         """BIRD execution match (set semantics) with error / trivial / gold_error metrics, and
         optionally the official Soft-F1 and R-VES; tables by difficulty as the official scripts.
@@ -238,6 +280,7 @@ def _bird_command(benchmark: str) -> Callable[..., None]:
             output=output,
             executor=executor,
             address=address,
+            runnable=runnable,
         )
 
     return eval_bird
@@ -445,47 +488,6 @@ def _agentic_command(benchmark: str) -> Callable[..., None]:
     return eval_spider2
 
 
-def _spider1_variant_command(benchmark: str) -> Callable[..., None]:
-    def eval_spider1_variant(
-        predictions: Annotated[
-            Path, typer.Option(help="One predicted SQL per line, in task order.")
-        ],
-        gold: Annotated[
-            Path | None,
-            typer.Option(help="Gold file: `SQL<TAB>db_id` per line; default: the data's tasks."),
-        ] = None,
-        db_dir: Annotated[
-            Path | None,
-            typer.Option(
-                help="Databases at `DIR/<db_id>/<db_id>.sqlite`; default: the data's folders "
-                "(`querybench data status`)."
-            ),
-        ] = None,
-        timeout: Annotated[float, typer.Option(help="Seconds per query.", min=0.001)] = 30.0,
-        workers: Workers = 2,
-        output: Output = None,
-        executor: Executor = "local",
-        address: Address = None,
-    ) -> None:
-        eval_run.COMMANDS[benchmark](
-            predictions=predictions,
-            gold=gold,
-            db_dir=db_dir,
-            timeout=timeout,
-            workers=workers,
-            output=output,
-            executor=executor,
-            address=address,
-        )
-
-    eval_spider1_variant.__doc__ = (
-        f"{spec(benchmark).title}: Spider 1.0 execution match (official test-suite semantics, "
-        "and strict), over the data's gold and databases unless given.\n\n"
-        f"Example: `querybench eval {benchmark} --predictions pred.txt`"
-    )
-    return eval_spider1_variant
-
-
 # Each eval command's typer declaration, by the command body its benchmark's spec names.
 _DECLARATIONS: dict[str, Callable[[str], Callable[..., None]]] = {
     "querybench.commands.eval_run:spider2": _spider2_command,
@@ -494,7 +496,6 @@ _DECLARATIONS: dict[str, Callable[[str], Callable[..., None]]] = {
     "querybench.commands.eval_execution:bird": _bird_command,
     "querybench.commands.eval_execution:bird_mini_dev": _mini_dev_command,
     "querybench.commands.eval_execution:spider1": _spider1_command,
-    "querybench.commands.eval_execution:spider1_variant": _spider1_variant_command,
 }
 for _spec in specs():
     if _spec.command is not None:

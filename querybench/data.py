@@ -2,9 +2,10 @@
 
 Every reader (tasks, gold, local databases, emulation files, sql mode's default database
 folder, `audit`, the agent, the RL environments) looks a relative path up in the same
-ordered roots: `$QUERYBENCH_DATA`, then `../shared/data` beside the checkout, then the user
-data dir. Each item is looked up on its own, so a benchmark's task file may come from one root
-and its databases from another (fetched later into the user data dir). An explicit data
+ordered roots: `$QUERYBENCH_DATA`, then `../shared/data` beside the checkout (a checkout's
+only: an installed package has none), then the user data dir. Each item is looked up on its
+own, so a benchmark's task file may come from one root and its databases from another
+(fetched later into the user data dir). An explicit data
 folder (`--data-dir`, `data_dir=`) replaces the roots: only that folder is searched.
 `data fetch` writes into the first root a user controls (`$QUERYBENCH_DATA`, else the user
 data dir), so what it writes is what the readers find.
@@ -26,16 +27,22 @@ def user_data_dir() -> Path:
     return Path(platformdirs.user_data_dir("querybench", appauthor=False))
 
 
-def shared_data_dir() -> Path:
-    """`../shared/data` beside the checkout (a team's read-only copy)."""
-    return Path(__file__).resolve().parent.parent.parent / "shared" / "data"
+def shared_data_dir() -> Path | None:
+    """`../shared/data` beside the checkout (a team's read-only copy); None for an installed
+    package, whose `site-packages/..` is no checkout's folder."""
+    checkout = Path(__file__).resolve().parent.parent
+    if not (checkout / "pyproject.toml").is_file():
+        return None
+    return checkout.parent / "shared" / "data"
 
 
 def labelled_roots() -> list[tuple[str, Path]]:
     """(label, folder) of every data root, in search order, each folder once."""
     env = os.environ.get("QUERYBENCH_DATA")
     candidates = [("$QUERYBENCH_DATA", Path(env).expanduser())] if env else []
-    candidates += [("../shared/data", shared_data_dir()), ("user data dir", user_data_dir())]
+    shared = shared_data_dir()
+    candidates += [("../shared/data", shared)] if shared is not None else []
+    candidates += [("user data dir", user_data_dir())]
     out: list[tuple[str, Path]] = []
     seen: set[Path] = set()
     for label, folder in candidates:

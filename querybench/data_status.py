@@ -1,20 +1,19 @@
 """`data status`: what of a benchmark is here, how many tasks can run, and what fixes the rest.
 
-Everything is looked up as the readers look it up (`data.py`'s roots, `layout.py`'s places), so
-the counts are the ones `run` and `eval` meet: a local task can run when its database file is
-found; a BigQuery / Snowflake task when its emulation file was built or credentials for that
-cloud are found; a DBT task when its project has its start database.
+Everything is looked up as the readers look it up (`data.py`'s roots, `layout.py`'s places), and
+whether a task can run here is `tasks/runnable.py`'s rule, the one `run`, `eval` and `tasks list`
+apply, so the counts are the ones they give. Credentials are listed for `db check`; `run` and
+`eval` run a cloud task's SQL on its built emulation.
 """
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from querybench.benchmarks import specs
-from querybench.credentials import Found, find_bigquery, find_snowflake
+from querybench.credentials import find_bigquery, find_snowflake
 from querybench.data import data_roots, find_data
 from querybench.engines.registry import dialect_label, emulated_kinds
 from querybench.errors import QuerybenchError
@@ -22,6 +21,7 @@ from querybench.layout import GOLD_DIRS, TASK_FILES, reference_plan_candidates
 from querybench.tasks.databases import emulation_file, task_database
 from querybench.tasks.input_files import read_jsonl
 from querybench.tasks.model import Task
+from querybench.tasks.runnable import has_start_database, runnability
 
 _CLOUD = emulated_kinds()  # the cloud warehouses: credentials, or an emulation file
 
@@ -98,77 +98,29 @@ def benchmark_status(
         items.append(Item("databases", f"{len(present)} of {len(dbs)} (SQLite)", gap))
     cloud = [t for t in tasks if t.engine in _CLOUD]
     emulated = {t.instance_id for t in cloud if emulation_file(t, roots) is not None}
-    credentials: dict[str, Found] = {}
     if cloud:
         dbs = {t.db for t in cloud}
         built = {t.db for t in cloud if t.instance_id in emulated}
         gap = None if built == dbs else f"querybench data emulate {benchmark}"
         items.append(Item("emulation files", f"{len(built)} of {len(dbs)} databases", gap))
         for engine in sorted({t.engine for t in cloud}):
-            credentials[engine] = find_bigquery() if engine == "bigquery" else find_snowflake()
-            state = credentials[engine]
+            state = find_bigquery() if engine == "bigquery" else find_snowflake()
             text = f"found: {state.source}" if state.ok else f"not found: {state.problem}"
             items.append(Item(f"{dialect_label(engine)} credentials", text, state.hint))
     dbt = [t for t in tasks if t.engine == "duckdb"]
-    started = {t.instance_id for t in dbt if _has_start_database(t)}
+    started = {t.instance_id for t in dbt if has_start_database(t)}
     if dbt:
         gap = None if len(started) == len(dbt) else fetch
         items.append(Item("DBT start databases", f"{len(started)} of {len(dbt)} projects", gap))
-    blocked: Counter[tuple[str, str]] = Counter()
-    runnable = 0
-    for task in tasks:
-        why = _blocked(task, found, emulated, started, credentials, benchmark)
-        if why is None:
-            runnable += 1
-        else:
-            blocked[why] += 1
+    split = runnability(tasks, roots)
     gaps = tuple(
         Gap(n, f"of {len(local)} {reason}" if reason == _NO_DATABASE else reason, fix)
-        for (reason, fix), n in blocked.items()
+        for n, reason, fix in split.reasons()
     )
-    return BenchmarkStatus(benchmark, tuple(items), len(tasks), runnable, gaps)
+    return BenchmarkStatus(benchmark, tuple(items), len(tasks), len(split.runnable), gaps)
 
 
 _NO_DATABASE = "local tasks lack their database"
-
-
-def _blocked(
-    task: Task,
-    found: dict[str, Path | None],
-    emulated: set[str],
-    started: set[str],
-    credentials: dict[str, Found],
-    benchmark: str,
-) -> tuple[str, str] | None:
-    if task.engine == "sqlite":
-        if found.get(task.instance_id) is None:
-            return _NO_DATABASE, f"querybench data fetch {benchmark}"
-        return None
-    if task.engine in _CLOUD:
-        if task.instance_id in emulated or credentials[task.engine].ok:
-            return None
-        if not task.extra.get("metadata_dir"):  # nothing to build an emulation from
-            return (
-                "BigQuery / Snowflake tasks need credentials (no metadata here to emulate)",
-                f"credentials (docs/data.md), or querybench data fetch {benchmark}",
-            )
-        return (
-            "BigQuery / Snowflake tasks need credentials or a built emulation",
-            f"querybench data emulate {benchmark}, or credentials (docs/data.md)",
-        )
-    if task.engine == "duckdb":
-        if task.instance_id in started:
-            return None
-        return "DBT tasks lack their start database", "querybench data fetch spider2-dbt"
-    return (
-        f"{task.engine} tasks need their data on a local {task.engine} server",
-        "docs/data.md",
-    )
-
-
-def _has_start_database(task: Task) -> bool:
-    project = task.extra.get("project_dir")
-    return bool(project) and any(Path(str(project)).glob("*.duckdb"))
 
 
 def _gold_item(benchmark: str, tasks: Sequence[Task], roots: list[Path], fetch: str) -> Item:

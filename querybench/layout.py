@@ -37,6 +37,19 @@ SPIDER2_LOCAL_DIRS = tuple(f.removesuffix("/{db}.sqlite") for f in spec("spider2
 EMULATION_DIR = "spider2-lite-local"
 
 
+# Spider 1.0's gold file (`SQL<TAB>db_id` per line, dev.json's order)
+SPIDER1_GOLD = "spider1/dev_gold.sql"
+
+
+def database_folder(benchmark: str, data_dir: str | Path | None = None) -> Path:
+    """The folder of `<db_id>/<db_id>.sqlite` an evaluator of `benchmark` reads: the first of
+    its places, in the data roots in order, holding a database; else the first place."""
+    roots = data_roots(data_dir)
+    places = [root / folder for root in roots for folder in database_folders(benchmark)]
+    found = next((p for p in places if next(p.glob("*/*.sqlite"), None) is not None), None)
+    return found or places[0]
+
+
 def task_file_candidates(benchmark: str) -> tuple[str, ...]:
     return TASK_FILES.get(benchmark, ())
 

@@ -27,7 +27,7 @@ from querybench.agent.workspace import WorkspaceOptions
 from querybench.cli import app
 from querybench.evaluation.spider2_dbt import evaluate_spider2_dbt, with_gold_summary
 from querybench.models.base import ChatRequest, Completion
-from querybench.runs.config import RunConfig
+from querybench.runs.config import Execution, RunConfig, Selection
 from querybench.runs.runner import run
 from querybench.tasks import load_tasks
 from querybench.tasks.model import Task
@@ -162,7 +162,14 @@ def test_agent_completes_the_project_and_scores_one(
     before = source.read_bytes()
     server.script([*SOLVE, text("Terminate", output="shop.duckdb")])  # shop002 gives up
     out = tmp_path / "run"
-    config = RunConfig("spider2-dbt", "spider-agent", "scripted", out=out, data_dir=data, workers=1)
+    config = RunConfig(
+        "spider2-dbt",
+        "spider-agent",
+        "scripted",
+        out=out,
+        selection=Selection(data_dir=data),
+        execution=Execution(workers=1),
+    )
     outcome = run(config, model=model(server))
     results = {r.instance_id: r for r in outcome.results}
     assert results["shop001"].official_score == 1.0 and results["shop001"].strict_score == 1.0
@@ -209,7 +216,14 @@ def test_missing_gold_and_missing_start_database_count_in_the_honest_denominator
     data = make_dbt_data(tmp_path / "data", ["shop001", "shop002"], gold=False)
     (data / "spider2" / "spider2-dbt" / "examples" / "shop002" / "shop.duckdb").unlink()
     out = tmp_path / "run"
-    config = RunConfig("spider2-dbt", "spider-agent", "scripted", out=out, data_dir=data, workers=1)
+    config = RunConfig(
+        "spider2-dbt",
+        "spider-agent",
+        "scripted",
+        out=out,
+        selection=Selection(data_dir=data),
+        execution=Execution(workers=1),
+    )
     outcome = run(config, model=model(server))
     results = {r.instance_id: r for r in outcome.results}
     assert results["shop001"].error == "gold_error" and "gold file missing" in str(
@@ -254,7 +268,12 @@ def test_four_dbt_tasks_at_once_build_separate_copies(dbt_program: str, tmp_path
     data = make_dbt_data(tmp_path / "data", ids)
     out = tmp_path / "run"
     config = RunConfig(
-        "spider2-dbt", "spider-agent", "overlapping", out=out, data_dir=data, workers=4
+        "spider2-dbt",
+        "spider-agent",
+        "overlapping",
+        out=out,
+        selection=Selection(data_dir=data),
+        execution=Execution(workers=4),
     )
     outcome = run(config, model=Overlapping())
     failed = {k: (r.error, r.message) for k, r in outcome.records.items() if not r.ok}

@@ -16,10 +16,11 @@ import pytest
 from querybench.agent import AgentConfig, Workspace, WorkspaceOptions, files, run_agent
 from querybench.agent.actions import CreateFile, EditFile, ExecuteSQL, SampleRows
 from querybench.agent.files import UnsafePath
+from querybench.agent.options import AgentOptions
 from querybench.agent.protocol import format_action
 from querybench.engines import connect
 from querybench.models import Sampling
-from querybench.runs.config import RunConfig
+from querybench.runs.config import RunConfig, Selection
 from querybench.runs.runner import run
 from tests.conftest import require_sandbox
 from tests.methods_fixture import model, task
@@ -145,7 +146,12 @@ def run_scripted(
 ) -> tuple[object, dict[str, object]]:
     server.script([act(a) for a in actions])
     config = RunConfig(
-        "spider1", "spider-agent", "scripted", out=out, data_dir=data, limit=1, extra=extra
+        "spider1",
+        "spider-agent",
+        "scripted",
+        out=out,
+        selection=Selection(data_dir=data, limit=1),
+        options=AgentOptions.from_values(extra),
     )
     outcome = run(config, model=model(server))
     trajectory = json.loads((out / "trajectories" / "0.json").read_text())
@@ -238,7 +244,9 @@ def test_a_trajectory_is_written_whatever_ends_the_task(
 
     server.script([act("GetTables()"), Fault(status=401)])
     out = tmp_path / "run"
-    config = RunConfig("spider1", "spider-agent", "scripted", out=out, data_dir=data, limit=1)
+    config = RunConfig(
+        "spider1", "spider-agent", "scripted", out=out, selection=Selection(data_dir=data, limit=1)
+    )
     outcome = run(config, model=model(server))
     assert outcome.records["0"].status == "error"
     trajectory = json.loads((out / "trajectories" / "0.json").read_text())

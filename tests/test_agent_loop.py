@@ -13,7 +13,7 @@ import pytest
 from querybench.agent import AgentConfig, AgentResult, Workspace, WorkspaceOptions, run_agent
 from querybench.engines import connect
 from querybench.models import Sampling
-from querybench.runs.config import RunConfig
+from querybench.runs.config import RunConfig, Selection
 from querybench.runs.runner import run
 from tests.methods_fixture import model, task
 from tests.openai_server import Reply, ScriptedServer
@@ -43,7 +43,9 @@ def test_exploring_session_scores_one(data: Path, server: ScriptedServer, tmp_pa
         ]
     )
     out = tmp_path / "run"
-    config = RunConfig("spider1", "spider-agent", "scripted", out=out, data_dir=data, limit=1)
+    config = RunConfig(
+        "spider1", "spider-agent", "scripted", out=out, selection=Selection(data_dir=data, limit=1)
+    )
     outcome = run(config, model=model(server))
     assert outcome.summary["score"] == 1.0
     record = outcome.records["0"]

@@ -13,7 +13,7 @@ from querybench.agent.workspace import WorkspaceOptions
 from querybench.methods import MethodSettings
 from querybench.methods.spider_agent import open_workspace
 from querybench.models import Sampling
-from querybench.runs.config import RunConfig
+from querybench.runs.config import RunConfig, Selection
 from querybench.runs.runner import run
 from querybench.tasks import load_tasks
 from tests.conftest import require_data
@@ -49,13 +49,17 @@ def test_oracle_agent_reproduces_local_gold(method: str, tmp_path: Path) -> None
     root = require_data("spider2").parent
     ids = ("local022", "local038", "local039", "bq011")
     out = tmp_path / "run"
-    config = RunConfig("spider2-lite", method, "oracle", out=out, data_dir=root, ids=ids)
+    config = RunConfig(
+        "spider2-lite", method, "oracle", out=out, selection=Selection(data_dir=root, ids=ids)
+    )
     outcome = run(config)
     scores = {r.instance_id: (r.score, r.error) for r in outcome.results}
     assert scores["local022"] == scores["local038"] == scores["local039"] == (1.0, None)
-    # a BigQuery task with no emulation built here: recorded with its reason, scored 0
+    # a BigQuery task with no emulation built here: never sent to the agent, scored 0 with
+    # its reason (the rule `data status` applies)
     assert scores["bq011"] == (0.0, "engine_unavailable")
-    assert "bigquery database" in str(outcome.records["bq011"].message)
+    assert "no emulation of ga4 built" in outcome.unavailable["bq011"]
+    assert "bq011" not in outcome.records
     trajectory = json.loads((out / "trajectories" / "local022.json").read_text())
     assert [s["action"]["name"] for s in trajectory["steps"]] == ["ExecuteSQL", "Terminate"]
     assert outcome.summary["n"] == 4 and outcome.summary["correct"] == 3

@@ -21,7 +21,7 @@ from querybench.engines import connect
 from querybench.models.labelled import OracleModel
 from querybench.report import paper_tables
 from querybench.report.runs import load_run
-from querybench.runs.config import RunConfig
+from querybench.runs.config import RunConfig, Selection
 from querybench.runs.runner import run
 from querybench.tasks import load_tasks
 from querybench.tasks.databases import task_target
@@ -103,7 +103,13 @@ def test_oracle_actions_reproduce_every_local_task_with_a_database(tmp_path: Pat
     ids = (*[t.instance_id for t in local], "postgres_chinook001")
     out = tmp_path / "run"
     with ScriptedServer(default=oracle_replies(tasks)) as server:
-        config = RunConfig("spider2", "spider-agent", "scripted", out=out, data_dir=root, ids=ids)
+        config = RunConfig(
+            "spider2",
+            "spider-agent",
+            "scripted",
+            out=out,
+            selection=Selection(data_dir=root, ids=ids),
+        )
         outcome = run(config, model=model(server))
     scores = {r.instance_id: (r.official_score, r.strict_score, r.error) for r in outcome.results}
     assert all(scores[t.instance_id] == (1.0, 1.0, None) for t in local), scores

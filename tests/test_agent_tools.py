@@ -16,7 +16,7 @@ from querybench.agent.tool_calls import ACTION_TOOLS, TOOLS
 from querybench.cli import app
 from querybench.engines import connect
 from querybench.models import Sampling
-from querybench.runs.config import RunConfig
+from querybench.runs.config import RunConfig, Selection
 from querybench.runs.runner import run
 from tests.methods_fixture import model, task
 from tests.openai_server import Reply, ScriptedServer
@@ -67,7 +67,9 @@ def test_tool_session_scores_one(data: Path, server: ScriptedServer, tmp_path: P
         ]
     )
     out = tmp_path / "run"
-    config = RunConfig("spider1", "tool-agent", "scripted", out=out, data_dir=data, limit=1)
+    config = RunConfig(
+        "spider1", "tool-agent", "scripted", out=out, selection=Selection(data_dir=data, limit=1)
+    )
     outcome = run(config, model=model(server))
     assert outcome.summary["score"] == 1.0
     assert outcome.records["0"].sql == "SELECT count(*) FROM items"

@@ -16,7 +16,7 @@ from querybench.agent.protocol import format_action
 from querybench.agent.workspace import Workspace
 from querybench.models.base import ChatRequest, Completion, Usage
 from querybench.models.tools import ToolCall
-from querybench.runs.config import RunConfig
+from querybench.runs.config import Execution, RunConfig, Selection
 from querybench.runs.runner import run
 from querybench.tasks.model import Task
 from tests.methods_fixture import make_data
@@ -72,7 +72,14 @@ def test_four_tasks_at_once_do_not_interfere(
 
     monkeypatch.setattr(Workspace, "__init__", recording_init)
     out = tmp_path / "run"
-    config = RunConfig("spider1", method, "overlapping", out=out, data_dir=data, workers=TASKS)
+    config = RunConfig(
+        "spider1",
+        method,
+        "overlapping",
+        out=out,
+        selection=Selection(data_dir=data),
+        execution=Execution(workers=TASKS),
+    )
     outcome = run(config, model=Overlapping(tools=method == "tool-agent"))
     assert outcome.summary["correct"] == TASKS and outcome.summary["score"] == 1.0
     assert len({path for path, _ in opened}) == TASKS

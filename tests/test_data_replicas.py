@@ -159,7 +159,7 @@ def test_spider2_lite_local_databases_found_by_every_reader(
     assert not (env / "spider2" / "methods").exists()  # only the benchmark folders
     _no_junk(env)
     status = _cli("data", "status", "spider2-lite")
-    assert "spider2-lite: 3 of 4 tasks can run here; 1 BigQuery / Snowflake tasks need " in status
+    assert "spider2-lite: 3 of 4 tasks can run here; 1 BigQuery / Snowflake tasks have " in status
     assert "built 1 emulation files" in _cli("data", "emulate", "spider2-lite")
     assert (env / "spider2-lite-local" / "shopcloud.duckdb").is_file()
     assert "spider2-lite: 4 of 4 tasks can run here" in _cli("data", "status", "spider2-lite")

@@ -67,9 +67,8 @@ def test_spider2_lite_counts(shared: Path) -> None:
     gaps = {g.reason: g.count for g in status.gaps}
     assert gaps == {
         f"of {len(local)} local tasks lack their database": len(local) - with_db,
-        "BigQuery / Snowflake tasks need credentials or a built emulation": described,
-        "BigQuery / Snowflake tasks need credentials (no metadata here to emulate)": len(cloud)
-        - described,
+        "BigQuery / Snowflake tasks have no built emulation": described,
+        "tasks have no schema metadata here": len(cloud) - described,
     }
     items = {i.what: i.state for i in status.items}
     local_dbs = {t["db"] for t in local}
@@ -117,12 +116,16 @@ def test_status_command_prints_a_table_and_the_line(shared: Path) -> None:
 
 def test_run_says_up_front_why_tasks_cannot_run(shared: Path, tmp_path: Path) -> None:
     out = tmp_path / "run"
-    args = ["run", "spider1", "--model", "oracle", "--limit", "1", "--out", str(out)]
+    dev = json.loads((shared / "spider1" / "dev.json").read_text())
+    here = {p.parent.name for p in (shared / "spider1").glob("*/*.sqlite")}
+    absent = next(i for i, e in enumerate(dev) if e["db_id"] not in here)
+    ids = f"0,{absent}"  # the first task's database is here
+    args = ["run", "spider1", "--model", "oracle", "--ids", ids, "--out", str(out)]
     result = CliRunner().invoke(app, args, env={"COLUMNS": "300"})
     assert result.exit_code == 0, result.output
     line = (
-        "data: spider1: 972 of 1034 tasks can run here; 62 of 1034 local tasks lack their "
-        "database (fix: querybench data fetch spider1)"
+        "data: spider1: 1 of 2 selected tasks can run here; 1 local tasks lack their "
+        "database (fix: querybench data fetch spider1); --runnable runs only the 1 that can"
     )
     assert line in result.output
     assert result.output.index(line) < result.output.index("score ")

@@ -62,13 +62,14 @@ def _flag(param: Any) -> str | None:
     if type(param).__name__ != "TyperOption" or kind is None or info is None:
         return None
     simple = (len(param.opts), param.secondary_opts, param.nargs, param.multiple) == (1, [], 1, 0)
-    if not simple or param.is_flag or param.envvar or param.callback or param.is_eager:
+    switch = kind == "flag" and param.is_flag and param.default is False  # `--runnable` alone
+    if not simple or param.is_flag != switch or param.envvar or param.callback or param.is_eager:
         return None
     if not param.expose_value or getattr(info, "parser", None) or getattr(info, "clamp", False):
         return None
     if any(getattr(info, k, v) != v for k, v in _DEFAULT_PATH_FLAGS.items()):
         return None  # a path check (exists, writable, ...) only typer makes
-    if type(param.default) not in (str, int, float, type(None)):
+    if type(param.default) not in (str, int, float, bool, type(None)):
         return None
     fields = [_source(param.opts[0]), _source(param.name), _source(kind)]
     if param.required:

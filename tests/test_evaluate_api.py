@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 import querybench
 import querybench.runs.evaluate
 from querybench.cli import app
-from querybench.errors import ErrorCode
+from querybench.errors import DataError, ErrorCode
 from querybench.evaluation.bird import BIRD_SEPARATOR
 from querybench.evaluation.record import InstanceResult
 from tests.conftest import require_data
@@ -177,8 +177,8 @@ def test_mini_dev_dialect_picks_its_questions(
 def test_options_are_checked_by_name(tmp_path: Path) -> None:
     with pytest.raises(TypeError, match=r"unknown option\(s\) gold_file; valid options: .*gold"):
         querybench.evaluate("spider1", tmp_path / "pred.sql", gold_file=tmp_path / "gold.sql")
-    with pytest.raises(TypeError, match=r"needs gold= and db_dir="):
-        querybench.evaluate("spider1", tmp_path / "pred.sql")
+    with pytest.raises(DataError, match=r"no spider1 gold file in the data roots"):
+        querybench.evaluate("spider1", tmp_path / "pred.sql", data_dir=tmp_path)
     with pytest.raises(TypeError, match=r"valid options: .*data_dir.*scoring"):
         querybench.evaluate("spider2-lite", tmp_path, on_query=print)
     with pytest.raises(ValueError, match=r"unknown benchmark 'spider3'.*spider2-lite"):
@@ -204,12 +204,8 @@ def test_typed_options_are_the_options_accepted(benchmark: str) -> None:
 
     typed = OPTIONS[benchmark]
     assert sorted(typed.__required_keys__ | typed.__optional_keys__) == valid_options(benchmark)  # type: ignore[attr-defined]
-    required = {"spider1": ("gold", "db_dir"), "bird": ("questions", "db_dir")}
-    assert typed.__required_keys__ == set(required.get(benchmark, ()))  # type: ignore[attr-defined]
-    if benchmark in required:  # and `evaluate` refuses to run without them
-        needed = " and ".join(f"{n}=" for n in required[benchmark])
-        with pytest.raises(TypeError, match=f"needs {needed} "):
-            querybench.evaluate(benchmark, "predictions")
+    # every location defaults to the data's (the one data-location rule): none is required
+    assert typed.__required_keys__ == set()  # type: ignore[attr-defined]
 
 
 def test_instance_ids_given_as_one_string_are_refused(tmp_path: Path) -> None:

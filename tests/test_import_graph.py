@@ -18,10 +18,12 @@ PACKAGE = Path(__file__).resolve().parent.parent / "querybench"
 LAYERS: tuple[frozenset[str], ...] = tuple(
     frozenset(names.split())
     for names in (
-        # the foundation: errors, where data lives, the benchmark registry
-        "errors declared data layout credentials fetch benchmarks",
+        "errors data benchmarks",  # the foundation: the errors, where data lives, the registry
+        "declared layout credentials fetch",
         "engines",  # a shared service: every layer above may run SQL
-        "tasks releases data_fetch data_status",
+        "tasks",
+        "releases data_status",
+        "data_fetch",
         "context",
         "models",
         "agent",
@@ -34,6 +36,40 @@ LAYERS: tuple[frozenset[str], ...] = tuple(
         "querybench",  # the package's `__init__`: the public names, imported lazily
     )
 )
+
+# What each layer imports, exactly: within the order above a layer may reach only these, so a
+# new dependency between layers is a decision made here (and in the map), and one no longer
+# used is taken out.
+DEPENDS: dict[str, frozenset[str]] = {
+    layer: frozenset(names.split())
+    for layer, names in {
+        "errors": "",
+        "data": "",
+        "benchmarks": "errors",
+        "declared": "errors",
+        "layout": "data",
+        "credentials": "data",
+        "fetch": "errors",
+        "engines": "credentials errors",
+        "tasks": "data errors layout engines",
+        "releases": "errors fetch layout tasks",
+        "data_status": "credentials data errors layout engines tasks",
+        "data_fetch": "fetch releases",
+        "context": "errors layout engines tasks",
+        "models": "errors tasks context",
+        "agent": "declared errors engines tasks context models",
+        "evaluation": "errors layout engines tasks",  # no context, model or agent
+        "methods": "data declared errors layout engines tasks context models agent evaluation",
+        "envs": "data errors engines tasks context models evaluation methods",
+        "runs": "data declared errors layout engines tasks models evaluation methods",
+        "report": "data errors engines tasks agent evaluation runs",
+        "commands": "data declared errors layout engines data_fetch data_status releases tasks "
+        "context evaluation methods runs report",
+        "cli": "evaluation commands",
+        "_entry": "commands cli",
+        "querybench": "errors engines tasks evaluation runs",
+    }.items()
+}
 
 # Module cycles that exist today, each with why; this set must only shrink.
 ALLOWED_MODULE_CYCLES: frozenset[frozenset[str]] = frozenset()
@@ -151,6 +187,30 @@ def test_no_layer_imports_a_higher_one() -> None:
     assert upward == [], "an import against the dependency order (LAYERS, the map)"
 
 
+def test_each_layer_imports_what_the_map_says() -> None:
+    actual = _layer_graph(import_graph())
+    new = sorted((layer, t) for layer, targets in actual.items() for t in targets - _allowed(layer))
+    assert new == [], "a new dependency between layers: add it to DEPENDS (and the map)"
+    unused = sorted(
+        (layer, t) for layer, allowed in DEPENDS.items() for t in allowed - actual.get(layer, set())
+    )
+    assert unused == [], "a dependency is gone: remove it from DEPENDS"
+
+
+def test_the_dependency_map_follows_the_order() -> None:
+    assert sorted(DEPENDS) == sorted(name for names in LAYERS for name in names)
+    upward = sorted(
+        (a, b) for a, targets in DEPENDS.items() for b in targets if _rank(b) > _rank(a)
+    )
+    assert upward == [] and cycles(DEPENDS) == []
+
+
+def _allowed(layer: str) -> frozenset[str]:
+    if layer not in DEPENDS:
+        raise AssertionError(f"{layer} is in no entry of DEPENDS (and docs/architecture.md)")
+    return DEPENDS[layer]
+
+
 def test_module_cycles_only_shrink() -> None:
     found = set(cycles(import_graph()))
     assert found - ALLOWED_MODULE_CYCLES == set(), "a new module cycle"
@@ -164,6 +224,8 @@ def test_the_checks_can_fail() -> None:
     layered = {"querybench.tasks.x": {"querybench.evaluation.y"}, "querybench.evaluation.y": set()}
     assert _layer_graph(layered) == {"tasks": {"evaluation"}, "evaluation": set()}
     assert _rank("evaluation") > _rank("tasks")
+    reaching = _layer_graph({"querybench.evaluation.y": {"querybench.context.z"}})
+    assert reaching["evaluation"] - _allowed("evaluation") == {"context"}  # below, not declared
 
 
 def evaluation_modules_reached(start: str) -> set[str]:

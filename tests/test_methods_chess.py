@@ -11,7 +11,7 @@ import pytest
 
 from querybench.methods import MethodSettings, get_method
 from querybench.models import Sampling
-from querybench.runs.config import RunConfig
+from querybench.runs.config import RunConfig, Selection
 from querybench.runs.runner import run
 from tests.methods_fixture import check_golden, make_data, model, sent_prompts, task
 from tests.openai_server import Reply, ScriptedServer
@@ -95,5 +95,7 @@ def test_unknown_tables_keep_the_whole_context_and_oracle_runs(data: Path, tmp_p
         settings = MethodSettings(Sampling(), data_dir=data)
         output = asyncio.run(get_method("chess").solve(task(data, 0), model(server), settings))
     assert sorted(output.extra["tables"]) == ["items", "sales", "shops"]
-    config = RunConfig("spider1", "chess", "oracle", out=tmp_path / "oracle", data_dir=data)
+    config = RunConfig(
+        "spider1", "chess", "oracle", out=tmp_path / "oracle", selection=Selection(data_dir=data)
+    )
     assert run(config).summary["correct"] == 3

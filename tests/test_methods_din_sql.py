@@ -12,7 +12,7 @@ import pytest
 from querybench.methods import MethodSettings, get_method
 from querybench.methods.din_sql import EASY, NESTED, NON_NESTED, parse_label, parse_links
 from querybench.models import Sampling
-from querybench.runs.config import RunConfig
+from querybench.runs.config import RunConfig, Selection
 from querybench.runs.runner import run
 from tests.methods_fixture import QUESTIONS, check_golden, make_data, model, sent_prompts, task
 from tests.openai_server import Reply, ScriptedServer
@@ -109,7 +109,13 @@ def test_run_accounts_every_stage(data: Path, tmp_path: Path) -> None:
         return Reply("```sql\nSELECT 1\n```", 50, 10)
 
     with ScriptedServer(default=answer) as server:
-        config = RunConfig("spider1", "din-sql", "scripted", out=tmp_path / "run", data_dir=data)
+        config = RunConfig(
+            "spider1",
+            "din-sql",
+            "scripted",
+            out=tmp_path / "run",
+            selection=Selection(data_dir=data),
+        )
         outcome = run(config, model=model(server))
         assert len(server.requests) == 12
     assert outcome.summary["correct"] == 3

@@ -72,3 +72,16 @@ def test_the_readme_connect_example_opens_the_file_it_names(
     monkeypatch.chdir(tmp_path)
     with querybench.connect(found.group(1)) as db:
         assert db.execute("SELECT count(*) FROM t", timeout=5).rows == [(2,)]
+
+
+def test_the_readme_run_config_example_builds_its_config() -> None:
+    # the README built it flat (`limit=50`), a form the constructor no longer takes
+    import re
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    block = next(b for b in re.findall(r"```python\n(.*?)```", readme, re.S) if "RunConfig(" in b)
+    setup = block.split("outcome = ")[0]
+    namespace: dict[str, object] = {}
+    exec(setup, namespace)
+    config = namespace["config"]
+    assert isinstance(config, querybench.RunConfig) and config.selection.limit == 50

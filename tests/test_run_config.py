@@ -22,7 +22,14 @@ from querybench.cli import app
 from querybench.declared import UNSET, OptionError, declared_fields
 from querybench.errors import DataError
 from querybench.methods import METHODS, NoOptions
-from querybench.runs.config import RunConfig, check_resume, declarations
+from querybench.runs.config import (
+    Execution,
+    RunConfig,
+    Sampling,
+    Selection,
+    check_resume,
+    declarations,
+)
 from querybench.runs.runner import run
 from querybench.runs.summary import RunSummary
 from tests.test_run_harness import data  # noqa: F401  (the fixture)
@@ -40,6 +47,7 @@ FLAGS = {
     "--seed": None,
     "--stop": None,
     "--limit": None,
+    "--runnable": False,
     "--ids": None,
     "--workers": 2,
     "--concurrency": 8,
@@ -102,6 +110,7 @@ EARLIER_CONFIG: dict[str, Any] = {
     "seed": None,
     "stop": ["x"],
     "limit": 2,
+    "runnable": False,
     "ids": [],
     "workers": 2,
     "concurrency": 8,
@@ -251,25 +260,47 @@ def test_changing_an_identity_field_refuses_the_resume_naming_it(
     assert len(seen) == len(EARLIER_CONFIG) - 2 + len(declared_fields(type(base.options)))
 
 
+def _flat(method: str, **values: Any) -> dict[str, Any]:
+    """A flat config.json object: the run's four fields and `values`."""
+    return {"benchmark": "spider1", "method": method, "model": "oracle", "out": "runs/x"} | values
+
+
 def test_method_options_are_typed() -> None:
     out = Path("runs/x")
-    options = RunConfig("spider1", "spider-agent", "oracle", out, extra={"action_timeout": 9})
+    options = RunConfig.from_json(_flat("spider-agent", extra={"action_timeout": 9}))
     assert options.options == AgentOptions(action_timeout=9.0)
     assert isinstance(options.options.action_timeout, float)
     with pytest.raises(OptionError, match=r"action_timeout: expected float, got 'slow' \(str\)"):
-        RunConfig("spider1", "spider-agent", "oracle", out, extra={"action_timeout": "slow"})
+        RunConfig.from_json(_flat("spider-agent", extra={"action_timeout": "slow"}))
     with pytest.raises(OptionError, match=r"max_steps: expected int, got 2\.5"):
         AgentOptions(max_steps=2.5)  # type: ignore[arg-type]
     with pytest.raises(OptionError, match=r"unsafe_bash: expected bool, got 1"):
         AgentOptions(unsafe_bash=1)  # type: ignore[arg-type]
     with pytest.raises(OptionError, match="max_steps: not an option of zero-shot"):
-        RunConfig("spider1", "zero-shot", "oracle", out, extra={"max_steps": 3})
+        RunConfig.from_json(_flat("zero-shot", extra={"max_steps": 3}))
     with pytest.raises(OptionError, match="spider-agent takes AgentOptions, not NoOptions"):
         RunConfig("spider1", "spider-agent", "oracle", out, options=NoOptions())
     with pytest.raises(OptionError, match="workers: expected int, got 'two'"):
-        RunConfig("spider1", "zero-shot", "oracle", out, workers="two")
+        Execution(workers="two")  # type: ignore[arg-type]
+    with pytest.raises(OptionError, match="workers: expected int, got 'two'"):
+        RunConfig.from_json(_flat("zero-shot", workers="two"))
     with pytest.raises(OptionError, match="no option 'worker'"):
-        RunConfig("spider1", "zero-shot", "oracle", out, worker=2)
+        RunConfig.from_json(_flat("zero-shot", worker=2))
+    with pytest.raises(OptionError, match="selection: expected Selection"):
+        RunConfig("spider1", "zero-shot", "oracle", out, selection=Execution())  # type: ignore[arg-type]
+
+
+def test_a_run_is_built_by_concern_and_a_flat_object_only_from_json() -> None:
+    """The flat names are config.json's: a keyword of the constructor is a concern, never one
+    of its fields, so a field cannot be set in two places."""
+    out = Path("runs/x")
+    with pytest.raises(TypeError, match="workers"):
+        RunConfig("spider1", "zero-shot", "oracle", out, workers=4)  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match="extra"):
+        RunConfig("spider1", "spider-agent", "oracle", out, extra={"max_steps": 3})  # type: ignore[call-arg]
+    by_concern = RunConfig("spider1", "zero-shot", "oracle", out, execution=Execution(workers=4))
+    assert RunConfig.from_json(_flat("zero-shot", workers=4)) == by_concern
+    assert RunConfig.from_json(by_concern.to_json()) == by_concern
 
 
 def test_a_wrong_option_value_on_the_command_line_is_refused(tmp_path: Path) -> None:
@@ -292,7 +323,14 @@ def test_the_library_entry_is_the_run_command(
     argv = ["run", "spider1", "--limit", "3", "--stop", "x", "--out", str(cli_out)]
     result = CliRunner().invoke(app, argv)
     assert result.exit_code == 0, result.output
-    config = RunConfig("spider1", "zero-shot", "oracle", lib_out, limit=3, stop=("x",))
+    config = RunConfig(
+        "spider1",
+        "zero-shot",
+        "oracle",
+        lib_out,
+        selection=Selection(limit=3),
+        sampling=Sampling(stop=("x",)),
+    )
     outcome = querybench.run(config)
     assert outcome.summary.correct == 3 and outcome.summary.n == 3
     for name in ("results.jsonl", "pred.txt"):
@@ -347,7 +385,12 @@ def test_a_run_folder_of_the_earlier_layout_resumes_unchanged(
     (out / "records.jsonl").write_text(json.dumps(record) + "\n")
     config = RunConfig.from_json(earlier)
     assert config == RunConfig(
-        "spider1", "zero-shot", "oracle", out, data_dir=data, limit=2, stop=("x",)
+        "spider1",
+        "zero-shot",
+        "oracle",
+        out,
+        selection=Selection(data_dir=data, limit=2),
+        sampling=Sampling(stop=("x",)),
     )
     outcome = run(config)
     assert outcome.complete and outcome.records["0"].replies == ("kept",)  # not run again
@@ -388,7 +431,11 @@ def test_a_run_folder_of_the_earlier_layout_resumes_unchanged(
     assert RunSummary.from_json(summary) == outcome.summary
     assert outcome.summary.to_json() == summary
     with pytest.raises(DataError, match=r"stop: \['x'\] -> \[\]"):
-        run(RunConfig("spider1", "zero-shot", "oracle", out, data_dir=data, limit=2))
+        run(
+            RunConfig(
+                "spider1", "zero-shot", "oracle", out, selection=Selection(data_dir=data, limit=2)
+            )
+        )
 
 
 def test_a_value_below_the_declared_least_is_refused_off_the_command_line_too(
@@ -398,10 +445,15 @@ def test_a_value_below_the_declared_least_is_refused_off_the_command_line_too(
     # every task then failed with an IndexError (n = 0 candidates), exit 0
     out = tmp_path / "run"
     with pytest.raises(OptionError, match=r"n: at least 1, got 0"):
-        RunConfig("spider1", "zero-shot", "oracle", out, n=0)
+        RunConfig("spider1", "zero-shot", "oracle", out, sampling=Sampling(n=0))
     with pytest.raises(OptionError, match=r"action_timeout: at least 0\.1, got 0\.0"):
-        RunConfig("spider1", "spider-agent", "oracle", out, extra={"action_timeout": 0})
-    assert RunConfig("spider1", "zero-shot", "oracle", out, limit=None).selection.limit is None
+        RunConfig.from_json(_flat("spider-agent", extra={"action_timeout": 0}))
+    assert (
+        RunConfig(
+            "spider1", "zero-shot", "oracle", out, selection=Selection(limit=None)
+        ).selection.limit
+        is None
+    )
     toml = tmp_path / "run.toml"
     toml.write_text("workers = 0\n")
     refused = CliRunner().invoke(app, ["run", "spider1", "--config", str(toml), "--out", str(out)])

@@ -9,6 +9,7 @@ import re
 import sqlite3
 from collections import Counter
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +23,7 @@ from querybench.models import (
     RequestBudget,
     RetryPolicy,
 )
-from querybench.runs.config import RunConfig
+from querybench.runs.config import Execution, RunConfig, Sampling, Selection
 from querybench.runs.runner import run
 from querybench.runs.store import InstanceRecord, RecordStatus, RecordStore
 from querybench.tasks import load_tasks
@@ -83,9 +84,9 @@ def server() -> Iterator[ScriptedServer]:
         yield s
 
 
-def _config(data: Path, out: Path, **kw: Any) -> RunConfig:
-    kw.setdefault("workers", 2)
-    return RunConfig("spider1", "zero-shot", "scripted", out=out, data_dir=data, **kw)
+def _config(data: Path, out: Path, selection: Selection | None = None, **kw: Any) -> RunConfig:
+    selection = replace(selection or Selection(), data_dir=data)
+    return RunConfig("spider1", "zero-shot", "scripted", out=out, selection=selection, **kw)
 
 
 def _model(server: ScriptedServer, **kw: Any) -> OpenAICompatibleModel:
@@ -161,11 +162,17 @@ def test_budget_stops_then_resume_finishes(
     data: Path, server: ScriptedServer, tmp_path: Path
 ) -> None:
     out = tmp_path / "run"
-    first = run(_config(data, out, workers=1), model=_model(server, budget=RequestBudget(2)))
+    first = run(
+        _config(data, out, execution=Execution(workers=1)),
+        model=_model(server, budget=RequestBudget(2)),
+    )
     assert first.stopped and "budget" in first.stopped and not first.complete
     assert first.summary["finished"] == 2
     assert first.summary["errors"] == {"missing_prediction": 4, "engine_unavailable": 1}
-    second = run(_config(data, out, workers=1), model=_model(server, budget=RequestBudget(10)))
+    second = run(
+        _config(data, out, execution=Execution(workers=1)),
+        model=_model(server, budget=RequestBudget(10)),
+    )
     assert second.complete and second.summary["correct"] == 6
     assert sorted(line["instance_id"] for line in _lines(out)) == [str(i) for i in range(6)]
     assert len(server.requests) == 6
@@ -178,23 +185,26 @@ def test_endpoint_down_is_retried_on_resume_unusable_reply_needs_retry_failed(
     A reply that came back unusable (HTTP 400) stays a failure unless --retry-failed."""
     out = tmp_path / "run"
     with ScriptedServer(default=Fault(503)) as down:
-        outcome = run(_config(data, out, ids=("0", "1")), model=_model(down))
+        outcome = run(_config(data, out, selection=Selection(ids=("0", "1"))), model=_model(down))
     assert outcome.complete
     assert {r.error for r in outcome.results} == {"model_error"}
     assert outcome.summary["errors"] == {"model_error": 2} and outcome.summary["score"] == 0.0
     assert all(line["transient"] for line in _lines(out))
     with ScriptedServer(default=answering) as up:
-        again = run(_config(data, out, ids=("0", "1")), model=_model(up))
+        again = run(_config(data, out, selection=Selection(ids=("0", "1"))), model=_model(up))
         assert len(up.requests) == 2  # asked again without --retry-failed
     assert again.summary["score"] == 1.0
     out2 = tmp_path / "run2"
     with ScriptedServer(default=Fault(400)) as refusing:
-        run(_config(data, out2, ids=("0", "1")), model=_model(refusing))
+        run(_config(data, out2, selection=Selection(ids=("0", "1"))), model=_model(refusing))
     assert not any(line["transient"] for line in _lines(out2))
     with ScriptedServer(default=answering) as up:
-        kept = run(_config(data, out2, ids=("0", "1")), model=_model(up))
+        kept = run(_config(data, out2, selection=Selection(ids=("0", "1"))), model=_model(up))
         assert len(up.requests) == 0  # an unusable reply is not retried by default
-        fixed = run(_config(data, out2, ids=("0", "1"), retry_failed=True), model=_model(up))
+        fixed = run(
+            _config(data, out2, selection=Selection(ids=("0", "1"), retry_failed=True)),
+            model=_model(up),
+        )
         assert len(up.requests) == 2
     assert kept.summary["score"] == 0.0 and fixed.summary["score"] == 1.0
 
@@ -215,7 +225,13 @@ def test_majority_vote_and_pass_at_k(data: Path, tmp_path: Path) -> None:
     sampler.calls = {}  # type: ignore[attr-defined]
     out = tmp_path / "run"
     with ScriptedServer(default=sampler) as s:
-        config = _config(data, out, n=3, temperature=0.8, ids=("0", "1"), workers=1)
+        config = _config(
+            data,
+            out,
+            sampling=Sampling(n=3, temperature=0.8),
+            selection=Selection(ids=("0", "1")),
+            execution=Execution(workers=1),
+        )
         outcome = run(config, model=_model(s))
         assert len(s.requests) == 6
     assert outcome.summary["majority_at_n"] == 0.5
@@ -231,9 +247,12 @@ def test_changed_experiment_in_same_folder_is_refused(
     from querybench.errors import DataError
 
     out = tmp_path / "run"
-    run(_config(data, out, ids=("0",)), model=_model(server))
+    run(_config(data, out, selection=Selection(ids=("0",))), model=_model(server))
     with pytest.raises(DataError, match="another experiment"):
-        run(_config(data, out, ids=("0",), temperature=1.0), model=_model(server))
+        run(
+            _config(data, out, selection=Selection(ids=("0",)), sampling=Sampling(temperature=1.0)),
+            model=_model(server),
+        )
 
 
 def test_torn_last_line_is_skipped_and_healed(tmp_path: Path) -> None:
@@ -270,7 +289,9 @@ def test_async_api_runs_inside_a_loop(data: Path, server: ScriptedServer, tmp_pa
     from querybench.runs.runner import run_async
 
     outcome = asyncio.run(
-        run_async(_config(data, tmp_path / "r", ids=("2",)), model=_model(server))
+        run_async(
+            _config(data, tmp_path / "r", selection=Selection(ids=("2",))), model=_model(server)
+        )
     )
     assert outcome.summary["correct"] == 1
 

@@ -13,22 +13,17 @@ from querybench.data_status import benchmark_status
 from querybench.errors import DataError
 from querybench.layout import reference_plan_candidates
 from querybench.methods.paper_settings import gold_function_names
-from querybench.runs.config import RunConfig
+from querybench.runs.config import Prompt, RunConfig, Selection
 from querybench.runs.runner import run
 from tests.test_run_spider2_csv import TASKS, data  # noqa: F401  (the fixture)
 
 IDS = ("local901", "local902")
 
 
-def _config(root: Path, out: Path, **kw: object) -> RunConfig:
+def _config(root: Path, out: Path, prompt: Prompt | None = None) -> RunConfig:
+    selection = Selection(data_dir=root, ids=IDS)
     return RunConfig(
-        "spider2-lite",
-        "zero-shot",
-        "oracle",
-        out=out,
-        data_dir=root,
-        ids=IDS,
-        **kw,  # type: ignore[arg-type]
+        "spider2-lite", "zero-shot", "oracle", out=out, selection=selection, prompt=prompt
     )
 
 
@@ -38,7 +33,7 @@ def _plan_file(root: Path) -> Path:
 
 def test_reference_plan_without_its_file_is_one_clear_line(data: Path, tmp_path: Path) -> None:  # noqa: F811
     with pytest.raises(DataError) as info:
-        run(_config(data, tmp_path / "run", reference_plan=True), evaluate=False)
+        run(_config(data, tmp_path / "run", prompt=Prompt(reference_plan=True)), evaluate=False)
     message = str(info.value)
     assert "\n" not in message and "evaluation_suite/gold/reference_plan.jsonl" in message
     assert str(data) in message  # where it was looked for
@@ -65,7 +60,14 @@ def test_plans_are_found_in_any_data_root_and_data_status_says_so(
     plan.write_text(json.dumps({"instance_id": "local902", "plan": "1. count"}) + "\n")
     out = tmp_path / "run"
     outcome = run(
-        RunConfig("spider2-lite", "zero-shot", "oracle", out=out, ids=IDS, reference_plan=True)
+        RunConfig(
+            "spider2-lite",
+            "zero-shot",
+            "oracle",
+            out=out,
+            selection=Selection(ids=IDS),
+            prompt=Prompt(reference_plan=True),
+        )
     )
     task = {t.instance_id: t for t in outcome.tasks}
     assert "Reference plan (oracle setting):\n1. count" in task["local902"].question
@@ -79,7 +81,7 @@ def test_settings_reach_the_prompt_and_are_recorded(data: Path, tmp_path: Path) 
     plan = _plan_file(data)
     plan.write_text(json.dumps({"instance_id": "local901", "plan": "1. read items"}) + "\n")
     out = tmp_path / "run"
-    outcome = run(_config(data, out, reference_plan=True, oracle_functions=True))
+    outcome = run(_config(data, out, prompt=Prompt(reference_plan=True, oracle_functions=True)))
     task = {t.instance_id: t for t in outcome.tasks}
     assert "Reference plan (oracle setting):\n1. read items" in task["local901"].question
     assert "Reference plan" not in task["local902"].question  # no plan for it in the file
@@ -91,7 +93,7 @@ def test_settings_reach_the_prompt_and_are_recorded(data: Path, tmp_path: Path) 
     assert summary["oracle_settings"] == ["reference_plan", "oracle_functions"]
     assert summary["oracle_settings_applied"] == {"reference_plan": 1, "oracle_functions": 2}
     with pytest.raises(DataError, match="oracle_functions: True -> False"):
-        run(_config(data, out, reference_plan=True), evaluate=False)
+        run(_config(data, out, prompt=Prompt(reference_plan=True)), evaluate=False)
 
 
 def test_off_by_default_and_an_older_config_without_them_resumes(

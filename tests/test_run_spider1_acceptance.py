@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from querybench.runs.config import RunConfig
+from querybench.runs.config import Endpoint, Execution, RunConfig
 from querybench.runs.runner import run
 from tests.conftest import require_data
 
@@ -27,8 +27,9 @@ def _private_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("QUERYBENCH_CACHE", str(tmp_path / "cache"))
 
 
-def _config(model: str, out: Path, **kw: str) -> RunConfig:
-    return RunConfig("spider1", "zero-shot", model, out=out, workers=4, **kw)  # type: ignore[arg-type]
+def _config(model: str, out: Path, endpoint: Endpoint | None = None) -> RunConfig:
+    execution = Execution(workers=4)
+    return RunConfig("spider1", "zero-shot", model, out=out, execution=execution, endpoint=endpoint)
 
 
 def test_oracle_scores_972_runnable_of_1034(tmp_path: Path) -> None:
@@ -55,7 +56,9 @@ def test_constant_scores_the_share_of_gold_results_equal_to_its_own(tmp_path: Pa
         same_types = [tuple(map(type, r)) for r in gold] == [tuple(map(type, r)) for r in mine]
         expected += gold == mine and same_types
     assert expected > 0
-    outcome = run(_config("constant", tmp_path / "constant", constant_sql=CONSTANT))
+    outcome = run(
+        _config("constant", tmp_path / "constant", endpoint=Endpoint(constant_sql=CONSTANT))
+    )
     assert outcome.summary["runnable"] == len(available) == 972
     assert outcome.summary["n"] == 1034 and outcome.summary["correct"] == expected
     assert outcome.summary["score_runnable"] == pytest.approx(expected / 972)
@@ -67,7 +70,7 @@ def test_spider_agent_oracle_scores_972_of_972(tmp_path: Path) -> None:
     Terminate); the agent's final SQL is what the run scores."""
     require_data("spider1", "dev.json")
     out = tmp_path / "agent"
-    config = RunConfig("spider1", "spider-agent", "oracle", out=out, workers=8)
+    config = RunConfig("spider1", "spider-agent", "oracle", out=out, execution=Execution(workers=8))
     outcome = run(config)
     assert len(outcome.tasks) == 1034
     assert outcome.summary["correct"] == 972 and outcome.summary["score_runnable"] == 1.0
@@ -79,7 +82,9 @@ def test_tool_agent_oracle_scores_972_of_972(tmp_path: Path) -> None:
     Terminate) through the tool-calling driver."""
     require_data("spider1", "dev.json")
     out = tmp_path / "tools"
-    outcome = run(RunConfig("spider1", "tool-agent", "oracle", out=out, workers=8))
+    outcome = run(
+        RunConfig("spider1", "tool-agent", "oracle", out=out, execution=Execution(workers=8))
+    )
     assert len(outcome.tasks) == 1034
     assert outcome.summary["correct"] == 972 and outcome.summary["score_runnable"] == 1.0
     trajectory = json.loads(next((out / "trajectories").glob("*.json")).read_text())

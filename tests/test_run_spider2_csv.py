@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from querybench.evaluation.spider2_eval import evaluate_spider2
-from querybench.runs.config import RunConfig
+from querybench.runs.config import Cache, RunConfig, Selection
 from querybench.runs.outputs import finish_run
 from querybench.runs.runner import run
 from querybench.runs.store import InstanceRecord, RecordStatus, RecordStore
@@ -87,7 +87,9 @@ def data(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def test_run_writes_official_csvs_beside_sql(data: Path, tmp_path: Path) -> None:
     out = tmp_path / "run"
     out.mkdir()
-    config = RunConfig("spider2-lite", "zero-shot", "scripted", out=out, data_dir=data)
+    config = RunConfig(
+        "spider2-lite", "zero-shot", "scripted", out=out, selection=Selection(data_dir=data)
+    )
     tasks = load_tasks("spider2-lite", data_dir=data, with_gold=False)
     store = RecordStore(out)
     records = {}
@@ -133,8 +135,8 @@ def test_oracle_on_spider2_lite_local_tasks_scores_the_same_from_csv(tmp_path: P
         "zero-shot",
         "oracle",
         out=out,
-        ids=("local038", "local039"),
-        use_cache=False,
+        selection=Selection(ids=("local038", "local039")),
+        cache=Cache(use_cache=False),
     )
     outcome = run(config)
     assert [r.score for r in outcome.results] == [1.0, 1.0]
@@ -160,7 +162,9 @@ def test_a_hostile_answer_fails_alone_and_the_run_stays_scorable(
     """One model answer whose result has a 400-digit cell: scored, and scored again on resume."""
     out = tmp_path / "run"
     out.mkdir()
-    config = RunConfig("spider2-lite", "zero-shot", "scripted", out=out, data_dir=data)
+    config = RunConfig(
+        "spider2-lite", "zero-shot", "scripted", out=out, selection=Selection(data_dir=data)
+    )
     tasks = load_tasks("spider2-lite", data_dir=data, with_gold=False)
     records = {}
     for instance_id, _db, sql, _csv in TASKS:

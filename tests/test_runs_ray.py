@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 
 from querybench.cli import app
 from querybench.data import data_root
-from querybench.runs.config import RunConfig
+from querybench.runs.config import Cache, Endpoint, Execution, RunConfig, Selection
 from querybench.runs.runner import run
 from querybench.runs.store import InstanceRecord, RecordStore
 from tests.conftest import require_data
@@ -41,9 +41,15 @@ def ray_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     patch.undo()
 
 
-def _config(out: Path, executor: str, **kw: Any) -> RunConfig:
-    kw.setdefault("limit", 40)
-    return RunConfig("spider1", "zero-shot", "oracle", out=out, workers=4, executor=executor, **kw)
+def _config(out: Path, executor: str, limit: int = 40) -> RunConfig:
+    return RunConfig(
+        "spider1",
+        "zero-shot",
+        "oracle",
+        out=out,
+        execution=Execution(workers=4, executor=executor),
+        selection=Selection(limit=limit),
+    )
 
 
 def _results(path: Path) -> dict[str, dict[str, Any]]:
@@ -209,18 +215,16 @@ def test_request_budget_is_shared_by_the_actors_then_resume(
 
     out = tmp_path / "run"
 
-    def config(**kw: Any) -> RunConfig:
+    def config(max_requests: int | None = None) -> RunConfig:
         return RunConfig(
             "spider1",
             "zero-shot",
             "scripted",
             out=out,
-            limit=6,
-            workers=4,
-            executor="ray",
-            base_url=server.url,
-            use_cache=False,
-            **kw,
+            selection=Selection(limit=6),
+            execution=Execution(workers=4, executor="ray", max_requests=max_requests),
+            endpoint=Endpoint(base_url=server.url),
+            cache=Cache(use_cache=False),
         )
 
     with ScriptedServer(default=Reply("```sql\nSELECT 1\n```")) as server:

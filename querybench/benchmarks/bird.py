@@ -81,6 +81,8 @@ SPECS = (
         "BIRD dev (1,534 questions)",
         evaluator="querybench.evaluation.bird:evaluate_bird",
         options="querybench.runs.evaluate_options:BirdOptions",
+        resolver="querybench.runs.eval_locations:dev_locations",
+        layout_options=(("data_dir", None),),
         command="querybench.commands.eval_execution:bird",
         on_ray=True,
     ),

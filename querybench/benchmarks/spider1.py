@@ -14,21 +14,27 @@ SPIDER1_DATABASES = ("spider1/database/{db}/{db}.sqlite", "spider1/{db}/{db}.sql
 
 
 def spider1_family(declared: BenchmarkSpec) -> BenchmarkSpec:
-    """`declared` (its name, files and question format) with Spider 1.0's behaviour."""
-    return replace(declared, **_SPIDER1_BEHAVIOUR)
+    """`declared` (its name, files and question format) with Spider 1.0's behaviour, its gold
+    file and databases found in the data unless given."""
+    return replace(
+        declared,
+        **{
+            **_SPIDER1_BEHAVIOUR,
+            "resolver": "querybench.runs.eval_locations:dev_locations",
+            "layout_options": (("data_dir", None),),
+        },
+    )
 
 
 def spider1_variant(declared: BenchmarkSpec) -> BenchmarkSpec:
-    """A variant of Spider 1.0: its behaviour, with the gold (the tasks') and the databases
-    found in the data as every benchmark's are, so `eval <variant> --predictions` suffices."""
+    """A variant of Spider 1.0: its behaviour, the gold its tasks' (the data has no gold
+    file) and the databases its folders', so `eval <variant> --predictions` suffices."""
     return replace(
         declared,
         **{
             **_SPIDER1_BEHAVIOUR,
             "resolver": "querybench.runs.eval_locations:spider1_locations",
             "layout_options": (("data_dir", None),),
-            "options": "querybench.runs.evaluate_options:Spider1VariantOptions",
-            "command": "querybench.commands.eval_execution:spider1_variant",
         },
     )
 

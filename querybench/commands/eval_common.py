@@ -208,6 +208,21 @@ def finish(scored: Scored, output: Path | None, title: str) -> None:
         usage_error(f"--output {output} could not be written: {failed.strerror or failed}")
 
 
+def runnable_ids(benchmark: str, data_dir: Path | None = None) -> list[str] | None:
+    """`--runnable`: the ids of the data's tasks that can run here (`tasks/runnable.py`), the
+    one rule `data status` and `run` apply; exit 2 when the task file cannot be read."""
+    from querybench.tasks import load_tasks
+    from querybench.tasks.runnable import runnability
+
+    try:
+        tasks = load_tasks(benchmark, data_dir=data_dir, with_gold=False)
+    except QuerybenchError as exc:
+        usage_error(f"--runnable reads the data's {benchmark} tasks: {exc}")
+    split = runnability(tasks, data_dir)
+    console.print(f"--runnable: {benchmark}: {split.line()}", soft_wrap=True)
+    return [t.instance_id for t in split.runnable]
+
+
 def evaluate_under_progress(
     title: str,
     benchmark: str,

@@ -1,5 +1,5 @@
-"""The eval commands that run SQL against their gold: Spider 1.0 and its variants, BIRD and
-mini-dev (their typer declarations are in `cli.py`; each benchmark's spec names its body)."""
+"""The eval commands that run SQL against their gold: `spider1`, `bird`, `bird-mini-dev`
+(their typer declarations are in `cli.py`; `eval_run.COMMANDS` names them)."""
 
 from __future__ import annotations
 
@@ -14,98 +14,86 @@ from querybench.commands.eval_common import (
     evaluate_under_progress,
     finish,
     out_console,
+    runnable_ids,
     usage_error,
     warn,
 )
 from querybench.errors import QuerybenchError
 
 
+def _located(benchmark: str, given: dict[str, Path | None]) -> dict[str, Any]:
+    """The gold and database locations not given, found by the data-location rule (the one
+    `querybench.evaluate` applies: the benchmark's resolver); a part no data root holds exits
+    2 with the fixes."""
+    from querybench.benchmarks import resolve
+
+    found = spec(benchmark)
+    if found.resolver is None:
+        return given
+    try:
+        located: dict[str, Any] = resolve(found.resolver)(found, given, dict(found.layout_options))
+    except QuerybenchError as exc:
+        usage_error(str(exc))
+    return located
+
+
 def spider1(
     benchmark: str,
-    gold: Path,
+    gold: Path | None,
     predictions: Path,
-    db_dir: Path,
+    db_dir: Path | None,
     questions: Path | None,
     timeout: float,
     workers: int,
     output: Path | None,
     executor: str,
     address: str | None,
+    metrics: str = "ex",
+    tables: Path | None = None,
+    runnable: bool = False,
 ) -> None:
-    """`eval spider1`."""
-    _spider1_shaped(
-        benchmark,
-        gold,
-        predictions,
-        db_dir,
-        timeout,
-        workers,
-        output,
-        executor,
-        address,
-        questions=questions,
-    )
-
-
-def spider1_variant(
-    benchmark: str,
-    predictions: Path,
-    gold: Path | None,
-    db_dir: Path | None,
-    timeout: float,
-    workers: int,
-    output: Path | None,
-    executor: str,
-    address: str | None,
-) -> None:
-    """`eval spider-syn`, `eval spider-dk`: Spider 1.0's formats and scoring, the gold and the
-    databases the data's unless given."""
-    _spider1_shaped(
-        benchmark, gold, predictions, db_dir, timeout, workers, output, executor, address
-    )
-
-
-def _spider1_shaped(
-    benchmark: str,
-    gold: Path | None,
-    predictions: Path,
-    db_dir: Path | None,
-    timeout: float,
-    workers: int,
-    output: Path | None,
-    executor: str,
-    address: str | None,
-    **options: Any,
-) -> None:
-    """Score a Spider 1.0-shaped prediction file; its inputs checked before any query runs."""
+    """`eval spider1` and its variants (`eval spider-syn`, `eval spider-dk`: the gold is the
+    benchmark's tasks unless a gold file is given)."""
     check_output(output)
     from querybench.evaluation.spider1 import read_spider1_instances
 
+    chosen = tuple(dict.fromkeys(m.strip().lower() for m in metrics.split(",") if m.strip()))
+    if not chosen or set(chosen) - {"ex", "em"}:
+        usage_error(f"--metrics: choose from ex, em (got {metrics!r})")
+    em = "em" in chosen
     check_db_dir(db_dir, "*/*.sqlite", "<db_id>/<db_id>.sqlite")
-    try:
-        source: Any = gold
-        if gold is None:  # the benchmark's tasks, as `evaluate` reads them
-            from querybench.tasks import load_tasks
+    given = {"gold": gold, "db_dir": db_dir, "questions": questions}
+    located = _located(benchmark, given)
+    gold, db_dir, questions = located["gold"], located["db_dir"], located.get("questions")
+    named_by = gold if isinstance(gold, Path) else benchmark  # a file, or a variant's tasks
+    folders = db_dir if isinstance(db_dir, list) else [db_dir]
+    if em and executor != "local":
+        usage_error("--metrics em runs with --executor local only")
+    if em:
+        from querybench.evaluation.spider1_exact_eval import default_tables_json
 
-            source = load_tasks(benchmark)
-        instances = read_spider1_instances(source, predictions)
+        tables = tables or default_tables_json(Path(named_by), folders[0])
+        if tables is None or not tables.is_file():
+            usage_error(
+                "--metrics em needs Spider's tables.json (foreign keys): pass --tables "
+                f"(none found beside {named_by} or in {folders[0]})"
+            )
+
+    try:
+        instances = read_spider1_instances(gold, predictions)
     except QuerybenchError as exc:
         usage_error(str(exc))
     named = sorted({i.db_id for i in instances})
-    if (
-        db_dir is not None
-        and named
-        and not any((db_dir / d / f"{d}.sqlite").is_file() for d in named)
-    ):
+    if named and not any((f / d / f"{d}.sqlite").is_file() for f in folders for d in named):
         usage_error(
-            f"--db-dir {db_dir} holds none of the {len(named)} databases "
-            f"{gold or benchmark} names (expected e.g. {named[0]}/{named[0]}.sqlite)"
+            f"--db-dir {db_dir} holds none of the {len(named)} databases {named_by} names "
+            f"(expected e.g. {named[0]}/{named[0]}.sqlite)"
         )
     past_end = sum(i.past_end for i in instances)
     if past_end:
         warn(
             f"{predictions} has {len(instances) - past_end} prediction lines for "
-            f"{len(instances)} gold queries in {gold or benchmark}: the last {past_end} are "
+            f"{len(instances)} gold queries in {named_by}: the last {past_end} are "
             "missing_prediction"
         )
     scored = evaluate_under_progress(
@@ -115,14 +103,19 @@ def _spider1_shaped(
         executor=executor,
         address=address,
         per_query=True,
-        gold=source,
+        gold=gold,
         db_dir=db_dir,
+        questions=questions,
         timeout=timeout,
         workers=workers,
-        **options,
+        instance_ids=runnable_ids(benchmark) if runnable else None,
+        **({"metrics": ("ex", "em"), "tables": tables} if em else {}),
     )
-    title = spec(benchmark).title.partition(" (")[0]
-    finish(scored, output, f"{title} execution match")
+    finish(scored, output, f"{spec(benchmark).title.partition(' (')[0]} execution match")
+    if em:
+        from querybench.report.spider1_tables import print_spider1_tables
+
+        print_spider1_tables(scored.results, "ex" in chosen, out_console)
 
 
 def _bird(
@@ -141,6 +134,7 @@ def _bird(
     output: Path | None = None,
     executor: str = "local",
     address: str | None = None,
+    runnable: bool = False,
 ) -> None:
     """Score one BIRD questions file; the summary, then the official by-difficulty tables."""
     check_output(output)
@@ -157,6 +151,8 @@ def _bird(
             "--executor ray scores EX on SQLite files only; drop --metrics/--db-url or use local"
         )
     extra: dict[str, Any] = dict(layout or {})
+    if runnable:
+        extra["instance_ids"] = runnable_ids(benchmark)
     if executor == "local":
         extra |= {"metrics": chosen, "db_url": db_url, "ves_repeats": ves_repeats}
     if BirdMetric.R_VES in chosen:
@@ -183,9 +179,9 @@ def _bird(
 
 def bird(
     benchmark: str,
-    questions: Path,
+    questions: Path | None,
     predictions: Path,
-    db_dir: Path,
+    db_dir: Path | None,
     metrics: str,
     ves_repeats: int,
     timeout: float,
@@ -193,9 +189,12 @@ def bird(
     output: Path | None,
     executor: str,
     address: str | None,
+    runnable: bool = False,
 ) -> None:
     """`eval bird`."""
     check_db_dir(db_dir, "*/*.sqlite", "<db_id>/<db_id>.sqlite")
+    located = _located(benchmark, {"questions": questions, "db_dir": db_dir})
+    questions, db_dir = located["questions"], located["db_dir"]
     _bird(
         "BIRD execution match",
         benchmark,
@@ -209,6 +208,7 @@ def bird(
         output=output,
         executor=executor,
         address=address,
+        runnable=runnable,
     )
 
 

@@ -2,12 +2,13 @@
 
 typer builds its command tree and parses with click (0.03-0.04 CPU seconds of a small eval,
 with the imports). A command line made only of the eval command's own `--flag value` pairs
-(`--flag=value` too), each flag once and its value plain (`plain_values.plain_value`), every
-required flag given, is parsed here from `eval_flags.COMMANDS`, a table generated from the typer
-declarations in `cli.py` (`python -m tests.test_eval_fast` rewrites it; a test fails when
-it is stale), and the command body of `eval_run` runs as typer would run it, with typer's
-exit codes. Anything else (help, completion, a typo, a value typer must check or reject) is
-left to typer, which then parses the whole line itself, so its messages stay its own.
+(`--flag=value` too; an on/off flag such as `--runnable` alone), each flag once and its value
+plain (`plain_values.plain_value`), every required flag given, is parsed here from
+`eval_flags.COMMANDS`, a table generated from the typer declarations in `cli.py` (`python -m
+tests.test_eval_fast` rewrites it; a test fails when it is stale), and the command body of
+`eval_run` runs as typer would run it, with typer's exit codes. Anything else (help,
+completion, a typo, a value typer must check or reject) is left to typer, which then parses
+the whole line itself, so its messages stay its own.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from typing import Any
 
 from querybench.commands.plain_values import _UNSET, plain_value
 
-_KINDS: dict[str, type] = {"str": str, "int": int, "float": float, "path": Path}
+_KINDS: dict[str, type] = {"str": str, "int": int, "float": float, "path": Path, "flag": bool}
 _VERBOSE = ("--verbose", "-v")  # the root command's one option (`cli._options`)
 
 
@@ -49,6 +50,12 @@ def parse(argv: Sequence[str]) -> EvalCall | None:
     values: dict[str, Any] = {}
     rest = args[2:]
     while rest:
+        switch = flags.get(rest[0])
+        if switch is not None and switch.kind == "flag":  # `--runnable`: no value
+            if switch.name in values:
+                return None
+            values[switch.name], rest = True, rest[1:]
+            continue
         option, has_value, value = rest[0].partition("=")
         if has_value and option.startswith("--"):
             rest = rest[1:]
@@ -57,7 +64,7 @@ def parse(argv: Sequence[str]) -> EvalCall | None:
         else:
             return None
         flag = flags.get(option)
-        if flag is None or flag.name in values:
+        if flag is None or flag.name in values or flag.kind == "flag":
             return None
         coerced = plain_value(_KINDS[flag.kind], flag, value)
         if coerced is _UNSET:

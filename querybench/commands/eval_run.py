@@ -25,6 +25,7 @@ from querybench.commands.eval_common import (
     evaluate_under_progress,
     finish,
     out_console,
+    runnable_ids,
     usage_error,
 )
 from querybench.evaluation.prediction_file import ReadLimits
@@ -48,6 +49,7 @@ def spider2(
     max_cells: int,
     max_line_bytes: int,
     read_timeout: float,
+    runnable: bool = False,
 ) -> None:
     """`eval spider2-lite` / `eval spider2-snow`."""
     check_output(output)
@@ -75,6 +77,7 @@ def spider2(
         workers=workers,
         timeout=timeout,
         limits=limits,
+        instance_ids=runnable_ids(benchmark) if runnable else None,
     )
     check_prediction_names(predictions, mode, benchmark, scored.results)
     finish(scored, output, f"{benchmark} ({mode}, score = {scoring})")

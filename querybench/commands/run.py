@@ -81,8 +81,7 @@ def run(**values: Any) -> None:
     started = time.perf_counter()
     try:
         tasks = load_run_tasks(config)  # once: for the data-gap line and the run
-        if config.selection.task_file is None:
-            _print_data_gaps(benchmark, config.selection.data_dir, tasks)
+        _print_data_gaps(config, tasks)
         with progress:
             outcome = run_benchmark(config, on_start=on_start, on_record=on_record, tasks=tasks)
     except KeyboardInterrupt:
@@ -151,7 +150,7 @@ def _config(values: dict[str, Any]) -> RunConfig:
         safe_model = flat["model"].replace("/", "_")
         flat["out"] = Path("runs") / f"{flat['benchmark']}-{method}-{safe_model}"
     try:
-        return RunConfig(method=method, options=kind.from_values(options | given, method), **flat)
+        return RunConfig.from_json(flat | {"method": method, OPTIONS_KEY: options | given})
     except OptionError as exc:
         _fail(str(exc))
 
@@ -256,11 +255,23 @@ def _signature() -> inspect.Signature:
 run.__signature__ = _signature()  # type: ignore[attr-defined]
 
 
-def _print_data_gaps(benchmark: str, data_dir: Path | None, tasks: list[Task]) -> None:
-    """When some tasks cannot run here, say so up front: `data status`'s line, with the fixes."""
+def _print_data_gaps(config: RunConfig, tasks: list[Task]) -> None:
+    """Before starting, how many selected tasks cannot run here and why: over the whole
+    benchmark `data status`'s line, with the fixes; over a selection the same rule's line."""
     from querybench.data_status import benchmark_status, status_benchmarks
+    from querybench.runs.layout import selected_tasks
+    from querybench.tasks.runnable import runnability
 
-    if benchmark in status_benchmarks():
-        status = benchmark_status(benchmark, data_dir, tasks=tasks)
-        if status.runnable < status.total:
-            console.print(f"[yellow]data[/yellow]: {escape(status.line())}")
+    benchmark, selection = config.benchmark, config.selection
+    chosen = selected_tasks(config, tasks)
+    split = runnability(chosen, selection.data_dir)
+    if not split.blocked:
+        return
+    whole = not (selection.ids or selection.limit or selection.runnable or selection.task_file)
+    if whole and benchmark in status_benchmarks():
+        line = benchmark_status(benchmark, selection.data_dir, tasks=tasks).line()
+    else:
+        line = f"{benchmark}: " + split.line().replace(" tasks can", " selected tasks can", 1)
+    runnable = len(chosen) - len(split.blocked)
+    hint = f"; --runnable runs only the {runnable} that can" if runnable else ""
+    console.print(f"[yellow]data[/yellow]: {escape(line + hint)}")

@@ -55,14 +55,25 @@ def list_tasks(
     format: Annotated[str, typer.Option(help="table, or jsonl (one task per line).")] = "table",
     path: TaskFile = None,
     data_dir: DataDir = None,
+    runnable: Annotated[
+        bool,
+        typer.Option(
+            "--runnable", help="Only the tasks that can run here (`querybench data status`)."
+        ),
+    ] = False,
 ) -> None:
-    """List every task of a benchmark.
+    """List every task of a benchmark, and how many can run here.
 
-    Example: `querybench tasks list spider2-lite --format jsonl`
+    Example: `querybench tasks list spider2-lite --runnable --format jsonl`
     """
+    from querybench.tasks.runnable import runnability
+
     if format not in ("table", "jsonl"):
         _fail(f"--format must be table or jsonl, not {format!r}")
     tasks = _load(benchmark, path, data_dir)
+    split = runnability(tasks, data_dir)
+    if runnable:
+        tasks = split.runnable
     if format == "jsonl":
         for task in tasks:
             typer.echo(json.dumps(task_to_json(task), ensure_ascii=False))
@@ -87,6 +98,7 @@ def list_tasks(
         )
     console = Console()
     console.print(table)
+    console.print(f"{benchmark}: {split.line()}", highlight=False, soft_wrap=True)
     by_difficulty = Counter(t.difficulty or "unknown" for t in tasks)
     console.print(", ".join(f"{k}: {v}" for k, v in sorted(by_difficulty.items())))
     if typed:

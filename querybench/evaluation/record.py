@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from querybench.errors import DataError, ErrorCode
 from querybench.evaluation.detail import VerdictDetail
+
+if TYPE_CHECKING:
+    from querybench.evaluation.spider1_exact import ExactMatch, ExactMatchFailure
 
 
 @dataclass(frozen=True)
@@ -27,6 +30,9 @@ class InstanceResult:
     # Why it failed, typed (the report reads this, never `message`). None on a pass, and in a
     # results file written before details existed: there a report has the code alone.
     detail: VerdictDetail | None = None
+    # Spider 1.0 exact match with its partial scores (`--metrics ex,em`), `metrics["em"]` its
+    # score; None when not asked for.
+    exact_match: ExactMatch | ExactMatchFailure | None = None
 
     def to_json(self) -> dict[str, Any]:
         # The fields as they are (all plain values) rather than `asdict`'s deep copy, which is
@@ -41,6 +47,10 @@ class InstanceResult:
             del out["detail"]
         else:
             out["detail"] = self.detail.to_json()
+        if self.exact_match is None:
+            del out["exact_match"]
+        else:
+            out["exact_match"] = self.exact_match.to_json()
         return out
 
     @classmethod
@@ -60,9 +70,18 @@ class InstanceResult:
                 engine=data.get("engine"),
                 metrics={str(k): float(v) for k, v in (data.get("metrics") or {}).items()},
                 detail=VerdictDetail.from_json(data["detail"]) if "detail" in data else None,
+                exact_match=_exact_match(data.get("exact_match")),
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise DataError(f"not a scored instance ({exc}): {str(data)[:120]}") from exc
+
+
+def _exact_match(data: Any) -> ExactMatch | ExactMatchFailure | None:
+    if data is None:
+        return None
+    from querybench.evaluation.spider1_exact import exact_match_from_json
+
+    return exact_match_from_json(data)
 
 
 def _float_or_none(value: Any) -> float | None:

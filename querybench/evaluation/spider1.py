@@ -26,7 +26,7 @@ from collections import Counter
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from querybench.engines.base import Result
 from querybench.errors import DataError, EngineError, ErrorCode
@@ -38,6 +38,9 @@ from querybench.evaluation.row_keys import hash_safe
 from querybench.evaluation.verdict import Verdict
 from querybench.tasks.model import Task
 from querybench.tasks.spider1_hardness import spider1_hardness as spider1_hardness
+
+if TYPE_CHECKING:
+    from querybench.evaluation.spider1_exact import ExactMatch, ExactMatchFailure
 
 Row = tuple[Any, ...]
 
@@ -369,6 +372,8 @@ def evaluate_spider1(
     cache_dir: str | Path | None = None,
     on_result: OnResult | None = None,
     instance_ids: Collection[str] | None = None,
+    metrics: Sequence[str] = ("ex",),
+    tables: str | Path | None = None,
     _on_query: Callable[[], None] | None = None,
 ) -> list[InstanceResult]:
     """Score Spider 1.0 predictions in the official text formats; one result per gold line.
@@ -381,17 +386,22 @@ def evaluate_spider1(
     Gold results go through the result cache (see `run_gold_and_predictions`); difficulty needs
     `questions`, Spider's dev.json with the official parse of each gold query. `instance_ids`
     scores only those lines (a shard); `_on_query` is a progress tick after each query.
+    `metrics` "ex" (execution match, the score, always computed) and "em" (exact match, the
+    official `--etype match`: each result's `metrics["em"]` and `exact_match`), with EM's
+    foreign keys from `tables` (tables.json; by default beside the gold or the databases).
     """
     instances = read_spider1_instances(gold, predictions, questions)
     if instance_ids is not None:
         wanted = set(instance_ids)
         instances = [i for i in instances if i.instance_id in wanted]
+    searched = [Path(db_dir)] if isinstance(db_dir, str | Path) else [Path(d) for d in db_dir]
+    gold_file = Path(gold) if isinstance(gold, str | Path) else searched[0]  # tables beside
+    exact = _exact_matches(instances, metrics, gold_file, searched[0], tables)
     planned: dict[str, tuple[Spider1Queries, Spider1Queries, list[Path]]] = {}
     verdicts: dict[str, Verdict] = {}
     gold_jobs: Jobs = {}
     pred_jobs: Jobs = {}
     folders: dict[str, list[Path] | None] = {}  # db_id -> its databases (None: not found)
-    searched = [Path(db_dir)] if isinstance(db_dir, str | Path) else [Path(d) for d in db_dir]
     for inst in instances:
         folder = next(
             (
@@ -450,6 +460,8 @@ def evaluate_spider1(
     for inst in instances:
         verdict = verdicts[inst.instance_id]
         strict_score = strict_verdicts.get(inst.instance_id, verdict).score
+        em = exact.get(inst.instance_id)
+        difficulty = inst.difficulty or getattr(em, "hardness", None)
         result = InstanceResult(
             inst.instance_id,
             verdict.score,
@@ -457,14 +469,44 @@ def evaluate_spider1(
             verdict.message,
             official_score=verdict.score,
             strict_score=strict_score,
-            difficulty=inst.difficulty,
+            difficulty=difficulty,
             engine="sqlite",
+            metrics={} if em is None else {"em": float(em.score)},
             detail=verdict.detail,
+            exact_match=em,
         )
         out.append(result)
         if on_result is not None:
             on_result(result)
     return out
+
+
+def _exact_matches(
+    instances: Sequence[Spider1Instance],
+    metrics: Sequence[str],
+    gold: Path,
+    db_dir: Path,
+    tables: str | Path | None,
+) -> dict[str, ExactMatch | ExactMatchFailure]:
+    unknown = sorted(set(metrics) - {"ex", "em"})
+    if unknown:
+        raise DataError(f"unknown Spider 1.0 metric {unknown[0]!r}; choose from ex, em")
+    if "em" not in metrics:
+        return {}
+    from querybench.evaluation.spider1_exact_eval import (
+        ExactMatchInput,
+        default_tables_json,
+        exact_matches,
+    )
+
+    tables_json = Path(tables) if tables is not None else default_tables_json(gold, db_dir)
+    if tables_json is None:
+        raise DataError(
+            f"exact match needs Spider's tables.json (foreign keys): none beside {gold} or in "
+            f"{db_dir}; pass its path"
+        )
+    inputs = [ExactMatchInput(i.instance_id, i.gold_sql, i.db_id, i.pred_sql) for i in instances]
+    return exact_matches(inputs, db_dir=db_dir, tables_json=tables_json)
 
 
 def _say_value_rule(official: Verdict, strict: Verdict) -> Verdict:

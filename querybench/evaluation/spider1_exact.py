@@ -75,10 +75,32 @@ class ExactMatch:
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"em": self.score, "hardness": self.hardness}
-        out["partial"] = {k: [p.acc, p.rec, p.f1] for k, p in self.partial.items()}
+        out["partial"] = {k: vars(p) for k, p in self.partial.items()}
         if self.reason is not None:
             out["reason"] = self.reason
         return out
+
+
+@dataclass(frozen=True)
+class ExactMatchFailure:
+    """No EM for an instance: its gold does not parse, or no schema names its database."""
+
+    reason: str
+    score: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        return {"em": 0, "reason": self.reason}
+
+
+def exact_match_from_json(data: Mapping[str, Any]) -> ExactMatch | ExactMatchFailure:
+    """The inverse of either `to_json`."""
+    if "hardness" not in data:
+        return ExactMatchFailure(str(data["reason"]))
+    partial = {
+        str(k): PartialScore(**{f: int(n) for f, n in v.items()})
+        for k, v in data["partial"].items()
+    }
+    return ExactMatch(int(data["em"]), str(data["hardness"]), partial, data.get("reason"))
 
 
 def foreign_key_map(entry: Mapping[str, Any]) -> dict[str, str]:

@@ -386,9 +386,6 @@ def _sql_mode(
     jobs: list[QueryJob] = []
     for instance_id in ids:
         path = job.pred_dir / f"{instance_id}.sql"
-        if not os.path.lexists(path):
-            yield job.failed(instance_id, ErrorCode.MISSING_PREDICTION, f"no {path.name}")
-            continue
         family = engine_family(instance_id)
         emulation = None if family == "local" else emulation_spec(FAMILY_KINDS.get(family, ""))
         if family != "local" and emulation is None:
@@ -408,6 +405,9 @@ def _sql_mode(
             yield job.failed(
                 instance_id, ErrorCode.ENGINE_UNAVAILABLE, f"database not found: {db_path}"
             )
+            continue
+        if not os.path.lexists(path):  # after the engine: a task that cannot run here says so
+            yield job.failed(instance_id, ErrorCode.MISSING_PREDICTION, f"no {path.name}")
             continue
         try:
             text = read_prediction_text(path, job.pred_dir, job.limits, (job.gold.dir,))

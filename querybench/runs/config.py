@@ -3,14 +3,16 @@
 Each concern is a frozen dataclass whose fields are declared once (`declared.option`): the
 declaration gives the `run` command its flags, names the fields of the resume identity and is
 the JSON form, one flat object whose keys are the field names (`extra` holds the method's own
-options, those away from their default), as config.json has always been written.
+options, those away from their default), as config.json has always been written. A run is
+built by concern; a flat object (a config.json, a `--config` file, the command line's values)
+goes through `RunConfig.from_json`, the one place that sorts flat names into concerns.
 
 Re-running into the same folder resumes it; that is refused when an identity field (benchmark,
 method, model, endpoint, sampling, n, prompt budget, the method's own options such as the
 agent's step cap) differs, so one folder never mixes two experiments.
 
     RunConfig("spider1", "zero-shot", "oracle", Path("runs/o"), execution=Execution(workers=4))
-    RunConfig("spider1", "zero-shot", "oracle", Path("runs/o"), workers=4)  # the same, flat
+    RunConfig.from_json({"benchmark": "spider1", ..., "workers": 4})  # the same, from config.json
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import functools
 import json
 import typing
 from collections.abc import Iterator, Mapping
-from dataclasses import Field, dataclass, field, fields, replace
+from dataclasses import Field, dataclass, field, fields
 from pathlib import Path
 from typing import Any, cast
 
@@ -111,6 +113,11 @@ class Selection(Declared):
         (), split=",", help="Only these instance ids (repeatable or a,b,c)."
     )
     limit: int | None = option(None, min=1, help="First K tasks only.")
+    runnable: bool = option(
+        False,
+        help="Only the tasks that can run here (querybench data status), before --limit: the "
+        "others are left out of the run instead of scored engine_unavailable.",
+    )
     retry_failed: bool = option(
         False,
         help="Also rerun instances whose reply came back unusable (transport failures, "
@@ -203,10 +210,9 @@ class RunConfig:
         cache: Cache | None = None,
         scoring: Scoring | None = None,
         options: MethodOptions | None = None,
-        **flat: Any,
     ) -> None:
-        """The concerns given whole, or any of their fields by name (`workers=4`; `extra` the
-        method's options as a dict): the flat names are config.json's keys."""
+        """The run itself, and each concern given whole (a concern left out, and the method's
+        options left out, take their defaults)."""
         given = {
             "endpoint": endpoint,
             "sampling": sampling,
@@ -219,23 +225,12 @@ class RunConfig:
         core = {"benchmark": benchmark, "method": method, "model": model, "out": out}
         for name, value in core.items():
             object.__setattr__(self, name, check_value(name, value, _core_types()[name]))
-        by_concern: dict[str, dict[str, Any]] = {}
-        extra = flat.pop(OPTIONS_KEY, None)
-        for name, value in flat.items():
-            if name not in _flat_names():
-                raise OptionError(f"RunConfig: no option {name!r}")
-            by_concern.setdefault(_flat_names()[name], {})[name] = value
         for concern, kind in concerns().items():
             part = given[concern] or kind()
             if not isinstance(part, kind):
                 raise OptionError(f"{concern}: expected {kind.__name__}, got {part!r}")
-            changed = replace(cast(Any, part), **by_concern.get(concern, {}))
-            object.__setattr__(self, concern, changed)
+            object.__setattr__(self, concern, part)
         expected = options_type(method)
-        if extra is not None:
-            if options is not None:
-                raise OptionError("RunConfig: give the method's options or `extra`, not both")
-            options = expected.from_values(dict(extra), owner=method)
         options = options if options is not None else expected()
         if not isinstance(options, expected):
             raise OptionError(f"{method} takes {expected.__name__}, not {type(options).__name__}")
@@ -255,13 +250,24 @@ class RunConfig:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> RunConfig:
-        """The inverse of `to_json` (a key left out takes its default)."""
+        """The inverse of `to_json`: a flat object keyed by config.json's names (a key left
+        out takes its default; `extra` the method's options as a dict), each value checked as
+        its concern checks it; `OptionError` for a name that is no option."""
         values = dict(data)
         missing = [name for name in _core_types() if name not in values]
         if missing:
             raise OptionError(f"a run configuration needs {', '.join(missing)}")
         core = [values.pop(name) for name in _core_types()]
-        return cls(*core, **values)
+        extra = values.pop(OPTIONS_KEY, None)
+        by_concern: dict[str, dict[str, Any]] = {}
+        for name, value in values.items():
+            if name not in _flat_names():
+                raise OptionError(f"RunConfig: no option {name!r}")
+            by_concern.setdefault(_flat_names()[name], {})[name] = value
+        parts = {c: kind(**by_concern.get(c, {})) for c, kind in concerns().items()}
+        method = check_value("method", core[1], str)
+        options = options_type(method).from_values(dict(extra or {}), owner=method)
+        return cls(*core, options=options, **cast(Any, parts))
 
 
 @functools.cache

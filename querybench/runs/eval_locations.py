@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from querybench.benchmarks import BenchmarkSpec
+from querybench.benchmarks import BenchmarkSpec, Family
 from querybench.errors import DataError
 
 Arguments = dict[str, Any]
@@ -27,11 +27,8 @@ def spider2_locations(spec: BenchmarkSpec, options: Arguments, layout: Arguments
     given = out.get("gold_dir")
     gold = Path(given or default_gold_dir(spec.name, data_dir))
     if given is None and not gold.is_dir():  # no data root holds it: say how to get one
-        raise DataError(
-            f"no {spec.name} gold folder in the data roots (first looked for at {gold}): "
-            f"`querybench data fetch {spec.name}` fetches it, or pass --gold-dir "
-            "(`querybench data status` says what is where)"
-        )
+        folder = spec.gold_dir or ""
+        raise no_data_error(spec.name, f"{spec.name} gold folder", folder, "--gold-dir")
     out["gold_dir"] = gold
     if out.get("tasks_file") is None:
         candidate = gold.parent.parent / f"{spec.name}.jsonl"
@@ -39,6 +36,53 @@ def spider2_locations(spec: BenchmarkSpec, options: Arguments, layout: Arguments
     if out.get("db_dir") is None:
         out["db_dir"] = spider2_database_dirs(data_dir) or None
     return out
+
+
+def dev_locations(spec: BenchmarkSpec, options: Arguments, layout: Arguments) -> Arguments:
+    """Spider 1.0 / BIRD dev: the gold (Spider 1.0's gold file, BIRD's questions with their
+    gold SQL) and the database folder, from the data roots when not given."""
+    from querybench.data import data_roots, find_data
+    from querybench.layout import SPIDER1_GOLD, database_folder
+
+    data_dir = _data_dir(layout)
+    out = dict(options)
+    spider1 = spec.family is Family.SPIDER1
+    key, candidates = ("gold", (SPIDER1_GOLD,)) if spider1 else ("questions", spec.task_files)
+    if out.get(key) is None:
+        found = find_data(*candidates, roots=data_roots(data_dir))
+        if found is None:
+            raise no_data_error(spec.name, f"{spec.name} gold file", candidates[0], "--" + key)
+        out[key] = found
+        if spider1 and out.get("questions") is None:
+            out["questions"] = _parsed_questions(found.parent / "dev.json")
+    if out.get("db_dir") is None:
+        out["db_dir"] = database_folder(spec.name, data_dir)
+    return out
+
+
+def _parsed_questions(path: Path) -> Path | None:
+    """The data's Spider 1.0 dev.json for the gold's hardness, when it carries the official
+    parse (`sql`) hardness is read from; else None (no hardness, as without --questions)."""
+    import json
+
+    try:
+        entries = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    parsed = isinstance(entries, list) and bool(entries) and isinstance(entries[0], dict)
+    return path if parsed and "sql" in entries[0] else None
+
+
+def no_data_error(benchmark: str, what: str, relative: str, flag: str) -> Exception:
+    """The error of a part no data root holds: every root searched, and the three fixes."""
+    from querybench.data import labelled_roots
+
+    searched = ", ".join(f"{label} {folder}" for label, folder in labelled_roots())
+    return DataError(
+        f"no {what} in the data roots (looked for {relative} in {searched}): set "
+        f"QUERYBENCH_DATA to your data folder, `querybench data fetch {benchmark}` fetches "
+        f"it, or pass {flag} (`querybench data status` says what is where)"
+    )
 
 
 def mini_dev_locations(spec: BenchmarkSpec, options: Arguments, layout: Arguments) -> Arguments:
@@ -110,9 +154,7 @@ def spider1_locations(spec: BenchmarkSpec, options: Arguments, layout: Arguments
     if out.get("db_dir") is None:
         folders = database_dirs(spec.name, data_dir)
         if not folders:
-            raise DataError(
-                f"no {spec.name} database folder in the data roots: `querybench data fetch "
-                f"{spec.name}` fetches them, or pass --db-dir (`querybench data status`)"
-            )
+            where = spec.sqlite_files[0].removesuffix("/{db}/{db}.sqlite")
+            raise no_data_error(spec.name, f"{spec.name} database folder", where, "--db-dir")
         out["db_dir"] = folders
     return out

@@ -3,12 +3,12 @@
 Each is the benchmark evaluator's keyword parameters plus the data-layout options `evaluate`
 reads itself; `tests/test_evaluate_api.py` holds them equal to what `evaluate` accepts at run
 time, so this file cannot drift from the evaluators. (No `from __future__ import annotations`:
-`Required` must be seen at run time.)
+the keys must be seen at run time.)
 """
 
 from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal, Required, TypedDict
+from typing import TYPE_CHECKING, Literal, TypedDict
 
 from querybench.benchmarks import resolve, specs
 
@@ -39,29 +39,19 @@ class Spider2Options(TypedDict, total=False):
 
 
 class Spider1Options(TypedDict, total=False):
-    """spider1 (`evaluate_spider1`): the gold file and the database folder are needed."""
-
-    gold: Required["Location | Sequence[Task]"]
-    db_dir: Required[Location | Sequence[Path]]
-    questions: Location | None
-    timeout: float | None
-    workers: int
-    cache_dir: Location | None
-    instance_ids: Collection[str] | None
-
-
-class Spider1VariantOptions(TypedDict, total=False):
-    """spider-syn, spider-dk (`evaluate_spider1`): the gold (the tasks') and the databases
-    default to the data's."""
+    """spider1, spider-syn, spider-dk (`evaluate_spider1`): the gold file (a variant's: its
+    tasks) and the database folders default to the data's."""
 
     data_dir: Location | None
-    gold: "Location | Sequence[Task] | None"
+    gold: "Location | Sequence[Task] | None"  # a variant's gold: its tasks (the default)
     db_dir: Location | Sequence[Path] | None
     questions: Location | None
     timeout: float | None
     workers: int
     cache_dir: Location | None
     instance_ids: Collection[str] | None
+    metrics: Sequence[str]
+    tables: Location | None
 
 
 class _BirdCommon(TypedDict, total=False):
@@ -76,10 +66,12 @@ class _BirdCommon(TypedDict, total=False):
 
 
 class BirdOptions(_BirdCommon, total=False):
-    """bird (`evaluate_bird`): the questions file and the database folder are needed."""
+    """bird (`evaluate_bird`): the questions file and the database folder default to the
+    data's."""
 
-    questions: Required[Location]
-    db_dir: Required[Location]
+    data_dir: Location | None
+    questions: Location | None
+    db_dir: Location | None
 
 
 class MiniDevOptions(_BirdCommon, total=False):

@@ -47,7 +47,7 @@ OnRecord = Callable[[InstanceRecord], None]
 @dataclass
 class RunOutcome:
     tasks: list[Task]  # the tasks of this run (the denominator)
-    unavailable: dict[str, str]  # instance id -> why it cannot run here (no database)
+    unavailable: dict[str, str]  # instance id -> why it cannot run here (tasks/runnable.py)
     records: dict[str, InstanceRecord]
     complete: bool  # every task has a record
     stopped: str | None = None  # why the run stopped early (request budget)
@@ -95,8 +95,8 @@ async def run_async(
     selected, unavailable = select_tasks(config, tasks)
     if selected and len(unavailable) == len(selected):
         raise QuerybenchError(
-            f"none of the {len(selected)} {config.benchmark} tasks can run here: "
-            f"{next(iter(unavailable.values()))} (nor any other task's database)"
+            f"none of the {len(selected)} selected {config.benchmark} tasks can run here: "
+            f"{next(iter(unavailable.values()))} (querybench data status says what is missing)"
         )
     with RunLock(config.out):
         return await _locked_run(

@@ -1,0 +1,229 @@
+"""One rule for "can run here": `data status`, `tasks list`, `run`, `eval` and `context` give
+the same tasks and the same count, and `--runnable` selects exactly those."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from querybench.cli import app
+from querybench.data_status import benchmark_status
+from querybench.runs.config import RunConfig, Selection
+from querybench.runs.layout import select_tasks
+from querybench.tasks import load_tasks
+from querybench.tasks.runnable import runnability
+from tests.conftest import as_new_user, require_data
+
+runner = CliRunner()
+
+
+@pytest.fixture
+def shared(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The shared data as the only data with content; no user data, no credentials."""
+    root = require_data("spider2", "spider2-lite", "spider2-lite.jsonl").parents[2]
+    as_new_user(monkeypatch, tmp_path, root)
+    return root
+
+
+def _runnable_here(output: str) -> int:
+    """The n of the summary's `runnable here` row (the table's second cell)."""
+    row = next(line for line in output.splitlines() if "runnable here" in line and "│" in line)
+    return int(row.split("│")[2])
+
+
+def test_spider2_lite_counts_agree_everywhere(shared: Path, tmp_path: Path) -> None:
+    status = benchmark_status("spider2-lite")
+    tasks = load_tasks("spider2-lite", with_gold=False)
+    split = runnability(tasks)
+    assert status.runnable == len(split.runnable) == 29  # as of this copy of the data
+    # eval in sql mode counted a cloud task with no prediction as runnable (530 of 547)
+    sqls = tmp_path / "sqls"
+    sqls.mkdir()
+    first = split.runnable[0].instance_id
+    (sqls / f"{first}.sql").write_text("SELECT 1\n", encoding="utf-8")
+    args = ["eval", "spider2-lite", "--predictions", str(sqls), "--mode", "sql"]
+    result = runner.invoke(app, args, env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    assert _runnable_here(result.output) == status.runnable
+    # tasks list --runnable lists exactly those
+    listed = runner.invoke(
+        app, ["tasks", "list", "spider2-lite", "--runnable", "--format", "jsonl"]
+    )
+    assert listed.exit_code == 0, listed.output
+    ids = [json.loads(line)["instance_id"] for line in listed.stdout.splitlines()]
+    assert ids == [t.instance_id for t in split.runnable]
+    # run: a task with no schema metadata (ga360) is engine_unavailable up front, not sent to
+    # the model to fail as context_error
+    config = RunConfig(
+        "spider2-lite", "dail-sql", "oracle", tmp_path / "run", selection=Selection(limit=10)
+    )
+    selected, unavailable = select_tasks(config)
+    expected = {t.instance_id for t in runnability(selected).runnable}
+    assert {t.instance_id for t in selected} - set(unavailable) == expected
+    no_metadata = [t for t in selected if not t.extra.get("metadata_dir")]
+    assert no_metadata and all(
+        "no schema metadata" in unavailable[t.instance_id] for t in no_metadata
+    )
+    # --runnable on eval scores only them
+    only = runner.invoke(app, [*args, "--runnable"], env={"COLUMNS": "200"})
+    assert only.exit_code == 0, only.output
+    assert f"│ all tasks │ {status.runnable} │" in only.output.replace("  ", " ").replace("  ", " ")
+
+
+def test_context_runnable(shared: Path) -> None:
+    split = runnability(load_tasks("spider2-lite", with_gold=False))
+    result = runner.invoke(app, ["context", "spider2-lite", "--runnable", "--budget", "1500"])
+    assert result.exit_code == 0, result.output
+    lines = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [line["instance_id"] for line in lines] == [t.instance_id for t in split.runnable]
+    blocked = next(iter(split.blocked))
+    refused = runner.invoke(app, ["context", "spider2-lite", blocked, "--runnable"])
+    assert refused.exit_code == 2
+    assert f"{blocked} cannot run here: {split.blocked[blocked].message}" in refused.output
+
+
+@pytest.fixture
+def spider1_data(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A data root with Spider 1.0's dev.json, dev_gold.sql and one of its two databases."""
+    root = tmp_path / "data"
+    db = root / "spider1" / "database" / "shop" / "shop.sqlite"
+    db.parent.mkdir(parents=True)
+    con = sqlite3.connect(db)
+    con.executescript("CREATE TABLE t (x INTEGER); INSERT INTO t VALUES (1), (2);")
+    con.commit()
+    con.close()
+    entries = [
+        {"db_id": "shop", "query": "SELECT count(*) FROM t", "question": "How many?"},
+        {"db_id": "gone", "query": "SELECT 1", "question": "No database?"},
+        {"db_id": "shop", "query": "SELECT max(x) FROM t", "question": "Largest?"},
+    ]
+    (root / "spider1" / "dev.json").write_text(json.dumps(entries), encoding="utf-8")
+    gold = "".join(f"{e['query']}\t{e['db_id']}\n" for e in entries)
+    (root / "spider1" / "dev_gold.sql").write_text(gold, encoding="utf-8")
+    as_new_user(monkeypatch, tmp_path, root)
+    return root
+
+
+def test_eval_spider1_finds_gold_and_databases_in_the_data(
+    spider1_data: Path, tmp_path: Path
+) -> None:
+    pred = tmp_path / "pred.txt"
+    pred.write_text("SELECT count(*) FROM t\nSELECT 1\nSELECT 0\n", encoding="utf-8")
+    out = tmp_path / "scores.jsonl"
+    result = runner.invoke(
+        app, ["eval", "spider1", "--predictions", str(pred), "--output", str(out)]
+    )
+    assert result.exit_code == 0, result.output
+    scores = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [(s["score"], s["error"]) for s in scores] == [
+        (1.0, None),
+        (0.0, "engine_unavailable"),
+        (0.0, "wrong_result"),
+    ]
+    assert benchmark_status("spider1").runnable == 2 == _runnable_here(result.output)
+    # --runnable: only the two whose database is here
+    only = runner.invoke(
+        app, ["eval", "spider1", "--predictions", str(pred), "--runnable", "--output", str(out)]
+    )
+    assert only.exit_code == 0, only.output
+    assert [json.loads(line)["instance_id"] for line in out.read_text().splitlines()] == ["0", "2"]
+    # a flag still overrides: another gold file
+    other = tmp_path / "other_gold.sql"
+    other.write_text("SELECT min(x) FROM t\tshop\n", encoding="utf-8")
+    one = tmp_path / "one.txt"
+    one.write_text("SELECT min(x) FROM t\n", encoding="utf-8")
+    flagged = runner.invoke(
+        app,
+        ["eval", "spider1", "--predictions", str(one), "--gold", str(other), "--output", str(out)],
+    )
+    assert flagged.exit_code == 0, flagged.output
+    assert [json.loads(line)["score"] for line in out.read_text().splitlines()] == [1.0]
+
+
+def test_eval_bird_finds_questions_and_databases_in_the_data(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = tmp_path / "data"
+    db = root / "bird" / "dev_databases" / "shop" / "shop.sqlite"
+    db.parent.mkdir(parents=True)
+    con = sqlite3.connect(db)
+    con.executescript("CREATE TABLE t (x INTEGER); INSERT INTO t VALUES (1), (2);")
+    con.commit()
+    con.close()
+    questions = [
+        {"question_id": 0, "db_id": "shop", "question": "n?", "SQL": "SELECT count(*) FROM t"},
+        {"question_id": 1, "db_id": "gone", "question": "?", "SQL": "SELECT 1"},
+    ]
+    (root / "bird" / "dev.json").write_text(json.dumps(questions), encoding="utf-8")
+    as_new_user(monkeypatch, tmp_path, root)
+    pred = tmp_path / "predict_dev.json"
+    pred.write_text(
+        json.dumps({"0": "SELECT count(*) FROM t\t----- bird -----\tshop"}), encoding="utf-8"
+    )
+    out = tmp_path / "scores.jsonl"
+    result = runner.invoke(app, ["eval", "bird", "--predictions", str(pred), "--output", str(out)])
+    assert result.exit_code == 0, result.output
+    scores = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [(s["score"], s["error"]) for s in scores] == [(1.0, None), (0.0, "engine_unavailable")]
+    assert benchmark_status("bird").runnable == 1
+
+
+def test_a_missing_gold_names_querybench_data(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import querybench.data as data
+
+    as_new_user(monkeypatch, tmp_path, tmp_path / "empty")
+    monkeypatch.setattr(data, "shared_data_dir", lambda: None)  # an installed tool's roots
+    pred = tmp_path / "pred.txt"
+    pred.write_text("SELECT 1\n", encoding="utf-8")
+    for benchmark in ("spider1", "bird", "spider2-lite"):
+        given = tmp_path if benchmark == "spider2-lite" else pred
+        result = runner.invoke(app, ["eval", benchmark, "--predictions", str(given)])
+        assert result.exit_code == 2, result.output
+        said = " ".join(result.output.split())
+        assert "QUERYBENCH_DATA" in said and f"querybench data fetch {benchmark}" in said, said
+
+
+def test_an_installed_package_has_no_shared_data_root(tmp_path: Path) -> None:
+    """In a non-editable install `../shared/data` beside the package is `site-packages/..`'s,
+    no checkout's: that root is not searched there."""
+    import importlib.util
+
+    import querybench.data as data
+
+    assert data.shared_data_dir() is not None  # this checkout has one
+    site = tmp_path / "lib" / "python3" / "site-packages" / "querybench"
+    site.mkdir(parents=True)
+    (site / "data.py").write_text(Path(data.__file__).read_text(encoding="utf-8"))
+    spec = importlib.util.spec_from_file_location("installed_data", site / "data.py")
+    assert spec is not None and spec.loader is not None
+    installed = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(installed)
+    assert installed.shared_data_dir() is None
+    assert "../shared/data" not in [label for label, _ in installed.labelled_roots()]
+
+
+def test_run_says_what_cannot_run_and_runnable_leaves_it_out(
+    spider1_data: Path, tmp_path: Path
+) -> None:
+    args = ["run", "spider1", "--model", "oracle", "--out"]
+    result = runner.invoke(app, [*args, str(tmp_path / "all")], env={"COLUMNS": "300"})
+    assert result.exit_code == 0, result.output
+    line = (
+        "data: spider1: 2 of 3 tasks can run here; 1 of 3 local tasks lack their database "
+        "(fix: querybench data fetch spider1); --runnable runs only the 2 that can"
+    )
+    assert line in result.output
+    assert result.output.index(line) < result.output.index("score ")
+    summary = json.loads((tmp_path / "all" / "summary.json").read_text())
+    assert (summary["n"], summary["runnable"]) == (3, 2)
+    only = runner.invoke(app, [*args, str(tmp_path / "only"), "--runnable"])
+    assert only.exit_code == 0, only.output
+    assert "can run here" not in only.output  # every selected task can
+    summary = json.loads((tmp_path / "only" / "summary.json").read_text())
+    assert (summary["n"], summary["runnable"], summary["correct"]) == (2, 2, 2)
