@@ -93,7 +93,6 @@ ALLOWED_BRANCHES: dict[str, int] = {
     "methods/zero_shot.py": 1,
     "report/audit_scoring.py": 1,
     "report/paper_tables.py": 2,
-    "runs/layout.py": 2,
     "tasks/databases.py": 1,
     "tasks/spider2.py": 3,
 }

@@ -47,13 +47,13 @@ DEPENDS: dict[str, frozenset[str]] = {
         "data": "",
         "benchmarks": "errors",
         "declared": "errors",
-        "layout": "data",
+        "layout": "benchmarks data",
         "credentials": "data",
         "fetch": "errors",
         "engines": "credentials errors",
-        "tasks": "data errors layout engines",
-        "releases": "errors fetch layout tasks",
-        "data_status": "credentials data errors layout engines tasks",
+        "tasks": "benchmarks data errors layout engines",
+        "releases": "benchmarks errors fetch layout tasks",
+        "data_status": "benchmarks credentials data errors layout engines tasks",
         "data_fetch": "fetch releases",
         "context": "errors layout engines tasks",
         "models": "errors tasks context",
@@ -61,11 +61,12 @@ DEPENDS: dict[str, frozenset[str]] = {
         "evaluation": "errors layout engines tasks",  # no context, model or agent
         "methods": "data declared errors layout engines tasks context models agent evaluation",
         "envs": "data errors engines tasks context models evaluation methods",
-        "runs": "data declared errors layout engines tasks models evaluation methods",
-        "report": "data errors engines tasks agent evaluation runs",
-        "commands": "data declared errors layout engines data_fetch data_status releases tasks "
+        "runs": "benchmarks data declared errors layout engines tasks models evaluation methods",
+        "report": "benchmarks data errors engines tasks agent evaluation runs",
+        "commands": "benchmarks data declared errors layout engines data_fetch data_status "
+        "releases tasks "
         "context evaluation methods runs report",
-        "cli": "evaluation commands",
+        "cli": "benchmarks evaluation commands",
         "_entry": "commands cli",
         "querybench": "errors engines tasks evaluation runs",
     }.items()
