@@ -1,10 +1,12 @@
 """`data fetch`: every part of a benchmark (`releases.PARTS`) into a data root.
 
-A part already in place (as a reader would find it in the target) is kept unless `force`; an
-archive comes from `from_dir` by its official name, from `$QUERYBENCH_DATA_MIRROR`, or from its
-official URL (resumable); its pinned sha256 and, for the Spider2 repository, its commit are
-checked unless `verify=False`; an HTML page where the archive was expected is deleted and the
-error says how to download the file by hand and use `--from`.
+A part already in place (as a reader would find it in the target or in any data root, whoever
+put it there) is kept unless `force`; an archive comes from `from_dir` by its official name
+when it is there, else from `$QUERYBENCH_DATA_MIRROR` or its official URL (resumable), so a
+folder holding some of the archives fetches only the parts it lacks; its pinned sha256 and,
+for the Spider2 repository, its commit are checked unless `verify=False`; an HTML page where
+the archive was expected is deleted and the error says how to download the file by hand and
+use `--from`.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from pathlib import Path, PurePosixPath
 import httpx
 
 from querybench import releases
+from querybench.data import data_roots
 from querybench.fetch import (
     FetchError,
     HtmlPageError,
@@ -61,8 +64,9 @@ def fetch_benchmark(
     with client or httpx.Client(follow_redirects=True, timeout=60.0) as http:
         for part in parts[benchmark]:
             marker = to / ".downloads" / f"{part.archive.file_name}.unpacking"
-            if not force and not marker.exists() and part.present(to):
-                outcomes.append(PartOutcome(part, to / part.folder, False, "left as it was"))
+            where = None if force or marker.exists() else _in_place(part, to)
+            if where is not None:
+                outcomes.append(PartOutcome(part, where / part.folder, False, "left as it was"))
                 continue
             progress = on_start(part.archive) if on_start else None
             archive = _obtain(
@@ -88,6 +92,15 @@ def fetch_benchmark(
     return outcomes
 
 
+def _in_place(part: Part, to: Path) -> Path | None:
+    """The root a reader finds `part` in: the target first, then every data root (a part in
+    place is not fetched again, whoever put it there); None when no root holds it."""
+    for root in [to, *(r for r in data_roots() if r.resolve() != to.resolve())]:
+        if part.present(root):
+            return root
+    return None
+
+
 def _check(archive: Archive, verify: bool) -> str:
     if not verify:
         return "not verified: --no-verify"
@@ -110,14 +123,11 @@ def _obtain(
     sha = archive.sha256 if verify else None
     mirror = os.environ.get(MIRROR_ENV)
     url = f"{mirror.rstrip('/')}/{archive.file_name}" if mirror else archive.url
+    names = (archive.file_name, *archive.aliases)
+    found = None
     if from_dir is not None:
-        names = (archive.file_name, *archive.aliases)
         found = next((from_dir / n for n in names if (from_dir / n).is_file()), None)
-        if found is None:
-            raise FetchError(
-                f"--from {from_dir}: no {' or '.join(names)} there (the official file name; "
-                f"download it from {archive.page or archive.url})"
-            )
+    if found is not None:
         if (title := html_title(found)) is not None:
             raise _html_error(archive, benchmark, title, kept=found)
         if sha is not None and (actual := file_sha256(found)) != sha:
@@ -126,7 +136,7 @@ def _obtain(
                 "pass --no-verify for a newer release or a hand-made archive"
             )
         path = found
-    else:
+    else:  # not in --from DIR (it holds the others): this one part is downloaded
         try:
             path = download(
                 url,
@@ -138,6 +148,13 @@ def _obtain(
             )
         except HtmlPageError as exc:
             raise _html_error(archive, benchmark, exc.title) from None
+        except FetchError as exc:
+            if from_dir is None:
+                raise
+            raise FetchError(
+                f"--from {from_dir}: no {' or '.join(names)} there (the official file name; "
+                f"download it from {archive.page or archive.url}), and fetching it failed: {exc}"
+            ) from None
     if verify and archive.commit is not None:
         commit = zip_commit(path)
         if commit != archive.commit:

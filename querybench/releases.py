@@ -13,7 +13,7 @@ puts them. A part whose files a reader would already find in the target is not f
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
 
 from querybench.benchmarks import resolve, specs
@@ -251,6 +251,21 @@ REPOSITORY = Part(
     "spider2",
     nested=False,  # the repository's own zips (if any) are materials, not layout
 )
+_EVAL_CONFIGS = {
+    "spider2-lite": "spider2lite_eval.jsonl",
+    "spider2-snow": "spider2snow_eval.jsonl",
+    "spider2-dbt": "spider2_eval.jsonl",
+}
+
+
+def _repository_for(benchmark: str) -> Part:
+    """The repository part as `benchmark` needs it: in place once that benchmark's task file
+    and eval config are there (a checkout or an earlier fetch of it), whatever the other
+    benchmarks' files."""
+    needed = (TASK_FILES[benchmark][0], f"{GOLD_DIRS[benchmark]}/{_EVAL_CONFIGS[benchmark]}")
+    return replace(REPOSITORY, present=_files(*needed))
+
+
 AGENTIC = Part(
     "Spider 2.0 agentic setting (632 tasks, execution contexts, gold)",
     SPIDER2_AGENTIC_REPO,
@@ -318,12 +333,18 @@ SPIDER1_PART = Part(
     "spider1",
 )
 
-SPIDER2_LITE_PARTS = (REPOSITORY, LITE_DATABASES)
-SPIDER2_SNOW_PARTS = (REPOSITORY,)
-SPIDER2_DBT_PARTS = (REPOSITORY, DBT_START_DATABASES, DBT_GOLD_DATABASES)
+SPIDER2_LITE_PARTS = (_repository_for("spider2-lite"), LITE_DATABASES)
+SPIDER2_SNOW_PARTS = (_repository_for("spider2-snow"),)
+SPIDER2_DBT_PARTS = (_repository_for("spider2-dbt"), DBT_START_DATABASES, DBT_GOLD_DATABASES)
 # the agentic setting: its own folder, the lite local databases its Local tasks use, and the
 # DBT tasks (the same 68 as spider2-dbt, read from there)
-SPIDER2_PARTS = (REPOSITORY, AGENTIC, LITE_DATABASES, DBT_START_DATABASES, DBT_GOLD_DATABASES)
+SPIDER2_PARTS = (
+    _repository_for("spider2-dbt"),
+    AGENTIC,
+    LITE_DATABASES,
+    DBT_START_DATABASES,
+    DBT_GOLD_DATABASES,
+)
 BIRD_PARTS = (BIRD_DEV_PART,)
 BIRD_DEV_20251106_PARTS = (BIRD_DEV_PART, BIRD_DEV_20251106_PART)
 BIRD_TRAIN_PARTS = (BIRD_TRAIN_PART,)

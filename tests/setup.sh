@@ -2,10 +2,11 @@
 # Everything the tests need beyond the core install of the README's first command: the extras
 # (engines, RL, Ray, plotting, test tools), the verifiers environment packages, the DBT
 # environment and the local PostgreSQL/MariaDB servers. Idempotent; the README's test command
-# (and so .ci/run) runs it before pytest. Debian packages (bubblewrap, chromium, python3-venv)
-# are .ci/run's, as they need root.
+# (and so .ci/run) runs it before pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Debian packages the tests use (tests/system_packages.sh): apt-get as root, else named.
+bash tests/system_packages.sh
 [ -x .venv/bin/python ] || python3 -m venv .venv
 .venv/bin/pip install --quiet -e '.[all,dev]'
 # the bytecode an editable install never writes under PYTHONDONTWRITEBYTECODE (README)

@@ -29,9 +29,13 @@ __all__ = ["server"]
 
 @pytest.fixture
 def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A new user's machine: QUERYBENCH_DATA is an empty folder; no user data, no credentials."""
+    """A new user's machine: QUERYBENCH_DATA is an empty folder; no user data, no credentials,
+    no shared data folder beside the checkout (a part there would be in place)."""
+    import querybench.data
+
     data = tmp_path / "data"
     as_new_user(monkeypatch, tmp_path, data)
+    monkeypatch.setattr(querybench.data, "shared_data_dir", lambda: None)
     return data
 
 
@@ -327,3 +331,63 @@ def test_a_mirror_serves_the_official_names(
     assert "(commit verified)" in output and output.count("(no pinned checksum)") == 2
     assert FileHandler.ranges == [None, None, None]  # three archives, no other request
     assert len(load_tasks("spider2-dbt")) == 2
+
+
+def test_from_a_folder_with_only_the_databases_keeps_a_checkout_in_place(
+    env: Path, official: dict[str, bytes], tmp_path: Path
+) -> None:
+    # the lite task files and gold already in the target (here: a checkout holding lite and
+    # snow only), the folder holding only local_sqlite.zip: it stopped with "no
+    # Spider2-<commit>.zip or Spider2-main.zip there"
+    _cli("data", "fetch", "spider2-snow")
+    shutil.rmtree(env / "spider2" / "spider2-dbt", ignore_errors=True)
+    asked = len(FileHandler.ranges)
+    downloads = tmp_path / "Downloads"
+    downloads.mkdir()
+    (downloads / "local_sqlite.zip").write_bytes(official["local_sqlite.zip"])
+    output = _cli("data", "fetch", "spider2-lite", "--from", str(downloads))
+    assert "in place: Spider 2.0 tasks" in output
+    assert "unpacked: Spider 2.0-lite local SQLite databases" in output
+    assert len(FileHandler.ranges) == asked  # nothing downloaded
+    localdb = env / "spider2" / "spider2-lite" / "resource" / "databases" / "spider2-localdb"
+    assert (localdb / "shop.sqlite").is_file()
+
+
+def test_from_a_folder_with_the_dbt_archives_fetches_only_what_is_missing(
+    env: Path, official: dict[str, bytes], tmp_path: Path
+) -> None:
+    downloads = tmp_path / "Downloads"
+    downloads.mkdir()
+    for name in ("DBT_start_db.zip", "dbt_gold.zip"):
+        (downloads / name).write_bytes(official[name])
+        del FileHandler.files[f"/{name}"]  # only in the folder: asking the server fails
+    # the repository is in no root and not in the folder: that part alone is downloaded
+    output = _cli("data", "fetch", "spider2-dbt", "--from", str(downloads))
+    assert output.count("unpacked:") == 3
+    asked = len(FileHandler.ranges)
+    assert asked == 1  # the repository archive, once
+    shutil.rmtree(env / "spider2" / "spider2-dbt" / "examples" / replicas.DBT_IDS[0])
+    (env / "spider2" / "spider2-dbt" / "examples").joinpath(replicas.DBT_IDS[0]).mkdir()
+    again = _cli("data", "fetch", "spider2-dbt", "--from", str(downloads))
+    assert "in place: Spider 2.0 tasks" in again and "in place: Spider 2.0-DBT gold" in again
+    assert "unpacked: Spider 2.0-DBT start databases" in again
+    assert len(FileHandler.ranges) == asked  # nothing downloaded again
+
+
+def test_a_part_in_another_data_root_is_in_place(
+    env: Path, official: dict[str, bytes], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import querybench.data as data
+
+    _cli("data", "fetch", "spider2-snow")  # the repository, into what becomes the shared root
+    monkeypatch.setattr(data, "shared_data_dir", lambda: env)
+    monkeypatch.delenv("QUERYBENCH_DATA")  # the target is now the user data dir
+    downloads = tmp_path / "Downloads"
+    downloads.mkdir()
+    (downloads / "local_sqlite.zip").write_bytes(official["local_sqlite.zip"])
+    output = _cli("data", "fetch", "spider2-lite", "--from", str(downloads))
+    assert "in place: Spider 2.0 tasks, gold, metadata and documents (lite, snow, DBT " in output
+    assert f"projects) ({env / 'spider2'};" in output
+    user = tmp_path / "xdg-data" / "querybench"
+    assert not (user / "spider2" / "spider2-lite" / "spider2-lite.jsonl").exists()
+    assert "spider2-lite: 3 of 4 tasks can run here" in _cli("data", "status", "spider2-lite")

@@ -59,11 +59,11 @@ def test_py_typed_ships() -> None:
 def test_the_readme_connect_example_opens_the_file_it_names(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # the README wrote `connect("sqlite:///db.sqlite")`, which opens /db.sqlite, not ./db.sqlite
+    # the guide wrote `connect("sqlite:///db.sqlite")`, which opens /db.sqlite, not ./db.sqlite
     import re
     import sqlite3
 
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    readme = (ROOT / "docs" / "guide.md").read_text(encoding="utf-8")  # the README's long part
     found = re.search(r'querybench\.connect\("([^"]+)"\) as db:', readme)
     assert found is not None
     with sqlite3.connect(tmp_path / "db.sqlite") as conn:
@@ -75,10 +75,10 @@ def test_the_readme_connect_example_opens_the_file_it_names(
 
 
 def test_the_readme_run_config_example_builds_its_config() -> None:
-    # the README built it flat (`limit=50`), a form the constructor no longer takes
+    # the guide built it flat (`limit=50`), a form the constructor no longer takes
     import re
 
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    readme = (ROOT / "docs" / "guide.md").read_text(encoding="utf-8")  # the README's long part
     block = next(b for b in re.findall(r"```python\n(.*?)```", readme, re.S) if "RunConfig(" in b)
     setup = block.split("outcome = ")[0]
     namespace: dict[str, object] = {}

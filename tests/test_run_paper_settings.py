@@ -15,9 +15,21 @@ from querybench.layout import reference_plan_candidates
 from querybench.methods.paper_settings import gold_function_names
 from querybench.runs.config import Prompt, RunConfig, Selection
 from querybench.runs.runner import run
-from tests.test_run_spider2_csv import TASKS, data  # noqa: F401  (the fixture)
+from tests.test_run_spider2_csv import TASKS
+from tests.test_run_spider2_csv import data as lite_data  # noqa: F401  (the fixture)
 
 IDS = ("local901", "local902")
+
+
+@pytest.fixture
+def data(lite_data: Path) -> Path:  # noqa: F811  (the imported fixture, extended)
+    """The lite root with the schema metadata of its SQLite database (a task runs only with
+    its metadata here)."""
+    folder = lite_data / "spider2" / "spider2-lite" / "resource" / "databases" / "sqlite" / "shop"
+    folder.mkdir(parents=True)
+    ddl = "CREATE TABLE items (id INTEGER PRIMARY KEY, name TEXT, price REAL)"
+    (folder / "DDL.csv").write_text(f'table_name,DDL\nitems,"{ddl}"\n')
+    return lite_data
 
 
 def _config(root: Path, out: Path, prompt: Prompt | None = None) -> RunConfig:
@@ -31,7 +43,7 @@ def _plan_file(root: Path) -> Path:
     return root / reference_plan_candidates("spider2-lite")[0]
 
 
-def test_reference_plan_without_its_file_is_one_clear_line(data: Path, tmp_path: Path) -> None:  # noqa: F811
+def test_reference_plan_without_its_file_is_one_clear_line(data: Path, tmp_path: Path) -> None:
     with pytest.raises(DataError) as info:
         run(_config(data, tmp_path / "run", prompt=Prompt(reference_plan=True)), evaluate=False)
     message = str(info.value)
@@ -40,7 +52,7 @@ def test_reference_plan_without_its_file_is_one_clear_line(data: Path, tmp_path:
 
 
 def test_plans_are_found_in_any_data_root_and_data_status_says_so(
-    data: Path,  # noqa: F811
+    data: Path,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -77,7 +89,7 @@ def test_plans_are_found_in_any_data_root_and_data_status_says_so(
     assert "reference plans" not in {i.what for i in benchmark_status("spider2-dbt").items}
 
 
-def test_settings_reach_the_prompt_and_are_recorded(data: Path, tmp_path: Path) -> None:  # noqa: F811
+def test_settings_reach_the_prompt_and_are_recorded(data: Path, tmp_path: Path) -> None:
     plan = _plan_file(data)
     plan.write_text(json.dumps({"instance_id": "local901", "plan": "1. read items"}) + "\n")
     out = tmp_path / "run"
@@ -97,7 +109,7 @@ def test_settings_reach_the_prompt_and_are_recorded(data: Path, tmp_path: Path) 
 
 
 def test_off_by_default_and_an_older_config_without_them_resumes(
-    data: Path,  # noqa: F811
+    data: Path,
     tmp_path: Path,
 ) -> None:
     out = tmp_path / "run"

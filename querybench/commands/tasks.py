@@ -1,4 +1,5 @@
-"""`querybench tasks list|show`: the tasks of a benchmark, as a table or one JSON line each."""
+"""`querybench tasks list|show|stats`: the tasks of a benchmark, as a table or one JSON line
+each, and its dataset statistics beside the paper's."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ tasks_app = typer.Typer(
         "    querybench tasks list spider2-lite\n\n"
         "    querybench tasks list bird --format jsonl > bird.jsonl\n\n"
         "    querybench tasks show spider2-lite bq011\n\n"
+        "    querybench tasks stats spider2 --json\n\n"
         "    querybench tasks list custom --path my_questions.yaml"
     ),
     no_args_is_help=True,
@@ -124,3 +126,39 @@ def show_task(
     except QuerybenchError as exc:
         _fail(str(exc))
     typer.echo(json.dumps(task_to_json(task), ensure_ascii=False, indent=2))
+
+
+@tasks_app.command("stats")
+def task_stats(
+    benchmark: Benchmark,
+    json_output: Annotated[
+        bool, typer.Option("--json", help="One JSON object instead of the tables.")
+    ] = False,
+    html: Annotated[
+        Path | None, typer.Option(help="Also write the tables and their plots to this HTML file.")
+    ] = None,
+    path: TaskFile = None,
+    data_dir: DataDir = None,
+) -> None:
+    """The dataset statistics of the Spider 2.0 paper, from the task files, metadata and gold
+    here: tasks by type and difficulty, gold SQL tokens and functions, databases, tables and
+    columns per database, nested columns, answer types, external knowledge; each beside the
+    paper's (or the official README's) figure, the difference said.
+
+    Example: `querybench tasks stats spider2 --html stats.html`
+    """
+    from querybench.report import dataset_stats, render
+
+    tasks = _load(benchmark, path, data_dir)
+    try:
+        result = dataset_stats.dataset_stats(benchmark, tasks)
+    except QuerybenchError as exc:
+        _fail(str(exc))
+    tables = dataset_stats.sections(result)
+    if json_output:
+        typer.echo(json.dumps(result.to_json(), ensure_ascii=False))
+    else:
+        render.print_sections(tables, Console())
+    if html is not None:
+        page = render.tables_html(tables, dataset_stats.plots(result), f"{benchmark} statistics")
+        html.write_text(page, encoding="utf-8")

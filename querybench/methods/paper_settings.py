@@ -17,17 +17,13 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-import sqlglot
-from sqlglot import exp
-
 from querybench.context.documents import FunctionDoc
 from querybench.data import data_roots, find_data
-from querybench.engines.registry import sqlglot_dialect
 from querybench.errors import DataError
 from querybench.layout import reference_plan_candidates
 from querybench.tasks.input_files import read_jsonl, required_str
 from querybench.tasks.model import Task
-from querybench.tasks.sql_functions import called_functions
+from querybench.tasks.sql_functions import called_functions, parsed_function_names
 
 
 def find_reference_plans(benchmark: str, data_dir: str | Path | None = None) -> Path | None:
@@ -58,16 +54,7 @@ def gold_function_names(sql: str, engine: str) -> set[str]:
     """Upper-case names of the functions `sql` calls: sqlglot's canonical names and the names
     as written (a dialect spelling sqlglot normalises, e.g. SQLite's strftime, stays findable)."""
     names = {name.upper().rsplit(".", 1)[-1] for name in called_functions(sql)}
-    try:
-        trees = sqlglot.parse(sql, read=sqlglot_dialect(engine))
-    except sqlglot.errors.SqlglotError:
-        return names
-    for tree in trees:
-        if tree is None:
-            continue
-        for node in tree.find_all(exp.Func):
-            names.add(node.name.upper() if isinstance(node, exp.Anonymous) else node.sql_name())
-    return names
+    return names | (parsed_function_names(sql, engine) or set())
 
 
 def oracle_function_docs(task: Task, docs: tuple[FunctionDoc, ...]) -> list[FunctionDoc] | None:

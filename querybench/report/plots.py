@@ -93,6 +93,31 @@ def error_counts(runs: Sequence[RunData]) -> list[Counter[str]]:
     return out
 
 
+def count_bars(title: str, counts: Sequence[tuple[str, float]], label: str) -> Plot:
+    """One horizontal bar per (name, value), in the order given (`tasks stats`)."""
+    figure, ax = _figure(len(counts))
+    names = [name for name, _ in counts]
+    bars = ax.barh(range(len(counts)), [v for _, v in counts], 0.7, color=PALETTE[0])
+    ax.bar_label(bars, fmt="%g", fontsize=8, padding=2)
+    ax.set_yticks(range(len(counts)), names)
+    ax.invert_yaxis()
+    ax.set_xlabel(label)
+    return Plot(title, _svg(figure, _slug(title)))
+
+
+def histogram(title: str, values: Sequence[float], label: str, bins: int = 30) -> Plot:
+    """The distribution of `values` (`tasks stats`: gold SQL tokens, columns per database)."""
+    figure, ax = _figure(10)
+    ax.hist(values, bins=bins, color=PALETTE[0])
+    ax.set_xlabel(label)
+    ax.set_ylabel("count")
+    return Plot(title, _svg(figure, _slug(title)))
+
+
+def _slug(title: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", title.lower()).strip("-")
+
+
 def _figure(rows: int) -> tuple[Figure, Axes]:
     from matplotlib.figure import Figure
 

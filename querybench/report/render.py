@@ -124,22 +124,36 @@ def _plots(plots: list[Plot] | None) -> str:
     return f"<h2>plots</h2>{figures}"
 
 
+def _section(section: Section) -> str:
+    note = f'<p class="note">{escape(section.note)}</p>' if section.note else ""
+    table = _table(section, link_first=section.title == "flips")
+    return f"<h2>{escape(section.title)}</h2>{note}{table}"
+
+
+def _page(title: str, body: Sequence[str], script: str = "") -> str:
+    scripts = f"<script>{script}</script>" if script else ""
+    return (
+        f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{escape(title)}'
+        f"</title><style>{CSS}{DETAILS_CSS}</style></head><body>{''.join(body)}"
+        f"{scripts}</body></html>\n"
+    )
+
+
 def html(sections: Sequence[Section], runs: Sequence[RunData], title: str) -> str:
     names = [run.name for run in runs]
     body = [f'<h1 id="top">{escape(title)}</h1>', _legend(names)]
     for section in sections:
-        body.append(f"<h2>{escape(section.title)}</h2>")
-        if section.note:
-            body.append(f'<p class="note">{escape(section.note)}</p>')
-        body.append(_table(section, link_first=section.title == "flips"))
+        body.append(_section(section))
         if section.title == "overall":
             body.append(_plots(render_plots(runs)))
     body.append(
         '<h2>instances</h2><p><input id="q" placeholder="filter instances (id, error, '
         'SQL...)"></p><div id="instances">' + instance_details(runs) + "</div>"
     )
-    return (
-        f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{escape(title)}'
-        f"</title><style>{CSS}{DETAILS_CSS}</style></head><body>{''.join(body)}"
-        f"<script>{FILTER_JS}</script></body></html>\n"
-    )
+    return _page(title, body, FILTER_JS)
+
+
+def tables_html(sections: Sequence[Section], plots: list[Plot] | None, title: str) -> str:
+    """A page of tables and their plots alone (no runs: `tasks stats --html`)."""
+    body = [f'<h1 id="top">{escape(title)}</h1>', *map(_section, sections), _plots(plots)]
+    return _page(title, body)

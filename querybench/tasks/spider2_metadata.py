@@ -1,4 +1,5 @@
-"""Task feature tags a Spider 2.0 database's metadata files support: nested, partitioned, schemas.
+"""Task feature tags a Spider 2.0 database's metadata files support: nested, partitioned, schemas;
+and its size (tables, columns, nested columns) for the dataset statistics.
 
 The metadata layout is the official one: `resource/databases/<engine>/<db>/<schema>/DDL.csv`
 (plus one JSON per table) for BigQuery and Snowflake, `.../sqlite/<db>/DDL.csv` for SQLite.
@@ -82,6 +83,29 @@ def database_traits(db_dir: Path) -> DatabaseTraits:
     return DatabaseTraits(nested, partitioned, multi_schema=len(schemas) > 1)
 
 
+@dataclass(frozen=True)
+class DatabaseSize:
+    """A database's size as its metadata gives it (the paper's tables and columns per
+    database; nested columns are those of a STRUCT / ARRAY / VARIANT / OBJECT type)."""
+
+    tables: int
+    columns: int
+    nested_columns: int
+
+
+@cache
+def database_size(db_dir: Path) -> DatabaseSize:
+    schemas = [p for p in sorted(db_dir.iterdir()) if p.is_dir()] or [db_dir]
+    tables = columns = nested = 0
+    for schema in schemas:
+        for _table, types in _schema_tables(schema):
+            kinds = [line for line in types.splitlines() if line.strip()]
+            tables += 1
+            columns += len(kinds)
+            nested += sum(bool(_NESTED_TYPE.search(kind)) for kind in kinds)
+    return DatabaseSize(tables, columns, nested)
+
+
 def _schema_tables(schema: Path) -> list[tuple[str, str]]:
     """(table name, the column-type text of its DDL) for one schema folder."""
     ddl = schema / "DDL.csv"
@@ -92,7 +116,7 @@ def _schema_tables(schema: Path) -> list[tuple[str, str]]:
     for path in sorted(schema.glob("*.json")):
         try:
             info = json.loads(path.read_text(encoding="utf-8"))
-            types = " ".join(str(t) for t in info.get("column_types", []))
+            types = "\n".join(str(t) for t in info.get("column_types", []))
             name = str(info.get("table_name") or path.stem)
         except (OSError, UnicodeDecodeError, json.JSONDecodeError, AttributeError) as exc:
             raise DataError(f"{path}: unreadable table metadata ({exc})") from exc

@@ -31,5 +31,29 @@ def called_functions(sql: str) -> set[str]:
     return {name.lower() for name in _CALL.findall(text)}
 
 
+def parsed_function_names(sql: str, engine: str) -> set[str] | None:
+    """Upper-case names of the functions sqlglot finds in `sql` read in `engine`'s dialect
+    (its canonical names; an unknown function as written; AND, OR and CASE, which sqlglot
+    also models as functions, left out); None when sqlglot cannot parse it."""
+    import sqlglot
+    from sqlglot import exp
+
+    from querybench.engines.registry import sqlglot_dialect
+
+    try:
+        trees = sqlglot.parse(sql, read=sqlglot_dialect(engine))
+    except sqlglot.errors.SqlglotError:
+        return None
+    names: set[str] = set()
+    for tree in trees:
+        if tree is None:
+            continue
+        for node in tree.find_all(exp.Func):
+            if isinstance(node, (exp.Connector, exp.Case)):  # AND / OR / CASE: no call
+                continue
+            names.add(node.name.upper() if isinstance(node, exp.Anonymous) else node.sql_name())
+    return names
+
+
 def uses_dialect_functions(sql: str) -> bool:
     return bool(called_functions(sql) - PORTABLE)

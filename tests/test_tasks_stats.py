@@ -1,0 +1,125 @@
+"""`tasks stats BENCH`: the paper's dataset statistics computed from task files, metadata and
+gold; on a data root built here (every figure known by construction) and on the shared data
+(the release's answer types and unrated tasks against the paper's)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from querybench.cli import app
+from querybench.report.dataset_stats import dataset_stats
+from querybench.tasks import load_tasks
+from tests.conftest import require_data
+
+# (instance id, db, gold SQL, official token count, external knowledge)
+TASKS = [
+    ("bq901", "cloudy", "SELECT DATE_DIFF(a, b, DAY), COUNT(*) FROM t GROUP BY 1", 40, "doc.md"),
+    ("bq902", "cloudy", "SELECT SUM(x) FROM t WHERE a = 1 AND b = 2", 100, None),
+    ("local901", "shop", "SELECT name FROM items", 200, None),
+]
+# cloudy: two schemas, three tables; 2 + 3 + 1 columns, two of them nested
+DDL = {
+    "ds_a": [
+        ("t", "CREATE TABLE t (\n  a INT64,\n  b STRUCT<x INT64, y STRING>\n)"),
+        ("u", "CREATE TABLE u (\n  k STRING,\n  v ARRAY<INT64>,\n  w FLOAT64\n)"),
+    ],
+    "ds_b": [("z", "CREATE TABLE z (\n  id INT64\n)")],
+}
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    data = tmp_path / "data"
+    lite = data / "spider2" / "spider2-lite"
+    gold = lite / "evaluation_suite" / "gold"
+    (gold / "sql").mkdir(parents=True)
+    (gold / "exec_result").mkdir()
+    tasks, specs = [], []
+    for instance_id, db, sql, toks, knowledge in TASKS:
+        tasks.append(
+            {"instance_id": instance_id, "db": db, "question": "q", "external_knowledge": knowledge}
+        )
+        spec = {"instance_id": instance_id, "condition_cols": [], "ignore_order": True}
+        specs.append({**spec, "toks": str(toks)})
+        (gold / "sql" / f"{instance_id}.sql").write_text(sql)
+    (lite / "spider2-lite.jsonl").write_text("".join(json.dumps(t) + "\n" for t in tasks))
+    (gold / "spider2lite_eval.jsonl").write_text("".join(json.dumps(s) + "\n" for s in specs))
+    for schema, tables in DDL.items():
+        folder = lite / "resource" / "databases" / "bigquery" / "cloudy" / schema
+        folder.mkdir(parents=True)
+        rows = "".join(f'{name},"{ddl}"\n' for name, ddl in tables)
+        (folder / "DDL.csv").write_text("table_name,ddl\n" + rows)
+    return data
+
+
+def _by_name(payload: dict[str, Any]) -> dict[tuple[str, str], dict[str, Any]]:
+    return {(s["group"], s["name"]): s for s in payload["statistics"]}
+
+
+def test_stats_of_a_built_root(root: Path, tmp_path: Path) -> None:
+    page = tmp_path / "stats.html"
+    args = ["tasks", "stats", "spider2-lite", "--data-dir", str(root), "--json"]
+    result = CliRunner().invoke(app, [*args, "--html", str(page)])
+    assert result.exit_code == 0, result.output
+    payload = json.loads(result.output)
+    stats = _by_name(payload)
+    assert stats["tasks", "tasks"]["value"] == 3
+    assert stats["tasks", "tasks"]["note"] == "-544 against the official README"
+    assert stats["tasks by type", "BigQuery"]["value"] == 2
+    assert stats["tasks by type", "SQLite"]["value"] == 1
+    assert stats["tasks by type", "Snowflake"]["value"] == 0  # published, none here
+    levels = {n: stats["tasks by difficulty", n]["value"] for n in ("easy", "medium", "hard")}
+    assert levels == {"easy": 1, "medium": 1, "hard": 1}  # toks 40, 100, 200
+    assert stats["gold SQL", "official token count (toks, mean)"]["value"] == round(340 / 3, 1)
+    # sqlglot's functions, AND/CASE not among them: {DATE_DIFF, COUNT}, {SUM}, {}
+    assert stats["gold SQL", "distinct functions per SQL (mean)"]["value"] == 1.0
+    assert set(payload["functions"]) == {"DATEDIFF", "COUNT", "SUM"}
+    assert stats["databases", "databases"]["value"] == 2
+    assert stats["databases", "with metadata here"]["value"] == 1
+    assert stats["databases", "tables per database (mean)"]["value"] == 3.0
+    assert stats["databases", "columns per database (mean)"]["value"] == 6.0
+    assert stats["databases", "nested columns in all"]["value"] == 2
+    assert "1 of 2 databases" in stats["databases", "columns per database (mean)"]["note"]
+    assert stats["external knowledge", "tasks with a document"]["value"] == 1
+    assert payload["columns_per_database"] == [6]
+    assert len(payload["gold_tokens"]) == 3
+    html = page.read_text()
+    assert html.count("<svg") >= 4 and "spider2-lite: tasks by difficulty" in html
+
+
+def test_the_terminal_table_sets_the_published_figure_beside(root: Path) -> None:
+    args = ["tasks", "stats", "spider2-lite", "--data-dir", str(root)]
+    result = CliRunner().invoke(app, args, env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    assert "214 (official README)" in result.output
+    assert "-212 against the official README" in result.output
+
+
+def test_the_release_against_the_paper() -> None:
+    """The agentic 632: answer types 281/271/80 where the paper has 392/162/78, 94 unrated."""
+    require_data("spider2", "spider2", "examples", "spider2.jsonl")
+    result = dataset_stats("spider2", load_tasks("spider2"))
+    stats = {(s.group, s.name): s for s in result.statistics}
+    answers = {k: stats["answer types", k] for k in ("table", "string", "database")}
+    assert {k: s.value for k, s in answers.items()} == {
+        "table": 281,
+        "string": 271,
+        "database": 80,
+    }
+    assert {k: s.reference.value for k, s in answers.items() if s.reference} == {
+        "table": 392,
+        "string": 162,
+        "database": 78,
+    }
+    assert answers["table"].difference.startswith("-111 against the paper")
+    assert "281/271/80, the paper 392/162/78" in answers["table"].difference
+    unrated = stats["tasks by difficulty", "unrated"]
+    assert unrated.value == 94 and "no difficulty" in unrated.difference
+    assert all(
+        s.difference == "" for (group, _), s in stats.items() if group == "tasks by type"
+    )  # the README's 214/198/135/68/10/7
