@@ -14,6 +14,11 @@ submission folder with one line (a gold table, a perturbed one, a text answer de
 gold). The official `run_evaluation` runs on it in this process (its `pdb.set_trace` raises,
 so a pdb stop is seen as one); querybench scores the same folders. A case agrees when both
 give 1, both give 0, or the official stops (pdb / crash) where querybench gives `scorer_error`.
+
+`--gold-dir-folder N` instead scores one whole folder (`eval spider2 --gold-dir`): a gold folder
+whose eval config names N ids the built-in list lacks, answered in every way (a path through
+`../shared_files/` from a task folder that exists or not among them), against one official run:
+the instances the official scores and their verdicts must be querybench's.
 """
 
 from __future__ import annotations
@@ -85,6 +90,106 @@ def official_score(official: Path, result_dir: Path, gold: Path) -> str:
         return f"crash:{type(exc).__name__}"
     scores = [item.get("score") for item in seen]
     return "1" if scores and scores[0] == 1 else "0"
+
+
+def official_scores(official: Path, result_dir: Path, gold: Path) -> dict[str, float]:
+    """{instance id: score} of every instance the official run_evaluation scored."""
+    sys.path.insert(0, str(official))
+    try:
+        evaluate = importlib.import_module("evaluate")
+    finally:
+        sys.path.remove(str(official))
+    seen: list[dict[str, Any]] = []
+
+    def capture(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        seen.extend(items)
+        return items
+
+    evaluate.tqdm = capture
+    with contextlib.redirect_stdout(io.StringIO()):
+        evaluate.run_evaluation(str(result_dir), str(gold))
+    return {str(item["instance_id"]): float(item["score"]) for item in seen}
+
+
+def gold_dir_agreement(
+    official: Path, tasks: list[Task], gold_root: Path, work: Path, n: int, rng: random.Random
+) -> dict[str, Any]:
+    """`eval spider2 --gold-dir` on a gold folder of its own against the official run: `n` ids
+    the built-in list lacks (each a real table task's entry and gold under a new id), answered
+    by the gold table, a perturbed one, or through `../shared_files/` from a task folder that
+    exists or not, some config ids not submitted and some submitted ids not in the config."""
+    from typer.testing import CliRunner
+
+    from querybench.cli import app
+
+    gold, result = work / "gold", work / "result"
+    for folder in (gold, result):
+        shutil.rmtree(folder, ignore_errors=True)
+    (result / "shared_files").mkdir(parents=True)
+    entries, lines = [], []
+    ways: dict[str, str] = {}
+    chosen = [t for t in tasks if _single_table(t, gold_root)][:n]
+    for index, task in enumerate(chosen):
+        new_id = f"custom{index:04d}"
+        check = task.gold.eval_params["evaluation"][0]
+        name = check["parameters"]["gold"]
+        shutil.copytree(gold_root / task.instance_id, gold / new_id)
+        entries.append(
+            {"instance_id": new_id, "evaluation": task.gold.eval_params["official_evaluation"]}
+        )
+        raw = (gold_root / task.instance_id / name).read_bytes()
+        how = rng.choice(["gold", "perturbed", "shared, folder", "shared, no folder", "none"])
+        ways[new_id] = how
+        if how == "none":
+            continue
+        data = raw if how != "perturbed" else raw.rstrip(b"\n").rsplit(b"\n", 1)[0] + b"\n"
+        if how.startswith("shared"):
+            (result / "shared_files" / f"{new_id}.csv").write_bytes(data)
+            if how == "shared, folder":
+                (result / new_id).mkdir()
+            answer = f"../shared_files/{new_id}.csv"
+        else:
+            (result / new_id).mkdir()
+            (result / new_id / "out.csv").write_bytes(data)
+            answer = "out.csv"
+        lines.append({"instance_id": new_id, "answer_type": "file", "answer_or_path": answer})
+    lines.append({"instance_id": "not_in_config", "answer_type": "answer", "answer_or_path": "1"})
+    (gold / "spider2_eval.jsonl").write_text("".join(json.dumps(e) + "\n" for e in entries))
+    (result / "results_metadata.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    theirs = official_scores(official, result, gold)
+    out = work / "ours.jsonl"
+    args = ["eval", "spider2", "--predictions", str(result), "--gold-dir", str(gold)]
+    ran = CliRunner().invoke(app, [*args, "--output", str(out)])
+    assert ran.exit_code == 0, ran.output
+    mine = [json.loads(x) for x in out.read_text().splitlines()]
+    counted = {
+        x["instance_id"]: x["official_score"] for x in mine if x["metrics"]["official_counted"]
+    }
+    return {
+        "config ids": len(entries),
+        "querybench lines": len(mine),
+        "official scored": len(theirs),
+        "same instances": set(theirs) == set(counted),
+        "same verdicts": sum(theirs[i] == counted.get(i) for i in theirs),
+        "official 1": sum(v == 1 for v in theirs.values()),
+        "by answer (n, official 1, querybench 1)": {
+            how: (
+                sum(w == how for w in ways.values()),
+                sum(theirs.get(i) == 1 for i, w in ways.items() if w == how),
+                sum(counted.get(i) == 1 for i, w in ways.items() if w == how),
+            )
+            for how in sorted(set(ways.values()))
+        },
+    }
+
+
+def _single_table(task: Task, gold_root: Path) -> bool:
+    checks = task.gold.eval_params.get("evaluation", [])
+    if len(checks) != 1 or checks[0]["func"] != "table_match":
+        return False
+    name = checks[0]["parameters"].get("gold")
+    path = gold_root / task.instance_id / str(name)
+    return isinstance(name, str) and path.is_file() and path.stat().st_size < 2_000_000
 
 
 def ours(task: Task, result_dir: Path, gold: Path) -> tuple[str, str | None]:
@@ -214,12 +319,26 @@ def main() -> None:
     parser.add_argument("--official-dir", type=Path, required=True)
     parser.add_argument("--limit", type=int, default=0, help="at most this many cases")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--gold-dir-folder",
+        type=int,
+        default=0,
+        metavar="N",
+        help="instead: one gold folder of N ids the built-in list lacks, scored whole",
+    )
     args = parser.parse_args()
     root = data_root()
     gold_root = gold_dir(root / "spider2")
     tasks = [t for t in load_tasks("spider2", data_dir=root) if t.gold.eval_params]
     rng = random.Random(args.seed)
     rng.shuffle(tasks)  # a --limit then samples every kind of task
+    if args.gold_dir_folder:
+        with tempfile.TemporaryDirectory() as tmp:
+            found = gold_dir_agreement(
+                args.official_dir, tasks, gold_root, Path(tmp), args.gold_dir_folder, rng
+            )
+        print(json.dumps(found, indent=1))
+        return
     outcome: Counter[str] = Counter()
     disagreements = []
     with tempfile.TemporaryDirectory() as tmp:

@@ -4,13 +4,16 @@ A part already in place (as a reader would find it in the target or in any data 
 put it there) is kept unless `force`; an archive comes from `from_dir` by its official name
 when it is there, else from `$QUERYBENCH_DATA_MIRROR` or its official URL (resumable), so a
 folder holding some of the archives fetches only the parts it lacks; its pinned sha256 and,
-for the Spider2 repository, its commit are checked unless `verify=False`; an HTML page where
-the archive was expected is deleted and the error says how to download the file by hand and
-use `--from`.
+for the Spider2 repository, its commit are checked unless `verify=False`, and only a matched
+sha256 is reported verified (`_check`); an HTML page where the archive was expected is
+deleted and the error says how to download the file by hand and use `--from`. Unpacking is
+staged (`fetch.unpack_routed`): a part's old files are cleared (`Part.before`) and its new
+ones moved into place only once the whole archive unpacked with a sound layout.
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 from collections.abc import Callable
@@ -42,7 +45,7 @@ class PartOutcome:
     part: Part
     folder: Path
     fetched: bool  # False: already in place, left as it was
-    check: str  # what was verified: "sha256 verified", "commit verified", or why nothing was
+    check: str  # "sha256 verified", or "not verified: <why>"
 
 
 def fetch_benchmark(
@@ -75,21 +78,37 @@ def fetch_benchmark(
             checked = _check(part.archive, verify)
             marker.parent.mkdir(parents=True, exist_ok=True)
             marker.touch()
-            if part.before is not None:
-                part.before(to)
+            before = None if part.before is None else functools.partial(part.before, to)
             if part.archive.file_name.endswith(".json"):  # a plain file, not an archive
-                destination = part.route(PurePosixPath(part.archive.file_name))
-                assert destination is not None
-                (to / destination).parent.mkdir(parents=True, exist_ok=True)
-                shutil.copyfile(archive, to / destination)
+                _place_file(archive, to, part, before)
             else:
                 try:
-                    unpack_routed(archive, to, part.route, nested=part.nested)
+                    unpack_routed(archive, to, part.route, nested=part.nested, before=before)
                 except HtmlPageError as exc:
                     raise _html_error(part.archive, benchmark, exc.title) from None
             marker.unlink()
             outcomes.append(PartOutcome(part, to / part.folder, True, checked))
     return outcomes
+
+
+def _place_file(source: Path, to: Path, part: Part, before: Callable[[], None] | None) -> None:
+    """A part that is one plain file, copied beside its place and renamed into it."""
+    destination = part.route(PurePosixPath(part.archive.file_name))
+    assert destination is not None
+    target = to / destination
+    partial = target.with_name(f".{target.name}.unpacking")
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if target.is_dir():
+            raise FetchError(f"{source}: would write the file {target}, a folder now")
+        shutil.copyfile(source, partial)
+        if before is not None:
+            before()
+        partial.replace(target)
+    except OSError as exc:
+        raise FetchError(f"cannot put {source} at {target}: {exc}") from None
+    finally:
+        partial.unlink(missing_ok=True)
 
 
 def _in_place(part: Part, to: Path) -> Path | None:
@@ -102,11 +121,20 @@ def _in_place(part: Part, to: Path) -> Path | None:
 
 
 def _check(archive: Archive, verify: bool) -> str:
+    """What was verified: "sha256 verified" only when the archive's own bytes matched a pinned
+    sha256; otherwise "not verified" and why. A GitHub archive's zip comment naming the
+    pinned commit is checked (a wrong one is refused) but proves nothing: any zip can carry
+    any comment."""
     if not verify:
         return "not verified: --no-verify"
     if archive.sha256:
         return "sha256 verified"
-    return "commit verified" if archive.commit else "no pinned checksum"
+    if archive.commit:
+        return (
+            f"not verified: no sha256 is pinned for {archive.file_name}, which GitHub builds on "
+            f"request; its zip comment names commit {archive.commit[:12]}, which any zip can carry"
+        )
+    return f"not verified: no sha256 is pinned for {archive.file_name}"
 
 
 def _obtain(

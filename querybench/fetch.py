@@ -19,7 +19,9 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import shutil
 import tarfile
+import tempfile
 import zipfile
 import zlib
 from collections.abc import Callable, Iterator
@@ -189,14 +191,112 @@ def is_junk(member: PurePosixPath) -> bool:
     return any(p == "__MACOSX" or p.startswith("._") or p == ".DS_Store" for p in member.parts)
 
 
-def unpack_routed(archive: Path, root: Path, route: Route, *, nested: bool = True) -> list[Path]:
+def unpack_routed(
+    archive: Path,
+    root: Path,
+    route: Route,
+    *,
+    nested: bool = True,
+    before: Callable[[], None] | None = None,
+) -> list[Path]:
     """Unpack `archive`'s members to `root / route(member)`; the files written.
 
-    Junk (`is_junk`) is never written; a member that would land outside `root` (absolute,
-    `..`) is refused; with `nested`, a `.zip` member is unpacked into its own folder (junk left
-    out the same way) and then removed, as unzipping it by hand would. Past `MAX_NESTING` levels
-    of zips, or `max_unpack_bytes()` written in all, it stops with `FetchError`."""
-    return _unpack(archive, root, route, nested, 0, _ByteAllowance(max_unpack_bytes(), archive))
+    Junk (`is_junk`) is never written; with `nested`, a `.zip` member is unpacked into its own
+    folder (junk left out the same way) and then removed, as unzipping it by hand would. Every
+    file is first written into a staging folder inside `root`, and moved into place only when
+    the whole archive unpacked and its layout holds: a member that would land outside `root`
+    (absolute, `..`), whose name no file system keeps (a control character, a part past 255
+    bytes), on a file another member wrote, under one (`a`, then `a/b`) or where a folder is
+    (in the archive or in `root`) stops with `FetchError`, as do zips nested past
+    `MAX_NESTING` levels and `max_unpack_bytes()` written in all; nothing is left in `root`
+    then. `before` runs after those checks and before the first file moves (a part clearing
+    the files the new ones replace)."""
+    allowance = _ByteAllowance(max_unpack_bytes(), archive)
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        stage = Path(tempfile.mkdtemp(prefix=".unpacking-", dir=root))
+    except OSError as exc:
+        raise FetchError(f"cannot unpack {archive} into {root}: {exc}") from None
+    try:
+        layout = _Layout(archive, stage.name)
+        _unpack(archive, stage, route, nested, 0, allowance, layout)
+        layout.check_against(root)
+        if before is not None:
+            before()
+        return layout.move(stage, root)
+    except OSError as exc:
+        raise FetchError(f"cannot unpack {archive} into {root}: {exc}") from None
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
+
+
+_MAX_PART_BYTES = 255  # a file name's bound on every common file system
+_MAX_PATH_BYTES = 4096
+
+
+class _Layout:
+    """The destinations one archive's members were written to (relative to the root), so that
+    no member lands on, under or over another's, and the whole can be checked against what
+    the root already holds before anything moves there."""
+
+    def __init__(self, archive: Path, reserved: str) -> None:
+        self.archive, self.reserved = archive, reserved
+        self.files: dict[PurePosixPath, None] = {}  # in the order written
+        self.folders: set[PurePosixPath] = set()
+
+    def claim(self, destination: PurePosixPath, name: str) -> None:
+        """Take `destination` for member `name`, or raise `FetchError` saying why not."""
+        where = f"{self.archive}: member {name!r}"
+        if destination.is_absolute() or not destination.parts or ".." in destination.parts:
+            raise FetchError(f"{where} would unpack outside the data folder")
+        if destination.parts[0] == self.reserved:
+            raise FetchError(f"{where} would land in the unpacking's own staging folder")
+        text = str(destination)
+        if len(text.encode("utf-8", "surrogateescape")) > _MAX_PATH_BYTES:
+            raise FetchError(f"{where}: its path is longer than {_MAX_PATH_BYTES} bytes")
+        for part in destination.parts:
+            if any(ord(c) < 32 or ord(c) == 127 for c in part):
+                raise FetchError(f"{where}: its name holds a control character")
+            if len(part.encode("utf-8", "surrogateescape")) > _MAX_PART_BYTES:
+                raise FetchError(f"{where}: a part of its name is past {_MAX_PART_BYTES} bytes")
+        if destination in self.files:
+            raise FetchError(f"{where} lands on {text}, which an earlier member wrote")
+        if destination in self.folders:
+            raise FetchError(f"{where} lands on {text}, a folder of earlier members")
+        parents = list(destination.parents)[:-1]  # less the root itself
+        for parent in parents:
+            if parent in self.files:
+                raise FetchError(f"{where} would put {text} under {parent}, an earlier file")
+        self.files[destination] = None
+        self.folders.update(parents)
+
+    def release(self, destination: PurePosixPath) -> None:
+        """A nested zip, unpacked and removed: its own members may take its name."""
+        self.files.pop(destination, None)
+
+    def check_against(self, root: Path) -> None:
+        """`FetchError` when a file would replace a folder of `root`, or a folder is needed
+        where `root` has something else."""
+        for folder in sorted(self.folders, key=lambda p: len(p.parts)):
+            there = root.joinpath(*folder.parts)
+            if (there.exists() or there.is_symlink()) and not there.is_dir():
+                raise FetchError(
+                    f"{self.archive}: {there} is needed as a folder, and is a file there now"
+                )
+        for file in self.files:
+            there = root.joinpath(*file.parts)
+            if there.is_dir() and not there.is_symlink():
+                raise FetchError(f"{self.archive}: would write the file {there}, a folder now")
+
+    def move(self, stage: Path, root: Path) -> list[Path]:
+        for folder in sorted(self.folders, key=lambda p: len(p.parts)):
+            root.joinpath(*folder.parts).mkdir(exist_ok=True)
+        moved = []
+        for file in self.files:
+            target = root.joinpath(*file.parts)
+            os.replace(stage.joinpath(*file.parts), target)
+            moved.append(target)
+        return moved
 
 
 def max_unpack_bytes() -> int:
@@ -225,48 +325,51 @@ class _ByteAllowance:
 
 
 def _unpack(
-    archive: Path, root: Path, route: Route, nested: bool, depth: int, allowance: _ByteAllowance
-) -> list[Path]:
-    written: list[Path] = []
+    archive: Path,
+    stage: Path,
+    route: Route,
+    nested: bool,
+    depth: int,
+    allowance: _ByteAllowance,
+    layout: _Layout,
+) -> None:
     with _members(archive) as members:
         for name, is_dir, open_member in members:
             member = PurePosixPath(name)
             if member.is_absolute() or ".." in member.parts:
-                raise FetchError(f"{archive}: member {name!r} would unpack outside {root}")
+                raise FetchError(f"{archive}: member {name!r} would unpack outside the data folder")
             if is_dir or is_junk(member):
                 continue
             destination = route(member)
             if destination is None:
                 continue
-            if destination.is_absolute() or ".." in destination.parts:
-                raise FetchError(f"{archive}: member {name!r} would unpack outside {root}")
-            target = root.joinpath(*destination.parts)
+            layout.claim(destination, name)
+            target = stage.joinpath(*destination.parts)
             target.parent.mkdir(parents=True, exist_ok=True)
-            partial = target.with_name(target.name + ".unpacking")
             try:
-                with open_member() as src, partial.open("wb") as dst:
+                with open_member() as src, target.open("wb") as dst:
                     while chunk := src.read(_COPY_CHUNK):
                         allowance.take(len(chunk), name)
                         dst.write(chunk)
             except (zipfile.BadZipFile, tarfile.TarError, EOFError, zlib.error) as exc:
-                partial.unlink(missing_ok=True)
                 raise FetchError(f"{archive}: member {name!r} is damaged ({exc})") from None
-            except FetchError:
-                partial.unlink(missing_ok=True)
-                raise
-            partial.replace(target)
             if nested and target.suffix == ".zip" and zipfile.is_zipfile(target):
                 if depth + 1 > MAX_NESTING:
-                    target.unlink(missing_ok=True)
                     raise FetchError(
                         f"{archive}: member {name!r} nests zips more than {MAX_NESTING} deep"
                     )
-                inner = _unpack(target, target.parent, lambda m: m, True, depth + 1, allowance)
-                target.unlink(missing_ok=True)  # gone when it held a zip of its own name
-                written += inner
-            else:
-                written.append(target)
-    return written
+                # moved aside and removed once unpacked, as by hand; a member of its own name
+                # (a zip holding a zip of its name) may then be written while it is read
+                layout.release(destination)
+                inner = target.with_name(f".{target.name}.{depth}.nested")
+                os.replace(target, inner)
+                route_inner = partial(_under, destination.parent)
+                _unpack(inner, stage, route_inner, True, depth + 1, allowance, layout)
+                inner.unlink()
+
+
+def _under(folder: PurePosixPath, member: PurePosixPath) -> PurePosixPath:
+    return folder / member
 
 
 Member = tuple[str, bool, Callable[[], IO[bytes]]]

@@ -6,6 +6,7 @@ import hashlib
 import io
 import json
 import socket
+import warnings
 import zipfile
 from pathlib import Path
 
@@ -272,3 +273,99 @@ def test_a_bad_unpack_cap_is_refused_with_its_name(
     (tmp_path / "a.zip").write_bytes(_zip_of("data.txt", b"hi"))
     with pytest.raises(FetchError, match="QUERYBENCH_MAX_UNPACK_BYTES must be a whole number"):
         unpack_routed(tmp_path / "a.zip", tmp_path / "out", lambda m: m)
+
+
+def _zip_members(path: Path, members: list[tuple[str, bytes]]) -> Path:
+    with zipfile.ZipFile(path, "w") as zf, warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # a duplicate name is what some cases are made of
+        for name, data in members:
+            zf.writestr(name, data)
+    return path
+
+
+def _tree(root: Path) -> list[str]:
+    return sorted(p.relative_to(root).as_posix() for p in root.rglob("*"))
+
+
+BAD_LAYOUTS = {
+    "a file, then a file under it": ([("a", b"1"), ("a/b", b"2")], "under a, an earlier file"),
+    "a file under a name, then that name": ([("a/b", b"1"), ("a", b"2")], "a folder of earlier"),
+    "the same name twice": ([("a", b"1"), ("a", b"2")], "which an earlier member wrote"),
+    "a control character": ([("ok", b"1"), ("x\nb", b"2")], "holds a control character"),
+    "a part past 255 bytes": ([("ok", b"1"), ("x" * 256, b"2")], "past 255 bytes"),
+    "a damaged member after good ones": ([("ok", b"1")], "is damaged"),
+    "a nested zip over an outer member": (
+        [("d/a", b"1"), ("d/inner.zip", _zip_of("a", b"2"))],
+        "which an earlier member wrote",
+    ),
+}
+
+
+@pytest.mark.parametrize("layout", BAD_LAYOUTS)
+def test_a_collision_or_unsafe_layout_is_a_clean_error_writing_nothing(
+    tmp_path: Path, layout: str
+) -> None:
+    members, reason = BAD_LAYOUTS[layout]
+    archive = _zip_members(tmp_path / "a.zip", members)
+    if layout == "a damaged member after good ones":
+        with zipfile.ZipFile(archive, "a") as zf:
+            zf.writestr("bad", b"hello world" * 10)
+        data = bytearray(archive.read_bytes())
+        data[data.rindex(b"hello")] ^= 1
+        archive.write_bytes(bytes(data))
+    out = tmp_path / "out"
+    (out / "kept").mkdir(parents=True)
+    (out / "kept" / "old.txt").write_text("old")
+    cleared: list[bool] = []
+    with pytest.raises(FetchError, match=reason):
+        unpack_routed(archive, out, lambda m: m, before=lambda: cleared.append(True))
+    assert _tree(out) == ["kept", "kept/old.txt"]  # nothing half-written, no staging left
+    assert cleared == []  # what the new files would replace was not cleared either
+
+
+def test_what_the_root_holds_is_checked_before_anything_moves(tmp_path: Path) -> None:
+    archive = _zip_members(tmp_path / "a.zip", [("z/first", b"1"), ("x/y/z", b"2")])
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "x").write_text("a file where the archive needs a folder")
+    with pytest.raises(FetchError, match="is needed as a folder, and is a file there now"):
+        unpack_routed(archive, out, lambda m: m)
+    assert _tree(out) == ["x"]
+    (out / "x").unlink()
+    (out / "z" / "first").mkdir(parents=True)
+    with pytest.raises(FetchError, match=r"would write the file .*first, a folder now"):
+        unpack_routed(archive, out, lambda m: m)
+    assert _tree(out) == ["z", "z/first"]
+
+
+def test_before_runs_after_the_checks_and_before_the_files_move(tmp_path: Path) -> None:
+    archive = _zip_members(tmp_path / "a.zip", [("d/new.duckdb", b"new")])
+    out = tmp_path / "out"
+    (out / "d").mkdir(parents=True)
+    (out / "d" / "old.duckdb").write_text("old")
+    seen: list[list[str]] = []
+
+    def before() -> None:  # the staging folder aside, the new file is not in place yet
+        seen.append([p for p in _tree(out) if not p.startswith(".unpacking-")])
+
+    written = unpack_routed(archive, out, lambda m: m, before=before)
+    assert seen == [["d", "d/old.duckdb"]]
+    assert written == [out / "d" / "new.duckdb"]
+    assert _tree(out) == ["d", "d/new.duckdb", "d/old.duckdb"]
+
+
+def test_a_collision_through_data_fetch_exits_2_and_writes_nothing(tmp_path: Path) -> None:
+    # The official name, hand-made: a file `spider_data`, then members under that name.
+    downloads = tmp_path / "Downloads"
+    downloads.mkdir()
+    _zip_members(
+        downloads / "spider_data.zip",
+        [("spider_data/dev.json", b"[]"), ("spider_data/dev.json/x", b"{}")],
+    )
+    data = tmp_path / "data"
+    args = ["data", "fetch", "spider1", "--from", str(downloads), "--to", str(data)]
+    result = CliRunner().invoke(app, [*args, "--no-verify"])
+    assert result.exit_code == 2, result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit)
+    assert "under spider1/dev.json, an earlier file" in " ".join(result.output.split())
+    assert [p for p in _tree(data) if not p.startswith(".downloads")] == []

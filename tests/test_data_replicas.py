@@ -145,7 +145,10 @@ def test_bird_train_from_a_folder_into_the_user_data_dir(
     (downloads / "train.zip").write_bytes(official["train.zip"])
     output = _cli("data", "fetch", "bird-train", "--from", str(downloads))
     user_dir = tmp_path / "xdg-data" / "querybench"
-    assert f"into {user_dir / 'bird' / 'train'} (no pinned checksum)" in output
+    expected = (
+        f"into {user_dir / 'bird' / 'train'} (not verified: no sha256 is pinned for train.zip)"
+    )
+    assert expected in " ".join(output.split())
     assert FileHandler.ranges == []  # nothing was downloaded
     assert (user_dir / "bird" / "train" / "train_databases" / "toys" / "toys.sqlite").is_file()
     assert "note:" not in output  # no earlier root holds bird-train
@@ -290,6 +293,30 @@ def test_checksums_and_no_verify(
     assert len(load_tasks("spider1")) == 3
 
 
+def test_a_zip_comment_naming_the_pinned_commit_verifies_nothing(
+    env: Path, official: dict[str, bytes], tmp_path: Path
+) -> None:
+    # Hand-made under the official name, its comment the pinned commit, its gold forged.
+    top = f"Spider2-{releases.SPIDER2_COMMIT}/spider2-snow"
+    forged = replicas.zip_bytes(
+        {
+            f"{top}/spider2-snow.jsonl": json.dumps({"instance_id": "sf001", "question": "q"}),
+            f"{top}/evaluation_suite/gold/spider2snow_eval.jsonl": "{}",
+        },
+        comment=releases.SPIDER2_COMMIT,
+    )
+    downloads = tmp_path / "Downloads"
+    downloads.mkdir()
+    (downloads / f"Spider2-{releases.SPIDER2_COMMIT}.zip").write_bytes(forged)
+    said = " ".join(_cli("data", "fetch", "spider2-snow", "--from", str(downloads)).split())
+    assert "commit verified" not in said
+    assert (
+        f"(not verified: no sha256 is pinned for Spider2-{releases.SPIDER2_COMMIT}.zip, which "
+        f"GitHub builds on request; its zip comment names commit {releases.SPIDER2_COMMIT[:12]},"
+        " which any zip can carry)"
+    ) in said
+
+
 def test_the_repository_must_be_the_pinned_commit(
     env: Path, official: dict[str, bytes], tmp_path: Path
 ) -> None:
@@ -328,7 +355,13 @@ def test_a_mirror_serves_the_official_names(
         FileHandler.files[f"/{name}"] = content
     monkeypatch.setenv(MIRROR_ENV, f"{server}/")
     output = _cli("data", "fetch", "spider2-dbt")
-    assert "(commit verified)" in output and output.count("(no pinned checksum)") == 2
+    said = " ".join(output.split())
+    assert "verified)" not in said.replace("not verified", "")  # no pin: nothing is verified
+    assert (
+        said.count(f"not verified: no sha256 is pinned for Spider2-{releases.SPIDER2_COMMIT}") == 1
+    )
+    assert said.count("not verified: no sha256 is pinned for D") == 1
+    assert said.count("not verified: no sha256 is pinned for dbt_gold.zip") == 1
     assert FileHandler.ranges == [None, None, None]  # three archives, no other request
     assert len(load_tasks("spider2-dbt")) == 2
 

@@ -42,7 +42,7 @@ from querybench.evaluation.bird_metrics import (
 )
 from querybench.evaluation.detail import Difference, Shape, VerdictDetail
 from querybench.evaluation.execution import run_gold_and_predictions
-from querybench.evaluation.prediction_file import whole_file_text
+from querybench.evaluation.prediction_file import oversized_answer, whole_file_text
 from querybench.evaluation.record import InstanceResult, OnResult
 from querybench.evaluation.row_keys import hash_safe
 from querybench.evaluation.sql_extract import extract_sql
@@ -522,6 +522,8 @@ def _read_prediction(q: BirdQuestion, predictions: dict[str, object]) -> BirdPre
         return Verdict.fail(
             ErrorCode.MISSING_PREDICTION, "the predictions file has the placeholder 0"
         )
+    if isinstance(value, str) and (too_large := oversized_answer(value)) is not None:
+        return Verdict.fail(ErrorCode.TOO_LARGE, too_large)
     try:
         prediction = parse_bird_prediction(value)
     except ValueError as exc:

@@ -382,12 +382,30 @@ def read_prediction_text(
         ) from exc
 
 
+# One answer of a whole predictions file (a Spider 1.0 line, a BIRD entry) is bounded as a
+# line of a result CSV is: past this, that instance is `too_large` (`oversized_answer`).
+MAX_ANSWER_BYTES = ReadLimits.max_line_bytes
+# A whole file's lines are not bounded as they are read: each answer is, on its own.
+_WHOLE_FILE = ReadLimits(max_line_bytes=ReadLimits.max_bytes)
+
+
+def oversized_answer(answer: str, limit: int = MAX_ANSWER_BYTES) -> str | None:
+    """Why one answer of a whole predictions file is that instance's `too_large`, or None.
+    The file is bounded as a whole (`ReadLimits.max_bytes`); one oversized answer in it
+    fails its own instance, never the file."""
+    if len(answer) * 4 <= limit:  # UTF-8 spends at most 4 bytes a character
+        return None
+    size = len(answer.encode("utf-8", "surrogatepass"))
+    return None if size <= limit else f"the answer is {size:,} bytes (limit {limit:,})"
+
+
 def whole_file_text(path: Path, what: str) -> str:
     """A whole input file named on the command line (the gold, a predictions file, the
-    questions), read as a prediction is (regular, bounded in time and size), or a `DataError`
-    saying which file it is and why it cannot be read."""
+    questions), read as a prediction is (regular, bounded in time and size, its lines not:
+    see `oversized_answer`), or a `DataError` saying which file it is and why it cannot be
+    read."""
     try:
-        return read_prediction_text(path, None, ReadLimits())
+        return read_prediction_text(path, None, _WHOLE_FILE)
     except DataError as exc:
         missing = isinstance(exc, PredictionRefused) and exc.code == ErrorCode.MISSING_PREDICTION
         reason = "no such file" if missing else str(exc)

@@ -32,10 +32,11 @@ from querybench.engines.base import Result
 from querybench.errors import DataError, EngineError, ErrorCode
 from querybench.evaluation.detail import Difference, Shape, VerdictDetail
 from querybench.evaluation.execution import Jobs, run_gold_and_predictions
-from querybench.evaluation.prediction_file import whole_file_text
+from querybench.evaluation.prediction_file import oversized_answer, whole_file_text
 from querybench.evaluation.record import InstanceResult, OnResult
 from querybench.evaluation.row_keys import hash_safe
 from querybench.evaluation.verdict import Verdict
+from querybench.tasks.input_files import one_line, text_lines
 from querybench.tasks.model import Task
 from querybench.tasks.spider1_hardness import spider1_hardness as spider1_hardness
 
@@ -270,9 +271,11 @@ class Spider1Instance:
     pred_sql: str | None  # None: no prediction line (or an empty one)
     difficulty: str | None = None
     past_end: bool = False  # the prediction file ended before this gold line
+    too_large: str | None = None  # why the prediction line is not scored (`oversized_answer`)
 
 
 Gold = str | Path | Sequence[Task]
+GoldLine = tuple[str, str, str, str | None]  # instance id, gold SQL, db_id, difficulty
 
 
 def read_spider1_instances(
@@ -280,58 +283,57 @@ def read_spider1_instances(
 ) -> list[Spider1Instance]:
     """Pair the gold file ("SQL<TAB>db_id" per line) with the predictions (one SQL per line).
 
-    As the official reader does, a prediction line keeps its text before the first tab. Missing
-    or empty prediction lines leave `pred_sql` None; more predictions than gold is an error.
-    With `questions_json` (Spider's dev.json), difficulty is the hardness of its parsed SQL.
-    The gold may also be a benchmark's tasks (a Spider 1.0 variant's, whose data has no gold
-    file): their gold SQL and database in order, each with its difficulty.
+    Lines are split as the official reader's `readlines()` splits them (`text_lines`), and as
+    it does, a prediction line keeps its text before the first tab. Missing or empty
+    prediction lines leave `pred_sql` None; so does one past `oversized_answer`'s bound (its
+    reason in `too_large`); more predictions than gold is an error. With `questions_json`
+    (Spider's dev.json), difficulty is the hardness of its parsed SQL. The gold may also be a
+    benchmark's tasks (a Spider 1.0 variant's, whose data has no gold file): their gold SQL
+    and database in order, each with its difficulty.
     """
-    if not isinstance(gold_file, str | Path):
-        return _task_instances(gold_file, pred_file)
-    gold_lines = _lines(gold_file, "gold")
+    if isinstance(gold_file, str | Path):
+        golds, named = _gold_file_lines(gold_file, questions_json), str(gold_file)
+    else:
+        golds = [(t.instance_id, one_line(t.gold.sql or ""), t.db, t.difficulty) for t in gold_file]
+        named = f"the {gold_file[0].benchmark} tasks" if gold_file else "the tasks"
     pred_lines = _lines(pred_file, "predictions")
-    if len(pred_lines) > len(gold_lines):
+    if len(pred_lines) > len(golds):
         raise DataError(
-            f"{pred_file} has {len(pred_lines)} prediction lines for {len(gold_lines)} gold "
-            f"queries in {gold_file}"
+            f"{pred_file} has {len(pred_lines)} prediction lines for {len(golds)} gold "
+            f"queries in {named}"
         )
-    hardness = _hardness_by_line(questions_json, gold_lines) if questions_json else {}
     instances = []
-    for i, line in enumerate(gold_lines):
-        fields = line.strip().split("\t")
-        if len(fields) != 2 or not all(f.strip() for f in fields):
-            raise DataError(f"{gold_file}:{i + 1}: expected 'SQL<TAB>db_id', got {line!r}")
+    for i, (instance_id, gold_sql, db_id, difficulty) in enumerate(golds):
         pred = pred_lines[i].strip().split("\t")[0] if i < len(pred_lines) else ""
+        too_large = oversized_answer(pred)
         instances.append(
             Spider1Instance(
-                str(i), fields[0], fields[1], pred or None, hardness.get(i), i >= len(pred_lines)
+                instance_id,
+                gold_sql,
+                db_id,
+                None if too_large else pred or None,
+                difficulty,
+                i >= len(pred_lines),
+                too_large,
             )
         )
     return instances
 
 
-def _task_instances(tasks: Sequence[Task], pred_file: str | Path) -> list[Spider1Instance]:
-    pred_lines = _lines(pred_file, "predictions")
-    if len(pred_lines) > len(tasks):
-        benchmark = tasks[0].benchmark if tasks else "the benchmark"
-        raise DataError(
-            f"{pred_file} has {len(pred_lines)} prediction lines for {len(tasks)} {benchmark} tasks"
-        )
-    out = []
-    for i, task in enumerate(tasks):
-        pred = pred_lines[i].strip().split("\t")[0] if i < len(pred_lines) else ""
-        sql = task.gold.sql or ""
-        gold = sql.replace("\r", " ").replace("\n", " ").replace("\t", " ").strip()  # a line
-        out.append(
-            Spider1Instance(
-                task.instance_id, gold, task.db, pred or None, task.difficulty, i >= len(pred_lines)
-            )
-        )
+def _gold_file_lines(gold_file: str | Path, questions_json: str | Path | None) -> list[GoldLine]:
+    gold_lines = _lines(gold_file, "gold")
+    hardness = _hardness_by_line(questions_json, gold_lines) if questions_json else {}
+    out: list[GoldLine] = []
+    for i, line in enumerate(gold_lines):
+        fields = line.strip().split("\t")
+        if len(fields) != 2 or not all(f.strip() for f in fields):
+            raise DataError(f"{gold_file}:{i + 1}: expected 'SQL<TAB>db_id', got {line!r}")
+        out.append((str(i), fields[0], fields[1], hardness.get(i)))
     return out
 
 
 def _lines(path: str | Path, what: str) -> list[str]:
-    lines = whole_file_text(Path(path), what).splitlines()  # not a FIFO, bounded
+    lines = text_lines(whole_file_text(Path(path), what))  # not a FIFO, bounded
     while lines and not lines[-1].strip():
         lines.pop()
     if what == "gold" and any(not line.strip() for line in lines):
@@ -409,7 +411,7 @@ def evaluate_spider1(
                 for d in searched
                 if (d / inst.db_id / f"{inst.db_id}.sqlite").is_file()
             ),
-            searched[0] / inst.db_id if searched else Path(inst.db_id),
+            searched[0] / inst.db_id,
         )
         if inst.past_end:  # not submitted, whether or not its database is here
             verdicts[inst.instance_id] = PAST_END
@@ -425,6 +427,9 @@ def evaluate_spider1(
         if databases is None:
             message = f"database not found: {folder / f'{inst.db_id}.sqlite'}"
             verdicts[inst.instance_id] = Verdict.fail(ErrorCode.ENGINE_UNAVAILABLE, message)
+            continue
+        if inst.too_large is not None:
+            verdicts[inst.instance_id] = Verdict.fail(ErrorCode.TOO_LARGE, inst.too_large)
             continue
         if inst.pred_sql is None:
             verdicts[inst.instance_id] = Verdict.fail(

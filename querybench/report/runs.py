@@ -24,6 +24,7 @@ from querybench.errors import DataError, ErrorCode
 from querybench.evaluation.record import InstanceResult
 from querybench.runs.store import InstanceRecord, RecordStore
 from querybench.runs.summary import SUMMARY, RunSummary
+from querybench.tasks.input_files import text_lines
 from querybench.tasks.model import Task
 
 log = logging.getLogger(__name__)
@@ -110,7 +111,7 @@ def result_from_json(data: dict[str, Any]) -> InstanceResult:
 def read_results(path: Path) -> list[InstanceResult]:
     results: list[InstanceResult] = []
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
+        lines = text_lines(path.read_text(encoding="utf-8"))
     except OSError as exc:
         raise DataError(f"cannot read {path}: {exc}") from exc
     for number, line in enumerate(lines, start=1):

@@ -35,6 +35,8 @@ from querybench.runs.manifest import MANIFEST_NAME, Machine, Manifest, build
 from querybench.runs.store import RECORDS, InstanceRecord
 from querybench.runs.summary import RunSummary, mean, summarise_run, write_summary
 from querybench.tasks.databases import database_dirs, spider2_database_dirs, task_database
+from querybench.tasks.input_files import one_line as one_line
+from querybench.tasks.input_files import text_lines
 from querybench.tasks.model import Task
 
 Predict = Callable[[InstanceRecord | None], str | None]
@@ -61,11 +63,6 @@ def spider1_ids(results: list[InstanceResult], tasks: list[Task]) -> list[Instan
         replace(r, instance_id=t.instance_id, difficulty=t.difficulty or r.difficulty)
         for r, t in zip(results, tasks, strict=True)
     ]
-
-
-def one_line(sql: str) -> str:
-    """Official text formats hold one query per line, cut at the first tab."""
-    return sql.replace("\r", " ").replace("\n", " ").replace("\t", " ").strip()
 
 
 def chosen_sql(record: InstanceRecord | None) -> str | None:
@@ -407,7 +404,7 @@ def pass_at_k_scores(
 def _wall(run_dir: Path) -> float:
     total = 0.0
     try:
-        for line in (run_dir / "sessions.jsonl").read_text(encoding="utf-8").splitlines():
+        for line in text_lines((run_dir / "sessions.jsonl").read_text(encoding="utf-8")):
             try:
                 total += float(json.loads(line)["wall_s"])
             except (ValueError, KeyError, TypeError):

@@ -32,6 +32,7 @@ from querybench.runs.manifest import (
     policy_of,
     scorer_identity,
 )
+from querybench.tasks.input_files import text_lines
 
 # A verdict as `verify` compares it: what scoring decided, not the words or the timings.
 VerdictKey = tuple[float, str | None, float | None, float | None]
@@ -89,7 +90,7 @@ def read_results(path: Path) -> dict[str, InstanceResult]:
     import json
 
     out: dict[str, InstanceResult] = {}
-    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+    for n, line in enumerate(text_lines(path.read_text(encoding="utf-8")), 1):
         if line.strip():
             try:
                 result = InstanceResult.from_json(json.loads(line))

@@ -25,9 +25,30 @@ def read_text(path: Path, what: str) -> str:
         raise DataError(f"{path}: cannot read {what}: {exc}") from exc
 
 
+def text_lines(text: str) -> list[str]:
+    """The lines of a text file as text-mode `readlines()` yields them (the official scripts'
+    reader, and JSON Lines'), line ends removed: `\n`, `\r\n` and a lone `\r` end a line,
+    nothing else does. `str.splitlines` also splits on `\x0b \x0c \x1c \x1d \x1e \x85` and
+    U+2028 / U+2029, which an answer or a JSON string may hold: one such character would
+    add a line, shifting every answer after it onto another task's gold."""
+    if "\r" in text:
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+    lines = text.split("\n")
+    if lines[-1] == "":  # the end of the last line, not a line of its own
+        lines.pop()
+    return lines
+
+
+def one_line(sql: str) -> str:
+    """Official text formats hold one query per line, cut at the first tab: every character
+    the official `readlines()` ends a line at (`\r`, `\n`) or cuts it at (`\t`) becomes a
+    space, so no answer can add a line or shift the next answer (`text_lines` reads it)."""
+    return sql.replace("\r", " ").replace("\n", " ").replace("\t", " ").strip()
+
+
 def read_jsonl(path: Path, what: str = "task file") -> Iterator[tuple[str, dict[str, Any]]]:
     """(`path:line`, object) for every non-blank line; a bad line is a `DataError`."""
-    for number, line in enumerate(read_text(path, what).splitlines(), start=1):
+    for number, line in enumerate(text_lines(read_text(path, what)), start=1):
         if not line.strip():
             continue
         where = f"{path}:{number}"
