@@ -54,7 +54,7 @@ DEPENDS: dict[str, frozenset[str]] = {
         "tasks": "benchmarks data errors layout engines",
         "releases": "benchmarks errors fetch layout tasks",
         "data_status": "benchmarks credentials data errors layout engines tasks",
-        "data_fetch": "fetch releases",
+        "data_fetch": "data fetch releases",
         "context": "errors layout engines tasks",
         "models": "errors tasks context",
         "agent": "declared errors engines tasks context models",
