@@ -28,8 +28,11 @@ from querybench.engines.base import (
 )
 from querybench.engines.registry import ENGINES
 from querybench.errors import (
+    CONVERSION_ERROR,
     SEVERAL_STATEMENTS,
+    TIMED_OUT,
     EngineError,
+    EngineErrorClass,
     QueryRefused,
     QueryTimeout,
     ResultTooLarge,
@@ -145,7 +148,7 @@ class DuckDBEngine(EngineBase):
         try:
             statements = self._conn.extract_statements(sql)
         except duckdb.Error as exc:
-            raise EngineError(str(exc)) from exc
+            raise EngineError(str(exc), duckdb_error_class(exc)) from exc
         if not statements:
             raise EngineError("empty statement")
         if len(statements) > 1:
@@ -194,5 +197,21 @@ def _engine_error(exc: Exception, watchdog: _Watchdog) -> EngineError:
     if isinstance(exc, duckdb.PermissionException) or "configuration has been locked" in message:
         return QueryRefused(f"refused: {message}")
     if isinstance(exc, duckdb.Error):
-        return EngineError(message)
+        return EngineError(message, duckdb_error_class(exc))
     return EngineError(f"{type(exc).__name__}: {message}")
+
+
+# DuckDB's exception classes that say what the mistake was, in the words of every engine.
+_CLASSES: tuple[tuple[type[Exception], EngineErrorClass], ...] = (
+    (duckdb.ParserException, EngineErrorClass.unparsed()),
+    (duckdb.BinderException, EngineErrorClass.executed("binder error")),
+    (duckdb.CatalogException, EngineErrorClass.executed("catalog error")),
+    (duckdb.ConversionException, EngineErrorClass.executed(CONVERSION_ERROR)),
+    (duckdb.InterruptException, TIMED_OUT),
+)
+
+
+def duckdb_error_class(exc: Exception) -> EngineErrorClass | None:
+    """The class of a DuckDB failure by its exception class; None for one of the other
+    classes (an I/O, invalid-input or internal error, ...), whose words then classify it."""
+    return next((named for kind, named in _CLASSES if isinstance(exc, kind)), None)

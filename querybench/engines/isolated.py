@@ -531,6 +531,6 @@ def _portable(exc: Exception) -> EngineError:
         copy = None
     if isinstance(copy, EngineError):
         return copy
-    plain = EngineError(str(exc))
+    plain = EngineError(str(exc), exc.given_class)
     plain.code = exc.code
     return plain
