@@ -427,6 +427,10 @@ def _dbt_command(benchmark: str) -> Callable[..., None]:
             Path | None, typer.Option(help="Gold folder `<instance_id>/<file>`; default: the data.")
         ] = None,
         workers: Workers = 2,
+        timeout: Annotated[
+            float,
+            typer.Option(help="Seconds to open one database and read its tables.", min=0.001),
+        ] = 120.0,
         output: Output = None,
     ) -> None:
         """Score Spider 2.0-DBT outputs with `duckdb_match` (official and strict), over every task
@@ -439,6 +443,7 @@ def _dbt_command(benchmark: str) -> Callable[..., None]:
             data_dir=data_dir,
             gold_dir=gold_dir,
             workers=workers,
+            timeout=timeout,
             output=output,
         )
 
@@ -465,7 +470,11 @@ def _agentic_command(benchmark: str) -> Callable[..., None]:
         ] = None,
         workers: Workers = 2,
         timeout: Annotated[
-            float, typer.Option(help="Seconds per query of a .sql answer.", min=0.001)
+            float,
+            typer.Option(
+                help="Seconds per query of a .sql answer, and to read one .duckdb answer.",
+                min=0.001,
+            ),
         ] = 120.0,
         output: Output = None,
     ) -> None:

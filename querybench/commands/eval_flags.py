@@ -50,6 +50,7 @@ COMMANDS: dict[str, tuple[Flag, ...]] = {
         Flag("--data-dir", "data_dir", "path"),
         Flag("--gold-dir", "gold_dir", "path"),
         Flag("--workers", "workers", "int", default=2, min=1),
+        Flag("--timeout", "timeout", "float", default=120.0, min=0.001),
         Flag("--output", "output", "path"),
     ),
     "spider2": (

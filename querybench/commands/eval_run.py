@@ -90,6 +90,7 @@ def spider2_dbt(
     gold_dir: Path | None,
     workers: int,
     output: Path | None,
+    timeout: float = 120.0,
 ) -> None:
     """`eval spider2-dbt`."""
     check_output(output)
@@ -106,6 +107,7 @@ def spider2_dbt(
         data_dir=data_dir,  # the tasks and, without --gold-dir, the gold are the data's
         gold_dir=gold_dir,
         workers=workers,
+        timeout=timeout,
     )
     finish(scored, output, f"{benchmark} (duckdb_match, score = official)")
     kept = with_gold_summary(scored.results)

@@ -138,6 +138,7 @@ def agentic_locations(spec: BenchmarkSpec, options: Arguments, layout: Arguments
         from querybench.evaluation.spider2_agentic import engine_runner
 
         out["run_sql"] = engine_runner(data_dir, float(layout["timeout"]))
+    out["timeout"] = float(layout["timeout"])  # a .duckdb answer's reading bound too
     return out
 
 

@@ -89,6 +89,7 @@ class DbtOptions(TypedDict, total=False):
     tasks: "Sequence[Task] | None"
     gold_dir: Location | None
     workers: int
+    timeout: float
 
 
 class AgenticOptions(TypedDict, total=False):

@@ -304,6 +304,7 @@ def score_dbt(
             "tasks": [graded.get(t.instance_id, t) for t in tasks],
             "gold_dir": dbt_gold_dir(root),
             "workers": config.scoring.eval_workers,
+            "timeout": config.scoring.eval_timeout,
         },
     )
     return call.score(), call
@@ -348,6 +349,7 @@ def score_agentic(
             "gold_dir": gold_dir(root / "spider2"),
             "run_sql": engine_runner(config.selection.data_dir, config.scoring.eval_timeout),
             "workers": config.scoring.eval_workers,
+            "timeout": config.scoring.eval_timeout,
         },
     )
     return call.score(), call
