@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from querybench.benchmarks import specs
 from querybench.credentials import find_bigquery, find_snowflake
 from querybench.data import data_roots, find_data
 from querybench.engines.registry import dialect_label, emulated_kinds
@@ -151,7 +152,5 @@ def _plans_item(benchmark: str, tasks: Sequence[Task], roots: list[Path]) -> Ite
 
 
 def status_benchmarks() -> list[str]:
-    """The benchmarks `data status` reports on: those with a task file layout and a loader."""
-    from querybench.tasks import BENCHMARKS
-
-    return [b for b in TASK_FILES if b in BENCHMARKS]
+    """The benchmarks `data status` reports on: those with a task file in the data layout."""
+    return [s.name.value for s in specs() if s.task_files]

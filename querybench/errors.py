@@ -193,6 +193,9 @@ class EngineError(QuerybenchError):
 
 
 SEVERAL_STATEMENTS = "several statements"  # a refusal's statement kind for `a; b`
+# A refusal's kind for a statement (or a view, a macro it reads) that would reach outside its
+# database: a file, a glob, another database file, a URL (`read_csv`, `read_duckdb`, `glob`).
+EXTERNAL_ACCESS = "external access"
 
 
 class QueryRefused(EngineError):

@@ -633,3 +633,26 @@ def test_a_path_through_a_missing_task_folder_is_unreadable(tmp_path: Path) -> N
     assert scores(results["local2"]) == (1.0, 1.0)
     assert results["local3"].error == "scorer_error"
     assert "official evaluate.py crashes" in (results["local3"].message or "")
+
+
+def test_results_metadata_that_links_out_or_is_a_fifo_is_refused_not_read(tmp_path: Path) -> None:
+    """`results_metadata.jsonl` is a prediction file too: a link to a host file is not
+    followed (none of its lines reach a warning), a FIFO does not block the eval."""
+    import os
+
+    host = tmp_path / "host.jsonl"
+    host.write_text('[1, "host secret"]\n')
+    for how in ("link", "fifo"):
+        (tmp_path / how).mkdir()
+        case = Case(tmp_path / how)
+        case.task("local1", NUMBER)
+        metadata = case.sub / "results_metadata.jsonl"
+        if how == "link":
+            metadata.symlink_to(host)
+        else:
+            os.mkfifo(metadata)
+        evaluation = evaluate_spider2_agentic(case.sub, tasks=case.tasks, gold_dir=case.gold)
+        warnings = " ".join(evaluation.warnings)
+        assert "host secret" not in warnings
+        assert ("symlink" if how == "link" else "FIFO") in warnings, warnings
+        assert evaluation.results[0].score == 0.0

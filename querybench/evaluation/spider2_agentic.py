@@ -37,6 +37,7 @@ from typing import Any
 from querybench.engines.base import Result
 from querybench.errors import ErrorCode
 from querybench.evaluation.agentic import score_agentic
+from querybench.evaluation.database_answer import DatabaseReader
 from querybench.evaluation.prediction_file import (
     PredictionRefused,
     ReadLimits,
@@ -68,6 +69,7 @@ class Answer:
     gold: Path  # gold/<instance_id>
     run_sql: RunSql | None
     scratch: Path  # where a SQL answer's result is written (never the submission)
+    reader: DatabaseReader | None = None  # reads DuckDB answers and golds (None: per call)
 
     @property
     def fields(self) -> Mapping[str, Any]:
@@ -181,7 +183,9 @@ def _official_file(instance: Answer) -> Verdict:
         if func == "duckdb_match" and not isinstance(params.get("gold"), str):
             return stopped("crashes", f"duckdb_match gold {params.get('gold')!r} is no file name")
         # The last table_match / duckdb_match check stands; an exception is a 0.
-        current = score_agentic(func, path, params, strict=False, gold_dir=instance.gold)
+        current = score_agentic(
+            func, path, params, strict=False, gold_dir=instance.gold, reader=instance.reader
+        )
     return current
 
 
@@ -254,7 +258,14 @@ def strict_verdict(instance: Answer) -> Verdict:
 
 def _best(instance: Answer, funcs: set[str] | frozenset[str], pred: Any, what: str) -> Verdict:
     verdicts = [
-        score_agentic(c["func"], pred, c["parameters"], strict=True, gold_dir=instance.gold)
+        score_agentic(
+            c["func"],
+            pred,
+            c["parameters"],
+            strict=True,
+            gold_dir=instance.gold,
+            reader=instance.reader,
+        )
         for c in instance.checks
         if c["func"] in funcs
     ]

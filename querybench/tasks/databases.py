@@ -10,7 +10,12 @@ from pathlib import Path
 
 from querybench.data import Roots, data_roots, find_data
 from querybench.engines.registry import emulation_spec
-from querybench.layout import SPIDER2_LOCAL_DIRS, emulation_candidates, sqlite_candidates
+from querybench.layout import (
+    SPIDER2_LOCAL_DIRS,
+    database_folders,
+    emulation_candidates,
+    sqlite_candidates,
+)
 from querybench.tasks.model import Task
 
 Where = Path | Roots | None  # one data folder, several, or None for every data root
@@ -59,3 +64,14 @@ def task_target(task: Task, where: Where = None) -> str | None:
         return emulation.url_for(path.resolve()) if path is not None else None
     database = task_database(task, where)
     return None if database is None else str(database)
+
+
+def database_dirs(benchmark: str, where: Where = None) -> list[Path]:
+    """Every existing folder of `benchmark`'s `<db>/<db>.sqlite` files, in lookup order (the
+    first holding a database wins, as `task_database` looks)."""
+    return [
+        root / folder
+        for root in roots_of(where)
+        for folder in database_folders(benchmark)
+        if (root / folder).is_dir()
+    ]

@@ -24,6 +24,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from querybench.benchmarks import BenchmarkSpec
 from querybench.engines.registry import EngineKind
 from querybench.errors import DataError
 from querybench.tasks.agentic_checks import parse_checks
@@ -96,6 +97,11 @@ def local_map(root: Path) -> dict[str, str]:
     ):
         raise DataError(f"{path}: expected one object of task id -> database name")
     return dict(mapping)
+
+
+def load(spec: BenchmarkSpec, root: Path, file: Path | None, with_gold: bool) -> list[Task]:
+    """`load_tasks`' entry (`BenchmarkSpec.loader`)."""
+    return load_spider2_agentic(root / spec.folder, path=file, with_gold=with_gold)
 
 
 def load_spider2_agentic(
