@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
@@ -238,6 +238,7 @@ def evaluate_under_progress(
     missing for `--executor ray`) become a clean exit 2, submission warnings are printed."""
     import warnings
 
+    from querybench.evaluation.record import EvalEvents
     from querybench.runs.evaluate import SubmissionWarning, evaluate
 
     machine = Machine.now()
@@ -249,15 +250,16 @@ def evaluate_under_progress(
             check_executor(executor, address)
         with console.progress(title) as bar, warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", SubmissionWarning)
-            if executor == "local" and not per_query:  # each knows its count before scoring
-                options["_on_total"] = bar.set_total
-            if per_query and executor == "local":
-                options["_on_query"] = bar.advance
-            else:
-                options["on_result"] = lambda _result: bar.advance()
+            local = executor == "local"
+            events = EvalEvents(
+                on_total=bar.set_total if local and not per_query else None,  # known up front
+                on_query=bar.advance if local and per_query else None,
+                on_result=None if local and per_query else (lambda _result: bar.advance()),
+            )
             # names read from the command line: `evaluate` checks them at run time
-            untyped: Callable[..., list[InstanceResult]] = evaluate
-            results = untyped(benchmark, predictions, executor=executor, address=address, **options)
+            results = evaluate(
+                benchmark, predictions, options, events, executor=executor, address=address
+            )
     except QuerybenchError as exc:
         usage_error(str(exc))
     except KeyboardInterrupt:  # the query children are killed already (`QueryPool.close`)

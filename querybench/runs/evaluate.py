@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import inspect
 import warnings
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Mapping
+from dataclasses import replace
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Unpack, get_args, overload
 
 from querybench.benchmarks import Benchmark, BenchmarkSpec, lookup, names, resolve, spec, specs
-from querybench.evaluation.record import InstanceResult, OnResult
+from querybench.evaluation.record import EvalEvents, InstanceResult, OnResult
 
 if TYPE_CHECKING:
     from querybench.runs.evaluate_options import (
@@ -48,23 +49,27 @@ class SubmissionWarning(UserWarning):
 def evaluate(
     benchmark: Literal["spider2-lite", "spider2-snow"],
     predictions: str | Path,
+    options: Spider2Options | None = ...,
+    events: EvalEvents | None = ...,
     *,
     on_result: OnResult | None = ...,
     executor: Executor = ...,
     address: str | None = ...,
-    **options: Unpack[Spider2Options],
+    **keywords: Unpack[Spider2Options],
 ) -> list[InstanceResult]: ...
 
 
 @overload
 def evaluate(
-    benchmark: Literal["spider1"],
+    benchmark: Literal["spider1", "spider-syn", "spider-dk"],
     predictions: str | Path,
+    options: Spider1Options | None = ...,
+    events: EvalEvents | None = ...,
     *,
     on_result: OnResult | None = ...,
     executor: Executor = ...,
     address: str | None = ...,
-    **options: Unpack[Spider1Options],
+    **keywords: Unpack[Spider1Options],
 ) -> list[InstanceResult]: ...
 
 
@@ -72,11 +77,13 @@ def evaluate(
 def evaluate(
     benchmark: Literal["bird"],
     predictions: str | Path,
+    options: BirdOptions | None = ...,
+    events: EvalEvents | None = ...,
     *,
     on_result: OnResult | None = ...,
     executor: Executor = ...,
     address: str | None = ...,
-    **options: Unpack[BirdOptions],
+    **keywords: Unpack[BirdOptions],
 ) -> list[InstanceResult]: ...
 
 
@@ -84,11 +91,13 @@ def evaluate(
 def evaluate(
     benchmark: Literal["bird-mini-dev"],
     predictions: str | Path,
+    options: MiniDevOptions | None = ...,
+    events: EvalEvents | None = ...,
     *,
     on_result: OnResult | None = ...,
     executor: Executor = ...,
     address: str | None = ...,
-    **options: Unpack[MiniDevOptions],
+    **keywords: Unpack[MiniDevOptions],
 ) -> list[InstanceResult]: ...
 
 
@@ -96,11 +105,13 @@ def evaluate(
 def evaluate(
     benchmark: Literal["spider2-dbt"],
     predictions: str | Path,
+    options: DbtOptions | None = ...,
+    events: EvalEvents | None = ...,
     *,
     on_result: OnResult | None = ...,
     executor: Executor = ...,
     address: str | None = ...,
-    **options: Unpack[DbtOptions],
+    **keywords: Unpack[DbtOptions],
 ) -> list[InstanceResult]: ...
 
 
@@ -108,43 +119,81 @@ def evaluate(
 def evaluate(
     benchmark: Literal["spider2"],
     predictions: str | Path,
+    options: AgenticOptions | None = ...,
+    events: EvalEvents | None = ...,
     *,
     on_result: OnResult | None = ...,
     executor: Executor = ...,
     address: str | None = ...,
-    **options: Unpack[AgenticOptions],
+    **keywords: Unpack[AgenticOptions],
+) -> list[InstanceResult]: ...
+
+
+@overload
+def evaluate(
+    benchmark: str,
+    predictions: str | Path,
+    options: Mapping[str, Any] | None = ...,
+    events: EvalEvents | None = ...,
+    *,
+    on_result: OnResult | None = ...,
+    executor: Executor | str = ...,
+    address: str | None = ...,
 ) -> list[InstanceResult]: ...
 
 
 def evaluate(
     benchmark: Benchmark | str,
     predictions: str | Path,
+    options: Mapping[str, Any] | None = None,
+    events: EvalEvents | None = None,
     *,
     on_result: OnResult | None = None,
     executor: Executor | str = "local",
     address: str | None = None,
-    **options: Any,
+    **keywords: Any,
 ) -> list[InstanceResult]:
     """Score `predictions` (the benchmark's official file or folder) against its gold; one
-    result per instance, in the evaluator's order. `on_result` is called once per result as
-    it is scored. `executor="ray"` runs shards on the Ray cluster at `address` (a local Ray
-    without one); `workers` then caps the shards of one engine kind in flight."""
+    result per instance, in the evaluator's order.
+
+    `options` are the benchmark's (`evaluate_options`; they may also be given as keywords,
+    never both for one name); `events` what it says while scoring (`EvalEvents`; `on_result`
+    alone may also be a keyword). `executor="ray"` runs shards on the Ray cluster at `address`
+    (a local Ray without one); `workers` then caps the shards of one engine kind in flight,
+    and only `on_result` is told."""
     evaluator = _evaluator(benchmark)
     if executor not in EXECUTORS:
         raise ValueError(f"executor must be one of {', '.join(EXECUTORS)}, not {executor!r}")
-    checked = _checked(benchmark, evaluator, options)
+    given = dict(options or {})
+    twice = sorted(set(given) & set(keywords))
+    if twice:
+        raise TypeError(
+            f"evaluate({benchmark!r}) got {', '.join(twice)} in options and as keywords"
+        )
+    if on_result is not None:
+        if events is not None and events.on_result is not None:
+            raise TypeError("on_result given twice: as a keyword and in events")
+        events = replace(events or EvalEvents(), on_result=on_result)
+    events = events or EvalEvents()
+    checked = _checked(benchmark, evaluator, given | keywords)
     pred = Path(predictions)
     if executor == "local":
-        return score(benchmark, pred, _resolved(benchmark, checked), on_result=on_result)
+        return score(benchmark, pred, _resolved(benchmark, checked), events=events)
     from querybench.runs.ray_eval import evaluate_on_ray
 
     if not spec(benchmark).on_ray:
         sharded = ", ".join(s.name for s in specs() if s.on_ray)
         raise ValueError(f"executor='ray' scores {sharded}; {benchmark} runs locally")
-    arguments = _resolved(benchmark, {k: v for k, v in checked.items() if not k.startswith("_")})
+    arguments = _resolved(benchmark, checked)
     workers = arguments.get("workers", _parameters(evaluator)["workers"].default)
     return evaluate_on_ray(
-        benchmark, pred, arguments, score, workers=workers, address=address, on_result=on_result
+        benchmark,
+        pred,
+        arguments,
+        score,
+        workers=workers,
+        address=address,
+        on_result=events.on_result,
     )
 
 
@@ -155,13 +204,26 @@ def score(
     instance_ids: Collection[str] | None = None,
     *,
     on_result: OnResult | None = None,
+    events: EvalEvents | None = None,
 ) -> list[InstanceResult]:
     """The benchmark's evaluator on checked, resolved `arguments` (only `instance_ids`, a
-    shard, when given): what `evaluate` runs here and each Ray worker runs on its shard."""
+    shard, when given): what `evaluate` runs here and each Ray worker runs on its shard.
+    `events` reach the evaluator as the callbacks it takes (each evaluator's own keywords)."""
     evaluator = _evaluator(benchmark)
     if instance_ids is not None:
         arguments = arguments | {"instance_ids": instance_ids}
-    out = evaluator(predictions, **arguments, on_result=on_result)
+    events = events or EvalEvents(on_result=on_result)
+    accepted = _parameters(evaluator)
+    callbacks = {
+        name: callback
+        for name, callback in (
+            ("on_result", events.on_result),
+            ("_on_total", events.on_total),
+            ("_on_query", events.on_query),
+        )
+        if callback is not None and name in accepted
+    }
+    out = evaluator(predictions, **arguments, **callbacks)
     if isinstance(out, list):
         return out
     for message in out.warnings:  # an AgenticEvaluation: results and the submission's warnings
@@ -212,11 +274,11 @@ def valid_options(benchmark: str) -> list[str]:
 
 
 def _checked(benchmark: str, evaluator: Callable[..., Any], options: Arguments) -> Arguments:
-    """`options` when every one is the benchmark's (a leading `_` marks a private one, such as
-    the per-query progress tick, accepted but not advertised); else a `TypeError`."""
+    """`options` when every one is the benchmark's (the evaluator's own callbacks, such as the
+    per-query progress tick, come from `EvalEvents`, never from options); else a `TypeError`."""
     parameters = _parameters(evaluator)
     valid = valid_options(benchmark)
-    unknown = sorted(set(options) - set(valid) - {n for n in parameters if n.startswith("_")})
+    unknown = sorted(set(options) - set(valid))
     if unknown:
         raise TypeError(
             f"evaluate({benchmark!r}) got unknown option(s) {', '.join(unknown)}; "
