@@ -87,6 +87,10 @@ class SpiderAgent:
         output = _output(system, result, context_s)
         if line is not None:
             output.extra["submission"] = line
+        elif not is_dbt_task(task) and result.answer is None and result.final_sql is None:
+            # ended by a rule (repeated, max_steps, ...) before any Terminate: no prediction,
+            # said as such (a DBT task's answer is the database it left, whatever ended it)
+            output.extra["no_answer"] = f"the agent gave no answer ({result.status})"
         return output
 
 
