@@ -370,7 +370,7 @@ def evaluate_spider1(
     db_dir: str | Path | Sequence[Path],
     questions: str | Path | None = None,
     timeout: float | None = 30.0,
-    workers: int = 4,
+    workers: int = 2,
     cache_dir: str | Path | None = None,
     on_result: OnResult | None = None,
     instance_ids: Collection[str] | None = None,
