@@ -336,10 +336,16 @@ def engine_runner(data_dir: Path | None, timeout: float = 120.0) -> RunSql:
     looked up in `data_dir`, or in the data roots when None. The answer runs in a killable
     child (`engines.pool.run_one`), as every query of a model does: its timeout covers
     translation, execution and fetch, and a single call no engine interrupts (SQLite's
-    `LIKE`, `printf`) is killed at it."""
+    `LIKE`, `printf`) is killed at it. A failure is remembered for the same task and SQL
+    (both scorings ask for each answer): a timeout costs one timeout, not two."""
+    import threading
+
     from querybench.engines.pool import run_one
-    from querybench.errors import EngineUnavailable
+    from querybench.errors import EngineError, EngineUnavailable
     from querybench.tasks.databases import task_target
+
+    failed: dict[tuple[str, str], EngineError] = {}
+    lock = threading.Lock()
 
     def run(task: Task, sql: str) -> Result:
         target = task_target(task, data_dir)
@@ -347,8 +353,15 @@ def engine_runner(data_dir: Path | None, timeout: float = 120.0) -> RunSql:
             raise EngineUnavailable(
                 f"no {task.engine} database {task.db} here for {task.instance_id}"
             )
+        key = (task.instance_id, sql)
+        with lock:
+            known = failed.get(key)
+        if known is not None:
+            raise known
         outcome = run_one(target, sql, timeout, max_rows=None, key=task.instance_id)
         if outcome.error is not None:
+            with lock:
+                failed[key] = outcome.error
             raise outcome.error
         assert outcome.result is not None
         return outcome.result
