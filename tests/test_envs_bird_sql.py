@@ -221,3 +221,38 @@ def test_the_skip_list_goes_to_the_cache_dir_when_the_data_folder_refuses_it(
     assert not beside.exists() and skiplist.read_skip_list(cached) == {"1"}
     assert str(cached) in capsys.readouterr().err
     assert names(bird_sql_task_data("train", folder)) == ["0", "2"]  # read back from the cache
+
+
+def test_vf_run_refuses_an_endpoint_that_does_not_stream(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # every task failed with "upstream stream ended before its terminal event", exit 0
+    from querybench.envs import vf_run
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("BIRD_TEST_KEY", "x")
+    with ScriptedServer(streams=False) as plain:
+        args = ["bird-sql", "-m", "m", "--client.base-url", plain.url,
+                "--client.api-key-var", "BIRD_TEST_KEY"]  # fmt: skip
+        with pytest.raises(SystemExit) as exit_info:
+            vf_run.main(args)
+        assert [r.get("stream") for r in plain.requests] == [True]  # one probe, nothing else
+    assert exit_info.value.code == 2
+    said = " ".join(capsys.readouterr().err.split())
+    assert "not an event stream" in said and "must support streaming" in said
+    assert not (tmp_path / "outputs").exists()
+    with ScriptedServer() as streaming:
+        assert vf_run.streaming_refused([*args[:4], streaming.url]) is None
+
+
+def test_the_outputs_vf_run_leaves_in_the_checkout_are_ignored() -> None:
+    import shutil
+    import subprocess
+
+    root = Path(__file__).resolve().parent.parent
+    if shutil.which("git") is None or not (root / ".git").exists():
+        pytest.skip("not a git checkout")
+    ignored = subprocess.run(
+        ["git", "-C", str(root), "check-ignore", "-q", "outputs/evals/bird-sql/results.jsonl"]
+    )
+    assert ignored.returncode == 0  # vf-eval writes ./outputs/: not left untracked

@@ -2,7 +2,8 @@
 
 No verifiers release ships a `vf-run` command (0.4.0 has `vf-eval`), and `vf-eval` pushes
 results to the platform by default, which needs a cloud login; the environment READMEs' run
-line needs neither. `--push` is passed on to `vf-eval` as it is.
+line needs neither. `--push` is passed on to `vf-eval` as it is. An endpoint that does not
+stream is refused before the first task, with the reason (`streaming_refused`).
 """
 
 from __future__ import annotations
@@ -21,6 +22,54 @@ def eval_arguments(argv: Sequence[str]) -> list[str]:
     return arguments
 
 
+def _option(arguments: Sequence[str], *names: str) -> str | None:
+    """The value of `--name VALUE` or `--name=VALUE`, the last one given."""
+    value = None
+    for i, argument in enumerate(arguments):
+        flag, has_value, given = argument.partition("=")
+        if flag in names:
+            value = given if has_value else (arguments[i + 1] if i + 1 < len(arguments) else None)
+    return value
+
+
+def streaming_refused(arguments: Sequence[str]) -> str | None:
+    """Why the endpoint cannot serve this run, when it answers a streamed chat request with a
+    plain JSON reply: verifiers' harness always streams and reads the reply as SSE, so every
+    task would fail with "upstream stream ended before its terminal event" while the run exits
+    0. One request of one token, before the first task; an endpoint that cannot be asked (down,
+    no `--client.base-url`) is left to vf-eval's own errors."""
+    import os
+
+    import httpx
+
+    base = _option(arguments, "--client.base-url")
+    model = _option(arguments, "-m", "--model")
+    if not base or not model:
+        return None
+    key = os.environ.get(_option(arguments, "--client.api-key-var") or "OPENAI_API_KEY", "")
+    body = {
+        "model": model,
+        "messages": [{"role": "user", "content": "Say ok."}],
+        "max_tokens": 1,
+        "stream": True,
+    }
+    headers = {"Authorization": f"Bearer {key}"} if key else {}
+    url = f"{base.rstrip('/')}/chat/completions"
+    try:
+        with httpx.stream("POST", url, json=body, headers=headers, timeout=60.0) as reply:
+            kind = reply.headers.get("content-type", "")
+            if reply.status_code != 200 or kind.startswith("text/event-stream"):
+                return None
+    except httpx.HTTPError:
+        return None
+    return (
+        f"{base} answered a streamed chat request (stream: true) with {kind or 'no'} content, "
+        "not an event stream: the verifiers harness reads every reply as a stream, so the "
+        "endpoint must support streaming (vLLM, llama.cpp server, Ollama's /v1 and OpenAI do); "
+        "nothing was run"
+    )
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     """Run `vf-eval`; a querybench data error (no question file, a missing database) ends it
     with that one line and exit status 2 instead of a traceback."""
@@ -30,6 +79,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     if arguments == ["--no-push"] or any(a in ("-h", "--help") for a in arguments):
         arguments = [a for a in arguments if a != "--no-push"]
         print("vf-run: verifiers' vf-eval, with --no-push unless --push is given.")
+    refused = streaming_refused(arguments)
+    if refused is not None:
+        print(f"vf-run: error: {refused}", file=sys.stderr)
+        raise SystemExit(2)
     try:
         vf_eval(arguments)
     except QuerybenchError as exc:
