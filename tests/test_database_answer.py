@@ -108,6 +108,10 @@ def test_a_view_that_computes_for_hours_stops_at_the_deadline(
     verdict = duckdb_match(pred, gold, **PARAMS, reader=reader)
     assert time.monotonic() - start < reader.timeout + 10
     assert verdict.error == "timeout", verdict
+    # the strict scoring reads it too: the timeout is remembered, not waited for again
+    start = time.monotonic()
+    assert strict_duckdb_match(pred, gold, **PARAMS, reader=reader).error == "timeout"
+    assert time.monotonic() - start < 1.0
     # the reader goes on: the next answer is read in a fresh child
     honest = build(tmp_path / "pred" / "shop002" / "shop.duckdb", GOLD_TABLE)
     assert duckdb_match(honest, gold, **PARAMS, reader=reader).passed

@@ -24,6 +24,7 @@ every verdict is the official one.
 from __future__ import annotations
 
 import contextlib
+import os
 import threading
 import time
 from collections.abc import Sequence
@@ -48,9 +49,10 @@ MAX_PREDICTED_ROWS = 1_000_000
 class DatabaseProblem(Exception):
     """A database or one of its tables that cannot be scored, with the instance's code."""
 
-    def __init__(self, code: ErrorCode, message: str) -> None:
+    def __init__(self, code: ErrorCode, message: str, *, timed_out: bool = False) -> None:
         super().__init__(message)
         self.code = code
+        self.timed_out = timed_out
 
 
 class DatabaseReader:
@@ -63,6 +65,9 @@ class DatabaseReader:
         self._local = threading.local()
         self._all: list[QueryProcess] = []
         self._lock = threading.Lock()
+        # Databases (path, size, mtime) that ran past the deadline: both scorings read each
+        # answer, and the second would only wait as long again.
+        self._timed_out: dict[tuple[str, int, int], DatabaseProblem] = {}
 
     def __enter__(self) -> DatabaseReader:
         return self
@@ -107,6 +112,32 @@ class DatabaseReader:
         *,
         prediction: bool,
     ) -> Tables:
+        try:
+            state = os.stat(path)
+            key: tuple[str, int, int] | None = (str(path), state.st_size, state.st_mtime_ns)
+        except OSError:
+            key = None  # the open says why
+        with self._lock:
+            known = self._timed_out.get(key) if key is not None else None
+        if known is not None:
+            raise known
+        try:
+            return self._read_tables(path, names, quote, max_rows, prediction=prediction)
+        except DatabaseProblem as problem:
+            if problem.timed_out and key is not None:
+                with self._lock:
+                    self._timed_out[key] = problem
+            raise
+
+    def _read_tables(
+        self,
+        path: Path,
+        names: Sequence[str] | None,
+        quote: bool,
+        max_rows: int | None,
+        *,
+        prediction: bool,
+    ) -> Tables:
         failed = ErrorCode.BAD_PREDICTION_FILE if prediction else ErrorCode.GOLD_ERROR
         database = ENGINES["duckdb"].url_for(path)
         process = self._process()
@@ -123,7 +154,7 @@ class DatabaseReader:
             outcomes = self._read(process, database, sqls, max_rows, deadline)
         except QueryTimeout as exc:
             code = ErrorCode.TIMEOUT if prediction else ErrorCode.GOLD_ERROR
-            raise DatabaseProblem(code, f"reading {str(path)!r}: {exc}") from None
+            raise DatabaseProblem(code, f"reading {str(path)!r}: {exc}", timed_out=True) from None
         except EngineError as exc:
             raise DatabaseProblem(failed, f"cannot open {str(path)!r}: {exc}") from None
         finally:
@@ -181,7 +212,6 @@ def _frame(outcome: pd.DataFrame | EngineError, name: str, missing: ErrorCode) -
             ErrorCode.GOLD_ERROR if gold else ErrorCode.TOO_LARGE, f"table {name!r}: {outcome}"
         )
     if isinstance(outcome, QueryTimeout):
-        raise DatabaseProblem(
-            ErrorCode.GOLD_ERROR if gold else ErrorCode.TIMEOUT, f"table {name!r}: {outcome}"
-        )
+        code = ErrorCode.GOLD_ERROR if gold else ErrorCode.TIMEOUT
+        raise DatabaseProblem(code, f"table {name!r}: {outcome}", timed_out=True)
     raise DatabaseProblem(missing, f"cannot read table {name!r}: {outcome}")
