@@ -55,12 +55,13 @@ DEPENDS: dict[str, frozenset[str]] = {
         "releases": "benchmarks errors fetch layout tasks",
         "data_status": "benchmarks credentials data errors layout engines tasks",
         "data_fetch": "data fetch releases",
-        "context": "errors layout engines tasks",
+        "context": "benchmarks errors layout engines tasks",
         "models": "errors tasks context",
-        "agent": "declared errors engines tasks context models",
+        "agent": "benchmarks declared errors engines tasks context models",
         "evaluation": "errors layout engines tasks",  # no context, model or agent
-        "methods": "data declared errors layout engines tasks context models agent evaluation",
-        "envs": "data errors engines tasks context models evaluation methods",
+        "methods": "benchmarks data declared errors layout engines tasks context models agent "
+        "evaluation",
+        "envs": "benchmarks data errors engines tasks context models evaluation methods",
         "runs": "benchmarks data declared errors layout engines tasks models evaluation methods",
         "report": "benchmarks data errors engines tasks agent evaluation runs",
         "commands": "benchmarks data declared errors layout engines data_fetch data_status "

@@ -34,6 +34,8 @@ __all__ = [
     "Family",
     "QuestionFormat",
     "ReportGroup",
+    "family",
+    "lookup",
     "names",
     "resolve",
     "spec",
@@ -82,6 +84,12 @@ def lookup(name: str) -> BenchmarkSpec | None:
         return spec(name)
     except DataError:
         return None
+
+
+def family(name: str | None) -> Family | None:
+    """The family of `name` (which shared machinery it uses), None for no benchmark."""
+    found = lookup(name) if name else None
+    return found.family if found is not None else None
 
 
 def resolve(reference: str) -> Any:

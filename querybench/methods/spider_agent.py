@@ -27,6 +27,7 @@ from querybench.agent.oracle import AgentOracle
 from querybench.agent.status import AgentStatus
 from querybench.agent.submission import copy_example, dbt_line, save_submission
 from querybench.agent.workspace import Workspace, WorkspaceOptions
+from querybench.benchmarks import Family, family
 from querybench.engines.isolated import connect_isolated
 from querybench.errors import EngineUnavailable
 from querybench.layout import benchmark_root
@@ -119,7 +120,7 @@ def open_workspace(task: Task, settings: MethodSettings, options: WorkspaceOptio
     workspace = Workspace(task, connect_isolated(target), options)  # killable at its timeout
     if task.benchmark == "spider2":
         copy_example(task, workspace.path)  # the agentic setting's own task folder
-    elif task.benchmark.startswith("spider2"):
+    elif family(task.benchmark) is Family.SPIDER2:
         copy_materials(task, root, workspace.path)
     return workspace
 

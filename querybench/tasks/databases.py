@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from querybench.benchmarks import Family, family
 from querybench.data import Roots, data_roots, find_data
 from querybench.engines.registry import emulation_spec
 from querybench.layout import (
@@ -58,7 +59,7 @@ def emulation_file(task: Task, where: Where = None) -> Path | None:
 def task_target(task: Task, where: Where = None) -> str | None:
     """What `engines.connect` opens for `task` here: its SQLite file or, for a Spider 2.0
     BigQuery/Snowflake task, its emulation file when one was built; None when neither is."""
-    emulation = emulation_spec(task.engine) if task.benchmark.startswith("spider2") else None
+    emulation = emulation_spec(task.engine) if family(task.benchmark) is Family.SPIDER2 else None
     if emulation is not None:  # BigQuery, Snowflake: a `<db>.duckdb` file of `data emulate`
         path = emulation_file(task, where)
         return emulation.url_for(path.resolve()) if path is not None else None
