@@ -216,3 +216,19 @@ def test_the_shared_data(benchmark: str, total: int, runnable: int) -> None:
     tasks = load_tasks(benchmark)
     assert len(tasks) == total
     assert benchmark_status(benchmark).runnable == runnable
+
+
+@pytest.mark.parametrize(
+    "method", ["zero-shot", "dail-sql", "din-sql", "chess", "spider-agent", "tool-agent"]
+)
+@pytest.mark.parametrize("benchmark", ["spider-syn", "spider-dk"])
+def test_every_method_runs_on_both(root: Path, tmp_path: Path, benchmark: str, method: str) -> None:
+    """The labelled oracle through each method (the agents included): the variant's tasks,
+    schema and scoring carry through every one."""
+    out = tmp_path / "run"
+    args = ["run", benchmark, "--method", method, "--model", "oracle", "--out", str(out)]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    lines = [json.loads(x) for x in (out / "results.jsonl").read_text().splitlines()]
+    runnable = [r for r in lines if r["error"] != "engine_unavailable"]
+    assert runnable and all(r["score"] == 1.0 for r in runnable), lines

@@ -27,20 +27,7 @@ from querybench.evaluation.spider2_agentic import (
 from querybench.evaluation.spider2_submission import Submission, SubmissionEntry, read_submission
 from querybench.evaluation.verdict import Verdict
 from querybench.tasks.model import Task
-from querybench.tasks.spider2_agentic import TEXT_FUNCS
-
-
-def has_gold(task: Task, gold_dir: Path) -> bool:
-    """Whether every gold file the task's checks name is here (text checks need none)."""
-    checks = task.gold.eval_params.get("evaluation", [])
-    names: list[str] = []
-    for check in checks:
-        if check["func"] in TEXT_FUNCS:
-            continue
-        gold = check["parameters"].get("gold")
-        names += [gold] if isinstance(gold, str) else [g for g in gold or [] if isinstance(g, str)]
-    return bool(checks) and all((gold_dir / task.instance_id / n).is_file() for n in names)
-
+from querybench.tasks.spider2_agentic import has_gold
 
 REFUSED_SPEC = (
     "the submission line carries its own evaluation spec (officially it replaces the gold's, "

@@ -62,9 +62,11 @@ def grouped_section(
     sizes = {n: {g[n].n for g in per_run if n in g} for n in names}
     rows, values = [], {}
     for name in names:
-        same_n = len(sizes[name]) == 1
-        n = str(next(iter(sizes[name]))) if same_n else ""
-        rows.append([name, n, *(_cell(g.get(name), not same_n) for g in per_run)])
+        same_n = len(sizes[name]) == 1 and all(name in g for g in per_run)
+        # runs over different task sets: each run's own n, in run order (the column was empty)
+        counts = [str(g[name].n) if name in g else "0" for g in per_run]
+        n = counts[0] if same_n else " / ".join(counts)
+        rows.append([name, n, *(_cell(g.get(name), False) for g in per_run)])
         values[name] = [g[name].score if name in g else None for g in per_run]
     return Section(title, ["group", "n", *(r.name for r in runs)], rows, values=values)
 
