@@ -432,6 +432,7 @@ def _dbt_command(benchmark: str) -> Callable[..., None]:
             typer.Option(help="Seconds to open one database and read its tables.", min=0.001),
         ] = 120.0,
         output: Output = None,
+        runnable: Runnable = False,
     ) -> None:
         """Score Spider 2.0-DBT outputs with `duckdb_match` (official and strict), over every task
         (a missing gold file counts 0) and over the tasks whose gold is present.
@@ -445,6 +446,7 @@ def _dbt_command(benchmark: str) -> Callable[..., None]:
             workers=workers,
             timeout=timeout,
             output=output,
+            runnable=runnable,
         )
 
     return eval_spider2_dbt
@@ -477,6 +479,7 @@ def _agentic_command(benchmark: str) -> Callable[..., None]:
             ),
         ] = 120.0,
         output: Output = None,
+        runnable: Runnable = False,
     ) -> None:
         """Score an agentic Spider 2.0 submission (the official layout), official and strict, over
         all 632 tasks, the DBT part and the tasks whose gold is here.
@@ -492,6 +495,7 @@ def _agentic_command(benchmark: str) -> Callable[..., None]:
             workers=workers,
             timeout=timeout,
             output=output,
+            runnable=runnable,
         )
 
     return eval_spider2

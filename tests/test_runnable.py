@@ -241,3 +241,20 @@ def test_data_status_counts_the_agentic_gold_eval_scores(shared: Path, tmp_path:
     here = sum(bool(r.metrics.get("has_gold")) for r in results)
     items = {i.what: i.state for i in benchmark_status("spider2").items}
     assert items["gold"].startswith(f"{here} of {len(results)} tasks")
+
+
+def test_eval_spider2_runnable_scores_the_tasks_data_status_counts(
+    shared: Path, tmp_path: Path
+) -> None:
+    require_data("spider2", "spider2", "evaluation_suite", "gold")
+    submission = tmp_path / "submission"
+    submission.mkdir()
+    (submission / "results_metadata.jsonl").write_text("", encoding="utf-8")
+    out = tmp_path / "scores.jsonl"
+    args = ["eval", "spider2", "--predictions", str(submission), "--output", str(out)]
+    result = runner.invoke(app, [*args, "--runnable"])
+    assert result.exit_code == 0, result.output
+    ids = [json.loads(line)["instance_id"] for line in out.read_text().splitlines()]
+    expected = runnability(load_tasks("spider2", with_gold=False)).runnable
+    assert ids == [t.instance_id for t in expected]
+    assert len(ids) == benchmark_status("spider2").runnable

@@ -19,6 +19,7 @@ from querybench.runs.manifest import Machine
 
 if TYPE_CHECKING:
     from querybench.runs.manifest import Manifest
+    from querybench.tasks.model import Task
 
 console = Terminal(stderr=True)
 out_console = Terminal()
@@ -208,19 +209,26 @@ def finish(scored: Scored, output: Path | None, title: str) -> None:
         usage_error(f"--output {output} could not be written: {failed.strerror or failed}")
 
 
-def runnable_ids(benchmark: str, data_dir: Path | None = None) -> list[str] | None:
-    """`--runnable`: the ids of the data's tasks that can run here (`tasks/runnable.py`), the
-    one rule `data status` and `run` apply; exit 2 when the task file cannot be read."""
+def runnable_tasks(
+    benchmark: str, data_dir: Path | None = None, *, with_gold: bool = False
+) -> list[Task]:
+    """`--runnable`: the data's tasks that can run here (`tasks/runnable.py`), the one rule
+    `data status` and `run` apply, said in one line; exit 2 when the task file cannot be read."""
     from querybench.tasks import load_tasks
     from querybench.tasks.runnable import runnability
 
     try:
-        tasks = load_tasks(benchmark, data_dir=data_dir, with_gold=False)
+        tasks = load_tasks(benchmark, data_dir=data_dir, with_gold=with_gold)
     except QuerybenchError as exc:
         usage_error(f"--runnable reads the data's {benchmark} tasks: {exc}")
     split = runnability(tasks, data_dir)
     console.print(f"--runnable: {benchmark}: {split.line()}", soft_wrap=True)
-    return [t.instance_id for t in split.runnable]
+    return split.runnable
+
+
+def runnable_ids(benchmark: str, data_dir: Path | None = None) -> list[str]:
+    """The ids of `runnable_tasks`, for the evaluators that take `instance_ids`."""
+    return [t.instance_id for t in runnable_tasks(benchmark, data_dir)]
 
 
 def evaluate_under_progress(

@@ -52,6 +52,7 @@ COMMANDS: dict[str, tuple[Flag, ...]] = {
         Flag("--workers", "workers", "int", default=2, min=1),
         Flag("--timeout", "timeout", "float", default=120.0, min=0.001),
         Flag("--output", "output", "path"),
+        Flag("--runnable", "runnable", "flag", default=False),
     ),
     "spider2": (
         Flag("--predictions", "predictions", "path", required=True),
@@ -61,6 +62,7 @@ COMMANDS: dict[str, tuple[Flag, ...]] = {
         Flag("--workers", "workers", "int", default=2, min=1),
         Flag("--timeout", "timeout", "float", default=120.0, min=0.001),
         Flag("--output", "output", "path"),
+        Flag("--runnable", "runnable", "flag", default=False),
     ),
     "bird": (
         Flag("--predictions", "predictions", "path", required=True),

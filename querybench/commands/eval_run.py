@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 from querybench.benchmarks import resolve, specs
 from querybench.commands.eval_common import (
@@ -26,6 +27,7 @@ from querybench.commands.eval_common import (
     finish,
     out_console,
     runnable_ids,
+    runnable_tasks,
     usage_error,
 )
 from querybench.evaluation.prediction_file import ReadLimits
@@ -83,6 +85,11 @@ def spider2(
     finish(scored, output, f"{benchmark} ({mode}, score = {scoring})")
 
 
+def _runnable_tasks(benchmark: str, data_dir: Path | None, runnable: bool) -> dict[str, Any]:
+    """`--runnable` for the evaluators that take their tasks: only those that can run here."""
+    return {"tasks": runnable_tasks(benchmark, data_dir, with_gold=True)} if runnable else {}
+
+
 def spider2_dbt(
     benchmark: str,
     predictions: Path,
@@ -91,6 +98,7 @@ def spider2_dbt(
     workers: int,
     output: Path | None,
     timeout: float = 120.0,
+    runnable: bool = False,
 ) -> None:
     """`eval spider2-dbt`."""
     check_output(output)
@@ -108,6 +116,7 @@ def spider2_dbt(
         gold_dir=gold_dir,
         workers=workers,
         timeout=timeout,
+        **_runnable_tasks(benchmark, data_dir, runnable),
     )
     finish(scored, output, f"{benchmark} (duckdb_match, score = official)")
     kept = with_gold_summary(scored.results)
@@ -128,6 +137,7 @@ def spider2_agentic(
     workers: int,
     timeout: float,
     output: Path | None,
+    runnable: bool = False,
 ) -> None:
     """`eval spider2`."""
     check_output(output)
@@ -148,6 +158,7 @@ def spider2_agentic(
         scoring=scoring,
         timeout=timeout,
         workers=workers,
+        **_runnable_tasks(benchmark, data_dir, runnable),
     )
     finish(scored, output, f"{benchmark} (agentic, score = {scoring})")
     for part in denominators(scored.results, gold_dir_config(gold_dir)):
