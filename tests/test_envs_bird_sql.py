@@ -223,26 +223,26 @@ def test_the_skip_list_goes_to_the_cache_dir_when_the_data_folder_refuses_it(
     assert names(bird_sql_task_data("train", folder)) == ["0", "2"]  # read back from the cache
 
 
-def test_vf_run_refuses_an_endpoint_that_does_not_stream(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_an_endpoint_that_does_not_stream_is_relayed_as_a_stream() -> None:
     # every task failed with "upstream stream ended before its terminal event", exit 0
     from querybench.envs import vf_run
+    from querybench.envs.stream_relay import StreamRelay
 
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("BIRD_TEST_KEY", "x")
-    with ScriptedServer(streams=False) as plain:
-        args = ["bird-sql", "-m", "m", "--client.base-url", plain.url,
-                "--client.api-key-var", "BIRD_TEST_KEY"]  # fmt: skip
-        with pytest.raises(SystemExit) as exit_info:
-            vf_run.main(args)
-        assert [r.get("stream") for r in plain.requests] == [True]  # one probe, nothing else
-    assert exit_info.value.code == 2
-    said = " ".join(capsys.readouterr().err.split())
-    assert "not an event stream" in said and "must support streaming" in said
-    assert not (tmp_path / "outputs").exists()
-    with ScriptedServer() as streaming:
+    with ScriptedServer(streams=False) as plain, ScriptedServer() as streaming:
+        args = ["bird-sql", "-m", "m", "--client.base-url", plain.url]
+        assert "not an event stream" in str(vf_run.streaming_refused(args))
         assert vf_run.streaming_refused([*args[:4], streaming.url]) is None
+        with StreamRelay(plain.url) as relay:
+            assert vf_run.streaming_refused([*args[:4], relay.url]) is None
+            body = {"model": "m", "messages": [{"role": "user", "content": "q"}], "stream": True}
+            reply = httpx.post(f"{relay.url}/chat/completions", json=body, timeout=30)
+        assert reply.headers["content-type"].startswith("text/event-stream")
+        events = [e for e in reply.text.split("\n\n") if e.startswith("data: ")]
+        assert events[-1] == "data: [DONE]"
+        first = json.loads(events[0].removeprefix("data: "))
+        assert first["choices"][0]["delta"]["content"] == "```sql\nSELECT 1\n```"
+        assert not any(r.get("stream") for r in plain.requests[-1:])  # sent on without it
+    assert vf_run._with_option(args, "--client.base-url", "X") == [*args[:4], "X"]
 
 
 def test_the_outputs_vf_run_leaves_in_the_checkout_are_ignored() -> None:
