@@ -12,13 +12,33 @@ import sys
 
 
 def main() -> None:
+    from querybench.commands.eval_fast import exit_closed_pipe
     from querybench.commands.eval_fast import main as fast_main
 
-    if fast_main(sys.argv[1:]):
-        return
-    from querybench.cli import main as cli_main
+    on_devnull = _is_devnull()
+    try:
+        if fast_main(sys.argv[1:]):
+            return
+        from querybench.cli import main as cli_main
 
-    cli_main()
+        cli_main()
+    except SystemExit as exc:
+        # a closed stdout (`| head -1`) as click and rich answer it: click's flush-quiet
+        # wrapper, rich's /dev/null put on fd 1, then exit 1 in silence; other tools exit 141
+        pacified = type(sys.stdout).__name__ == "PacifyFlushWrapper"
+        if exc.code == 1 and (pacified or (not on_devnull and _is_devnull())):
+            exit_closed_pipe()
+        raise
+
+
+def _is_devnull() -> bool:
+    """Whether fd 1 is /dev/null (rich puts it there when the reader of stdout is gone)."""
+    import os
+
+    try:
+        return os.path.samestat(os.fstat(1), os.stat(os.devnull))
+    except OSError:
+        return False
 
 
 if __name__ == "__main__":  # `python -m querybench._entry ...`, as the console script

@@ -10,6 +10,7 @@ from typing import Annotated, Any
 
 import typer
 
+from querybench.benchmarks import spec, specs
 from querybench.commands import eval_run
 from querybench.commands.plain_options import PlainGroup
 from querybench.evaluation.prediction_file import ReadLimits
@@ -159,66 +160,67 @@ def _spider2_command(benchmark: str) -> Callable[..., None]:
     return command
 
 
-eval_app.command("spider2-lite")(_spider2_command("spider2-lite"))
-eval_app.command("spider2-snow")(_spider2_command("spider2-snow"))
+def _spider1_command(benchmark: str) -> Callable[..., None]:
+    def eval_spider1(
+        predictions: Annotated[Path, typer.Option(help="One predicted SQL per line.")],
+        gold: Annotated[
+            Path | None,
+            typer.Option(
+                help="Gold file: `SQL<TAB>db_id` per line; default the data's dev_gold.sql."
+            ),
+        ] = None,
+        db_dir: Annotated[
+            Path | None,
+            typer.Option(help="Databases at `DIR/<db_id>/<db_id>.sqlite`; default the data's."),
+        ] = None,
+        questions: Annotated[
+            Path | None,
+            typer.Option(
+                help="dev.json matching the gold lines: adds each question's hardness (default: "
+                "the data's, with its gold)."
+            ),
+        ] = None,
+        timeout: Annotated[float, typer.Option(help="Seconds per query.", min=0.001)] = 30.0,
+        workers: Workers = 2,
+        output: Output = None,
+        executor: Executor = "local",
+        address: Address = None,
+        metrics: Annotated[
+            str,
+            typer.Option(
+                help="Comma-separated: ex (execution match, the score; always computed), em (exact "
+                "set match with its partial scores, as the official evaluation.py --etype match; "
+                "prints the official tables)."
+            ),
+        ] = "ex",
+        tables: Annotated[
+            Path | None,
+            typer.Option(help="Spider's tables.json for em (default: beside --gold or --db-dir)."),
+        ] = None,
+        runnable: Runnable = False,
+    ) -> None:
+        eval_run.COMMANDS[benchmark](
+            gold=gold,
+            predictions=predictions,
+            db_dir=db_dir,
+            questions=questions,
+            timeout=timeout,
+            workers=workers,
+            output=output,
+            executor=executor,
+            address=address,
+            metrics=metrics,
+            tables=tables,
+            runnable=runnable,
+        )
 
-
-@eval_app.command("spider1")
-def eval_spider1(
-    predictions: Annotated[Path, typer.Option(help="One predicted SQL per line.")],
-    gold: Annotated[
-        Path | None,
-        typer.Option(help="Gold file: `SQL<TAB>db_id` per line; default the data's dev_gold.sql."),
-    ] = None,
-    db_dir: Annotated[
-        Path | None,
-        typer.Option(help="Databases at `DIR/<db_id>/<db_id>.sqlite`; default the data's."),
-    ] = None,
-    questions: Annotated[
-        Path | None,
-        typer.Option(
-            help="dev.json matching the gold lines: adds each question's hardness (default: "
-            "the data's, with its gold)."
-        ),
-    ] = None,
-    timeout: Annotated[float, typer.Option(help="Seconds per query.", min=0.001)] = 30.0,
-    workers: Workers = 2,
-    output: Output = None,
-    executor: Executor = "local",
-    address: Address = None,
-    metrics: Annotated[
-        str,
-        typer.Option(
-            help="Comma-separated: ex (execution match, the score; always computed), em (exact "
-            "set match with its partial scores, as the official evaluation.py --etype match; "
-            "prints the official tables)."
-        ),
-    ] = "ex",
-    tables: Annotated[
-        Path | None,
-        typer.Option(help="Spider's tables.json for em (default: beside --gold or --db-dir)."),
-    ] = None,
-    runnable: Runnable = False,
-) -> None:
-    """Spider 1.0 execution match (official test-suite semantics), and exact match.
-
-    Example: `querybench eval spider1 --predictions pred.txt --metrics ex,em` (gold and
-    databases: the data's; `--gold dev_gold.sql --db-dir database/` name others)
-    """
-    eval_run.COMMANDS["spider1"](
-        gold=gold,
-        predictions=predictions,
-        db_dir=db_dir,
-        questions=questions,
-        timeout=timeout,
-        workers=workers,
-        output=output,
-        executor=executor,
-        address=address,
-        metrics=metrics,
-        tables=tables,
-        runnable=runnable,
+    eval_spider1.__doc__ = (
+        f"{spec(benchmark).title}: Spider 1.0 execution match (official test-suite semantics, "
+        "and strict), and exact match.\n\n"
+        f"Example: `querybench eval {benchmark} --predictions pred.txt --metrics ex,em` (gold "
+        "and databases: the data's; `--gold FILE --db-dir DIR` name others)"
     )
+    return eval_spider1
 
 
 Metrics = Annotated[
@@ -242,101 +244,107 @@ VesRepeats = Annotated[
 ]
 
 
-@eval_app.command("bird")
-def eval_bird(
-    predictions: BirdPredictions,
-    questions: Annotated[
-        Path | None, typer.Option(help="BIRD question file (dev.json); default the data's.")
-    ] = None,
-    db_dir: Annotated[
-        Path | None,
-        typer.Option(help="Databases at `DIR/<db_id>/<db_id>.sqlite`; default the data's."),
-    ] = None,
-    metrics: Metrics = "ex",
-    ves_repeats: VesRepeats = 100,
-    timeout: Annotated[float, typer.Option(help="Seconds per query.", min=0.001)] = 30.0,
-    workers: Workers = 2,
-    output: Output = None,
-    executor: Executor = "local",
-    address: Address = None,
-    runnable: Runnable = False,
-) -> None:
-    """BIRD execution match (set semantics) with error / trivial / gold_error metrics, and
-    optionally the official Soft-F1 and R-VES; tables by difficulty as the official scripts.
+def _bird_command(benchmark: str) -> Callable[..., None]:
+    def eval_bird(
+        predictions: BirdPredictions,
+        questions: Annotated[
+            Path | None, typer.Option(help="BIRD question file (dev.json); default the data's.")
+        ] = None,
+        db_dir: Annotated[
+            Path | None,
+            typer.Option(help="Databases at `DIR/<db_id>/<db_id>.sqlite`; default the data's."),
+        ] = None,
+        metrics: Metrics = "ex",
+        ves_repeats: VesRepeats = 100,
+        timeout: Annotated[float, typer.Option(help="Seconds per query.", min=0.001)] = 30.0,
+        workers: Workers = 2,
+        output: Output = None,
+        executor: Executor = "local",
+        address: Address = None,
+        runnable: Runnable = False,
+    ) -> None:
+        """BIRD execution match (set semantics) with error / trivial / gold_error metrics, and
+        optionally the official Soft-F1 and R-VES; tables by difficulty as the official scripts.
 
-    Example: `querybench eval bird --questions dev.json --predictions predict_dev.json
-    --db-dir dev_databases/ --metrics ex,soft_f1`
-    """
-    eval_run.COMMANDS["bird"](
-        questions=questions,
-        predictions=predictions,
-        db_dir=db_dir,
-        metrics=metrics,
-        ves_repeats=ves_repeats,
-        timeout=timeout,
-        workers=workers,
-        output=output,
-        executor=executor,
-        address=address,
-        runnable=runnable,
-    )
+        Example: `querybench eval bird --questions dev.json --predictions predict_dev.json
+        --db-dir dev_databases/ --metrics ex,soft_f1`
+        """
+        eval_run.COMMANDS[benchmark](
+            questions=questions,
+            predictions=predictions,
+            db_dir=db_dir,
+            metrics=metrics,
+            ves_repeats=ves_repeats,
+            timeout=timeout,
+            workers=workers,
+            output=output,
+            executor=executor,
+            address=address,
+            runnable=runnable,
+        )
+
+    return eval_bird
 
 
-@eval_app.command("bird-mini-dev")
-def eval_bird_mini_dev(
-    predictions: BirdPredictions,
-    dialect: Annotated[
-        str, typer.Option(help="sqlite, mysql or postgresql: which mini-dev file and engine.")
-    ] = "sqlite",
-    questions: Annotated[
-        Path | None,
-        typer.Option(help="Questions file; default the data's mini_dev_DIALECT.json."),
-    ] = None,
-    db_dir: Annotated[
-        Path | None,
-        typer.Option(help="sqlite: databases at `DIR/<db_id>/<db_id>.sqlite`; default the data."),
-    ] = None,
-    db_url: Annotated[
-        str | None,
-        typer.Option(
-            help="mysql/postgresql: the server database, e.g. mysql://root@127.0.0.1:3306/BIRD "
-            "(every table in one database, as the official dumps) or …/bird_{db_id} (one per "
-            "db_id); load it from the SQLite files with `querybench db load`."
-        ),
-    ] = None,
-    metrics: Metrics = "ex",
-    ves_repeats: VesRepeats = 100,
-    timeout: Annotated[float, typer.Option(help="Seconds per query.", min=0.001)] = 30.0,
-    workers: Workers = 2,
-    output: Output = None,
-    executor: Executor = "local",
-    address: Address = None,
-) -> None:
-    """BIRD mini-dev (500 questions) on SQLite, MySQL/MariaDB or PostgreSQL: EX, and Soft-F1 /
-    R-VES with --metrics, in the official by-difficulty tables.
+def _mini_dev_command(benchmark: str) -> Callable[..., None]:
+    def eval_bird_mini_dev(
+        predictions: BirdPredictions,
+        dialect: Annotated[
+            str, typer.Option(help="sqlite, mysql or postgresql: which mini-dev file and engine.")
+        ] = "sqlite",
+        questions: Annotated[
+            Path | None,
+            typer.Option(help="Questions file; default the data's mini_dev_DIALECT.json."),
+        ] = None,
+        db_dir: Annotated[
+            Path | None,
+            typer.Option(
+                help="sqlite: databases at `DIR/<db_id>/<db_id>.sqlite`; default the data."
+            ),
+        ] = None,
+        db_url: Annotated[
+            str | None,
+            typer.Option(
+                help="mysql/postgresql: the server database, e.g. mysql://root@127.0.0.1:3306/BIRD "
+                "(every table in one database, as the official dumps) or …/bird_{db_id} (one per "
+                "db_id); load it from the SQLite files with `querybench db load`."
+            ),
+        ] = None,
+        metrics: Metrics = "ex",
+        ves_repeats: VesRepeats = 100,
+        timeout: Annotated[float, typer.Option(help="Seconds per query.", min=0.001)] = 30.0,
+        workers: Workers = 2,
+        output: Output = None,
+        executor: Executor = "local",
+        address: Address = None,
+    ) -> None:
+        """BIRD mini-dev (500 questions) on SQLite, MySQL/MariaDB or PostgreSQL: EX, and Soft-F1 /
+        R-VES with --metrics, in the official by-difficulty tables.
 
-    Examples:
+        Examples:
 
-    `querybench eval bird-mini-dev --predictions predict_mini_dev_sqlite.json --metrics
-    ex,soft_f1,r_ves`
+        `querybench eval bird-mini-dev --predictions predict_mini_dev_sqlite.json --metrics
+        ex,soft_f1,r_ves`
 
-    `querybench eval bird-mini-dev --dialect mysql --db-url mysql://root@127.0.0.1:3306/BIRD
-    --predictions predict_mini_dev_mysql.json --questions mini_dev_mysql.json`
-    """
-    eval_run.COMMANDS["bird-mini-dev"](
-        predictions=predictions,
-        dialect=dialect,
-        questions=questions,
-        db_dir=db_dir,
-        db_url=db_url,
-        metrics=metrics,
-        ves_repeats=ves_repeats,
-        timeout=timeout,
-        workers=workers,
-        output=output,
-        executor=executor,
-        address=address,
-    )
+        `querybench eval bird-mini-dev --dialect mysql --db-url mysql://root@127.0.0.1:3306/BIRD
+        --predictions predict_mini_dev_mysql.json --questions mini_dev_mysql.json`
+        """
+        eval_run.COMMANDS[benchmark](
+            predictions=predictions,
+            dialect=dialect,
+            questions=questions,
+            db_dir=db_dir,
+            db_url=db_url,
+            metrics=metrics,
+            ves_repeats=ves_repeats,
+            timeout=timeout,
+            workers=workers,
+            output=output,
+            executor=executor,
+            address=address,
+        )
+
+    return eval_bird_mini_dev
 
 
 # The commands beside `eval`, in the order `querybench --help` lists them: (name, module,
@@ -407,71 +415,104 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-@eval_app.command("spider2-dbt")
-def eval_spider2_dbt(
-    predictions: Annotated[
-        Path, typer.Option(help="Folder of `<instance_id>/<db>.duckdb`, the databases left.")
-    ],
-    data_dir: Annotated[
-        Path | None, typer.Option(help="Data root holding spider2/spider2-dbt (tasks, gold).")
-    ] = None,
-    gold_dir: Annotated[
-        Path | None, typer.Option(help="Gold folder `<instance_id>/<file>`; default: the data.")
-    ] = None,
-    workers: Workers = 2,
-    output: Output = None,
-) -> None:
-    """Score Spider 2.0-DBT outputs with `duckdb_match` (official and strict), over every task
-    (a missing gold file counts 0) and over the tasks whose gold is present.
+def _dbt_command(benchmark: str) -> Callable[..., None]:
+    def eval_spider2_dbt(
+        predictions: Annotated[
+            Path, typer.Option(help="Folder of `<instance_id>/<db>.duckdb`, the databases left.")
+        ],
+        data_dir: Annotated[
+            Path | None, typer.Option(help="Data root holding spider2/spider2-dbt (tasks, gold).")
+        ] = None,
+        gold_dir: Annotated[
+            Path | None, typer.Option(help="Gold folder `<instance_id>/<file>`; default: the data.")
+        ] = None,
+        workers: Workers = 2,
+        timeout: Annotated[
+            float,
+            typer.Option(help="Seconds to open one database and read its tables.", min=0.001),
+        ] = 120.0,
+        output: Output = None,
+        runnable: Runnable = False,
+    ) -> None:
+        """Score Spider 2.0-DBT outputs with `duckdb_match` (official and strict), over every task
+        (a missing gold file counts 0) and over the tasks whose gold is present.
 
-    Example: `querybench eval spider2-dbt --predictions RUNDIR/predictions`
-    """
-    eval_run.COMMANDS["spider2-dbt"](
-        predictions=predictions,
-        data_dir=data_dir,
-        gold_dir=gold_dir,
-        workers=workers,
-        output=output,
-    )
+        Example: `querybench eval spider2-dbt --predictions RUNDIR/predictions`
+        """
+        eval_run.COMMANDS[benchmark](
+            predictions=predictions,
+            data_dir=data_dir,
+            gold_dir=gold_dir,
+            workers=workers,
+            timeout=timeout,
+            output=output,
+            runnable=runnable,
+        )
+
+    return eval_spider2_dbt
 
 
-@eval_app.command("spider2")
-def eval_spider2(
-    predictions: Annotated[
-        Path,
-        typer.Option(help="Submission folder: results_metadata.jsonl and one folder per instance."),
-    ],
-    gold_dir: Annotated[
-        Path | None,
-        typer.Option(help="Gold folder `<instance_id>/<file>` (with spider2_eval.jsonl)."),
-    ] = None,
-    scoring: Annotated[
-        str, typer.Option(help="Which score is `score`: official or strict (both reported).")
-    ] = "official",
-    data_dir: Annotated[
-        Path | None, typer.Option(help="Data root holding spider2/spider2 (tasks, gold).")
-    ] = None,
-    workers: Workers = 2,
-    timeout: Annotated[
-        float, typer.Option(help="Seconds per query of a .sql answer.", min=0.001)
-    ] = 120.0,
-    output: Output = None,
-) -> None:
-    """Score an agentic Spider 2.0 submission (the official layout), official and strict, over
-    all 632 tasks, the DBT part and the tasks whose gold is here.
+def _agentic_command(benchmark: str) -> Callable[..., None]:
+    def eval_spider2(
+        predictions: Annotated[
+            Path,
+            typer.Option(
+                help="Submission folder: results_metadata.jsonl and one folder per instance."
+            ),
+        ],
+        gold_dir: Annotated[
+            Path | None,
+            typer.Option(help="Gold folder `<instance_id>/<file>` (with spider2_eval.jsonl)."),
+        ] = None,
+        scoring: Annotated[
+            str, typer.Option(help="Which score is `score`: official or strict (both reported).")
+        ] = "official",
+        data_dir: Annotated[
+            Path | None, typer.Option(help="Data root holding spider2/spider2 (tasks, gold).")
+        ] = None,
+        workers: Workers = 2,
+        timeout: Annotated[
+            float,
+            typer.Option(
+                help="Seconds per query of a .sql answer, and to read one .duckdb answer.",
+                min=0.001,
+            ),
+        ] = 120.0,
+        output: Output = None,
+        runnable: Runnable = False,
+    ) -> None:
+        """Score an agentic Spider 2.0 submission (the official layout), official and strict, over
+        all 632 tasks, the DBT part and the tasks whose gold is here.
 
-    Example: `querybench eval spider2 --predictions
-    $QUERYBENCH_DATA/spider2/spider2/evaluation_suite/example_submission_folder`
-    """
-    eval_run.COMMANDS["spider2"](
-        predictions=predictions,
-        gold_dir=gold_dir,
-        scoring=scoring,
-        data_dir=data_dir,
-        workers=workers,
-        timeout=timeout,
-        output=output,
-    )
+        Example: `querybench eval spider2 --predictions
+        $QUERYBENCH_DATA/spider2/spider2/evaluation_suite/example_submission_folder`
+        """
+        eval_run.COMMANDS[benchmark](
+            predictions=predictions,
+            gold_dir=gold_dir,
+            scoring=scoring,
+            data_dir=data_dir,
+            workers=workers,
+            timeout=timeout,
+            output=output,
+            runnable=runnable,
+        )
+
+    return eval_spider2
+
+
+# Each eval command's typer declaration, by the command body its benchmark's spec names.
+_DECLARATIONS: dict[str, Callable[[str], Callable[..., None]]] = {
+    "querybench.commands.eval_run:spider2": _spider2_command,
+    "querybench.commands.eval_run:spider2_dbt": _dbt_command,
+    "querybench.commands.eval_run:spider2_agentic": _agentic_command,
+    "querybench.commands.eval_execution:bird": _bird_command,
+    "querybench.commands.eval_execution:bird_mini_dev": _mini_dev_command,
+    "querybench.commands.eval_execution:spider1": _spider1_command,
+}
+for _spec in specs():
+    if _spec.command is not None:
+        eval_app.command(_spec.name.value)(_DECLARATIONS[_spec.command](_spec.name.value))
 
 
 def main() -> None:

@@ -49,6 +49,9 @@ class Spec:
     split: str | None = None  # a repeatable flag whose values may also be joined by this
     argument: bool = False  # a positional argument on the command line
     cli_default: Any = UNSET  # the command line's default, where it differs from the field's
+    # what a run folder whose config.json predates the option held (its behaviour then), where
+    # that differs from the default: a resume compares against it, not the default
+    before_it: Any = UNSET
 
     def flags(self, name: str) -> str | None:
         if self.flag == "" or self.argument:
@@ -64,9 +67,10 @@ def option(
     identity: bool = False,
     min: float | None = None,
     split: str | None = None,
+    before_it: Any = UNSET,
 ) -> T:
     """A dataclass field with its default and its declaration."""
-    spec = Spec(help, flag, identity, min, split)
+    spec = Spec(help, flag, identity, min, split, before_it=before_it)
     return dataclasses.field(default=default, metadata={SPEC: spec})
 
 
@@ -120,11 +124,12 @@ class Declared:
         return cls(**values)
 
     def json_values(self, *, changed_only: bool = False) -> dict[str, Any]:
-        """`{field: JSON value}`; with `changed_only`, the fields away from their default."""
+        """`{field: JSON value}`; with `changed_only`, the fields away from their default and
+        those whose absence means another value (`before_it`)."""
         out = {}
-        for field, _, _ in declared_fields(type(self)):
+        for field, spec, _ in declared_fields(type(self)):
             value = getattr(self, field.name)
-            if changed_only and value == field.default:
+            if changed_only and value == field.default and spec.before_it is UNSET:
                 continue
             out[field.name] = to_json_value(value)
         return out
@@ -140,6 +145,12 @@ def to_json_value(value: Any) -> Any:
 
 def default_json(field: dataclasses.Field[Any]) -> Any:
     return None if field.default is MISSING else to_json_value(field.default)
+
+
+def absent_json(field: dataclasses.Field[Any]) -> Any:
+    """The value a config.json without this key held: `before_it`, else the default."""
+    spec = spec_of(field)
+    return default_json(field) if spec.before_it is UNSET else to_json_value(spec.before_it)
 
 
 def check_value(name: str, value: Any, kind: Any) -> Any:

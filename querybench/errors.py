@@ -3,8 +3,10 @@ one vocabulary of error codes an instance's result can carry (`ErrorCode`)."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Any
 
 
 class ErrorCode(StrEnum):
@@ -35,21 +37,55 @@ class ErrorCode(StrEnum):
     NOT_SCORED = "not_scored"  # an answer recorded by a run that stopped before scoring it
 
 
+# The names of the classes that mean the same mistake on every engine.
+NO_SUCH_COLUMN = "no such column"
+NO_SUCH_TABLE = "no such table"
+NO_SUCH_FUNCTION = "no such function"
+AMBIGUOUS_COLUMN = "ambiguous column"
+MISUSE_OF_AGGREGATE = "misuse of aggregate"
+CONVERSION_ERROR = "conversion error"
+UNDEFINED_OBJECT = "undefined object"
+SYNTAX_ERROR = "syntax error"
+
+
+def in_words(name: str) -> str:
+    """A driver's class or code name as a class name: `DivisionByZero`, `DIVISION_BY_ZERO` ->
+    `division by zero`."""
+    spaced = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", name).replace("_", " ")
+    return " ".join(spaced.lower().split())
+
+
 @dataclass(frozen=True)
 class EngineErrorClass:
-    """What an engine's failure really was, read once from its own words where the error is made.
+    """What an engine's failure really was, decided once where the error is made: from the
+    driver's typed error (SQLSTATE, errno, exception class, result code) where it has one,
+    else from its words (`classify_engine_error`).
 
-    `kind` is the failure as a report counts it: an `exec_error` whose message says it timed
-    out is a `TIMEOUT`, one refused by a read-only database a `REFUSED_WRITE`, one that never
-    parsed a `PARSE_ERROR`. `name` is the engine's error class (`no such column`, `syntax
-    error`, `binder error`, ...), empty for a timeout or a refusal.
+    `kind` is the failure as a report counts it: an `exec_error` that timed out is a `TIMEOUT`,
+    one refused by a read-only database a `REFUSED_WRITE`, one that never parsed a
+    `PARSE_ERROR`. `name` is the engine's error class in one vocabulary across engines (`no
+    such column`, `syntax error`, `binder error`, ...), empty for a timeout or a refusal.
     """
 
     kind: ErrorCode
     name: str = ""
 
+    @classmethod
+    def executed(cls, name: str) -> EngineErrorClass:
+        return cls(ErrorCode.EXEC_ERROR, name)
 
-# Lower-cased message fragments, first match wins: what kind of failure an engine message is.
+    @classmethod
+    def unparsed(cls, name: str = SYNTAX_ERROR) -> EngineErrorClass:
+        return cls(ErrorCode.PARSE_ERROR, name)
+
+
+TIMED_OUT = EngineErrorClass(ErrorCode.TIMEOUT)
+REFUSED = EngineErrorClass(ErrorCode.REFUSED_WRITE)
+
+
+# Lower-cased message fragments, first match wins: what kind of failure an engine message is
+# (the fallback for an error no driver code classified: SQLite's one SQLITE_ERROR, a failure
+# made here, one read back from an older cache).
 _TIMEOUT_MARKERS = ("timeout", "timed out", "ran past its", "interrupted", "query was cancelled")
 _REFUSED_MARKERS = ("refused:", "not allowed (read-only)", "readonly database", "read-only")
 _PARSE_MARKERS = (
@@ -65,20 +101,20 @@ _PARSE_MARKERS = (
 # The engine's error class for the rest: SQLite's wording, then DuckDB's, PostgreSQL's,
 # MySQL's, ClickHouse's, Snowflake's and BigQuery's names for the same mistakes.
 _EXEC_CLASSES = (
-    ("no such column", "no such column"),
-    ("no such table", "no such table"),
-    ("no such function", "no such function"),
-    ("ambiguous column", "ambiguous column"),
-    ("misuse of aggregate", "misuse of aggregate"),
+    ("no such column", NO_SUCH_COLUMN),
+    ("no such table", NO_SUCH_TABLE),
+    ("no such function", NO_SUCH_FUNCTION),
+    ("ambiguous column", AMBIGUOUS_COLUMN),
+    ("misuse of aggregate", MISUSE_OF_AGGREGATE),
     ("binder error", "binder error"),
     ("catalog error", "catalog error"),
-    ("conversion error", "conversion error"),
-    ("does not exist", "undefined object"),
-    ("unknown column", "no such column"),
-    ("unknown identifier", "no such column"),
-    ("invalid identifier", "no such column"),
-    ("unrecognized name", "no such column"),
-    ("unknown table", "no such table"),
+    ("conversion error", CONVERSION_ERROR),
+    ("does not exist", UNDEFINED_OBJECT),
+    ("unknown column", NO_SUCH_COLUMN),
+    ("unknown identifier", NO_SUCH_COLUMN),
+    ("invalid identifier", NO_SUCH_COLUMN),
+    ("unrecognized name", NO_SUCH_COLUMN),
+    ("unknown table", NO_SUCH_TABLE),
 )
 # The codes of a statement that failed on an engine; any other code is its own class.
 STATEMENT_FAILURES = frozenset(
@@ -87,8 +123,9 @@ STATEMENT_FAILURES = frozenset(
 
 
 def classify_engine_error(code: ErrorCode, message: str) -> EngineErrorClass | None:
-    """The class of a failed statement with this code and message; None for a code that is
-    not a statement's failure (`too_many_rows`, `engine_unavailable`, ...)."""
+    """The class of a failed statement with this code and message, read from its words: the
+    fallback for an error whose driver gave no code (see `EngineError.error_class`); None for
+    a code that is not a statement's failure (`too_many_rows`, `engine_unavailable`, ...)."""
     if code not in STATEMENT_FAILURES:
         return None
     lowered = message.lower()
@@ -135,17 +172,30 @@ class DataError(QuerybenchError):
 
 
 class EngineError(QuerybenchError):
-    """A statement could not be run; `code` is the short error code reported per instance."""
+    """A statement could not be run; `code` is the short error code reported per instance.
+
+    An engine gives the failure's class (`error_class=`) from its driver's typed error, at the
+    boundary where it catches it; a failure made without one is classified by its words."""
 
     code: ErrorCode = ErrorCode.EXEC_ERROR
 
+    def __init__(self, message: str, error_class: EngineErrorClass | None = None) -> None:
+        super().__init__(message)
+        self.given_class = error_class  # kept when pickled: BaseException keeps `__dict__`
+
     @property
     def error_class(self) -> EngineErrorClass | None:
-        """This failure's class (`classify_engine_error` of its code and message)."""
+        """This failure's class: the engine's, or `classify_engine_error` of its code and
+        message when it gave none."""
+        if self.given_class is not None and self.code in STATEMENT_FAILURES:
+            return self.given_class
         return classify_engine_error(self.code, str(self))
 
 
 SEVERAL_STATEMENTS = "several statements"  # a refusal's statement kind for `a; b`
+# A refusal's kind for a statement (or a view, a macro it reads) that would reach outside its
+# database: a file, a glob, another database file, a URL (`read_csv`, `read_duckdb`, `glob`).
+EXTERNAL_ACCESS = "external access"
 
 
 class QueryRefused(EngineError):
@@ -154,17 +204,20 @@ class QueryRefused(EngineError):
     code = ErrorCode.REFUSED_WRITE
 
     def __init__(self, message: str, statement: str | None = None) -> None:
-        super().__init__(message)
+        super().__init__(message, REFUSED)
         self.statement = statement  # the refused statement's kind (INSERT, ATTACH, ...) if known
 
-    def __reduce__(self) -> tuple[type[QueryRefused], tuple[str, str | None]]:
-        return type(self), (str(self), self.statement)  # it crosses process pipes intact
+    def __reduce__(self) -> tuple[type[QueryRefused], tuple[str, str | None], dict[str, Any]]:
+        return type(self), (str(self), self.statement), vars(self)  # it crosses pipes intact
 
 
 class QueryTimeout(EngineError):
     """The statement ran past its timeout and was interrupted."""
 
     code = ErrorCode.TIMEOUT
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, TIMED_OUT)
 
 
 class ResultTooLarge(EngineError):

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
 
+from querybench.benchmarks import resolve, specs
 from querybench.errors import QuerybenchError
 from querybench.fetch import Route
 from querybench.layout import GOLD_DIRS, SPIDER2_LOCAL_DIRS, TASK_FILES
@@ -128,6 +129,16 @@ def _per_task(suffix: str, folder: str) -> Route:
         if len(member.parts) < 2 or not member.name.endswith(suffix):
             return None
         return PurePosixPath(folder, member.parts[0], member.name)
+
+    return route
+
+
+def _repository_files(folder: str, *kept: str) -> Route:
+    """A GitHub archive's `kept` files and folders (its top folder dropped) under `folder`."""
+
+    def route(member: PurePosixPath) -> PurePosixPath | None:
+        parts = member.parts[1:]
+        return PurePosixPath(folder, *parts) if parts and parts[0] in kept else None
 
     return route
 
@@ -322,22 +333,56 @@ SPIDER1_PART = Part(
     "spider1",
 )
 
+SPIDER2_LITE_PARTS = (_repository_for("spider2-lite"), LITE_DATABASES)
+SPIDER2_SNOW_PARTS = (_repository_for("spider2-snow"),)
+SPIDER2_DBT_PARTS = (_repository_for("spider2-dbt"), DBT_START_DATABASES, DBT_GOLD_DATABASES)
+# the agentic setting: its own folder, the lite local databases its Local tasks use, and the
+# DBT tasks (the same 68 as spider2-dbt, read from there)
+SPIDER2_PARTS = (
+    _repository_for("spider2-dbt"),
+    AGENTIC,
+    LITE_DATABASES,
+    DBT_START_DATABASES,
+    DBT_GOLD_DATABASES,
+)
+BIRD_PARTS = (BIRD_DEV_PART,)
+BIRD_DEV_20251106_PARTS = (BIRD_DEV_PART, BIRD_DEV_20251106_PART)
+BIRD_TRAIN_PARTS = (BIRD_TRAIN_PART,)
+BIRD_MINI_DEV_PARTS = (BIRD_MINIDEV_PART,)
+SPIDER1_PARTS = (SPIDER1_PART,)
+
+# The Spider 1.0 variants: their question files (and Spider-DK's modified databases) from the
+# authors' repositories at fixed commits, over Spider 1.0's databases.
+SPIDER_SYN_COMMIT = "0b996a57b7e329c14c300a8fb13661da128a9ddc"
+SPIDER_DK_COMMIT = "5e16fa1f8cdbb401f3b55d2afb5a7c7435360590"
+
+
+def _github(repository: str, commit: str) -> Archive:
+    name = repository.rpartition("/")[2]
+    url = f"https://github.com/{repository}/archive/{commit}.zip"
+    return Archive(f"{name}-{commit}.zip", url, commit=commit, aliases=(f"{name}-main.zip",))
+
+
+SPIDER_SYN_PART = Part(
+    "Spider-Syn questions (Spider 1.0 dev, synonym-substituted)",
+    _github("ygan/Spider-Syn", SPIDER_SYN_COMMIT),
+    _prefixes(("Spider-Syn", "spider-syn"), drop_top=True),
+    _files("spider-syn/dev.json"),
+    "spider-syn",
+    nested=False,
+)
+SPIDER_DK_PART = Part(
+    "Spider-DK questions, schema file and modified databases",
+    _github("ygan/Spider-DK", SPIDER_DK_COMMIT),
+    _repository_files("spider-dk", "Spider-DK.json", "tables.json", "database", "LICENSE"),
+    _files("spider-dk/Spider-DK.json", "spider-dk/database/new_pets_1/new_pets_1.sqlite"),
+    "spider-dk",
+    nested=False,
+)
+SPIDER_SYN_PARTS = (SPIDER1_PART, SPIDER_SYN_PART)
+SPIDER_DK_PARTS = (SPIDER1_PART, SPIDER_DK_PART)
+
+# benchmark -> its parts, as its spec names them (`BenchmarkSpec.releases`)
 PARTS: dict[str, tuple[Part, ...]] = {
-    "spider2-lite": (_repository_for("spider2-lite"), LITE_DATABASES),
-    "spider2-snow": (_repository_for("spider2-snow"),),
-    "spider2-dbt": (_repository_for("spider2-dbt"), DBT_START_DATABASES, DBT_GOLD_DATABASES),
-    # the agentic setting: its own folder, the lite local databases its Local tasks use, and
-    # the DBT tasks (the same 68 as spider2-dbt, read from there)
-    "spider2": (
-        _repository_for("spider2-dbt"),
-        AGENTIC,
-        LITE_DATABASES,
-        DBT_START_DATABASES,
-        DBT_GOLD_DATABASES,
-    ),
-    "bird": (BIRD_DEV_PART,),
-    "bird-dev-20251106": (BIRD_DEV_PART, BIRD_DEV_20251106_PART),
-    "bird-train": (BIRD_TRAIN_PART,),
-    "bird-mini-dev": (BIRD_MINIDEV_PART,),
-    "spider1": (SPIDER1_PART,),
+    s.name: resolve(s.releases) for s in specs() if s.releases is not None
 }

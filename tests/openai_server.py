@@ -49,6 +49,7 @@ class ScriptedServer:
         self,
         default: Step | Responder | None = None,
         models: tuple[str, ...] | Fault | None = None,
+        streams: bool = True,  # False: a plain JSON reply even to `stream: true`
     ) -> None:
         self.requests: list[dict[str, Any]] = []
         self.model_listings = 0  # GET /v1/models served
@@ -86,7 +87,7 @@ class ScriptedServer:
                     self._fault(step)
                     return
                 completion = _completion(body, step)
-                if body.get("stream"):
+                if body.get("stream") and streams:
                     self._send(200, _event_stream(completion), {}, "text/event-stream")
                 else:
                     self._send(200, json.dumps(completion).encode())

@@ -346,3 +346,41 @@ def test_a_single_call_bomb_on_the_dbt_database_stops_at_its_timeout(
         assert "42" in workspace.execute(ExecuteSQL("SELECT 41 + 1 AS answer"))  # a fresh child
     finally:
         workspace.close()
+
+
+def test_an_agent_that_plants_a_view_over_the_gold_scores_nothing(
+    dbt_program: str, server: ScriptedServer, tmp_path: Path
+) -> None:
+    """`run spider2-dbt`'s scoring opens the database the agent left as `eval` does: a model
+    materialized as a view over the gold file (a glob that binds empty in the sandbox, where
+    no gold is) is refused, not read, in both scorings."""
+    data = make_dbt_data(tmp_path / "data", ["shop001"])
+    gold = data / "spider2" / "spider2-dbt" / "evaluation_suite" / "gold"
+    planted = (
+        "{{ config(materialized='view') }}\n"
+        f"select * from read_duckdb('{gold}/*/shop.duckdb', table_name='customer_totals',"
+        " allow_empty=true)\n"
+    )
+    server.script(
+        [
+            text("CreateFile", filepath="models/customer_totals.sql", code=planted),
+            text("Bash", code="dbt run"),
+            text("Terminate", output="shop.duckdb"),
+        ]
+    )
+    out = tmp_path / "run"
+    config = RunConfig(
+        "spider2-dbt",
+        "spider-agent",
+        "scripted",
+        out=out,
+        selection=Selection(data_dir=data),
+        execution=Execution(workers=1),
+    )
+    outcome = run(config, model=model(server))
+    result = outcome.results[0]
+    steps = json.loads((out / "trajectories" / "shop001.json").read_text())["steps"]
+    assert "Completed successfully" in steps[1]["observation"]  # the view was built
+    assert (result.official_score, result.strict_score) == (0.0, 0.0), result
+    assert result.error == "bad_prediction_file", result
+    assert "reaches outside its database file" in (result.message or "")

@@ -295,3 +295,19 @@ def test_dbt_copy_out_and_reconnect_refuse_a_linked_database(
         files.regular_file(workspace.path, name)
     copied = [p for p in (tmp_path / "predictions").rglob("*") if p.is_file()]
     assert copied == []
+
+
+def test_an_agent_that_never_answered_is_recorded_with_what_ended_it(
+    data: Path, server: ScriptedServer, tmp_path: Path
+) -> None:
+    # the same action three times in a row ends the episode (repeated) before any Terminate:
+    # it was recorded `ok` and scored "no prediction line: the prediction file ends before..."
+    out = tmp_path / "run"
+    outcome, trajectory = run_scripted(data, server, out, ['Bash(command="ls")'] * 3)
+    assert trajectory["status"] == "repeated"
+    record = outcome.records["0"]  # type: ignore[attr-defined]
+    assert (record.status, record.error) == ("error", "missing_prediction")
+    assert record.message == "the agent gave no answer (repeated)"
+    assert record.extra["agent_status"] == "repeated"
+    [result] = [r for r in outcome.results if r.instance_id == "0"]  # type: ignore[attr-defined]
+    assert (result.error, result.message) == ("missing_prediction", record.message)

@@ -144,7 +144,8 @@ def test_cli_agent_options_are_stored_and_checked_on_resume(data: Path, tmp_path
     first = runner.invoke(app, [*base, "--max-steps", "5", "--action-timeout", "9"], env=env)
     assert first.exit_code == 0, first.output
     extra = json.loads((out / "config.json").read_text())["extra"]
-    assert extra == {"max_steps": 5, "action_timeout": 9.0}
+    # continue_after_timeout is stored at its default too: its absence means an older folder
+    assert extra == {"max_steps": 5, "action_timeout": 9.0, "continue_after_timeout": False}
     again = runner.invoke(app, [*base, "--max-steps", "5", "--action-timeout", "9"], env=env)
     assert again.exit_code == 0, again.output
     changed = runner.invoke(app, [*base, "--max-steps", "6", "--unsafe-bash"], env=env)
@@ -161,3 +162,25 @@ def test_cli_agent_options_are_stored_and_checked_on_resume(data: Path, tmp_path
         app, ["run", "spider1", "--max-steps", "3", "--out", str(tmp_path / "z")], env=env
     )
     assert other.exit_code == 2 and "--max-steps" in other.output
+
+
+def test_a_folder_from_before_the_timeout_rule_resumes_only_as_it_ran(
+    data: Path, tmp_path: Path
+) -> None:
+    """A config.json without `continue_after_timeout` was written when an action past its limit
+    did not end the episode: resuming it under the new default is another experiment; with
+    `--continue-after-timeout` it is the same one."""
+    runner = CliRunner()
+    out = tmp_path / "run"
+    base = ["run", "spider1", "--method", "spider-agent", "--model", "oracle", "--limit", "1"]
+    base += ["--out", str(out)]
+    env = {"QUERYBENCH_DATA": str(data)}
+    assert runner.invoke(app, base, env=env).exit_code == 0
+    config = json.loads((out / "config.json").read_text())
+    del config["extra"]["continue_after_timeout"]  # as written before the option existed
+    (out / "config.json").write_text(json.dumps(config))
+    refused = runner.invoke(app, base, env=env)
+    assert refused.exit_code == 2
+    assert "continue_after_timeout: True -> False" in " ".join(refused.output.split())
+    resumed = runner.invoke(app, [*base, "--continue-after-timeout"], env=env)
+    assert resumed.exit_code == 0, resumed.output

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,7 @@ from querybench.evaluation.agentic_tables import (
     table_match,
     tables_match,
 )
+from querybench.evaluation.database_answer import DatabaseReader
 from querybench.evaluation.verdict import Verdict
 
 MISSING = None  # no file at all
@@ -187,6 +189,13 @@ DUCKDB_CASES: list[tuple[str, str | None, dict[str, Any], Any, Any]] = [
 ]
 
 
+@pytest.fixture(scope="module")
+def reader() -> Iterator[DatabaseReader]:
+    """One reader for the module: its child imports pandas once, not per match."""
+    with DatabaseReader() as shared:
+        yield shared
+
+
 def build(path: Path, sql: str | None) -> Path:
     if sql == GARBAGE:
         path.write_text(sql)
@@ -209,27 +218,28 @@ def test_duckdb_match(
     params: dict[str, Any],
     official: Any,
     strict: Any,
+    reader: DatabaseReader,
 ) -> None:
     gold = build(tmp_path / "gold.duckdb", gold_sql)
     result = build(tmp_path / "result.duckdb", pred_sql)
     before = {path: digest(path) for path in (gold, result)}
-    assert outcome(duckdb_match(result, gold, **params)) == official
-    assert outcome(strict_duckdb_match(result, gold, **params)) == strict
+    assert outcome(duckdb_match(result, gold, **params, reader=reader)) == official
+    assert outcome(strict_duckdb_match(result, gold, **params, reader=reader)) == strict
     assert {path: digest(path) for path in (gold, result)} == before
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
         p.name for p in (gold, result) if before[p] is not None
     )
 
 
-def test_duckdb_match_same_file_for_both(tmp_path: Path) -> None:
+def test_duckdb_match_same_file_for_both(tmp_path: Path, reader: DatabaseReader) -> None:
     gold = build(tmp_path / "gold.duckdb", GOLD_SQL)
-    assert duckdb_match(gold, gold).passed
-    assert strict_duckdb_match(str(gold), str(gold)).passed
+    assert duckdb_match(gold, gold, reader=reader).passed
+    assert strict_duckdb_match(str(gold), str(gold), reader=reader).passed
 
 
-def test_duckdb_match_reason(tmp_path: Path) -> None:
+def test_duckdb_match_reason(tmp_path: Path, reader: DatabaseReader) -> None:
     gold = build(tmp_path / "gold.duckdb", GOLD_SQL)
     result = build(tmp_path / "result.duckdb", "create table mrr(id int);")
-    verdict = duckdb_match(result, gold, condition_tabs=["dims"])
+    verdict = duckdb_match(result, gold, condition_tabs=["dims"], reader=reader)
     assert verdict.error == ErrorCode.WRONG_RESULT
     assert verdict.message is not None and verdict.message.startswith("cannot read table 'dims'")

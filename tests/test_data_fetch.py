@@ -201,6 +201,9 @@ def test_official_sources_are_pinned() -> None:
         "db1d8e1b4c054b8f36d72e118ec2ef62e2f2b9ac",
     }
     assert all(a.url.endswith(f"/archive/{a.commit}.zip") for a in repos)  # never a branch
+    variants = {a.commit: a for a in archives if "github.com/ygan/" in a.url}
+    assert set(variants) == {releases.SPIDER_SYN_COMMIT, releases.SPIDER_DK_COMMIT}
+    assert all(a.url.endswith(f"/archive/{c}.zip") for c, a in variants.items())
     assert set(releases.PARTS) == {
         "spider2-lite",
         "spider2-snow",
@@ -211,6 +214,8 @@ def test_official_sources_are_pinned() -> None:
         "bird-train",
         "bird-mini-dev",
         "spider1",
+        "spider-syn",
+        "spider-dk",
     }
 
 

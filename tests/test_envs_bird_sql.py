@@ -221,3 +221,38 @@ def test_the_skip_list_goes_to_the_cache_dir_when_the_data_folder_refuses_it(
     assert not beside.exists() and skiplist.read_skip_list(cached) == {"1"}
     assert str(cached) in capsys.readouterr().err
     assert names(bird_sql_task_data("train", folder)) == ["0", "2"]  # read back from the cache
+
+
+def test_an_endpoint_that_does_not_stream_is_relayed_as_a_stream() -> None:
+    # every task failed with "upstream stream ended before its terminal event", exit 0
+    from querybench.envs import vf_run
+    from querybench.envs.stream_relay import StreamRelay
+
+    with ScriptedServer(streams=False) as plain, ScriptedServer() as streaming:
+        args = ["bird-sql", "-m", "m", "--client.base-url", plain.url]
+        assert "not an event stream" in str(vf_run.streaming_refused(args))
+        assert vf_run.streaming_refused([*args[:4], streaming.url]) is None
+        with StreamRelay(plain.url) as relay:
+            assert vf_run.streaming_refused([*args[:4], relay.url]) is None
+            body = {"model": "m", "messages": [{"role": "user", "content": "q"}], "stream": True}
+            reply = httpx.post(f"{relay.url}/chat/completions", json=body, timeout=30)
+        assert reply.headers["content-type"].startswith("text/event-stream")
+        events = [e for e in reply.text.split("\n\n") if e.startswith("data: ")]
+        assert events[-1] == "data: [DONE]"
+        first = json.loads(events[0].removeprefix("data: "))
+        assert first["choices"][0]["delta"]["content"] == "```sql\nSELECT 1\n```"
+        assert not any(r.get("stream") for r in plain.requests[-1:])  # sent on without it
+    assert vf_run._with_option(args, "--client.base-url", "X") == [*args[:4], "X"]
+
+
+def test_the_outputs_vf_run_leaves_in_the_checkout_are_ignored() -> None:
+    import shutil
+    import subprocess
+
+    root = Path(__file__).resolve().parent.parent
+    if shutil.which("git") is None or not (root / ".git").exists():
+        pytest.skip("not a git checkout")
+    ignored = subprocess.run(
+        ["git", "-C", str(root), "check-ignore", "-q", "outputs/evals/bird-sql/results.jsonl"]
+    )
+    assert ignored.returncode == 0  # vf-eval writes ./outputs/: not left untracked

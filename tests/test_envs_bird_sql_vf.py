@@ -57,9 +57,10 @@ def installed(command: str) -> Path:
     return path
 
 
-def run(line: str, workdir: Path, **env: str) -> dict[str, dict[str, Any]]:
-    """`line` run from `workdir` against the scripted model; each task's trace by name."""
-    with ScriptedServer(bird_layout.respond) as server:
+def run(line: str, workdir: Path, streams: bool = True, **env: str) -> dict[str, dict[str, Any]]:
+    """`line` run from `workdir` against the scripted model (one that ignores `stream: true`
+    unless `streams`); each task's trace by name."""
+    with ScriptedServer(bird_layout.respond, streams=streams) as server:
         command, *args = line.format(url=server.url).split()
         environment = {k: v for k, v in os.environ.items() if not k.startswith("BIRD_")}
         environment.update(env, BIRD_TEST_KEY="x", PATH=f"{BIN}:{os.environ['PATH']}")
@@ -69,7 +70,10 @@ def run(line: str, workdir: Path, **env: str) -> dict[str, dict[str, Any]]:
         )  # fmt: skip
         streamed = [body.get("stream") for body in server.requests]
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    assert streamed and all(streamed)  # the chat program streams: the SSE path was served
+    if streams:
+        assert streamed and all(streamed)  # the chat program streams: the SSE path was served
+    else:  # vf-run's probe streamed; the relay sent every task's request on without it
+        assert streamed[0] and streamed[1:] and not any(streamed[1:])
     return traces_by_name(workdir)
 
 
@@ -87,6 +91,14 @@ def test_readme_run_line_with_data_dir(tmp_path: Path) -> None:
     folder = bird_layout.bird_dev(tmp_path / "bird")
     line = RUN_LINE + f" --env.taskset.data-dir {folder}"
     assert_scored(run(line, tmp_path), ["0", "1", "2"])
+
+
+@pytest.mark.slow
+def test_readme_run_line_against_an_endpoint_that_does_not_stream(tmp_path: Path) -> None:
+    # every task failed with "upstream stream ended before its terminal event", exit 0
+    folder = bird_layout.bird_dev(tmp_path / "bird")
+    line = RUN_LINE + f" --env.taskset.data-dir {folder}"
+    assert_scored(run(line, tmp_path, streams=False), ["0", "1", "2"])
 
 
 @pytest.mark.slow

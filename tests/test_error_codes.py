@@ -23,7 +23,8 @@ CODES = {code.value for code in ErrorCode}
 NOT_A_CODE = {
     ("engines/bigquery.py", "timeout"),  # matched against an exception's class name
     ("models/openai_compat.py", "timeout"),  # why a request is retried
-    ("runs/evaluate.py", "timeout"),  # the name of an option
+    ("benchmarks/spider2.py", "timeout"),  # the name of an option (a layout option's)
+    ("runs/eval_locations.py", "timeout"),  # the same option, read
     ("runs/manifest.py", "timeout"),  # the same option, read back for the score manifest
     ("runs/outputs.py", "timeout"),  # the same option, recorded for a run's manifest
     ("commands/eval_flags.py", "timeout"),  # the same option, in the eval fast path's table

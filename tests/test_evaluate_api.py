@@ -160,7 +160,9 @@ def test_mini_dev_dialect_picks_its_questions(
 
     seen: dict[str, Any] = {}
 
-    def spy(benchmark: str, predictions: Path, **options: Any) -> list[InstanceResult]:
+    def spy(
+        benchmark: str, predictions: Path, options: Any, events: Any, **_: Any
+    ) -> list[InstanceResult]:
         seen.update(api._resolved(benchmark, options))
         return []
 
@@ -172,6 +174,32 @@ def test_mini_dev_dialect_picks_its_questions(
     result = CliRunner().invoke(app, [*args, "--predictions", str(empty)])
     assert result.exit_code == 0, result.output
     assert seen["questions"] == mini_dev_file("mysql") and seen["db_url"] == url
+
+
+def test_options_and_events_are_one_typed_call(tmp_path: Path) -> None:
+    """`evaluate(benchmark, predictions, options, events)`: the options as a mapping, the
+    progress callbacks in one `EvalEvents` (never as options), each name given once."""
+    from querybench.evaluation.record import EvalEvents
+
+    db_dir = _shop(tmp_path)
+    gold = tmp_path / "gold.sql"
+    gold.write_text("SELECT name FROM item ORDER BY id\tshop\n" * 2, encoding="utf-8")
+    pred = tmp_path / "pred.sql"
+    pred.write_text("SELECT name FROM item ORDER BY id\nSELECT 1\n", encoding="utf-8")
+    seen: dict[str, list[object]] = {"query": [], "result": []}
+    events = EvalEvents(
+        on_query=lambda: seen["query"].append(None), on_result=seen["result"].append
+    )
+    options = {"gold": gold, "db_dir": db_dir}
+    results = querybench.evaluate("spider1", pred, options, events)
+    assert len(seen["result"]) == len(results) and seen["query"]  # per result, per query
+    assert querybench.evaluate("spider1", pred, gold=gold, db_dir=db_dir) == results
+    with pytest.raises(TypeError, match=r"got gold in options and as keywords"):
+        querybench.evaluate("spider1", pred, options, gold=gold)
+    with pytest.raises(TypeError, match=r"unknown option\(s\) _on_query"):
+        querybench.evaluate("spider1", pred, options | {"_on_query": print})
+    with pytest.raises(TypeError, match=r"on_result given twice"):
+        querybench.evaluate("spider1", pred, options, events, on_result=print)
 
 
 def test_options_are_checked_by_name(tmp_path: Path) -> None:

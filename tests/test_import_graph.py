@@ -18,7 +18,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "querybench"
 LAYERS: tuple[frozenset[str], ...] = tuple(
     frozenset(names.split())
     for names in (
-        "errors data",  # the foundation: the errors, where data lives
+        "errors data benchmarks",  # the foundation: the errors, where data lives, the registry
         "declared layout credentials fetch",
         "engines",  # a shared service: every layer above may run SQL
         "tasks",
@@ -45,26 +45,29 @@ DEPENDS: dict[str, frozenset[str]] = {
     for layer, names in {
         "errors": "",
         "data": "",
+        "benchmarks": "errors",
         "declared": "errors",
-        "layout": "data",
+        "layout": "benchmarks data",
         "credentials": "data",
         "fetch": "errors",
         "engines": "credentials errors",
-        "tasks": "data errors layout engines",
-        "releases": "errors fetch layout tasks",
-        "data_status": "credentials data errors layout engines tasks",
-        "data_fetch": "fetch releases",
-        "context": "errors layout engines tasks",
+        "tasks": "benchmarks data errors layout engines",
+        "releases": "benchmarks errors fetch layout tasks",
+        "data_status": "benchmarks credentials data errors layout engines tasks",
+        "data_fetch": "data fetch releases",
+        "context": "benchmarks errors layout engines tasks",
         "models": "errors tasks context",
-        "agent": "declared errors engines tasks context models",
+        "agent": "benchmarks declared errors engines tasks context models",
         "evaluation": "errors layout engines tasks",  # no context, model or agent
-        "methods": "data declared errors layout engines tasks context models agent evaluation",
-        "envs": "data errors engines tasks context models evaluation methods",
-        "runs": "data declared errors layout engines tasks models evaluation methods",
-        "report": "data errors engines tasks agent evaluation runs",
-        "commands": "data declared errors layout engines data_fetch data_status releases tasks "
+        "methods": "benchmarks data declared errors layout engines tasks context models agent "
+        "evaluation",
+        "envs": "benchmarks data errors engines tasks context models evaluation methods",
+        "runs": "benchmarks data declared errors layout engines tasks models evaluation methods",
+        "report": "benchmarks data errors engines tasks agent evaluation runs",
+        "commands": "benchmarks data declared errors layout engines data_fetch data_status "
+        "releases tasks "
         "context evaluation methods runs report",
-        "cli": "evaluation commands",
+        "cli": "benchmarks evaluation commands",
         "_entry": "commands cli",
         "querybench": "errors engines tasks evaluation runs",
     }.items()

@@ -162,3 +162,22 @@ def test_setup_installs_the_system_packages_as_root_else_names_them(
         assert "sudo apt-get install" in result.stderr and "python3-venv" in result.stderr
     assert "bash tests/system_packages.sh" in (ROOT / "tests" / "setup.sh").read_text()
     assert "sudo apt-get install bubblewrap chromium python3-venv" in " ".join(README.split())
+
+
+def test_the_docs_a_newcomer_reads_hold_together() -> None:
+    docs = ROOT / "docs"
+    # every markdown file the docs and the README name is in the repository
+    for page in [ROOT / "README.md", *docs.glob("*.md")]:
+        for name in re.findall(r"`([A-Za-z_/.-]+\.md)`", page.read_text(encoding="utf-8")):
+            top_level = "/" not in name and name.removesuffix(".md").isupper()  # DEVELOPERS.md
+            if top_level or name.startswith(("environments/", "docs/")):
+                assert (ROOT / name).is_file() or (docs / name).is_file(), (page.name, name)
+    # a Ray head with token auth: the joining node needs RAY_AUTH_MODE=token
+    assert "RAY_AUTH_MODE=token" in (docs / "scaling.md").read_text(encoding="utf-8")
+    # one current `querybench --help` figure, the at-a-glance one
+    glance = [
+        line
+        for line in (docs / "benchmarks.md").read_text(encoding="utf-8").splitlines()
+        if line.startswith("| `querybench --help` |")
+    ]
+    assert len(glance) == 1 and "the one figure for it" in glance[0]

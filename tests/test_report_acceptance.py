@@ -63,10 +63,11 @@ def test_report_over_two_runs_and_the_sample_submission(report_html: Path) -> No
     assert "SELECT <del>count(*) FROM singer</del><ins>1</ins>" in page
     # the sample's result beside the gold alternative nearest it (b has its shape, a does not)
     assert "gold <code>bq003_b.csv</code>" in page
-    # Spider 1.0 keeps no result files: both queries' first rows are read from the database
-    assert (
-        "gold <code>gold query</code>" in page and "predicted <code>predicted query</code>" in page
-    )
+    # Spider 1.0 keeps no result files: both queries' first rows are read from the database,
+    # labelled once (it said "gold gold query" and "predicted predicted query")
+    assert "gold <code>SQL, run here</code>" in page
+    assert "predicted <code>SQL, run here</code>" in page
+    assert "gold query</code>" not in page and "predicted query</code>" not in page
 
 
 def _browser_available() -> None:

@@ -288,3 +288,16 @@ def test_an_html_path_that_cannot_be_written_is_one_line_exit_two(tmp_path: Path
     result = CliRunner().invoke(app, ["report", str(run), "--html", str(a_file / "r.html")])
     assert result.exit_code == 2, result.output
     assert f"--html {a_file / 'r.html'} cannot be written" in " ".join(result.output.split())
+
+
+def test_by_difficulty_gives_each_runs_n_when_the_task_sets_differ(tmp_path: Path) -> None:
+    # the n column was empty when the runs covered different task sets
+    a = write_run(
+        tmp_path / "a",
+        [InstanceResult("1", 1.0, difficulty="easy"), InstanceResult("2", 0.0, difficulty="easy")],
+    )
+    b = write_run(tmp_path / "b", [InstanceResult("1", 1.0, difficulty="easy")])
+    section = compare.by_difficulty([load_run(a), load_run(b)])
+    [row] = [r for r in section.rows if r[0] == "easy"]
+    assert row[1] == "2 / 1"
+    assert row[2:] == ["50.0", "100.0"]

@@ -21,6 +21,7 @@ from typer.testing import CliRunner
 from querybench.cli import app
 from querybench.errors import DataError
 from querybench.models import EndpointUnavailable
+from querybench.runs.config import Execution, Selection
 from querybench.runs.runner import run
 from querybench.runs.store import RecordStore, RunFolderBusy, RunLock
 from tests.openai_server import Fault, Reply, ScriptedServer
@@ -191,6 +192,8 @@ def test_unreachable_endpoint_stops_before_the_first_task(
     assert "cannot reach the model endpoint" in text and "127.0.0.1" in text
     assert "refused" in text.lower() and "nothing was run" in text
     assert RecordStore(out).load() == {}
+    # nothing left behind: it was config.json, run.lock and sessions.jsonl
+    assert not out.exists() or list(out.iterdir()) == []
 
 
 def test_refused_key_and_unknown_model_stop_with_status_and_message(
@@ -208,7 +211,7 @@ def test_refused_key_and_unknown_model_stop_with_status_and_message(
             run(_config(data, tmp_path / "b"), model=_model(wrong))
         assert len(wrong.requests) == 1
     with ScriptedServer(default=answering, models=("scripted",)) as right:
-        outcome = run(_config(data, tmp_path / "c", ids=("0",)), model=_model(right))
+        outcome = run(_config(data, tmp_path / "c", Selection(ids=("0",))), model=_model(right))
         assert right.model_listings == 1 and outcome.summary["correct"] == 1
     assert RecordStore(tmp_path / "a").load() == {} == RecordStore(tmp_path / "b").load()
 
@@ -219,13 +222,44 @@ def test_consecutive_transport_failures_stop_the_run_and_resume_retries_them(
     out = tmp_path / "run"
     with ScriptedServer(default=answering) as flaky:
         flaky.script([Reply("```sql\nSELECT 1\n```")] + [Fault(503)] * 40)
-        config = _config(data, out, workers=1, max_consecutive_failures=3)
+        config = _config(data, out, execution=Execution(workers=1, max_consecutive_failures=3))
         with pytest.raises(EndpointUnavailable, match="3 tasks in a row") as caught:
             run(config, model=_model(flaky))
     assert "HTTP 503" in str(caught.value)
     kept = RecordStore(out).load()
     assert len(kept) == 4 and sum(r.transient for r in kept.values()) == 3
     with ScriptedServer(default=answering) as up:
-        outcome = run(_config(data, out, workers=1), model=_model(up))
+        outcome = run(_config(data, out, execution=Execution(workers=1)), model=_model(up))
         assert len(up.requests) == 5  # the 3 transport failures and the 2 never tried
     assert outcome.complete and outcome.summary["correct"] == 5  # task 0 kept its SELECT 1
+
+
+def test_the_default_endpoint_unreachable_names_the_key_and_base_url(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # no --base-url, no network: it said `connection failed at api.openai.com: Unknown error -2`
+    import asyncio
+    import socket
+
+    import httpx
+
+    from querybench.models import OpenAICompatibleModel
+
+    async def no_network(self: httpx.AsyncClient, url: str, **kw: Any) -> httpx.Response:
+        error = httpx.ConnectError("[Errno -2] Name or service not known")
+        error.__cause__ = socket.gaierror(socket.EAI_NONAME, "Name or service not known")
+        raise error
+
+    monkeypatch.setattr(httpx.AsyncClient, "get", no_network)
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    model = OpenAICompatibleModel("gpt-4o-mini")
+    with pytest.raises(EndpointUnavailable) as caught:
+        asyncio.run(model.preflight())
+    said = str(caught.value)
+    assert "cannot resolve the host name (Name or service not known)" in said
+    assert "$OPENAI_API_KEY is not set" in said and "--base-url" in said
+    assert "Unknown error" not in said
+    other = OpenAICompatibleModel("m", base_url="http://127.0.0.1:9/v1")
+    with pytest.raises(EndpointUnavailable) as local:
+        asyncio.run(other.preflight())
+    assert "--base-url" not in str(local.value)  # a server the user named: no such hint

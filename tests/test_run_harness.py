@@ -306,13 +306,13 @@ def test_cli_run_reads_the_task_file_once(
     from querybench.cli import app
 
     loads: list[Path] = []
-    real = spider1.load_spider1
+    real = spider1.read_spider1_file
 
-    def counting(root: Path, *, path: Path | None = None) -> list[Any]:
-        loads.append(root)
-        return real(root, path=path)
+    def counting(benchmark: Any, questions: Path, root: Path) -> list[Any]:
+        loads.append(questions)
+        return real(benchmark, questions, root)
 
-    monkeypatch.setattr(spider1, "load_spider1", counting)
+    monkeypatch.setattr(spider1, "read_spider1_file", counting)
     monkeypatch.setenv("QUERYBENCH_DATA", str(data))
     args = ["run", "spider1", "--method", "zero-shot", "--model", "constant"]
     out = tmp_path / "once"

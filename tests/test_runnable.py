@@ -227,3 +227,34 @@ def test_run_says_what_cannot_run_and_runnable_leaves_it_out(
     assert "can run here" not in only.output  # every selected task can
     summary = json.loads((tmp_path / "only" / "summary.json").read_text())
     assert (summary["n"], summary["runnable"], summary["correct"]) == (2, 2, 2)
+
+
+def test_data_status_counts_the_agentic_gold_eval_scores(shared: Path, tmp_path: Path) -> None:
+    # data status said 560 agentic golds here, eval spider2 559 (bq018: gold SQL, no result.csv)
+    import querybench
+
+    require_data("spider2", "spider2", "evaluation_suite", "gold")
+    submission = tmp_path / "submission"
+    submission.mkdir()
+    (submission / "results_metadata.jsonl").write_text("", encoding="utf-8")
+    results = querybench.evaluate("spider2", submission)
+    here = sum(bool(r.metrics.get("has_gold")) for r in results)
+    items = {i.what: i.state for i in benchmark_status("spider2").items}
+    assert items["gold"].startswith(f"{here} of {len(results)} tasks")
+
+
+def test_eval_spider2_runnable_scores_the_tasks_data_status_counts(
+    shared: Path, tmp_path: Path
+) -> None:
+    require_data("spider2", "spider2", "evaluation_suite", "gold")
+    submission = tmp_path / "submission"
+    submission.mkdir()
+    (submission / "results_metadata.jsonl").write_text("", encoding="utf-8")
+    out = tmp_path / "scores.jsonl"
+    args = ["eval", "spider2", "--predictions", str(submission), "--output", str(out)]
+    result = runner.invoke(app, [*args, "--runnable"])
+    assert result.exit_code == 0, result.output
+    ids = [json.loads(line)["instance_id"] for line in out.read_text().splitlines()]
+    expected = runnability(load_tasks("spider2", with_gold=False)).runnable
+    assert ids == [t.instance_id for t in expected]
+    assert len(ids) == benchmark_status("spider2").runnable

@@ -311,7 +311,7 @@ def test_evaluate_spider1_tiny(tmp_path: Path) -> None:
     store.close()
     assert sum(v.startswith(b"querybench result cache") for v in values) == 8
     assert [v for v in values if v.startswith(b"querybench error cache")] == [
-        b'querybench error cache v1\n{"class": "EngineError", "message": "no such column: nme"}'
+        b'querybench error cache v2\n{"class": "EngineError", "message": "no such column: nme"}'
     ]
     assert all(r.difficulty is None and r.engine == "sqlite" for r in results)
 

@@ -19,6 +19,7 @@ from typer.testing import CliRunner
 from querybench.data import data_root
 from querybench.engines import connect
 from querybench.engines.base import Result
+from querybench.errors import QueryTimeout
 from querybench.evaluation.record import InstanceResult
 from querybench.evaluation.spider2_agentic_eval import (
     denominators,
@@ -445,11 +446,19 @@ def test_a_sql_answer_stops_at_its_timeout_with_verdict_timeout(tmp_path: Path) 
     case.submit("local1", "file", "q.sql", q_sql=QUADRATIC_LIKE)
     start = time.monotonic()
     result = case.score(run_sql=engine_runner(None, timeout=1.0))["local1"]
-    assert time.monotonic() - start < 1.0 + 10  # the kill comes at the timeout + 0.5 s
+    # the kill comes at the timeout + 0.5 s, once: both scorings take the one failure
+    assert time.monotonic() - start < 1.0 + 10
     assert scores(result) == (0.0, 0.0)
     assert result.error == "timeout", result
     strict = case.evaluation.results[0]
     assert "timeout" in (strict.message or "")
+    # both scorings ask for the answer: the failure is remembered, not waited for again
+    runner = engine_runner(None, timeout=1.0)
+    for wait in (1.0 + 10, 0.5):
+        start = time.monotonic()
+        with pytest.raises(QueryTimeout):
+            runner(case.tasks[-1], QUADRATIC_LIKE)
+        assert time.monotonic() - start < wait
 
 
 def test_a_sql_answer_that_is_a_fifo_or_a_link_out_is_refused_not_read(tmp_path: Path) -> None:
@@ -633,3 +642,26 @@ def test_a_path_through_a_missing_task_folder_is_unreadable(tmp_path: Path) -> N
     assert scores(results["local2"]) == (1.0, 1.0)
     assert results["local3"].error == "scorer_error"
     assert "official evaluate.py crashes" in (results["local3"].message or "")
+
+
+def test_results_metadata_that_links_out_or_is_a_fifo_is_refused_not_read(tmp_path: Path) -> None:
+    """`results_metadata.jsonl` is a prediction file too: a link to a host file is not
+    followed (none of its lines reach a warning), a FIFO does not block the eval."""
+    import os
+
+    host = tmp_path / "host.jsonl"
+    host.write_text('[1, "host secret"]\n')
+    for how in ("link", "fifo"):
+        (tmp_path / how).mkdir()
+        case = Case(tmp_path / how)
+        case.task("local1", NUMBER)
+        metadata = case.sub / "results_metadata.jsonl"
+        if how == "link":
+            metadata.symlink_to(host)
+        else:
+            os.mkfifo(metadata)
+        evaluation = evaluate_spider2_agentic(case.sub, tasks=case.tasks, gold_dir=case.gold)
+        warnings = " ".join(evaluation.warnings)
+        assert "host secret" not in warnings
+        assert ("symlink" if how == "link" else "FIFO") in warnings, warnings
+        assert evaluation.results[0].score == 0.0

@@ -86,6 +86,10 @@ def test_stats_of_a_built_root(root: Path, tmp_path: Path) -> None:
     assert stats["databases", "nested columns in all"]["value"] == 2
     assert "1 of 2 databases" in stats["databases", "columns per database (mean)"]["note"]
     assert stats["external knowledge", "tasks with a document"]["value"] == 1
+    assert payload["type_by_difficulty"] == {
+        "BigQuery": {"easy": 1, "medium": 1, "hard": 0},
+        "SQLite": {"easy": 0, "medium": 0, "hard": 1},
+    }
     assert payload["columns_per_database"] == [6]
     assert len(payload["gold_tokens"]) == 3
     html = page.read_text()
@@ -120,6 +124,9 @@ def test_the_release_against_the_paper() -> None:
     assert "281/271/80, the paper 392/162/78" in answers["table"].difference
     unrated = stats["tasks by difficulty", "unrated"]
     assert unrated.value == 94 and "no difficulty" in unrated.difference
+    crossed = result.to_json()["type_by_difficulty"]
+    assert sum(levels["unrated"] for levels in crossed.values()) == 94
+    assert {k: sum(v.values()) for k, v in crossed.items()}["DuckDB"] == 68
     assert all(
         s.difference == "" for (group, _), s in stats.items() if group == "tasks by type"
     )  # the README's 214/198/135/68/10/7

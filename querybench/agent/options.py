@@ -21,6 +21,7 @@ class AgentOptions(Declared):
     continue_after_timeout: bool = option(
         False,
         identity=True,
+        before_it=True,  # a run folder from before the option went on after a timeout
         help="Agent: an action that runs past --action-timeout is stopped and the episode goes "
         "on (the official code's way); by default it ends the episode as action_timeout, the "
         "paper's rule.",

@@ -40,6 +40,7 @@ from querybench.agent.sandbox import (
     run_shell,
     sandbox_available,
 )
+from querybench.benchmarks import Family, family
 from querybench.engines.base import Engine, Result
 from querybench.errors import QuerybenchError, QueryTimeout
 from querybench.tasks.model import Task
@@ -72,7 +73,7 @@ class Observation:
 
 def readme(task: Task) -> str:
     parts = [f"# Task {task.instance_id}", "", "## Question", "", task.question.strip()]
-    if task.external_knowledge and task.benchmark.startswith("spider2"):
+    if task.external_knowledge and family(task.benchmark) is Family.SPIDER2:
         parts += ["", "## External knowledge", "", f"The document {task.external_knowledge}."]
     elif task.external_knowledge:
         parts += ["", "## External knowledge", "", task.external_knowledge.strip()]

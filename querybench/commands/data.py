@@ -20,6 +20,7 @@ from rich.progress import (
 )
 from rich.table import Table
 
+from querybench.benchmarks import specs
 from querybench.errors import QuerybenchError
 from querybench.report.terminal import stacked, table_width
 
@@ -42,10 +43,7 @@ data_app = typer.Typer(
     rich_markup_mode="markdown",
 )
 
-_BENCHMARKS = (
-    "spider2-lite, spider2-snow, spider2-dbt, spider2 (agentic), bird, bird-dev-20251106, "
-    "bird-train, bird-mini-dev, spider1"
-)
+_BENCHMARKS = ", ".join(s.name for s in specs() if s.releases is not None)
 
 
 @data_app.command("fetch")

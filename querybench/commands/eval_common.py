@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
@@ -19,6 +19,7 @@ from querybench.runs.manifest import Machine
 
 if TYPE_CHECKING:
     from querybench.runs.manifest import Manifest
+    from querybench.tasks.model import Task
 
 console = Terminal(stderr=True)
 out_console = Terminal()
@@ -208,19 +209,26 @@ def finish(scored: Scored, output: Path | None, title: str) -> None:
         usage_error(f"--output {output} could not be written: {failed.strerror or failed}")
 
 
-def runnable_ids(benchmark: str, data_dir: Path | None = None) -> list[str] | None:
-    """`--runnable`: the ids of the data's tasks that can run here (`tasks/runnable.py`), the
-    one rule `data status` and `run` apply; exit 2 when the task file cannot be read."""
+def runnable_tasks(
+    benchmark: str, data_dir: Path | None = None, *, with_gold: bool = False
+) -> list[Task]:
+    """`--runnable`: the data's tasks that can run here (`tasks/runnable.py`), the one rule
+    `data status` and `run` apply, said in one line; exit 2 when the task file cannot be read."""
     from querybench.tasks import load_tasks
     from querybench.tasks.runnable import runnability
 
     try:
-        tasks = load_tasks(benchmark, data_dir=data_dir, with_gold=False)
+        tasks = load_tasks(benchmark, data_dir=data_dir, with_gold=with_gold)
     except QuerybenchError as exc:
         usage_error(f"--runnable reads the data's {benchmark} tasks: {exc}")
     split = runnability(tasks, data_dir)
     console.print(f"--runnable: {benchmark}: {split.line()}", soft_wrap=True)
-    return [t.instance_id for t in split.runnable]
+    return split.runnable
+
+
+def runnable_ids(benchmark: str, data_dir: Path | None = None) -> list[str]:
+    """The ids of `runnable_tasks`, for the evaluators that take `instance_ids`."""
+    return [t.instance_id for t in runnable_tasks(benchmark, data_dir)]
 
 
 def evaluate_under_progress(
@@ -238,6 +246,7 @@ def evaluate_under_progress(
     missing for `--executor ray`) become a clean exit 2, submission warnings are printed."""
     import warnings
 
+    from querybench.evaluation.record import EvalEvents
     from querybench.runs.evaluate import SubmissionWarning, evaluate
 
     machine = Machine.now()
@@ -249,15 +258,16 @@ def evaluate_under_progress(
             check_executor(executor, address)
         with console.progress(title) as bar, warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", SubmissionWarning)
-            if executor == "local" and not per_query:  # each knows its count before scoring
-                options["_on_total"] = bar.set_total
-            if per_query and executor == "local":
-                options["_on_query"] = bar.advance
-            else:
-                options["on_result"] = lambda _result: bar.advance()
+            local = executor == "local"
+            events = EvalEvents(
+                on_total=bar.set_total if local and not per_query else None,  # known up front
+                on_query=bar.advance if local and per_query else None,
+                on_result=None if local and per_query else (lambda _result: bar.advance()),
+            )
             # names read from the command line: `evaluate` checks them at run time
-            untyped: Callable[..., list[InstanceResult]] = evaluate
-            results = untyped(benchmark, predictions, executor=executor, address=address, **options)
+            results = evaluate(
+                benchmark, predictions, options, events, executor=executor, address=address
+            )
     except QuerybenchError as exc:
         usage_error(str(exc))
     except KeyboardInterrupt:  # the query children are killed already (`QueryPool.close`)

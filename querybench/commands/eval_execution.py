@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from querybench.benchmarks import spec
 from querybench.commands.eval_common import (
     check_db_dir,
     check_output,
@@ -22,16 +23,22 @@ from querybench.errors import QuerybenchError
 
 def _located(benchmark: str, given: dict[str, Path | None]) -> dict[str, Any]:
     """The gold and database locations not given, found by the data-location rule (the one
-    `querybench.evaluate` applies); a part no data root holds exits 2 with the fixes."""
-    from querybench.runs.evaluate import dev_files
+    `querybench.evaluate` applies: the benchmark's resolver); a part no data root holds exits
+    2 with the fixes."""
+    from querybench.benchmarks import resolve
 
+    found = spec(benchmark)
+    if found.resolver is None:
+        return given
     try:
-        return dev_files(benchmark, given, None)
+        located: dict[str, Any] = resolve(found.resolver)(found, given, dict(found.layout_options))
     except QuerybenchError as exc:
         usage_error(str(exc))
+    return located
 
 
 def spider1(
+    benchmark: str,
     gold: Path | None,
     predictions: Path,
     db_dir: Path | None,
@@ -45,7 +52,8 @@ def spider1(
     tables: Path | None = None,
     runnable: bool = False,
 ) -> None:
-    """`eval spider1`."""
+    """`eval spider1` and its variants (`eval spider-syn`, `eval spider-dk`: the gold is the
+    benchmark's tasks unless a gold file is given)."""
     check_output(output)
     from querybench.evaluation.spider1 import read_spider1_instances
 
@@ -54,18 +62,21 @@ def spider1(
         usage_error(f"--metrics: choose from ex, em (got {metrics!r})")
     em = "em" in chosen
     check_db_dir(db_dir, "*/*.sqlite", "<db_id>/<db_id>.sqlite")
-    located = _located("spider1", {"gold": gold, "db_dir": db_dir, "questions": questions})
-    gold, db_dir, questions = located["gold"], located["db_dir"], located["questions"]
+    given = {"gold": gold, "db_dir": db_dir, "questions": questions}
+    located = _located(benchmark, given)
+    gold, db_dir, questions = located["gold"], located["db_dir"], located.get("questions")
+    named_by = gold if isinstance(gold, Path) else benchmark  # a file, or a variant's tasks
+    folders = db_dir if isinstance(db_dir, list) else [db_dir]
     if em and executor != "local":
         usage_error("--metrics em runs with --executor local only")
     if em:
         from querybench.evaluation.spider1_exact_eval import default_tables_json
 
-        tables = tables or default_tables_json(gold, db_dir)
+        tables = tables or default_tables_json(Path(named_by), folders[0])
         if tables is None or not tables.is_file():
             usage_error(
                 "--metrics em needs Spider's tables.json (foreign keys): pass --tables "
-                f"(none found beside {gold} or in {db_dir})"
+                f"(none found beside {named_by} or in {folders[0]})"
             )
 
     try:
@@ -73,21 +84,21 @@ def spider1(
     except QuerybenchError as exc:
         usage_error(str(exc))
     named = sorted({i.db_id for i in instances})
-    if named and not any((db_dir / d / f"{d}.sqlite").is_file() for d in named):
+    if named and not any((f / d / f"{d}.sqlite").is_file() for f in folders for d in named):
         usage_error(
-            f"--db-dir {db_dir} holds none of the {len(named)} databases {gold} names "
+            f"--db-dir {db_dir} holds none of the {len(named)} databases {named_by} names "
             f"(expected e.g. {named[0]}/{named[0]}.sqlite)"
         )
     past_end = sum(i.past_end for i in instances)
     if past_end:
         warn(
             f"{predictions} has {len(instances) - past_end} prediction lines for "
-            f"{len(instances)} gold queries in {gold}: the last {past_end} are "
+            f"{len(instances)} gold queries in {named_by}: the last {past_end} are "
             "missing_prediction"
         )
     scored = evaluate_under_progress(
         "running queries" if executor == "local" else "scoring shards",
-        "spider1",
+        benchmark,
         predictions,
         executor=executor,
         address=address,
@@ -97,10 +108,10 @@ def spider1(
         questions=questions,
         timeout=timeout,
         workers=workers,
-        instance_ids=runnable_ids("spider1") if runnable else None,
+        instance_ids=runnable_ids(benchmark) if runnable else None,
         **({"metrics": ("ex", "em"), "tables": tables} if em else {}),
     )
-    finish(scored, output, "Spider 1.0 execution match")
+    finish(scored, output, f"{spec(benchmark).title.partition(' (')[0]} execution match")
     if em:
         from querybench.report.spider1_tables import print_spider1_tables
 
@@ -167,6 +178,7 @@ def _bird(
 
 
 def bird(
+    benchmark: str,
     questions: Path | None,
     predictions: Path,
     db_dir: Path | None,
@@ -181,11 +193,11 @@ def bird(
 ) -> None:
     """`eval bird`."""
     check_db_dir(db_dir, "*/*.sqlite", "<db_id>/<db_id>.sqlite")
-    located = _located("bird", {"questions": questions, "db_dir": db_dir})
+    located = _located(benchmark, {"questions": questions, "db_dir": db_dir})
     questions, db_dir = located["questions"], located["db_dir"]
     _bird(
         "BIRD execution match",
-        "bird",
+        benchmark,
         questions,
         predictions,
         db_dir,
@@ -201,6 +213,7 @@ def bird(
 
 
 def bird_mini_dev(
+    benchmark: str,
     predictions: Path,
     dialect: str,
     questions: Path | None,
@@ -237,7 +250,7 @@ def bird_mini_dev(
         check_db_dir(db_dir, "*/*.sqlite", "<db_id>/<db_id>.sqlite")
     _bird(
         f"BIRD mini-dev ({dialect}) execution match",
-        "bird-mini-dev",
+        benchmark,
         questions,  # these two default to the data's mini-dev files
         predictions,
         db_dir,

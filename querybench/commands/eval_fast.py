@@ -19,7 +19,7 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from querybench.commands.plain_values import _UNSET, plain_value
 
@@ -79,8 +79,9 @@ def parse(argv: Sequence[str]) -> EvalCall | None:
 
 
 def run(call: EvalCall) -> None:
-    """Run the command as typer's `main` does: exit 0 after it, 130 on Ctrl-C, 1 on a closed
-    pipe; any other error is raised with typer's traceback hook in place."""
+    """Run the command as typer's `main` does: exit 0 after it, 130 on Ctrl-C; on a closed pipe
+    141, as other command-line tools (typer's 1 is overridden in `_entry`); any other error is
+    raised with typer's traceback hook in place."""
     from querybench.commands import eval_run
 
     try:
@@ -93,17 +94,29 @@ def run(call: EvalCall) -> None:
         if exc.errno != errno.EPIPE:
             _typer_traceback(exc)
             raise
-        from typer._click.utils import PacifyFlushWrapper
-
-        sys.stdout = PacifyFlushWrapper(sys.stdout)
-        sys.stderr = PacifyFlushWrapper(sys.stderr)
-        sys.exit(1)
+        exit_closed_pipe()
     except EOFError:  # typer prints its "Aborted!" (rich, red): let it
         _typer_abort()
     except Exception as exc:
         _typer_traceback(exc)
         raise
     sys.exit(0)
+
+
+CLOSED_PIPE_EXIT = 128 + 13  # what a shell reports for a tool SIGPIPE ended (`... | head -1`)
+
+
+def exit_closed_pipe() -> NoReturn:
+    """The reader of stdout went away (`| head -1`): exit as other command-line tools do on a
+    closed pipe, 141 and no traceback; what is left to write goes to /dev/null, so the flush
+    at exit cannot fail again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):  # stdout already closed or replaced
+        pass
+    sys.exit(CLOSED_PIPE_EXIT)
 
 
 def main(argv: Sequence[str]) -> bool:

@@ -2,8 +2,9 @@
 fast path of `commands/eval_fast.py` both call them, with the same values.
 
 `cli.py` declares each command's options (typer is the one source of truth for the flags, the
-defaults and the help) and hands the parsed values to the function of `COMMANDS` here: the
-Spider 2.0 commands below, Spider 1.0 and BIRD in `eval_execution.py`.
+defaults and the help) and hands the parsed values to the function of `COMMANDS` here, the
+body its benchmark's spec names: the Spider 2.0 commands below, Spider 1.0 (and its variants)
+and BIRD in `eval_execution.py`.
 """
 
 from __future__ import annotations
@@ -11,7 +12,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
+from typing import Any
 
+from querybench.benchmarks import resolve, specs
 from querybench.commands.eval_common import (
     check_db_dir,
     check_dbt_predictions,
@@ -24,9 +27,9 @@ from querybench.commands.eval_common import (
     finish,
     out_console,
     runnable_ids,
+    runnable_tasks,
     usage_error,
 )
-from querybench.commands.eval_execution import bird, bird_mini_dev, spider1
 from querybench.evaluation.prediction_file import ReadLimits
 
 
@@ -82,12 +85,20 @@ def spider2(
     finish(scored, output, f"{benchmark} ({mode}, score = {scoring})")
 
 
+def _runnable_tasks(benchmark: str, data_dir: Path | None, runnable: bool) -> dict[str, Any]:
+    """`--runnable` for the evaluators that take their tasks: only those that can run here."""
+    return {"tasks": runnable_tasks(benchmark, data_dir, with_gold=True)} if runnable else {}
+
+
 def spider2_dbt(
+    benchmark: str,
     predictions: Path,
     data_dir: Path | None,
     gold_dir: Path | None,
     workers: int,
     output: Path | None,
+    timeout: float = 120.0,
+    runnable: bool = False,
 ) -> None:
     """`eval spider2-dbt`."""
     check_output(output)
@@ -98,14 +109,16 @@ def spider2_dbt(
     check_gold_dir(gold_dir, "<instance_id>/<db>.duckdb and spider2_eval.jsonl")
     check_dbt_predictions(predictions)
     scored = evaluate_under_progress(
-        "scoring spider2-dbt",
-        "spider2-dbt",
+        f"scoring {benchmark}",
+        benchmark,
         predictions,
         data_dir=data_dir,  # the tasks and, without --gold-dir, the gold are the data's
         gold_dir=gold_dir,
         workers=workers,
+        timeout=timeout,
+        **_runnable_tasks(benchmark, data_dir, runnable),
     )
-    finish(scored, output, "spider2-dbt (duckdb_match, score = official)")
+    finish(scored, output, f"{benchmark} (duckdb_match, score = official)")
     kept = with_gold_summary(scored.results)
     results = scored.results
     out_console.print(
@@ -116,6 +129,7 @@ def spider2_dbt(
 
 
 def spider2_agentic(
+    benchmark: str,
     predictions: Path,
     gold_dir: Path | None,
     scoring: str,
@@ -123,6 +137,7 @@ def spider2_agentic(
     workers: int,
     timeout: float,
     output: Path | None,
+    runnable: bool = False,
 ) -> None:
     """`eval spider2`."""
     check_output(output)
@@ -135,16 +150,17 @@ def spider2_agentic(
         usage_error(f"--predictions {predictions} is not a folder (the official submission layout)")
     check_gold_dir(gold_dir, "<instance_id>/ with each instance's gold files")
     scored = evaluate_under_progress(
-        "scoring spider2",
-        "spider2",
+        f"scoring {benchmark}",
+        benchmark,
         predictions,
         data_dir=data_dir,  # the tasks (with --gold-dir's eval config) and the databases
         gold_dir=gold_dir,
         scoring=scoring,
         timeout=timeout,
         workers=workers,
+        **_runnable_tasks(benchmark, data_dir, runnable),
     )
-    finish(scored, output, f"spider2 (agentic, score = {scoring})")
+    finish(scored, output, f"{benchmark} (agentic, score = {scoring})")
     for part in denominators(scored.results, gold_dir_config(gold_dir)):
         out_console.print(
             f"{part.name}: {part.correct}/{part.n} (official {part.official:.4f}, "
@@ -152,15 +168,10 @@ def spider2_agentic(
         )
 
 
-# Each eval command's body by the command's name (the name typer registers it under).
+# Each eval command's body by the command's name (the name typer registers it under), as the
+# benchmark's spec names it (`BenchmarkSpec.command`), called with the benchmark's name first.
 COMMANDS: dict[str, Callable[..., None]] = {
-    "spider2-lite": partial(spider2, "spider2-lite"),
-    "spider2-snow": partial(spider2, "spider2-snow"),
-    "spider1": spider1,
-    "bird": bird,
-    "bird-mini-dev": bird_mini_dev,
-    "spider2-dbt": spider2_dbt,
-    "spider2": spider2_agentic,
+    s.name: partial(resolve(s.command), s.name.value) for s in specs() if s.command is not None
 }
 
 

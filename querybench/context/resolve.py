@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from querybench.benchmarks import lookup
 from querybench.context.builder import Document
 from querybench.context.documents import FunctionDoc, dialect_functions
 from querybench.context.live import LiveSchema
@@ -26,7 +27,7 @@ def _spider2_resource(data: Path, benchmark: str) -> Path:
 def schema_source(task: Task, data: Path | None) -> SchemaSource:
     """Spider 2.0 tasks read metadata files; other tasks introspect their database file.
     `data` None: the data roots, as every reader searches them."""
-    if task.benchmark in ("spider2-lite", "spider2-snow"):
+    if (found := lookup(task.benchmark)) is not None and found.spider2_resources:
         if data is None:
             data = benchmark_root(task.benchmark)
         engine = "snowflake" if task.benchmark == "spider2-snow" else task.engine

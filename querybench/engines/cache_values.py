@@ -15,12 +15,13 @@ import sys
 from typing import Any
 
 from querybench.engines.base import Result
-from querybench.errors import EngineError, ErrorCode, QueryRefused
+from querybench.errors import EngineError, EngineErrorClass, ErrorCode, QueryRefused
 
 Outcome = Result | EngineError
 
 MAGIC = b"querybench result cache v1\n"
-ERROR_MAGIC = b"querybench error cache v1\n"
+# v2: a failure keeps the class its engine read from the driver (v1 kept its words only)
+ERROR_MAGIC = b"querybench error cache v2\n"
 # Failures that depend on nothing but the database and the SQL; their message, word for word.
 _STORED_ERRORS: dict[str, type[EngineError]] = {
     "EngineError": EngineError,
@@ -141,6 +142,8 @@ def dump_error(error: EngineError) -> bytes:
     fields: dict[str, str | None] = {"class": type(error).__name__, "message": str(error)}
     if isinstance(error, QueryRefused):
         fields["statement"] = error.statement
+    elif error.given_class is not None:  # what the driver's code said, so a warm run says it too
+        fields["kind"], fields["name"] = error.given_class.kind.value, error.given_class.name
     return ERROR_MAGIC + json.dumps(fields).encode()
 
 
@@ -156,7 +159,9 @@ def load_outcome(data: bytes) -> Outcome | None:
         if make is QueryRefused:
             statement = fields.get("statement")
             return QueryRefused(message, statement if isinstance(statement, str) else None)
-        return make(message)
+        kind, name = fields.get("kind"), fields.get("name")
+        given = EngineErrorClass(ErrorCode(kind), name) if isinstance(name, str) and kind else None
+        return make(message, given)
     except Exception:
         return None
 

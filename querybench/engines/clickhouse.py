@@ -30,11 +30,19 @@ from querybench.engines.registry import ENGINES
 from querybench.engines.transpile import read_only_statement
 from querybench.engines.url import ServerUrl, mask_secrets, parse_server_url
 from querybench.errors import (
+    AMBIGUOUS_COLUMN,
+    CONVERSION_ERROR,
+    MISUSE_OF_AGGREGATE,
+    NO_SUCH_COLUMN,
+    NO_SUCH_FUNCTION,
+    NO_SUCH_TABLE,
     EngineError,
+    EngineErrorClass,
     EngineUnavailable,
     QueryRefused,
     QueryTimeout,
     ResultTooLarge,
+    in_words,
 )
 
 _REFUSED_WORDS = frozenset({"OUTFILE", "SETTINGS"})
@@ -211,8 +219,36 @@ def _engine_error(message: str, timeout: float | None, max_rows: int | None) -> 
     if code in _TOO_MANY_ROWS_CODES:
         return ResultTooLarge(f"the result has more than {max_rows} rows")
     if code == _SYNTAX_CODE:
-        return EngineError(f"syntax error: {message}")
-    return EngineError(message)
+        return EngineError(f"syntax error: {message}", EngineErrorClass.unparsed())
+    return EngineError(message, clickhouse_error_class(code, message))
+
+
+# ClickHouse error codes that name the mistakes every engine makes; any other is the code's
+# own name, which the server prints after the message (`... (UNKNOWN_IDENTIFIER)`).
+_CODES = {
+    47: EngineErrorClass.executed(NO_SUCH_COLUMN),  # UNKNOWN_IDENTIFIER
+    16: EngineErrorClass.executed(NO_SUCH_COLUMN),  # NO_SUCH_COLUMN_IN_TABLE
+    60: EngineErrorClass.executed(NO_SUCH_TABLE),  # UNKNOWN_TABLE
+    46: EngineErrorClass.executed(NO_SUCH_FUNCTION),  # UNKNOWN_FUNCTION
+    352: EngineErrorClass.executed(AMBIGUOUS_COLUMN),  # AMBIGUOUS_COLUMN_NAME
+    184: EngineErrorClass.executed(MISUSE_OF_AGGREGATE),  # ILLEGAL_AGGREGATION
+    6: EngineErrorClass.executed(CONVERSION_ERROR),  # CANNOT_PARSE_TEXT
+    70: EngineErrorClass.executed(CONVERSION_ERROR),  # CANNOT_CONVERT_TYPE
+    72: EngineErrorClass.executed(CONVERSION_ERROR),  # CANNOT_PARSE_NUMBER
+}
+_CODE_NAME = re.compile(r"\(([A-Z][A-Z0-9_]+)\)\s*(?:\(version [^)]*\))?\s*$")
+
+
+def clickhouse_error_class(code: int | None, message: str) -> EngineErrorClass | None:
+    """The class of a ClickHouse error by its code. chdb and clickhouse-connect hand the code
+    over only inside the message (`Code: 47. ... (UNKNOWN_IDENTIFIER)`), so it is read from
+    there; None for a message without a code."""
+    if code is None:
+        return None
+    if code in _CODES:
+        return _CODES[code]
+    named = _CODE_NAME.search(message.strip())
+    return EngineErrorClass.executed(in_words(named.group(1)) if named else f"code {code}")
 
 
 def quote(name: str) -> str:

@@ -15,10 +15,10 @@ milliseconds).
 from __future__ import annotations
 
 import contextlib
+import importlib
 import multiprocessing
 import os
 import pickle
-import re
 import signal
 import sys
 import threading
@@ -32,33 +32,14 @@ from typing import Any
 
 from querybench.engines.base import FETCH_CHUNK, Closing, Result, Table
 from querybench.engines.registry import ENGINES, EngineSpec
-from querybench.errors import EngineError, QueryTimeout
-
-# How long past its timeout a query may take to stop by itself (and hand its rows over)
-# before its process is killed.
-GRACE_S = 0.5
-# Opening a database has no timeout of its own; a child that takes longer is killed.
-OPEN_TIMEOUT_S = 120.0
-
-# Names of model-service and other API secrets, which a process running a model's SQL never needs
-# (a key, a token, a password: OPENAI_KEY and SMTP_PASSWORD as much as OPENAI_API_KEY).
-_SECRET_NAME = re.compile(
-    r"(API_?KEY|_KEY$|_TOKEN|SECRET|ACCESS_KEY|PASSWORD|PASSWD|_PWD$)", re.IGNORECASE
+from querybench.engines.supervision import (
+    GRACE_S,
+    OPEN_TIMEOUT_S,
+    exit_reason,
+    past_timeout,
+    query_environment,
 )
-
-
-def query_environment(environ: dict[str, str] | None = None) -> dict[str, str]:
-    """The environment for a process that runs a model's SQL: the parent's, without its API
-    keys, tokens and secrets (OPENAI_API_KEY, HF_TOKEN, ...), keeping what the engines read
-    (their password variables, SNOWFLAKE_*, GOOGLE_APPLICATION_CREDENTIALS)."""
-    keep = {spec.password_env for spec in ENGINES.values() if spec.password_env}
-    source = dict(os.environ if environ is None else environ)
-    return {
-        name: value
-        for name, value in source.items()
-        if name in keep or name.startswith("SNOWFLAKE_") or not _SECRET_NAME.search(name)
-    }
-
+from querybench.errors import EngineError
 
 # `__main__` first, as multiprocessing's own default: imported once in the server, not in
 # every child. DuckDB (0.25 s to import) only when the parent has loaded it: a SQLite-only
@@ -138,7 +119,7 @@ class QueryProcess:
         """The next reply of a batch, waited for from now until its timeout (+ grace)."""
         if not self._wait(pipe, None if timeout is None else timeout + GRACE_S):
             self._stop(kill=True)
-            return QueryTimeout(f"the query ran past its {timeout}s timeout and was stopped")
+            return past_timeout(timeout)
         try:
             _, value = pipe.recv()  # "ok" and its result, or "error" and its EngineError
         except (EOFError, OSError):
@@ -178,6 +159,11 @@ class QueryProcess:
             finally:
                 if not finished and self._pipe is not None:  # stopped early by the consumer
                     self._exchange(deadline, timeout, ("stop",))
+
+    def preload(self, *modules: str) -> None:
+        """Import `modules` in the child now (at once if it has them), so that no query's
+        deadline pays for their import (pandas costs a second or more on a loaded machine)."""
+        self._call(OPEN_TIMEOUT_S, None, ("import", *modules))
 
     def call(self, database: str, method: str, *args: Any, timeout: float | None = None) -> Any:
         """`engine.method(*args)` in the child, e.g. `tables`."""
@@ -236,7 +222,7 @@ class QueryProcess:
             self._stop(kill=True)
             if timeout is None:
                 raise EngineError("the database could not be opened in time; it was given up")
-            raise QueryTimeout(f"the query ran past its {timeout}s timeout and was stopped")
+            raise past_timeout(timeout)
         try:
             kind, value = pipe.recv()
         except (EOFError, OSError) as exc:
@@ -359,12 +345,7 @@ def _deadline(timeout: float | None) -> float | None:
 
 
 def _exit_reason(process: BaseProcess | None) -> str:
-    code = None if process is None else process.exitcode
-    if code is None:
-        return "no exit status"
-    if code == -9:
-        return "killed by signal 9, e.g. out of memory"
-    return f"signal {-code}" if code < 0 else f"exit status {code}"
+    return exit_reason(None if process is None else process.exitcode)
 
 
 def may_fork() -> bool:
@@ -467,6 +448,10 @@ def _serve(pipe: Connection, open_databases: int, ignore_ctrl_c: bool = False) -
         try:
             if kind == "open":
                 value: Any = engine(args[0]).spec.name
+            elif kind == "import":
+                for module in args:
+                    importlib.import_module(module)
+                value = None
             elif kind == "execute":
                 database, sql, timeout, max_rows = args
                 value = engine(database).execute(sql, timeout=timeout, max_rows=max_rows)
@@ -531,6 +516,6 @@ def _portable(exc: Exception) -> EngineError:
         copy = None
     if isinstance(copy, EngineError):
         return copy
-    plain = EngineError(str(exc))
+    plain = EngineError(str(exc), exc.given_class)
     plain.code = exc.code
     return plain

@@ -24,11 +24,19 @@ from querybench.engines.registry import ENGINES
 from querybench.engines.transpile import read_only_statement
 from querybench.engines.url import ServerUrl, mask_secrets, parse_server_url
 from querybench.errors import (
+    AMBIGUOUS_COLUMN,
+    CONVERSION_ERROR,
+    MISUSE_OF_AGGREGATE,
+    NO_SUCH_COLUMN,
+    NO_SUCH_FUNCTION,
+    NO_SUCH_TABLE,
     EngineError,
+    EngineErrorClass,
     EngineUnavailable,
     QueryRefused,
     QueryTimeout,
     ResultTooLarge,
+    in_words,
 )
 
 log = logging.getLogger(__name__)
@@ -176,8 +184,32 @@ def _engine_error(exc: pymysql.Error, timeout: float | None) -> EngineError:
     if code in _REFUSED_CODES:
         return QueryRefused(f"refused: {message}")
     if code == _SYNTAX_CODE:
-        return EngineError(f"syntax error: {message}")
-    return EngineError(message)
+        return EngineError(f"syntax error: {message}", EngineErrorClass.unparsed())
+    return EngineError(message, mysql_error_class(code))
+
+
+# Server error numbers that name the mistakes every engine makes; any other is its ER_ name.
+_ERRNOS = {
+    1054: EngineErrorClass.executed(NO_SUCH_COLUMN),  # ER_BAD_FIELD_ERROR
+    1146: EngineErrorClass.executed(NO_SUCH_TABLE),  # ER_NO_SUCH_TABLE
+    1305: EngineErrorClass.executed(NO_SUCH_FUNCTION),  # ER_SP_DOES_NOT_EXIST
+    1052: EngineErrorClass.executed(AMBIGUOUS_COLUMN),  # ER_NON_UNIQ_ERROR
+    1111: EngineErrorClass.executed(MISUSE_OF_AGGREGATE),  # ER_INVALID_GROUP_FUNC_USE
+    1292: EngineErrorClass.executed(CONVERSION_ERROR),  # ER_TRUNCATED_WRONG_VALUE
+    1366: EngineErrorClass.executed(CONVERSION_ERROR),  # ER_TRUNCATED_WRONG_VALUE_FOR_FIELD
+}
+
+
+def mysql_error_class(code: int | None) -> EngineErrorClass | None:
+    """The class of a server error by its number (PyMySQL's `ER` name in words for one not
+    above); None for an error with no number PyMySQL knows, whose words then classify it."""
+    if code is None:
+        return None
+    from pymysql.constants import ER
+
+    name = next((n for n, v in vars(ER).items() if v == code and n.isupper()), None)
+    known = _ERRNOS.get(code)
+    return known or (None if name is None else EngineErrorClass.executed(in_words(name)))
 
 
 def _text(value: Any) -> str:

@@ -33,10 +33,18 @@ from querybench.engines.registry import ENGINES
 from querybench.engines.transpile import read_only_statement
 from querybench.engines.url import ServerUrl, mask_secrets, parse_server_url
 from querybench.errors import (
+    AMBIGUOUS_COLUMN,
+    CONVERSION_ERROR,
+    MISUSE_OF_AGGREGATE,
+    NO_SUCH_COLUMN,
+    NO_SUCH_FUNCTION,
+    NO_SUCH_TABLE,
     EngineError,
+    EngineErrorClass,
     EngineUnavailable,
     QueryRefused,
     QueryTimeout,
+    in_words,
 )
 
 _CANCEL_GRACE_S = 1.0
@@ -163,7 +171,29 @@ def _engine_error(exc: psycopg.Error, timeout: float | None) -> EngineError:
         return QueryRefused(f"refused: {message}")
     if isinstance(exc, pg_errors.FeatureNotSupported) and "DECLARE CURSOR" in message:
         return QueryRefused(f"refused: {message}")
-    return EngineError(message)
+    return EngineError(message, postgres_error_class(exc))
+
+
+# SQLSTATEs that name the mistakes every engine makes; any other is its condition's name.
+_SQLSTATES = {
+    "42601": EngineErrorClass.unparsed(),  # syntax_error
+    "42703": EngineErrorClass.executed(NO_SUCH_COLUMN),
+    "42P01": EngineErrorClass.executed(NO_SUCH_TABLE),
+    "42883": EngineErrorClass.executed(NO_SUCH_FUNCTION),
+    "42702": EngineErrorClass.executed(AMBIGUOUS_COLUMN),
+    "42803": EngineErrorClass.executed(MISUSE_OF_AGGREGATE),  # grouping_error
+    "22P02": EngineErrorClass.executed(CONVERSION_ERROR),  # invalid_text_representation
+    "22018": EngineErrorClass.executed(CONVERSION_ERROR),  # invalid_character_value_for_cast
+}
+
+
+def postgres_error_class(exc: psycopg.Error) -> EngineErrorClass | None:
+    """The class of a server error by its SQLSTATE (psycopg's class for it named in words:
+    `division by zero`); None for a client-side error, which has no SQLSTATE."""
+    if not exc.sqlstate:
+        return None
+    known = _SQLSTATES.get(exc.sqlstate)
+    return known or EngineErrorClass.executed(in_words(type(exc).__name__))
 
 
 def from_url(url: str, **kw: Any) -> PostgresEngine:

@@ -37,12 +37,18 @@ from querybench.engines.base import (
     group_columns,
     quote_identifier,
 )
-from querybench.engines.duckdb import _Watchdog
+from querybench.engines.duckdb import _Watchdog, duckdb_error_class
 from querybench.engines.registry import ENGINES
 from querybench.engines.spider2_metadata_load import META_TABLE
 from querybench.errors import (
+    AMBIGUOUS_COLUMN,
+    CONVERSION_ERROR,
+    NO_SUCH_COLUMN,
+    NO_SUCH_FUNCTION,
+    NO_SUCH_TABLE,
     SEVERAL_STATEMENTS,
     EngineError,
+    EngineErrorClass,
     EngineUnavailable,
     QueryRefused,
     QueryTimeout,
@@ -59,7 +65,8 @@ def check_single_query(sql: str, dialect: str) -> exp.Query:
     try:
         statements = [s for s in sqlglot.parse(sql, read=dialect) if s is not None]
     except sqlglot.errors.SqlglotError as exc:
-        raise EngineError(f"syntax error: {str(exc).splitlines()[0]}") from exc
+        message = f"syntax error: {str(exc).splitlines()[0]}"
+        raise EngineError(message, EngineErrorClass.unparsed()) from exc
     if not statements:
         raise EngineError("empty statement")
     if len(statements) > 1:
@@ -175,7 +182,29 @@ def _fakesnow_error(exc: Exception, watchdog: _Watchdog) -> EngineError:
         return QueryTimeout(f"the query ran past its {watchdog.timeout}s timeout and was stopped")
     if isinstance(exc, duckdb.PermissionException) or "read-only mode" in message:
         return QueryRefused(f"refused: {message}")
-    return EngineError(f"{type(exc).__name__}: {message}")
+    # fakesnow raises Snowflake's error from DuckDB's, whose class says more than the errno
+    # fakesnow picks for it (002043 for every binder error)
+    duck = exc.__cause__ if isinstance(exc.__cause__, duckdb.Error) else exc
+    given = duckdb_error_class(duck) or snowflake_error_class(exc)
+    return EngineError(f"{type(exc).__name__}: {message}", given)
+
+
+# Snowflake's error numbers for the mistakes every engine makes.
+_ERRNOS = {
+    1003: EngineErrorClass.unparsed(),  # SQL compilation error: syntax error
+    904: EngineErrorClass.executed(NO_SUCH_COLUMN),  # invalid identifier
+    2003: EngineErrorClass.executed(NO_SUCH_TABLE),  # object does not exist or not authorized
+    2140: EngineErrorClass.executed(NO_SUCH_FUNCTION),  # unknown function
+    2028: EngineErrorClass.executed(AMBIGUOUS_COLUMN),  # ambiguous column name
+    100038: EngineErrorClass.executed(CONVERSION_ERROR),  # numeric value is not recognized
+}
+
+
+def snowflake_error_class(exc: Exception) -> EngineErrorClass | None:
+    """The class of a Snowflake error by its `errno`; None for another number (its words then
+    classify it) or an error without one."""
+    errno = getattr(exc, "errno", None)
+    return _ERRNOS.get(errno) if isinstance(errno, int) else None
 
 
 def _recorded_database(path: Path) -> str | None:
@@ -322,9 +351,9 @@ class SnowflakeEngine(EngineBase):
             except snowflake.connector.errors.ProgrammingError as exc:
                 if exc.errno == 604:  # "SQL execution canceled": the timeout fired
                     raise QueryTimeout(f"the query ran past its {timeout}s timeout") from exc
-                raise EngineError(str(exc.msg)) from exc
+                raise EngineError(str(exc.msg), snowflake_error_class(exc)) from exc
             except snowflake.connector.Error as exc:
-                raise EngineError(str(exc.msg)) from exc
+                raise EngineError(str(exc.msg), snowflake_error_class(exc)) from exc
             query_id = cursor.sfqid
             cursor.close()
             extra: dict[str, Any] = {"query_id": query_id}

@@ -35,6 +35,7 @@ from querybench.engines.registry import ENGINES
 from querybench.errors import (
     SEVERAL_STATEMENTS,
     EngineError,
+    EngineErrorClass,
     QueryRefused,
     QueryTimeout,
     ResultTooLarge,
@@ -72,11 +73,13 @@ _WRITE_KEYWORDS = frozenset(
     }
 )  # fmt: skip
 # Messages of refusals SQLite itself enforces (mode=ro, no attach slots, protected tables).
+# A refusal is SQLITE_READONLY or SQLITE_AUTH (the authorizer's denial); these refusals come
+# with SQLite's generic SQLITE_ERROR, or from the sqlite3 module with no code, so their words
+# are all there is to know them by.
+_REFUSED_CODES = frozenset({sqlite3.SQLITE_READONLY, sqlite3.SQLITE_AUTH})
 _REFUSAL_MESSAGES = (
-    "attempt to write a readonly database",
     "may not be modified",
     "too many attached databases",
-    "not authorized",
     "authorization denied",
     "You can only execute one statement at a time",
 )
@@ -270,13 +273,20 @@ class SQLiteEngine(EngineBase):
             cursor.close()
 
     def _engine_error(self, exc: sqlite3.Error, timeout: float | None) -> EngineError:
+        """The failure by its extended result code (`sqlite_errorcode`): an interrupt past
+        the deadline is the timeout, READONLY or AUTH a refusal. Every SQL mistake (syntax, no
+        such column, ...) is SQLITE_ERROR, one code for all, so its class is read from its
+        words (`errors.classify_engine_error`)."""
         message = str(exc)
+        primary = getattr(exc, "sqlite_errorcode", -1) & 0xFF  # the extended code's low byte
         if self._denied is not None:
             return QueryRefused(f"refused: {self._denied} (the database is read-only)")
-        if message == "interrupted" and self._deadline is not None:
+        if primary == sqlite3.SQLITE_INTERRUPT and self._deadline is not None:
             return QueryTimeout(f"the query ran past its {timeout}s timeout and was stopped")
-        if any(m in message for m in _REFUSAL_MESSAGES):
+        if primary in _REFUSED_CODES or any(m in message for m in _REFUSAL_MESSAGES):
             return QueryRefused(f"refused: {message}")
+        if primary == sqlite3.SQLITE_INTERRUPT:  # interrupted from outside, as a timeout is
+            return EngineError(message, EngineErrorClass(QueryTimeout.code))
         return EngineError(message)
 
     def _past_deadline(self) -> int:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from querybench.engines.isolated import GRACE_S
+from querybench.engines.supervision import GRACE_S
 from querybench.errors import ErrorCode
 
 # What the results line says decided a timeout.

@@ -26,7 +26,7 @@ from pathlib import Path
 from querybench.engines import Engine, connect
 from querybench.engines.base import Result
 from querybench.engines.cache import ResultCache
-from querybench.engines.isolated import OPEN_TIMEOUT_S
+from querybench.engines.supervision import OPEN_TIMEOUT_S
 from querybench.envs.match import Outcome, RewardOutcome, execution_match, run_answer
 from querybench.errors import EngineError
 

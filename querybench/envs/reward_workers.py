@@ -36,7 +36,13 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 
-from querybench.engines.isolated import GRACE_S, OPEN_TIMEOUT_S, query_environment
+from querybench.engines.supervision import (
+    GRACE_S,
+    OPEN_TIMEOUT_S,
+    exit_reason,
+    past_timeout,
+    query_environment,
+)
 from querybench.envs.match import RewardOutcome
 from querybench.envs.reward_child import (
     ANSWER,
@@ -47,7 +53,7 @@ from querybench.envs.reward_child import (
     WorkerConfig,
     WorkItem,
 )
-from querybench.errors import EngineError, ErrorCode, QueryTimeout
+from querybench.errors import EngineError, ErrorCode
 from querybench.evaluation.verdict import Verdict
 
 # How often the parent reads the progress bytes while a batch runs long.
@@ -319,9 +325,9 @@ class RewardProcess:
         config = self._config
         error: EngineError
         if step == ANSWER:
-            error = _timeout(config.answer_timeout)
+            error = past_timeout(config.answer_timeout)
         elif step == GOLD:
-            error = _timeout(config.gold_timeout)
+            error = past_timeout(config.gold_timeout)
         else:
             error = EngineError("the database could not be opened in time; it was given up")
         return number, index, step, error
@@ -413,18 +419,6 @@ def _settled(task: Task, step: float, error: EngineError) -> Task:
     if step == GOLD:
         return database, gold_sql, sql, error, answer
     return database, gold_sql, sql, error, error
-
-
-def _timeout(timeout: float) -> QueryTimeout:
-    return QueryTimeout(f"the query ran past its {timeout}s timeout and was stopped")
-
-
-def exit_reason(code: int | None) -> str:
-    if code is None:
-        return "no exit status"
-    if code == -9:
-        return "killed by signal 9, e.g. out of memory"
-    return f"signal {-code}" if code < 0 else f"exit status {code}"
 
 
 def crashed(exc: BaseException) -> RewardOutcome:

@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from querybench.benchmarks import Family, family
 from querybench.context import build_context
 from querybench.data import find_root
 from querybench.engines.pool import QueryJob
@@ -129,7 +130,7 @@ def _task_file(benchmark: str, folder: Path | None, path: str | Path | None) -> 
         return Path(path).expanduser()
     if folder is None:
         return bird_file(benchmark, find_root("bird") / "bird")
-    if benchmark.startswith("bird"):
+    if family(benchmark) is Family.BIRD:
         return bird_file(benchmark, folder)
     candidates = [folder / "dev.json", folder / benchmark / "dev.json"]
     return next((p for p in candidates if p.is_file()), candidates[0])
@@ -145,14 +146,14 @@ def _database(task: Task, folder: Path | None, split: str) -> Path | None:
     if task.db.startswith("sqlite://"):  # custom tasks name their file as a URL
         url_path = Path(task.db.removeprefix("sqlite://"))
         return url_path if url_path.is_file() else None
-    if task.benchmark.startswith("spider2"):
+    if family(task.benchmark) is Family.SPIDER2:
         if task.engine != "sqlite":
             return None  # cloud tasks have no local database
         return task_database(task, folder)
     if folder is None:
         return task_database(task)  # the data roots, as every reader searches them
     db = task.db
-    if task.benchmark.startswith("bird"):
+    if family(task.benchmark) is Family.BIRD:
         candidates = database_candidates(split, folder, db)
     else:
         candidates = [folder / "database" / db / f"{db}.sqlite", folder / db / f"{db}.sqlite"]

@@ -36,6 +36,7 @@ from querybench.evaluation.agentic_text import (
     strict_string_match,
     string_match,
 )
+from querybench.evaluation.database_answer import DatabaseReader
 from querybench.evaluation.verdict import Verdict
 from querybench.tasks.agentic_checks import AgenticCheck, parse_checks
 
@@ -67,6 +68,7 @@ class _Matcher:
     strict: Callable[..., Verdict]
     answer: str  # "text", "file" or "files": what the prediction must be
     tolerant: bool  # takes the keyword-only `tolerance`
+    reads_databases: bool = False  # takes the keyword-only `reader`
 
 
 MATCHERS: Mapping[str, _Matcher] = {
@@ -74,7 +76,7 @@ MATCHERS: Mapping[str, _Matcher] = {
     "number_match": _Matcher(number_match, strict_number_match, "text", False),
     "table_match": _Matcher(table_match, strict_table_match, "file", True),
     "tables_match": _Matcher(tables_match, strict_tables_match, "files", True),
-    "duckdb_match": _Matcher(duckdb_match, strict_duckdb_match, "file", True),
+    "duckdb_match": _Matcher(duckdb_match, strict_duckdb_match, "file", True, True),
 }
 
 
@@ -103,8 +105,10 @@ def check_parameters(func_name: str, gold_params: Mapping[str, Any]) -> None:
         signature.bind(None, **gold_params)
     except TypeError as exc:
         raise DataError(f"{func_name} parameters {sorted(gold_params)}: {exc}") from None
-    if "tolerance" in gold_params:
-        raise DataError(f"{func_name} takes no 'tolerance' parameter in a config")
+    own = [n for n, p in signature.parameters.items() if p.kind is inspect.Parameter.KEYWORD_ONLY]
+    for name in own:  # the scorer's own keywords (tolerance, reader), never a config's
+        if name in gold_params:
+            raise DataError(f"{func_name} takes no {name!r} parameter in a config")
 
 
 def _resolve(gold: Any, gold_dir: Path) -> Any:
@@ -139,13 +143,15 @@ def score_agentic(
     strict: bool,
     gold_dir: str | os.PathLike[str] | None = None,
     tolerance: float = OFFICIAL_TOLERANCE,
+    reader: DatabaseReader | None = None,
 ) -> Verdict:
     """Score one prediction with the official (or strict) matcher named by a config entry.
 
     `gold_params` is the entry's `parameters`; when `gold_dir` is given, file names in its
     `gold` (table, tables and DuckDB matchers) are taken relative to it, as the official driver
     does with `gold/<instance_id>/`. `tolerance` is the table cell tolerance: 1e-2 in the DBT
-    suite (the default), `AGENTIC_TOLERANCE` (1e-3) in the older agentic suite.
+    suite (the default), `AGENTIC_TOLERANCE` (1e-3) in the older agentic suite. `reader`
+    reads DuckDB answers and golds in its killable children (None: a reader for this call).
     """
     try:
         check_parameters(func_name, gold_params)
@@ -158,7 +164,9 @@ def score_agentic(
     params = dict(gold_params)
     if gold_dir is not None and matcher.answer != "text" and "gold" in params:
         params["gold"] = _resolve(params["gold"], Path(gold_dir))
-    extra = {"tolerance": tolerance} if matcher.tolerant else {}
+    extra: dict[str, Any] = {"tolerance": tolerance} if matcher.tolerant else {}
+    if matcher.reads_databases:
+        extra["reader"] = reader
     function = matcher.strict if strict else matcher.official
     try:
         return function(prediction, **params, **extra)

@@ -5,18 +5,16 @@ driver around it (`evaluate.py` turns an exception while scoring a file answer i
 prediction that cannot be read is `bad_prediction_file`, a gold or config that cannot be used is
 `gold_error`, anything else that does not match is `wrong_result`. The `strict_*` counterparts take
 the same inputs, compare with `strict_compare` and reject ambiguous configs (see each docstring).
-DuckDB files are only ever opened with `read_only=True`.
+DuckDB files are only opened in the killable query child, locked down (`database_answer`).
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-import duckdb
 import pandas as pd
 
 from querybench.errors import ErrorCode
@@ -26,6 +24,7 @@ from querybench.evaluation.agentic_compare import (
     strict_columns,
     strict_compare,
 )
+from querybench.evaluation.database_answer import DatabaseProblem, DatabaseReader
 from querybench.evaluation.detail import Shape, VerdictDetail
 from querybench.evaluation.prediction_file import PredictionRefused, ReadLimits, open_prediction
 from querybench.evaluation.verdict import Verdict
@@ -316,38 +315,6 @@ def _all_match(
 # --------------------------------------------------------------------------- duckdb_match
 
 
-def _quoted(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
-
-
-def _read_duckdb(
-    path: PathLike, names: Sequence[str] | None, *, code: ErrorCode, quote: bool
-) -> tuple[list[str], list[pd.DataFrame]]:
-    """Tables of a DuckDB file (all of `SHOW TABLES` when `names` is None), read-only."""
-    try:
-        con = duckdb.connect(os.fspath(path), read_only=True)
-    except Exception as exc:
-        raise _Problem(code, f"cannot open {os.fspath(path)!r}: {exc}") from None
-    try:
-        with contextlib.suppress(duckdb.Error):
-            # A missing table must not resolve to a pandas variable of the caller.
-            con.execute("SET python_enable_replacements = false")
-        if names is None:
-            names = [str(row[0]) for row in con.execute("SHOW TABLES").fetchall()]
-        frames = []
-        for name in names:
-            # The official pastes the name unquoted; the strict reader quotes it.
-            sql = f"SELECT * FROM {_quoted(name) if quote else name}"
-            try:
-                frames.append(con.execute(sql).fetchdf())
-            except Exception as exc:
-                missing = code if code == ErrorCode.GOLD_ERROR else ErrorCode.WRONG_RESULT
-                raise _Problem(missing, f"cannot read table {name!r}: {exc}") from None
-        return list(names), frames
-    finally:
-        con.close()
-
-
 def _table_names(condition_tabs: Any) -> list[str] | None:
     if condition_tabs is None:
         return None
@@ -368,6 +335,7 @@ def duckdb_match(
     ignore_orders: Any = None,
     *,
     tolerance: float = OFFICIAL_TOLERANCE,
+    reader: DatabaseReader | None = None,
 ) -> Verdict:
     """Official `duckdb_match`: tables of a result DuckDB file against a gold DuckDB file.
 
@@ -380,7 +348,7 @@ def duckdb_match(
 
     return _scored(
         lambda: _duckdb(
-            result, gold, condition_tabs, condition_cols, ignore_orders, tolerance, False
+            result, gold, condition_tabs, condition_cols, ignore_orders, tolerance, False, reader
         )
     )
 
@@ -393,6 +361,7 @@ def strict_duckdb_match(
     ignore_orders: Any = None,
     *,
     tolerance: float = OFFICIAL_TOLERANCE,
+    reader: DatabaseReader | None = None,
 ) -> Verdict:
     """`duckdb_match` compared with `strict_compare`; same inputs.
 
@@ -404,7 +373,7 @@ def strict_duckdb_match(
 
     return _scored(
         lambda: _duckdb(
-            result, gold, condition_tabs, condition_cols, ignore_orders, tolerance, True
+            result, gold, condition_tabs, condition_cols, ignore_orders, tolerance, True, reader
         )
     )
 
@@ -417,14 +386,25 @@ def _duckdb(
     ignore_orders: Any,
     tolerance: float,
     strict: bool,
+    reader: DatabaseReader | None,
 ) -> Verdict:
+    if reader is None:
+        with DatabaseReader() as own:
+            return _duckdb(
+                result, gold, condition_tabs, condition_cols, ignore_orders, tolerance, strict, own
+            )
     # Strict quotes table names and refuses to pass when there is nothing to compare.
-    names, golds = _read_duckdb(
-        gold, _table_names(condition_tabs), code=ErrorCode.GOLD_ERROR, quote=strict
-    )
-    if not names:
-        if strict:
-            raise _Problem(ErrorCode.GOLD_ERROR, "no tables to compare")
-        return Verdict.ok()
-    _, preds = _read_duckdb(result, names, code=ErrorCode.BAD_PREDICTION_FILE, quote=strict)
+    wanted = _table_names(condition_tabs)
+    try:
+        names, golds = reader.gold(Path(gold), wanted, quote=strict)
+        if not names:
+            if strict:
+                raise _Problem(ErrorCode.GOLD_ERROR, "no tables to compare")
+            return Verdict.ok()
+        rows = max((len(frame) for frame in golds), default=0)
+        _, preds = reader.prediction(
+            Path(result), names, quote=strict, gold=Path(gold), min_rows=rows
+        )
+    except DatabaseProblem as problem:
+        raise _Problem(problem.code, str(problem)) from None
     return _all_match(preds, golds, names, condition_cols, ignore_orders, tolerance, strict)

@@ -348,7 +348,7 @@ def evaluate_bird(
     db_url: str | None = None,
     ves_repeats: int = 100,
     timeout: float | None = 30.0,
-    workers: int = 4,
+    workers: int = 2,
     cache_dir: str | Path | None = None,
     clock: Callable[[], float] = time.perf_counter,
     on_result: OnResult | None = None,

@@ -382,6 +382,30 @@ def read_prediction_text(
         ) from exc
 
 
+def checked_database(
+    path: Path, folder: Path, limits: ReadLimits, forbidden: Sequence[Path] = ()
+) -> Path:
+    """The real path of a database prediction (`.duckdb`), which its engine opens by name
+    and so cannot be handed a checked descriptor: the checks every prediction passes (a
+    regular file, no link out of `folder` or into `forbidden`, no /proc, /sys or /dev file,
+    at most `max_bytes`), and the same for the `.wal` beside it, which DuckDB replays."""
+    target, entry = _checked_target(path, folder, forbidden)
+    if entry.st_size > limits.max_bytes:
+        raise PredictionRefused(
+            ErrorCode.TOO_LARGE,
+            f"{path.name}: {entry.st_size:,} bytes (limit {limits.max_bytes:,})",
+        )
+    wal = Path(target + ".wal")
+    if os.path.lexists(wal):
+        _, sidecar = _checked_target(wal, folder, forbidden)
+        if entry.st_size + sidecar.st_size > limits.max_bytes:
+            raise PredictionRefused(
+                ErrorCode.TOO_LARGE,
+                f"{path.name} and its {wal.name}: over {limits.max_bytes:,} bytes",
+            )
+    return Path(target)
+
+
 # One answer of a whole predictions file (a Spider 1.0 line, a BIRD entry) is bounded as a
 # line of a result CSV is: past this, that instance is `too_large` (`oversized_answer`).
 MAX_ANSWER_BYTES = ReadLimits.max_line_bytes

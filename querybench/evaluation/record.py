@@ -90,3 +90,15 @@ def _float_or_none(value: Any) -> float | None:
 
 # What every evaluator calls once per scored instance (progress, streaming to a file).
 OnResult = Callable[[InstanceResult], None]
+
+
+@dataclass(frozen=True)
+class EvalEvents:
+    """What `evaluate` tells its caller while it scores, each optional: `on_total(n)` once,
+    when the number of instances is known before the first is scored (Spider 2.0's
+    evaluators); `on_query()` after each query run (Spider 1.0, BIRD); `on_result(result)` once
+    per scored instance. An evaluator that cannot know one of them never calls it."""
+
+    on_total: Callable[[int], None] | None = None
+    on_query: Callable[[], None] | None = None
+    on_result: OnResult | None = None

@@ -36,7 +36,8 @@ from querybench.evaluation.prediction_file import oversized_answer, whole_file_t
 from querybench.evaluation.record import InstanceResult, OnResult
 from querybench.evaluation.row_keys import hash_safe
 from querybench.evaluation.verdict import Verdict
-from querybench.tasks.input_files import text_lines
+from querybench.tasks.input_files import one_line, text_lines
+from querybench.tasks.model import Task
 from querybench.tasks.spider1_hardness import spider1_hardness as spider1_hardness
 
 if TYPE_CHECKING:
@@ -273,8 +274,12 @@ class Spider1Instance:
     too_large: str | None = None  # why the prediction line is not scored (`oversized_answer`)
 
 
+Gold = str | Path | Sequence[Task]
+GoldLine = tuple[str, str, str, str | None]  # instance id, gold SQL, db_id, difficulty
+
+
 def read_spider1_instances(
-    gold_file: str | Path, pred_file: str | Path, questions_json: str | Path | None = None
+    gold_file: Gold, pred_file: str | Path, questions_json: str | Path | None = None
 ) -> list[Spider1Instance]:
     """Pair the gold file ("SQL<TAB>db_id" per line) with the predictions (one SQL per line).
 
@@ -282,35 +287,49 @@ def read_spider1_instances(
     it does, a prediction line keeps its text before the first tab. Missing or empty
     prediction lines leave `pred_sql` None; so does one past `oversized_answer`'s bound (its
     reason in `too_large`); more predictions than gold is an error. With `questions_json`
-    (Spider's dev.json), difficulty is the hardness of its parsed SQL.
+    (Spider's dev.json), difficulty is the hardness of its parsed SQL. The gold may also be a
+    benchmark's tasks (a Spider 1.0 variant's, whose data has no gold file): their gold SQL
+    and database in order, each with its difficulty.
     """
-    gold_lines = _lines(gold_file, "gold")
+    if isinstance(gold_file, str | Path):
+        golds, named = _gold_file_lines(gold_file, questions_json), str(gold_file)
+    else:
+        golds = [(t.instance_id, one_line(t.gold.sql or ""), t.db, t.difficulty) for t in gold_file]
+        named = f"the {gold_file[0].benchmark} tasks" if gold_file else "the tasks"
     pred_lines = _lines(pred_file, "predictions")
-    if len(pred_lines) > len(gold_lines):
+    if len(pred_lines) > len(golds):
         raise DataError(
-            f"{pred_file} has {len(pred_lines)} prediction lines for {len(gold_lines)} gold "
-            f"queries in {gold_file}"
+            f"{pred_file} has {len(pred_lines)} prediction lines for {len(golds)} gold "
+            f"queries in {named}"
         )
-    hardness = _hardness_by_line(questions_json, gold_lines) if questions_json else {}
     instances = []
-    for i, line in enumerate(gold_lines):
-        fields = line.strip().split("\t")
-        if len(fields) != 2 or not all(f.strip() for f in fields):
-            raise DataError(f"{gold_file}:{i + 1}: expected 'SQL<TAB>db_id', got {line!r}")
+    for i, (instance_id, gold_sql, db_id, difficulty) in enumerate(golds):
         pred = pred_lines[i].strip().split("\t")[0] if i < len(pred_lines) else ""
         too_large = oversized_answer(pred)
         instances.append(
             Spider1Instance(
-                str(i),
-                fields[0],
-                fields[1],
+                instance_id,
+                gold_sql,
+                db_id,
                 None if too_large else pred or None,
-                hardness.get(i),
+                difficulty,
                 i >= len(pred_lines),
                 too_large,
             )
         )
     return instances
+
+
+def _gold_file_lines(gold_file: str | Path, questions_json: str | Path | None) -> list[GoldLine]:
+    gold_lines = _lines(gold_file, "gold")
+    hardness = _hardness_by_line(questions_json, gold_lines) if questions_json else {}
+    out: list[GoldLine] = []
+    for i, line in enumerate(gold_lines):
+        fields = line.strip().split("\t")
+        if len(fields) != 2 or not all(f.strip() for f in fields):
+            raise DataError(f"{gold_file}:{i + 1}: expected 'SQL<TAB>db_id', got {line!r}")
+        out.append((str(i), fields[0], fields[1], hardness.get(i)))
+    return out
 
 
 def _lines(path: str | Path, what: str) -> list[str]:
@@ -347,11 +366,11 @@ def _hardness_by_line(questions_json: str | Path, gold_lines: list[str]) -> dict
 def evaluate_spider1(
     predictions: str | Path,
     *,
-    gold: str | Path,
-    db_dir: str | Path,
+    gold: Gold,
+    db_dir: str | Path | Sequence[Path],
     questions: str | Path | None = None,
     timeout: float | None = 30.0,
-    workers: int = 4,
+    workers: int = 2,
     cache_dir: str | Path | None = None,
     on_result: OnResult | None = None,
     instance_ids: Collection[str] | None = None,
@@ -361,9 +380,11 @@ def evaluate_spider1(
 ) -> list[InstanceResult]:
     """Score Spider 1.0 predictions in the official text formats; one result per gold line.
 
-    The database of an instance is `db_dir/<db_id>/<db_id>.sqlite`. Like the official test-suite
-    runner, the queries are compared on every `*.sqlite` file in that folder (a test-suite
-    folder holds several; the plain release holds one) and pass only if they match on all.
+    The database of an instance is `db_dir/<db_id>/<db_id>.sqlite` (with several folders, in
+    the first that holds it); `gold` the gold file or a Spider 1.0 variant's tasks. Like the
+    official test-suite runner, the queries are compared on every `*.sqlite` file in that
+    folder (a test-suite folder holds several; the plain release holds one) and pass only if
+    they match on all.
     Gold results go through the result cache (see `run_gold_and_predictions`); difficulty needs
     `questions`, Spider's dev.json with the official parse of each gold query. `instance_ids`
     scores only those lines (a shard); `_on_query` is a progress tick after each query.
@@ -375,14 +396,23 @@ def evaluate_spider1(
     if instance_ids is not None:
         wanted = set(instance_ids)
         instances = [i for i in instances if i.instance_id in wanted]
-    exact = _exact_matches(instances, metrics, Path(gold), Path(db_dir), tables)
+    searched = [Path(db_dir)] if isinstance(db_dir, str | Path) else [Path(d) for d in db_dir]
+    gold_file = Path(gold) if isinstance(gold, str | Path) else searched[0]  # tables beside
+    exact = _exact_matches(instances, metrics, gold_file, searched[0], tables)
     planned: dict[str, tuple[Spider1Queries, Spider1Queries, list[Path]]] = {}
     verdicts: dict[str, Verdict] = {}
     gold_jobs: Jobs = {}
     pred_jobs: Jobs = {}
     folders: dict[str, list[Path] | None] = {}  # db_id -> its databases (None: not found)
     for inst in instances:
-        folder = Path(db_dir) / inst.db_id
+        folder = next(
+            (
+                d / inst.db_id
+                for d in searched
+                if (d / inst.db_id / f"{inst.db_id}.sqlite").is_file()
+            ),
+            searched[0] / inst.db_id,
+        )
         if inst.past_end:  # not submitted, whether or not its database is here
             verdicts[inst.instance_id] = PAST_END
             continue

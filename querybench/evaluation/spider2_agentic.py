@@ -37,6 +37,7 @@ from typing import Any
 from querybench.engines.base import Result
 from querybench.errors import ErrorCode
 from querybench.evaluation.agentic import score_agentic
+from querybench.evaluation.database_answer import DatabaseReader
 from querybench.evaluation.prediction_file import (
     PredictionRefused,
     ReadLimits,
@@ -68,6 +69,7 @@ class Answer:
     gold: Path  # gold/<instance_id>
     run_sql: RunSql | None
     scratch: Path  # where a SQL answer's result is written (never the submission)
+    reader: DatabaseReader | None = None  # reads DuckDB answers and golds (None: per call)
 
     @property
     def fields(self) -> Mapping[str, Any]:
@@ -181,7 +183,9 @@ def _official_file(instance: Answer) -> Verdict:
         if func == "duckdb_match" and not isinstance(params.get("gold"), str):
             return stopped("crashes", f"duckdb_match gold {params.get('gold')!r} is no file name")
         # The last table_match / duckdb_match check stands; an exception is a 0.
-        current = score_agentic(func, path, params, strict=False, gold_dir=instance.gold)
+        current = score_agentic(
+            func, path, params, strict=False, gold_dir=instance.gold, reader=instance.reader
+        )
     return current
 
 
@@ -254,7 +258,14 @@ def strict_verdict(instance: Answer) -> Verdict:
 
 def _best(instance: Answer, funcs: set[str] | frozenset[str], pred: Any, what: str) -> Verdict:
     verdicts = [
-        score_agentic(c["func"], pred, c["parameters"], strict=True, gold_dir=instance.gold)
+        score_agentic(
+            c["func"],
+            pred,
+            c["parameters"],
+            strict=True,
+            gold_dir=instance.gold,
+            reader=instance.reader,
+        )
         for c in instance.checks
         if c["func"] in funcs
     ]
@@ -325,10 +336,16 @@ def engine_runner(data_dir: Path | None, timeout: float = 120.0) -> RunSql:
     looked up in `data_dir`, or in the data roots when None. The answer runs in a killable
     child (`engines.pool.run_one`), as every query of a model does: its timeout covers
     translation, execution and fetch, and a single call no engine interrupts (SQLite's
-    `LIKE`, `printf`) is killed at it."""
+    `LIKE`, `printf`) is killed at it. A failure is remembered for the same task and SQL
+    (both scorings ask for each answer): a timeout costs one timeout, not two."""
+    import threading
+
     from querybench.engines.pool import run_one
-    from querybench.errors import EngineUnavailable
+    from querybench.errors import EngineError, EngineUnavailable
     from querybench.tasks.databases import task_target
+
+    failed: dict[tuple[str, str], EngineError] = {}
+    lock = threading.Lock()
 
     def run(task: Task, sql: str) -> Result:
         target = task_target(task, data_dir)
@@ -336,8 +353,15 @@ def engine_runner(data_dir: Path | None, timeout: float = 120.0) -> RunSql:
             raise EngineUnavailable(
                 f"no {task.engine} database {task.db} here for {task.instance_id}"
             )
+        key = (task.instance_id, sql)
+        with lock:
+            known = failed.get(key)
+        if known is not None:
+            raise known
         outcome = run_one(target, sql, timeout, max_rows=None, key=task.instance_id)
         if outcome.error is not None:
+            with lock:
+                failed[key] = outcome.error
             raise outcome.error
         assert outcome.result is not None
         return outcome.result

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from querybench.errors import ErrorCode
+from querybench.evaluation.database_answer import DATABASE_TIMEOUT_S, DatabaseReader
 from querybench.evaluation.record import InstanceResult, OnResult
 from querybench.evaluation.spider2_agentic import (
     Answer,
@@ -26,20 +27,7 @@ from querybench.evaluation.spider2_agentic import (
 from querybench.evaluation.spider2_submission import Submission, SubmissionEntry, read_submission
 from querybench.evaluation.verdict import Verdict
 from querybench.tasks.model import Task
-from querybench.tasks.spider2_agentic import TEXT_FUNCS
-
-
-def has_gold(task: Task, gold_dir: Path) -> bool:
-    """Whether every gold file the task's checks name is here (text checks need none)."""
-    checks = task.gold.eval_params.get("evaluation", [])
-    names: list[str] = []
-    for check in checks:
-        if check["func"] in TEXT_FUNCS:
-            continue
-        gold = check["parameters"].get("gold")
-        names += [gold] if isinstance(gold, str) else [g for g in gold or [] if isinstance(g, str)]
-    return bool(checks) and all((gold_dir / task.instance_id / n).is_file() for n in names)
-
+from querybench.tasks.spider2_agentic import has_gold
 
 REFUSED_SPEC = (
     "the submission line carries its own evaluation spec (officially it replaces the gold's, "
@@ -48,7 +36,12 @@ REFUSED_SPEC = (
 
 
 def score_instance(
-    task: Task, submission: Submission, gold_dir: Path, run_sql: RunSql | None, scoring: str
+    task: Task,
+    submission: Submission,
+    gold_dir: Path,
+    run_sql: RunSql | None,
+    scoring: str,
+    reader: DatabaseReader | None = None,
 ) -> InstanceResult:
     metrics = {
         "has_gold": float(has_gold(task, gold_dir)),
@@ -68,7 +61,7 @@ def score_instance(
     if strict is None and strict_entry is not None:
         with tempfile.TemporaryDirectory(prefix="qb-spider2-") as scratch:
             official, strict = _both(
-                task, submission, strict_entry, gold_dir, run_sql, Path(scratch)
+                task, submission, strict_entry, gold_dir, run_sql, Path(scratch), reader
             )
     assert official is not None and strict is not None
     chosen = strict if scoring == "strict" else official
@@ -93,9 +86,11 @@ def _both(
     gold_dir: Path,
     run_sql: RunSql | None,
     scratch: Path,
+    reader: DatabaseReader | None,
 ) -> tuple[Verdict, Verdict]:
     gold = gold_dir / task.instance_id
-    strict = strict_verdict(Answer(task, strict_entry, submission.folder, gold, run_sql, scratch))
+    folder = submission.folder
+    strict = strict_verdict(Answer(task, strict_entry, folder, gold, run_sql, scratch, reader))
     entry = submission.official.get(task.instance_id)
     if submission.fatal is not None:
         official = stopped("scores nothing", submission.fatal)
@@ -105,7 +100,7 @@ def _both(
             f"line {strict_entry.line} is dropped by the official reader (after a bad line)",
         )
     else:
-        official = official_verdict(Answer(task, entry, submission.folder, gold, run_sql, scratch))
+        official = official_verdict(Answer(task, entry, folder, gold, run_sql, scratch, reader))
     return official, strict
 
 
@@ -123,11 +118,13 @@ def evaluate_spider2_agentic(
     scoring: str = "official",
     run_sql: RunSql | None = None,
     workers: int = 2,
+    timeout: float = DATABASE_TIMEOUT_S,
     on_result: OnResult | None = None,
     _on_total: Callable[[int], None] | None = None,
 ) -> AgenticEvaluation:
     """Every task scored from the submission in `predictions` (one result per task, in order);
-    `_on_total(n)` first (a progress bar's total)."""
+    `_on_total(n)` first (a progress bar's total). `timeout`: seconds to open one DuckDB
+    answer (or gold) and read its tables (`run_sql` bounds its own queries)."""
     if _on_total is not None:
         _on_total(len(tasks))
     submission = read_submission(predictions)
@@ -141,14 +138,16 @@ def evaluate_spider2_agentic(
         )
     warnings += _line_warnings(submission, known)
 
-    def one(task: Task) -> InstanceResult:
-        result = score_instance(task, submission, gold_dir, run_sql, scoring)
-        if on_result is not None:
-            on_result(result)
-        return result
+    with DatabaseReader(timeout) as reader:
 
-    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-        results = list(pool.map(one, tasks))
+        def one(task: Task) -> InstanceResult:
+            result = score_instance(task, submission, gold_dir, run_sql, scoring, reader)
+            if on_result is not None:
+                on_result(result)
+            return result
+
+        with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+            results = list(pool.map(one, tasks))
     return AgenticEvaluation(results, tuple(dict.fromkeys(warnings)))
 
 

@@ -12,6 +12,7 @@ as 0 with the error `gold_error`) and the tasks whose gold files are all present
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -19,6 +20,7 @@ from typing import Any
 
 from querybench.errors import ErrorCode
 from querybench.evaluation.agentic import score_agentic
+from querybench.evaluation.database_answer import DATABASE_TIMEOUT_S, DatabaseReader
 from querybench.evaluation.record import InstanceResult, OnResult
 from querybench.evaluation.verdict import Verdict
 from querybench.tasks.model import Task
@@ -43,7 +45,14 @@ def prediction_file(task: Task, predictions: Path, gold: str) -> Path:
     return predictions / task.instance_id / Path(gold).name
 
 
-def score_dbt_task(task: Task, predictions: Path, gold_dir: Path) -> InstanceResult:
+def score_dbt_task(
+    task: Task, predictions: Path, gold_dir: Path, reader: DatabaseReader | None = None
+) -> InstanceResult:
+    """Both verdicts of one task; its databases are read by `reader` (in killable children,
+    locked down: `database_answer`), or by a reader of this call's own."""
+    if reader is None:
+        with DatabaseReader() as own:
+            return score_dbt_task(task, predictions, gold_dir, own)
     checks: list[dict[str, Any]] = task.gold.eval_params.get("evaluation", [])
     golds = gold_files(task, gold_dir)
     has_gold = bool(checks) and all(p.is_file() for p in golds)
@@ -54,7 +63,7 @@ def score_dbt_task(task: Task, predictions: Path, gold_dir: Path) -> InstanceRes
         )
     predicted = [prediction_file(task, predictions, p.name) for p in golds]
     missing_gold = ", ".join(str(p) for p in golds if not p.is_file())
-    if not any(p.is_file() for p in predicted):
+    if not any(os.path.lexists(p) for p in predicted):  # a FIFO or a link is read, refused
         message = f"no {predicted[0] if predicted else 'prediction'}"
         if missing_gold:
             message += f" (and the gold file is missing: {missing_gold})"
@@ -67,9 +76,13 @@ def score_dbt_task(task: Task, predictions: Path, gold_dir: Path) -> InstanceRes
     for check in checks:  # the official driver keeps the verdict of the last file check
         params = check["parameters"]
         prediction = prediction_file(task, predictions, str(params.get("gold", "")))
-        path = prediction if prediction.is_file() else None
-        official = score_agentic(check["func"], path, params, strict=False, gold_dir=folder)
-        strict = score_agentic(check["func"], path, params, strict=True, gold_dir=folder)
+        path = prediction if os.path.lexists(prediction) else None
+        official = score_agentic(
+            check["func"], path, params, strict=False, gold_dir=folder, reader=reader
+        )
+        strict = score_agentic(
+            check["func"], path, params, strict=True, gold_dir=folder, reader=reader
+        )
     return _result(task, official, strict, metrics)
 
 
@@ -97,21 +110,24 @@ def evaluate_spider2_dbt(
     tasks: Sequence[Task],
     gold_dir: Path,
     workers: int = 2,
+    timeout: float = DATABASE_TIMEOUT_S,
     on_result: OnResult | None = None,
     _on_total: Callable[[int], None] | None = None,
 ) -> list[InstanceResult]:
-    """One result per task, in task order; `_on_total(n)` first (a progress bar's total)."""
+    """One result per task, in task order; `_on_total(n)` first (a progress bar's total).
+    `timeout`: seconds to open one database and read its tables (the child is killed at it)."""
     if _on_total is not None:
         _on_total(len(tasks))
+    with DatabaseReader(timeout) as reader:
 
-    def one(task: Task) -> InstanceResult:
-        result = score_dbt_task(task, predictions, gold_dir)
-        if on_result is not None:
-            on_result(result)
-        return result
+        def one(task: Task) -> InstanceResult:
+            result = score_dbt_task(task, predictions, gold_dir, reader)
+            if on_result is not None:
+                on_result(result)
+            return result
 
-    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-        return list(pool.map(one, tasks))
+        with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+            return list(pool.map(one, tasks))
 
 
 def with_gold_summary(results: Sequence[InstanceResult]) -> dict[str, float | int]:

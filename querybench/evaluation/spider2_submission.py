@@ -17,11 +17,19 @@ well-formed line), with a warning for everything the official reading drops or m
 
 from __future__ import annotations
 
+import io
 import json
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from querybench.evaluation.prediction_file import (
+    PredictionRefused,
+    ReadLimits,
+    read_prediction_text,
+)
 
 METADATA = "results_metadata.jsonl"
 # What a warning that nothing is scored says the folder should hold.
@@ -64,15 +72,15 @@ def read_submission(folder: Path) -> Submission:
             f"evaluate.py asserts exactly one .jsonl named {METADATA} in the folder, "
             f"found {others or 'none'}"
         )
-    if not metadata.is_file():
+    if not os.path.lexists(metadata):
         warnings.append(f"no {METADATA} in {folder}: nothing is scored (expected {LAYOUT})")
         return Submission(folder, fatal=fatal or f"no {METADATA}", warnings=tuple(warnings))
-    try:
-        with metadata.open(encoding="utf-8") as f:  # universal newlines, as `open(path, 'r')`
-            lines = list(f)
-    except (OSError, UnicodeDecodeError) as exc:
+    try:  # read as every prediction file is: regular, in its folder, bounded
+        text = read_prediction_text(metadata, folder, ReadLimits())
+    except PredictionRefused as exc:
         problem = f"cannot read {metadata}: {exc}"
         return Submission(folder, fatal=problem, warnings=(f"{problem}; nothing is scored",))
+    lines = list(io.StringIO(text, newline=None))  # universal newlines, as `open(path, 'r')`
     official: dict[str, SubmissionEntry] = {}
     strict: dict[str, SubmissionEntry] = {}
     stopped: int | None = None

@@ -27,6 +27,7 @@ from querybench.agent.oracle import AgentOracle
 from querybench.agent.status import AgentStatus
 from querybench.agent.submission import copy_example, dbt_line, save_submission
 from querybench.agent.workspace import Workspace, WorkspaceOptions
+from querybench.benchmarks import Family, family
 from querybench.engines.isolated import connect_isolated
 from querybench.errors import EngineUnavailable
 from querybench.layout import benchmark_root
@@ -87,6 +88,10 @@ class SpiderAgent:
         output = _output(system, result, context_s)
         if line is not None:
             output.extra["submission"] = line
+        elif not is_dbt_task(task) and result.answer is None and result.final_sql is None:
+            # ended by a rule (repeated, max_steps, ...) before any Terminate: no prediction,
+            # said as such (a DBT task's answer is the database it left, whatever ended it)
+            output.extra["no_answer"] = f"the agent gave no answer ({result.status})"
         return output
 
 
@@ -115,7 +120,7 @@ def open_workspace(task: Task, settings: MethodSettings, options: WorkspaceOptio
     workspace = Workspace(task, connect_isolated(target), options)  # killable at its timeout
     if task.benchmark == "spider2":
         copy_example(task, workspace.path)  # the agentic setting's own task folder
-    elif task.benchmark.startswith("spider2"):
+    elif family(task.benchmark) is Family.SPIDER2:
         copy_materials(task, root, workspace.path)
     return workspace
 

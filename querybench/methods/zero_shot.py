@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from querybench.benchmarks import Family, family
 from querybench.context import build_context
 from querybench.context.schema import SchemaSource
 from querybench.engines.registry import EngineKind, dialect_label
@@ -90,7 +91,7 @@ class ZeroShot:
         )
 
     def _source(self, task: Task, data_dir: Path | None) -> SchemaSource | None:
-        if task.benchmark.startswith("spider2"):
+        if family(task.benchmark) is Family.SPIDER2:
             return None  # metadata files: build_context reads them itself
         return self._schemas.source(task, data_dir)
 

@@ -23,7 +23,11 @@ from querybench.models.base import (
 )
 from querybench.models.cache import ResponseCache
 from querybench.models.labelled import LABELLED, ConstantModel, OracleModel
-from querybench.models.openai_compat import OpenAICompatibleModel, RequestBudget
+from querybench.models.openai_compat import (
+    DEFAULT_BASE_URL,
+    OpenAICompatibleModel,
+    RequestBudget,
+)
 from querybench.models.pricing import Price, PriceTable
 from querybench.models.retry import RetryPolicy
 from querybench.models.tools import Tool, ToolCall
@@ -77,7 +81,7 @@ def make_model(
         return OracleModel()
     if name == "constant":
         return ConstantModel(constant_sql) if constant_sql else ConstantModel()
-    url = base_url or os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"
+    url = base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL
     return OpenAICompatibleModel(
         name,
         base_url=url,

@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 import json
 import os
+import socket
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -31,6 +32,8 @@ from querybench.models.pricing import PriceTable
 from querybench.models.retry import RETRY_STATUS, RetryPolicy, parse_retry_after
 from querybench.models.tools import MalformedToolCall, ToolCall, tool_calls_from_api
 from querybench.models.truncate import fit_messages
+
+DEFAULT_BASE_URL = "https://api.openai.com/v1"  # what `run` asks without --base-url
 
 if TYPE_CHECKING:
     from querybench.tasks.model import Task
@@ -76,7 +79,7 @@ class OpenAICompatibleModel:
         self,
         model: str,
         *,
-        base_url: str = "https://api.openai.com/v1",
+        base_url: str = DEFAULT_BASE_URL,
         api_key: str | None = None,
         api_key_env: str = "OPENAI_API_KEY",
         timeout: float = 120.0,
@@ -94,6 +97,7 @@ class OpenAICompatibleModel:
         headers = {"Authorization": f"Bearer {key}"} if key else {}
         # said with a refused key: no key at all is the usual reason
         self._no_key = "" if key else f" (no API key was sent: ${api_key_env} is not set)"
+        self._api_key_env = api_key_env
         self._client = httpx.AsyncClient(
             headers=headers,
             timeout=httpx.Timeout(timeout),
@@ -173,6 +177,18 @@ class OpenAICompatibleModel:
             )
         return completion
 
+    def _default_endpoint_hint(self) -> str:
+        """What to set when the unreachable endpoint is the default one (OpenAI's): the key,
+        or --base-url for a local or other OpenAI-compatible server."""
+        if self.base_url != DEFAULT_BASE_URL:
+            return ""
+        key = "set" if not self._no_key else "not set"
+        return (
+            f" (the default endpoint, OpenAI's; ${self._api_key_env} is {key}: for another "
+            "OpenAI-compatible server, e.g. vLLM or Ollama, pass --base-url "
+            "http://HOST:PORT/v1 or set OPENAI_BASE_URL; for OpenAI, check the network)"
+        )
+
     async def preflight(self) -> None:
         """One cheap request before a run: GET /models. Unreachable, 401/403, or a model the
         endpoint does not list (and refuses by name) raise `EndpointUnavailable` naming the
@@ -182,7 +198,8 @@ class OpenAICompatibleModel:
             response = await self._client.get(url, timeout=min(self.timeout, 30.0))
         except httpx.HTTPError as exc:
             raise EndpointUnavailable(
-                f"cannot reach the model endpoint {self.base_url}: {_transport_error(exc)}",
+                f"cannot reach the model endpoint {self.base_url}: {_transport_error(exc)}"
+                + self._default_endpoint_hint(),
                 transient=True,
             ) from None
         status = response.status_code
@@ -263,6 +280,8 @@ def _root_cause(exc: BaseException) -> str:
     visited: set[int] = set()
     while seen is not None and id(seen) not in visited:  # a chain may loop back on itself
         visited.add(id(seen))
+        if isinstance(seen, socket.gaierror):  # strerror(-2) is "Unknown error -2"
+            return f"cannot resolve the host name ({seen.strerror or seen})"
         if isinstance(seen, OSError) and seen.errno:
             return os.strerror(seen.errno)
         seen = seen.__cause__ or seen.__context__

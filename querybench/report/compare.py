@@ -11,6 +11,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from querybench.benchmarks import lookup
 from querybench.errors import ErrorCode
 from querybench.evaluation.record import InstanceResult
 from querybench.report.linking import schema_linking
@@ -61,9 +62,11 @@ def grouped_section(
     sizes = {n: {g[n].n for g in per_run if n in g} for n in names}
     rows, values = [], {}
     for name in names:
-        same_n = len(sizes[name]) == 1
-        n = str(next(iter(sizes[name]))) if same_n else ""
-        rows.append([name, n, *(_cell(g.get(name), not same_n) for g in per_run)])
+        same_n = len(sizes[name]) == 1 and all(name in g for g in per_run)
+        # runs over different task sets: each run's own n, in run order (the column was empty)
+        counts = [str(g[name].n) if name in g else "0" for g in per_run]
+        n = counts[0] if same_n else " / ".join(counts)
+        rows.append([name, n, *(_cell(g.get(name), False) for g in per_run)])
         values[name] = [g[name].score if name in g else None for g in per_run]
     return Section(title, ["group", "n", *(r.name for r in runs)], rows, values=values)
 
@@ -126,6 +129,26 @@ def by_feature(runs: Sequence[RunData]) -> Section:
 
     section = grouped_section("by task feature", runs, key_of)
     return Section(**{**vars(section), "note": "a task counts under each of its tags"})
+
+
+def declared_sections(runs: Sequence[RunData]) -> list[Section]:
+    """The groupings the runs' benchmark declares (`BenchmarkSpec.report_groups`: Spider-DK by
+    knowledge type), each task under its `extra` field's value."""
+    found = {b for run in runs if (b := run.benchmark) is not None}
+    groups = [g for name in sorted(found) if (s := lookup(name)) for g in s.report_groups]
+    out = []
+    for group in dict.fromkeys(groups):
+
+        def key_of(run: RunData, field: str = group.field) -> Key:
+            def key(r: InstanceResult) -> list[str]:
+                task = run.tasks.get(r.instance_id)
+                value = task.extra.get(field) if task is not None else None
+                return [str(value) if value is not None else "unknown"]
+
+            return key
+
+        out.append(grouped_section(group.title, runs, key_of))
+    return out
 
 
 def errors_section(runs: Sequence[RunData]) -> Section:
@@ -300,6 +323,7 @@ def sections(runs: Sequence[RunData]) -> list[Section]:
         section = build(runs)
         if len(section.rows) > 1 or (section.rows and section.rows[0][0] != "unknown"):
             out.append(section)
+    out += declared_sections(runs)
     if any(tags for run in runs for tags in run.features.values()):
         out.append(by_feature(runs))
     out.append(errors_section(runs))

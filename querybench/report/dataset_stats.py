@@ -58,7 +58,10 @@ class Statistic:
         """What differs from the published figure ("" when it agrees or there is none)."""
         if self.reference is None or self.value == self.reference.value:
             return self.note
-        gap = f"{(self.value or 0) - self.reference.value:+g} against the {self.reference.source}"
+        if self.value is None:
+            gap = f"nothing here to compare with the {self.reference.source}"
+        else:
+            gap = f"{self.value - self.reference.value:+g} against the {self.reference.source}"
         return f"{gap}; {self.note}" if self.note else gap
 
     def to_json(self) -> dict[str, Any]:
@@ -79,11 +82,17 @@ class DatasetStats:
     gold_tokens: tuple[int, ...]  # per gold SQL here (the length distribution)
     columns_per_database: tuple[int, ...]  # per database with metadata here
     functions: tuple[tuple[str, int], ...]  # function -> gold SQLs calling it, most used first
+    levels: tuple[str, ...] = ()  # the difficulty levels, in order
+    type_by_level: tuple[tuple[str, tuple[int, ...]], ...] = ()  # type -> tasks per level
 
     def to_json(self) -> dict[str, Any]:
         return {
             "benchmark": self.benchmark,
             "statistics": [s.to_json() for s in self.statistics],
+            "type_by_difficulty": {
+                kind: dict(zip(self.levels, counts, strict=True))
+                for kind, counts in self.type_by_level
+            },
             "gold_tokens": list(self.gold_tokens),
             "columns_per_database": list(self.columns_per_database),
             "functions": dict(self.functions),
@@ -131,13 +140,35 @@ def dataset_stats(benchmark: str, tasks: Sequence[Task]) -> DatasetStats:
         *_answer_lines(benchmark, tasks),
         *_feature_lines(tasks),
     ]
+    levels = _levels(tasks)
+    by_type: dict[str, Counter[str]] = {}
+    for task in tasks:
+        by_type.setdefault(_type_label(str(task.engine)), Counter())[_level(task)] += 1
     return DatasetStats(
         benchmark,
         tuple(lines),
         tuple(tokens),
         tuple(size.columns for size in sizes.values()),
         tuple(functions.most_common()),
+        levels,
+        tuple(
+            (kind, tuple(c[level] for level in levels))
+            for kind, c in sorted(by_type.items(), key=lambda item: -item[1].total())
+        ),
     )
+
+
+def _level(task: Task) -> str:
+    return task.difficulty or "unrated"
+
+
+def _levels(tasks: Sequence[Task]) -> tuple[str, ...]:
+    found = {_level(t) for t in tasks}
+    return (*DIFFICULTIES, *sorted(found - set(DIFFICULTIES)))
+
+
+def _type_label(engine: str) -> str:
+    return dialect_label(engine) if engine in _DIALECTS else engine
 
 
 def _task_lines(benchmark: str, tasks: Sequence[Task]) -> list[Statistic]:
@@ -147,10 +178,10 @@ def _task_lines(benchmark: str, tasks: Sequence[Task]) -> list[Statistic]:
     published = {e for b, group, e in PUBLISHED if b == benchmark and group == "tasks by type"}
     for engine in sorted({*engines, *published}, key=lambda e: -engines.get(e, 0)):
         ref = PUBLISHED.get((benchmark, "tasks by type", engine))
-        label = dialect_label(engine) if engine in _DIALECTS else engine
+        label = _type_label(engine)
         lines.append(Statistic("tasks by type", label, engines.get(engine, 0), n, ref))
-    levels = Counter(t.difficulty or "unrated" for t in tasks)
-    for level in (*DIFFICULTIES, *sorted(set(levels) - set(DIFFICULTIES))):
+    levels = Counter(_level(t) for t in tasks)
+    for level in _levels(tasks):
         note = ""
         if level not in DIFFICULTIES:
             note = "no gold-SQL token count in the release, so no difficulty (the paper rates all)"
@@ -286,7 +317,7 @@ def sections(result: DatasetStats) -> list[Section]:
     for statistic in result.statistics:
         groups.setdefault(statistic.group, []).append(statistic)
     columns = ["statistic", "here", "published", "difference"]
-    return [
+    out = [
         Section(
             f"{result.benchmark}: {group}",
             columns,
@@ -294,6 +325,13 @@ def sections(result: DatasetStats) -> list[Section]:
         )
         for group, lines in groups.items()
     ]
+    crossed = Section(
+        f"{result.benchmark}: tasks by type and difficulty",
+        ["type", *result.levels, "all"],
+        [[kind, *map(str, counts), str(sum(counts))] for kind, counts in result.type_by_level],
+    )
+    out.insert(3, crossed)  # after the tasks by type and by difficulty
+    return out
 
 
 def plots(result: DatasetStats) -> list[Plot] | None:

@@ -115,12 +115,17 @@ def result_diff(gold: Path | None, predicted: Path | None) -> str:
 
 
 def head_diff(gold: Head, predicted: Head, gold_name: str, predicted_name: str) -> str:
+    """The two heads side by side, each under `gold <name>` / `predicted <name>` (a result
+    file's name, or what was run)."""
     return (
         f'<div class="pair"><div><div>gold <code>{escape(gold_name)}</code></div>'
         f"{_grid(*gold, predicted[1])}</div>"
         f"<div><div>predicted <code>{escape(predicted_name)}</code></div>"
         f"{_grid(*predicted, gold[1])}</div></div>"
     )
+
+
+QUERY_RUN_HERE = "SQL, run here"  # the label of rows read again from the local database
 
 
 def closest_gold(golds: Sequence[Path], predicted: Path | None) -> Path | None:
@@ -174,7 +179,7 @@ def _computed_diff(run: RunData, task: Task, predicted_sql: str | None) -> str |
     if isinstance(gold, str) or isinstance(pred, str):
         why = gold if isinstance(gold, str) else pred
         return f'<p class="na">result diff not available ({escape(str(why)[:200])})</p>'
-    return head_diff(gold, pred, "gold query", "predicted query")
+    return head_diff(gold, pred, QUERY_RUN_HERE, QUERY_RUN_HERE)
 
 
 def _results_block(run: RunData, r: InstanceResult, task: Task | None, sql: str | None) -> str:

@@ -16,6 +16,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 
 from querybench.agent.status import AgentStatus
+from querybench.benchmarks import Family, family
 from querybench.evaluation.record import InstanceResult
 from querybench.report.compare import Section
 from querybench.report.runs import RunData
@@ -193,7 +194,7 @@ def cost_per_instance(runs: Sequence[RunData]) -> Section | None:
 def sections(runs: Sequence[RunData]) -> list[Section]:
     """The paper's tables that the runs can fill: Spider 2.0's from Spider 2.0 runs, the agent's
     (steps, how episodes ended) from any run that kept trajectories."""
-    spider2 = [run for run in runs if (run.benchmark or "").startswith("spider2")]
+    spider2 = [run for run in runs if family(run.benchmark) is Family.SPIDER2]
     out: list[Section] = []
     agentic = [run for run in spider2 if run.benchmark == "spider2"]
     if agentic:

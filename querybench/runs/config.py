@@ -29,6 +29,7 @@ from querybench.declared import (
     Declared,
     OptionError,
     Spec,
+    absent_json,
     check_value,
     declared_fields,
     default_json,
@@ -337,20 +338,23 @@ def check_resume(config: RunConfig) -> None:
 
 def identity_changes(config: RunConfig, earlier: Mapping[str, Any]) -> list[tuple[str, Any, Any]]:
     """(field, earlier, now) of each identity field that differs from an earlier config.json;
-    a key an older config.json lacks held its default then."""
+    a key an older config.json lacks held its default then (or the `before_it` its option
+    declares, where the behaviour before the option was another)."""
     current = config.to_json()
     changes = []
     for f, spec, _ in declarations():
         if spec.identity:
-            before, after = earlier.get(f.name, default_json(f)), current[f.name]
+            before, after = earlier.get(f.name, absent_json(f)), current[f.name]
             if before != after:
                 changes.append((f.name, before, after))
     kind = type(config.options)
-    defaults = {f.name: default_json(f) for f, spec, _ in declared_fields(kind) if spec.identity}
+    identity = [f for f, spec, _ in declared_fields(kind) if spec.identity]
+    defaults = {f.name: default_json(f) for f in identity}
+    absent = {f.name: absent_json(f) for f in identity}
     now = {k: v for k, v in config.options.json_values().items() if k in defaults}
     before_options = earlier.get(OPTIONS_KEY) or {}
     for key in sorted({*before_options, *now}):
-        before, after = before_options.get(key, defaults.get(key)), now.get(key, defaults.get(key))
+        before, after = before_options.get(key, absent.get(key)), now.get(key, defaults.get(key))
         if before != after:
             changes.append((key, before, after))
     return changes

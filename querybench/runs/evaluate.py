@@ -13,12 +13,14 @@ from __future__ import annotations
 
 import inspect
 import warnings
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Mapping
+from dataclasses import replace
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Unpack, get_args, overload
 
-from querybench.evaluation.record import InstanceResult, OnResult
+from querybench.benchmarks import Benchmark, BenchmarkSpec, lookup, names, resolve, spec, specs
+from querybench.evaluation.record import EvalEvents, InstanceResult, OnResult
 
 if TYPE_CHECKING:
     from querybench.runs.evaluate_options import (
@@ -30,24 +32,11 @@ if TYPE_CHECKING:
         Spider2Options,
     )
 
-Benchmark = Literal[
-    "spider2-lite", "spider2-snow", "spider2-dbt", "spider2", "spider1", "bird", "bird-mini-dev"
-]
 Executor = Literal["local", "ray"]
-BENCHMARKS: tuple[str, ...] = get_args(Benchmark)
+BENCHMARKS: tuple[str, ...] = names(evaluable=True)  # what `evaluate` scores
 EXECUTORS: tuple[str, ...] = get_args(Executor)
 
 Arguments = dict[str, Any]
-# Options that only say where the data is: read here, never passed to the evaluator.
-_LAYOUT_OPTIONS: dict[str, dict[str, Any]] = {
-    "spider2-lite": {"data_dir": None},
-    "spider2-snow": {"data_dir": None},
-    "spider2-dbt": {"data_dir": None},
-    "spider2": {"data_dir": None, "timeout": 120.0},  # seconds per query of a .sql answer
-    "bird-mini-dev": {"dialect": "sqlite"},
-    "spider1": {"data_dir": None},
-    "bird": {"data_dir": None},
-}
 # Keywords the benchmark's name fixes, or `evaluate` sets itself.
 _FIXED = frozenset({"benchmark", "on_result"})
 
@@ -60,23 +49,27 @@ class SubmissionWarning(UserWarning):
 def evaluate(
     benchmark: Literal["spider2-lite", "spider2-snow"],
     predictions: str | Path,
+    options: Spider2Options | None = ...,
+    events: EvalEvents | None = ...,
     *,
     on_result: OnResult | None = ...,
     executor: Executor = ...,
     address: str | None = ...,
-    **options: Unpack[Spider2Options],
+    **keywords: Unpack[Spider2Options],
 ) -> list[InstanceResult]: ...
 
 
 @overload
 def evaluate(
-    benchmark: Literal["spider1"],
+    benchmark: Literal["spider1", "spider-syn", "spider-dk"],
     predictions: str | Path,
+    options: Spider1Options | None = ...,
+    events: EvalEvents | None = ...,
     *,
     on_result: OnResult | None = ...,
     executor: Executor = ...,
     address: str | None = ...,
-    **options: Unpack[Spider1Options],
+    **keywords: Unpack[Spider1Options],
 ) -> list[InstanceResult]: ...
 
 
@@ -84,11 +77,13 @@ def evaluate(
 def evaluate(
     benchmark: Literal["bird"],
     predictions: str | Path,
+    options: BirdOptions | None = ...,
+    events: EvalEvents | None = ...,
     *,
     on_result: OnResult | None = ...,
     executor: Executor = ...,
     address: str | None = ...,
-    **options: Unpack[BirdOptions],
+    **keywords: Unpack[BirdOptions],
 ) -> list[InstanceResult]: ...
 
 
@@ -96,11 +91,13 @@ def evaluate(
 def evaluate(
     benchmark: Literal["bird-mini-dev"],
     predictions: str | Path,
+    options: MiniDevOptions | None = ...,
+    events: EvalEvents | None = ...,
     *,
     on_result: OnResult | None = ...,
     executor: Executor = ...,
     address: str | None = ...,
-    **options: Unpack[MiniDevOptions],
+    **keywords: Unpack[MiniDevOptions],
 ) -> list[InstanceResult]: ...
 
 
@@ -108,11 +105,13 @@ def evaluate(
 def evaluate(
     benchmark: Literal["spider2-dbt"],
     predictions: str | Path,
+    options: DbtOptions | None = ...,
+    events: EvalEvents | None = ...,
     *,
     on_result: OnResult | None = ...,
     executor: Executor = ...,
     address: str | None = ...,
-    **options: Unpack[DbtOptions],
+    **keywords: Unpack[DbtOptions],
 ) -> list[InstanceResult]: ...
 
 
@@ -120,42 +119,81 @@ def evaluate(
 def evaluate(
     benchmark: Literal["spider2"],
     predictions: str | Path,
+    options: AgenticOptions | None = ...,
+    events: EvalEvents | None = ...,
     *,
     on_result: OnResult | None = ...,
     executor: Executor = ...,
     address: str | None = ...,
-    **options: Unpack[AgenticOptions],
+    **keywords: Unpack[AgenticOptions],
+) -> list[InstanceResult]: ...
+
+
+@overload
+def evaluate(
+    benchmark: str,
+    predictions: str | Path,
+    options: Mapping[str, Any] | None = ...,
+    events: EvalEvents | None = ...,
+    *,
+    on_result: OnResult | None = ...,
+    executor: Executor | str = ...,
+    address: str | None = ...,
 ) -> list[InstanceResult]: ...
 
 
 def evaluate(
     benchmark: Benchmark | str,
     predictions: str | Path,
+    options: Mapping[str, Any] | None = None,
+    events: EvalEvents | None = None,
     *,
     on_result: OnResult | None = None,
     executor: Executor | str = "local",
     address: str | None = None,
-    **options: Any,
+    **keywords: Any,
 ) -> list[InstanceResult]:
     """Score `predictions` (the benchmark's official file or folder) against its gold; one
-    result per instance, in the evaluator's order. `on_result` is called once per result as
-    it is scored. `executor="ray"` runs shards on the Ray cluster at `address` (a local Ray
-    without one); `workers` then caps the shards of one engine kind in flight."""
+    result per instance, in the evaluator's order.
+
+    `options` are the benchmark's (`evaluate_options`; they may also be given as keywords,
+    never both for one name); `events` what it says while scoring (`EvalEvents`; `on_result`
+    alone may also be a keyword). `executor="ray"` runs shards on the Ray cluster at `address`
+    (a local Ray without one); `workers` then caps the shards of one engine kind in flight,
+    and only `on_result` is told."""
     evaluator = _evaluator(benchmark)
     if executor not in EXECUTORS:
         raise ValueError(f"executor must be one of {', '.join(EXECUTORS)}, not {executor!r}")
-    checked = _checked(benchmark, evaluator, options)
+    given = dict(options or {})
+    twice = sorted(set(given) & set(keywords))
+    if twice:
+        raise TypeError(
+            f"evaluate({benchmark!r}) got {', '.join(twice)} in options and as keywords"
+        )
+    if on_result is not None:
+        if events is not None and events.on_result is not None:
+            raise TypeError("on_result given twice: as a keyword and in events")
+        events = replace(events or EvalEvents(), on_result=on_result)
+    events = events or EvalEvents()
+    checked = _checked(benchmark, evaluator, given | keywords)
     pred = Path(predictions)
     if executor == "local":
-        return score(benchmark, pred, _resolved(benchmark, checked), on_result=on_result)
-    from querybench.runs.ray_eval import ON_RAY, evaluate_on_ray
+        return score(benchmark, pred, _resolved(benchmark, checked), events=events)
+    from querybench.runs.ray_eval import evaluate_on_ray
 
-    if benchmark not in ON_RAY:
-        raise ValueError(f"executor='ray' scores {', '.join(ON_RAY)}; {benchmark} runs locally")
-    arguments = _resolved(benchmark, {k: v for k, v in checked.items() if not k.startswith("_")})
+    if not spec(benchmark).on_ray:
+        sharded = ", ".join(s.name for s in specs() if s.on_ray)
+        raise ValueError(f"executor='ray' scores {sharded}; {benchmark} runs locally")
+    arguments = _resolved(benchmark, checked)
     workers = arguments.get("workers", _parameters(evaluator)["workers"].default)
     return evaluate_on_ray(
-        benchmark, pred, arguments, score, workers=workers, address=address, on_result=on_result
+        benchmark,
+        pred,
+        arguments,
+        score,
+        workers=workers,
+        address=address,
+        on_result=events.on_result,
     )
 
 
@@ -166,15 +204,28 @@ def score(
     instance_ids: Collection[str] | None = None,
     *,
     on_result: OnResult | None = None,
+    events: EvalEvents | None = None,
 ) -> list[InstanceResult]:
     """The benchmark's evaluator on checked, resolved `arguments` (only `instance_ids`, a
-    shard, when given): what `evaluate` runs here and each Ray worker runs on its shard."""
+    shard, when given): what `evaluate` runs here and each Ray worker runs on its shard.
+    `events` reach the evaluator as the callbacks it takes (each evaluator's own keywords)."""
     evaluator = _evaluator(benchmark)
     if instance_ids is not None:
         arguments = arguments | {"instance_ids": instance_ids}
-    out = evaluator(predictions, **arguments, on_result=on_result)
-    if benchmark != "spider2":
-        return list(out)
+    events = events or EvalEvents(on_result=on_result)
+    accepted = _parameters(evaluator)
+    callbacks = {
+        name: callback
+        for name, callback in (
+            ("on_result", events.on_result),
+            ("_on_total", events.on_total),
+            ("_on_query", events.on_query),
+        )
+        if callback is not None and name in accepted
+    }
+    out = evaluator(predictions, **arguments, **callbacks)
+    if isinstance(out, list):
+        return out
     for message in out.warnings:  # an AgenticEvaluation: results and the submission's warnings
         warnings.warn(message, SubmissionWarning, stacklevel=3)
     return list(out.results)
@@ -190,27 +241,17 @@ def resolved_options(benchmark: str, options: Arguments) -> Arguments:
 
 def _evaluator(benchmark: str) -> Callable[..., Any]:
     """The benchmark's evaluator (its module imported now: each pulls a different stack)."""
-    if benchmark in ("spider2-lite", "spider2-snow"):
-        from querybench.evaluation.spider2_eval import evaluate_spider2
+    found = lookup(benchmark)
+    if found is None or found.evaluator is None:
+        raise ValueError(f"unknown benchmark {benchmark!r}: one of {', '.join(BENCHMARKS)}")
+    evaluator: Callable[..., Any] = resolve(found.evaluator)
+    fixed = dict(found.evaluator_keywords)
+    return partial(evaluator, **fixed) if fixed else evaluator
 
-        return partial(evaluate_spider2, benchmark=benchmark)  # type: ignore[arg-type]
-    if benchmark == "spider1":
-        from querybench.evaluation.spider1 import evaluate_spider1
 
-        return evaluate_spider1
-    if benchmark in ("bird", "bird-mini-dev"):
-        from querybench.evaluation.bird import evaluate_bird
-
-        return evaluate_bird
-    if benchmark == "spider2-dbt":
-        from querybench.evaluation.spider2_dbt import evaluate_spider2_dbt
-
-        return evaluate_spider2_dbt
-    if benchmark == "spider2":
-        from querybench.evaluation.spider2_agentic_eval import evaluate_spider2_agentic
-
-        return evaluate_spider2_agentic
-    raise ValueError(f"unknown benchmark {benchmark!r}: one of {', '.join(BENCHMARKS)}")
+def _layout_options(benchmark: str) -> dict[str, Any]:
+    """Options that only say where the data is: read here, never passed to the evaluator."""
+    return dict(spec(benchmark).layout_options)
 
 
 def _parameters(evaluator: Callable[..., Any]) -> dict[str, inspect.Parameter]:
@@ -227,28 +268,30 @@ def valid_options(benchmark: str) -> list[str]:
     the data-layout options read here."""
     parameters = _parameters(_evaluator(benchmark))
     public = {n for n in parameters if n not in _FIXED and not n.startswith("_")}
-    return sorted(public | set(_LAYOUT_OPTIONS.get(benchmark, {})))
+    return sorted(
+        public - set(dict(spec(benchmark).evaluator_keywords)) | set(_layout_options(benchmark))
+    )
 
 
 def _checked(benchmark: str, evaluator: Callable[..., Any], options: Arguments) -> Arguments:
-    """`options` when every one is the benchmark's (a leading `_` marks a private one, such as
-    the per-query progress tick, accepted but not advertised); else a `TypeError`."""
+    """`options` when every one is the benchmark's (the evaluator's own callbacks, such as the
+    per-query progress tick, come from `EvalEvents`, never from options); else a `TypeError`."""
     parameters = _parameters(evaluator)
     valid = valid_options(benchmark)
-    unknown = sorted(set(options) - set(valid) - {n for n in parameters if n.startswith("_")})
+    unknown = sorted(set(options) - set(valid))
     if unknown:
         raise TypeError(
             f"evaluate({benchmark!r}) got unknown option(s) {', '.join(unknown)}; "
             f"valid options: {', '.join(valid)}"
         )
-    resolvable = {"gold", "gold_dir", "db_dir", "tasks_file", "tasks", "questions"}
+    resolvable = {"gold_dir", "db_dir", "tasks_file", "tasks", "questions", "gold"}
     missing = [
         n
         for n, p in parameters.items()
         if p.default is inspect.Parameter.empty
         and n not in _FIXED
         and n not in options
-        and not (n in resolvable and benchmark in _LAYOUT_OPTIONS)
+        and not (n in resolvable and spec(benchmark).resolver is not None)
     ]
     if missing:
         needed = " and ".join(f"{n}=" for n in missing)
@@ -269,134 +312,13 @@ _CHOICES = {"mode": ("exec_result", "sql"), "scoring": ("official", "strict")}
 
 def _resolved(benchmark: str, options: Arguments) -> Arguments:
     """The evaluator's arguments: the layout options read, the locations they leave out
-    filled from the data layout exactly as `querybench eval <benchmark>` fills them."""
-    defaults = _LAYOUT_OPTIONS.get(benchmark, {})
+    filled from the data layout exactly as `querybench eval <benchmark>` fills them (the
+    spec's resolver, `runs/eval_locations.py`)."""
+    found = spec(benchmark)
+    defaults = _layout_options(benchmark)
     layout = {k: options.get(k, default) for k, default in defaults.items()}
     out = {k: v for k, v in options.items() if k not in layout}
-    data_dir = Path(layout["data_dir"]) if layout.get("data_dir") is not None else None
-    if benchmark in ("spider2-lite", "spider2-snow"):
-        return _spider2(benchmark, out, data_dir)
-    if benchmark in ("spider1", "bird"):
-        return dev_files(benchmark, out, data_dir)
-    if benchmark == "bird-mini-dev":
-        from querybench.tasks.bird import mini_dev_dir, mini_dev_file
-
-        if out.get("questions") is None:
-            out["questions"] = mini_dev_file(str(layout["dialect"]))
-        if out.get("db_dir") is None:  # with a server (`db_url`) no folder is read
-            out["db_dir"] = mini_dev_dir() if out.get("db_url") is None else Path()
-    elif benchmark == "spider2-dbt":
-        from querybench.evaluation.spider2_dbt import dbt_gold_dir
-        from querybench.layout import benchmark_root
-
-        root = benchmark_root("spider2-dbt", data_dir)
-        if out.get("tasks") is None:
-            from querybench.tasks import load_tasks
-
-            out["tasks"] = load_tasks("spider2-dbt", data_dir=root)
-        out["gold_dir"] = Path(out.get("gold_dir") or dbt_gold_dir(root))
-    elif benchmark == "spider2":
-        out |= _agentic(out, data_dir, float(layout["timeout"]))
-    return out
-
-
-def _spider2(benchmark: str, options: Arguments, data_dir: Path | None) -> Arguments:
-    """Lite/snow: the gold folder, the task file beside it, the local database folders."""
-    from querybench.evaluation.spider2_gold import default_gold_dir
-    from querybench.tasks.databases import spider2_database_dirs
-
-    out = dict(options)
-    given = out.get("gold_dir")
-    gold = Path(given or default_gold_dir(benchmark, data_dir))  # type: ignore[arg-type]
-    if given is None and not gold.is_dir():  # no data root holds it: say how to get one
-        from querybench.layout import GOLD_DIRS
-
-        raise no_data_error(
-            benchmark, f"{benchmark} gold folder", GOLD_DIRS[benchmark], "--gold-dir"
-        )
-    out["gold_dir"] = gold
-    if out.get("tasks_file") is None:
-        candidate = gold.parent.parent / f"{benchmark}.jsonl"
-        out["tasks_file"] = candidate if candidate.is_file() else None
-    if out.get("db_dir") is None:
-        out["db_dir"] = spider2_database_dirs(data_dir) or None
-    return out
-
-
-def dev_files(benchmark: str, options: Arguments, data_dir: Path | None) -> Arguments:
-    """Spider 1.0 / BIRD dev: the gold (Spider 1.0's gold file, BIRD's questions with their
-    gold SQL) and the database folder, from the data roots when not given."""
-    from querybench.data import data_roots, find_data
-    from querybench.layout import SPIDER1_GOLD, TASK_FILES, database_folder
-
-    out = dict(options)
-    key, candidates = (
-        ("gold", (SPIDER1_GOLD,)) if benchmark == "spider1" else ("questions", TASK_FILES["bird"])
-    )
-    if out.get(key) is None:
-        found = find_data(*candidates, roots=data_roots(data_dir))
-        if found is None:
-            raise no_data_error(benchmark, f"{benchmark} gold file", candidates[0], "--" + key)
-        out[key] = found
-        if benchmark == "spider1" and out.get("questions") is None:
-            out["questions"] = _parsed_questions(found.parent / "dev.json")
-    if out.get("db_dir") is None:
-        out["db_dir"] = database_folder(benchmark, data_dir)
-    return out
-
-
-def _parsed_questions(path: Path) -> Path | None:
-    """The data's Spider 1.0 dev.json for the gold's hardness, when it carries the official
-    parse (`sql`) hardness is read from; else None (no hardness, as without --questions)."""
-    import json
-
-    try:
-        entries = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    parsed = isinstance(entries, list) and bool(entries) and isinstance(entries[0], dict)
-    return path if parsed and "sql" in entries[0] else None
-
-
-def no_data_error(benchmark: str, what: str, relative: str, flag: str) -> Exception:
-    """The error of a part no data root holds: every root searched, and the three fixes."""
-    from querybench.data import labelled_roots
-    from querybench.errors import DataError
-
-    searched = ", ".join(f"{label} {folder}" for label, folder in labelled_roots())
-    return DataError(
-        f"no {what} in the data roots (looked for {relative} in {searched}): set "
-        f"QUERYBENCH_DATA to your data folder, `querybench data fetch {benchmark}` fetches "
-        f"it, or pass {flag} (`querybench data status` says what is where)"
-    )
-
-
-def _agentic(options: Arguments, data_dir: Path | None, timeout: float) -> Arguments:
-    """`eval spider2`'s tasks (with a `gold_dir`'s own eval config), gold and SQL runner."""
-    from querybench.layout import benchmark_root
-    from querybench.tasks.spider2_agentic import gold_dir as default_gold
-    from querybench.tasks.spider2_agentic import gold_dir_config, with_eval_config
-
-    gold_dir = options.get("gold_dir")
-    out: Arguments = {}
-    if options.get("tasks") is None:
-        from querybench.data import data_roots, find_data
-        from querybench.layout import task_file_candidates
-        from querybench.tasks import load_tasks
-
-        config = gold_dir_config(Path(gold_dir) if gold_dir is not None else None)
-        here = find_data(*task_file_candidates("spider2"), roots=data_roots(data_dir))
-        # With a gold folder's config, that config is the task set: the built-in tasks only
-        # lend their questions and databases to the ids they share, and need not be here.
-        tasks = (
-            [] if config is not None and here is None else load_tasks("spider2", data_dir=data_dir)
-        )
-        out["tasks"] = with_eval_config(tasks, config) if config is not None else tasks
-    out["gold_dir"] = Path(
-        gold_dir or default_gold(benchmark_root("spider2", data_dir) / "spider2")
-    )
-    if options.get("run_sql") is None:
-        from querybench.evaluation.spider2_agentic import engine_runner
-
-        out["run_sql"] = engine_runner(data_dir, timeout)
-    return out
+    if found.resolver is None:
+        return out
+    resolver: Callable[[BenchmarkSpec, Arguments, Arguments], Arguments] = resolve(found.resolver)
+    return resolver(found, out, layout)

@@ -10,6 +10,8 @@ from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, TypedDict
 
+from querybench.benchmarks import resolve, specs
+
 if TYPE_CHECKING:
     from querybench.engines.base import Result
     from querybench.evaluation.bird_metrics import BirdMetric
@@ -37,12 +39,12 @@ class Spider2Options(TypedDict, total=False):
 
 
 class Spider1Options(TypedDict, total=False):
-    """spider1 (`evaluate_spider1`): the gold file and the database folder default to the
-    data's."""
+    """spider1, spider-syn, spider-dk (`evaluate_spider1`): the gold file (a variant's: its
+    tasks) and the database folders default to the data's."""
 
     data_dir: Location | None
-    gold: Location | None
-    db_dir: Location | None
+    gold: "Location | Sequence[Task] | None"  # a variant's gold: its tasks (the default)
+    db_dir: Location | Sequence[Path] | None
     questions: Location | None
     timeout: float | None
     workers: int
@@ -87,6 +89,7 @@ class DbtOptions(TypedDict, total=False):
     tasks: "Sequence[Task] | None"
     gold_dir: Location | None
     workers: int
+    timeout: float
 
 
 class AgenticOptions(TypedDict, total=False):
@@ -101,12 +104,5 @@ class AgenticOptions(TypedDict, total=False):
     workers: int
 
 
-OPTIONS: dict[str, type] = {
-    "spider2-lite": Spider2Options,
-    "spider2-snow": Spider2Options,
-    "spider1": Spider1Options,
-    "bird": BirdOptions,
-    "bird-mini-dev": MiniDevOptions,
-    "spider2-dbt": DbtOptions,
-    "spider2": AgenticOptions,
-}
+# benchmark -> its options, as its spec names them (`BenchmarkSpec.options`)
+OPTIONS: dict[str, type] = {s.name: resolve(s.options) for s in specs() if s.options is not None}

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from querybench.benchmarks import spec
 from querybench.errors import DataError
 
 FORMAT = 1
@@ -163,6 +164,8 @@ def build(
     **options)`, whose evaluator got `resolved` (the options with the data layout's locations
     filled in: the files hashed)."""
     located = {"predictions": predictions, **resolved, **(extra_files or {})}
+    if not isinstance(located.get("gold"), str | Path | None):  # a Spider 1.0 variant's tasks
+        located["gold"] = _task_file(benchmark, options.get("data_dir"))
     return Manifest(
         kind=kind,
         benchmark=benchmark,
@@ -188,8 +191,9 @@ def policy_of(benchmark: str, resolved: Mapping[str, Any]) -> dict[str, Any] | N
     exec_result mode, DBT's databases)."""
     from querybench.engines.timeouts import timeout_policy
 
-    runs_queries = benchmark in ("spider1", "bird", "bird-mini-dev", "spider2") or (
-        benchmark in ("spider2-lite", "spider2-snow") and resolved.get("mode") == "sql"
+    queries = spec(benchmark).runs_queries
+    runs_queries = queries == "always" or (
+        queries == "in sql mode" and resolved.get("mode") == "sql"
     )
     if not runs_queries:
         return None
@@ -202,10 +206,17 @@ def _default_timeout(benchmark: str) -> float | None:
 
     parameter = _parameters(_evaluator(benchmark)).get("timeout")
     if parameter is None:
-        from querybench.runs.evaluate import _LAYOUT_OPTIONS
-
-        return _LAYOUT_OPTIONS.get(benchmark, {}).get("timeout")
+        layout = dict(spec(benchmark).layout_options).get("timeout")
+        return float(layout) if isinstance(layout, int | float) else None
     return parameter.default if isinstance(parameter.default, int | float) else None
+
+
+def _task_file(benchmark: str, data_dir: Any) -> Path | None:
+    """The task file a benchmark's tasks were read from (the gold of a Spider 1.0 variant)."""
+    from querybench.data import data_roots, find_data
+
+    where = Path(data_dir) if data_dir is not None else None
+    return find_data(*spec(benchmark).task_files, roots=data_roots(where))
 
 
 # --- the files -----------------------------------------------------------------------------

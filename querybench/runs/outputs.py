@@ -22,9 +22,10 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
-from querybench.errors import ErrorCode
+from querybench.benchmarks import Benchmark, resolve, spec
+from querybench.errors import DataError, ErrorCode
 from querybench.evaluation.detail import VerdictDetail
 from querybench.evaluation.record import InstanceResult
 from querybench.evaluation.sampling import pass_at_k
@@ -33,7 +34,8 @@ from querybench.runs.config import RunConfig
 from querybench.runs.manifest import MANIFEST_NAME, Machine, Manifest, build
 from querybench.runs.store import RECORDS, InstanceRecord
 from querybench.runs.summary import RunSummary, mean, summarise_run, write_summary
-from querybench.tasks.databases import spider2_database_dirs, task_database
+from querybench.tasks.databases import database_dirs, spider2_database_dirs, task_database
+from querybench.tasks.input_files import one_line as one_line
 from querybench.tasks.input_files import text_lines
 from querybench.tasks.model import Task
 
@@ -63,13 +65,6 @@ def spider1_ids(results: list[InstanceResult], tasks: list[Task]) -> list[Instan
     ]
 
 
-def one_line(sql: str) -> str:
-    """Official text formats hold one query per line, cut at the first tab: every character
-    the official `readlines()` ends a line at (`\r`, `\n`) or cuts it at (`\t`) becomes a
-    space, so no answer can add a line or shift the next answer (`text_lines` reads it)."""
-    return sql.replace("\r", " ").replace("\n", " ").replace("\t", " ").strip()
-
-
 def chosen_sql(record: InstanceRecord | None) -> str | None:
     return record.sql if record is not None and record.ok else None
 
@@ -92,36 +87,91 @@ def written_and_scored(
     predict: Predict,
     tag: str = "",
 ) -> tuple[list[InstanceResult], ScoringCall]:
-    """`write_predictions_and_score`, with the call that scored them."""
-    out = config.out
+    """`write_predictions_and_score`, with the call that scored them: the benchmark's run
+    scorer, as its spec names it (`BenchmarkSpec.writer`)."""
+    found = spec(config.benchmark)
+    if found.writer is None:
+        raise DataError(f"{config.benchmark}: no run scorer declared")
     root = benchmark_root(config.benchmark, config.selection.data_dir)
-    if config.benchmark == "spider1" or config.benchmark == "custom":
-        gold = out / "gold.sql"
-        gold.write_text(
-            "".join(f"{one_line(t.gold.sql or 'SELECT 0')}\t{t.db}\n" for t in tasks), "utf-8"
-        )
-        pred = out / f"pred{tag}.txt"
-        lines = [one_line(predict(records.get(t.instance_id)) or "") for t in tasks]
-        pred.write_text("".join(f"{line}\n" for line in lines), encoding="utf-8")
-        return _score_spider1(config, tasks, gold, pred, root)
-    if config.benchmark.startswith("bird"):
-        return _score_bird(config, tasks, records, predict, tag, root)
-    if config.benchmark == "spider2-dbt":
-        return _score_dbt(config, tasks, root)
-    if config.benchmark == "spider2":
-        return _score_agentic(config, tasks, records, root)
-    return _score_spider2(config, tasks, records, predict, tag, root)
+    writer: Writer = resolve(found.writer)
+    return writer(config, tasks, records, predict, tag, root)
 
 
-def _score_spider1(
-    config: RunConfig, tasks: list[Task], gold: Path, pred: Path, root: Path
+class Writer(Protocol):
+    """A benchmark's run scorer: the run's predictions written in the benchmark's official
+    layout under RUNDIR, then scored; the results and the call that scored them."""
+
+    def __call__(
+        self,
+        config: RunConfig,
+        tasks: list[Task],
+        records: dict[str, InstanceRecord],
+        predict: Predict,
+        tag: str,
+        root: Path,
+    ) -> tuple[list[InstanceResult], ScoringCall]: ...
+
+
+def _spider1_files(
+    config: RunConfig,
+    tasks: list[Task],
+    records: dict[str, InstanceRecord],
+    predict: Predict,
+    tag: str,
+) -> tuple[Path, Path]:
+    """`gold.sql` and `pred<tag>.txt` in the official text formats, in task order."""
+    gold = config.out / "gold.sql"
+    gold.write_text(
+        "".join(f"{one_line(t.gold.sql or 'SELECT 0')}\t{t.db}\n" for t in tasks), "utf-8"
+    )
+    pred = config.out / f"pred{tag}.txt"
+    lines = [one_line(predict(records.get(t.instance_id)) or "") for t in tasks]
+    pred.write_text("".join(f"{line}\n" for line in lines), encoding="utf-8")
+    return gold, pred
+
+
+def score_spider1(
+    config: RunConfig,
+    tasks: list[Task],
+    records: dict[str, InstanceRecord],
+    predict: Predict,
+    tag: str,
+    root: Path,
 ) -> tuple[list[InstanceResult], ScoringCall]:
-    if config.benchmark == "custom":
-        db_dir = _linked_databases(config, tasks, root)
-    else:
-        db_dir = _database_folder(config, tasks, root / "spider1" / "database")
+    """Spider 1.0 and its variants: `pred.txt` against `gold.sql`, on every folder that holds
+    the benchmark's databases (a variant's own first, as its tasks look them up)."""
+    gold, pred = _spider1_files(config, tasks, records, predict, tag)
+    folders = database_dirs(config.benchmark, config.selection.data_dir)
+    db_dir: Path | list[Path] = (
+        folders[0] if len(folders) == 1 else folders or root / spec(config.benchmark).folder
+    )
+    return _spider1_call(config.benchmark, config, tasks, gold, pred, db_dir)
+
+
+def score_custom(
+    config: RunConfig,
+    tasks: list[Task],
+    records: dict[str, InstanceRecord],
+    predict: Predict,
+    tag: str,
+    root: Path,
+) -> tuple[list[InstanceResult], ScoringCall]:
+    """Custom tasks: scored as Spider 1.0, over links to each task's own database."""
+    gold, pred = _spider1_files(config, tasks, records, predict, tag)
+    db_dir = _linked_databases(config, tasks, root)
+    return _spider1_call(Benchmark.SPIDER1, config, tasks, gold, pred, db_dir)
+
+
+def _spider1_call(
+    benchmark: str,
+    config: RunConfig,
+    tasks: list[Task],
+    gold: Path,
+    pred: Path,
+    db_dir: Path | list[Path],
+) -> tuple[list[InstanceResult], ScoringCall]:
     call = ScoringCall(
-        "spider1",
+        benchmark,
         pred,
         {
             "gold": gold,
@@ -151,7 +201,7 @@ def _linked_databases(config: RunConfig, tasks: list[Task], root: Path) -> Path:
     return folder
 
 
-def _score_bird(
+def score_bird(
     config: RunConfig,
     tasks: list[Task],
     records: dict[str, InstanceRecord],
@@ -176,7 +226,7 @@ def _score_bird(
     pred.write_text(json.dumps(predictions, indent=1, ensure_ascii=False), encoding="utf-8")
     db_dir = _database_folder(config, tasks, root / BIRD_PATHS[config.benchmark].databases[0])
     call = ScoringCall(
-        "bird",
+        Benchmark.BIRD,  # every BIRD split is scored as dev is
         pred,
         {
             "questions": questions,
@@ -188,7 +238,7 @@ def _score_bird(
     return call.score(), call
 
 
-def _score_spider2(
+def score_spider2(
     config: RunConfig,
     tasks: list[Task],
     records: dict[str, InstanceRecord],
@@ -209,7 +259,7 @@ def _score_spider2(
         elif path.exists():
             path.unlink()
     benchmark = config.benchmark
-    gold = default_gold_dir(benchmark, config.selection.data_dir)  # type: ignore[arg-type]
+    gold = default_gold_dir(benchmark, config.selection.data_dir)
     tasks_file = gold.parent.parent / f"{benchmark}.jsonl"
     call = ScoringCall(
         benchmark,
@@ -228,8 +278,13 @@ def _score_spider2(
     return [r for r in call.score() if r.instance_id in wanted], call
 
 
-def _score_dbt(
-    config: RunConfig, tasks: list[Task], root: Path
+def score_dbt(
+    config: RunConfig,
+    tasks: list[Task],
+    records: dict[str, InstanceRecord],
+    predict: Predict,
+    tag: str,
+    root: Path,
 ) -> tuple[list[InstanceResult], ScoringCall]:
     """The databases the agent left in `RUNDIR/predictions/<instance_id>/` against the gold
     (tasks are read again with their gold: a run reads it only for oracle models)."""
@@ -239,23 +294,29 @@ def _score_dbt(
     graded = {
         t.instance_id: t
         for t in load_tasks(
-            "spider2-dbt", data_dir=root, path=config.selection.task_file, with_gold=True
+            config.benchmark, data_dir=root, path=config.selection.task_file, with_gold=True
         )
     }
     call = ScoringCall(
-        "spider2-dbt",
+        config.benchmark,
         config.out / "predictions",
         {
             "tasks": [graded.get(t.instance_id, t) for t in tasks],
             "gold_dir": dbt_gold_dir(root),
             "workers": config.scoring.eval_workers,
+            "timeout": config.scoring.eval_timeout,
         },
     )
     return call.score(), call
 
 
-def _score_agentic(
-    config: RunConfig, tasks: list[Task], records: dict[str, InstanceRecord], root: Path
+def score_agentic(
+    config: RunConfig,
+    tasks: list[Task],
+    records: dict[str, InstanceRecord],
+    predict: Predict,
+    tag: str,
+    root: Path,
 ) -> tuple[list[InstanceResult], ScoringCall]:
     """Agentic Spider 2.0: `RUNDIR/submission/` in the official layout (the lines the agent
     runs left, in task order), scored by `eval spider2` over the run's tasks."""
@@ -277,17 +338,18 @@ def _score_agentic(
     graded = {
         t.instance_id: t
         for t in load_tasks(
-            "spider2", data_dir=root, path=config.selection.task_file, with_gold=True
+            config.benchmark, data_dir=root, path=config.selection.task_file, with_gold=True
         )
     }
     call = ScoringCall(
-        "spider2",
+        config.benchmark,
         folder,
         {
             "tasks": [graded.get(t.instance_id, t) for t in tasks],
             "gold_dir": gold_dir(root / "spider2"),
             "run_sql": engine_runner(config.selection.data_dir, config.scoring.eval_timeout),
             "workers": config.scoring.eval_workers,
+            "timeout": config.scoring.eval_timeout,
         },
     )
     return call.score(), call

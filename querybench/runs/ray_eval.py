@@ -16,6 +16,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from querybench.benchmarks import Family, spec
 from querybench.evaluation.record import InstanceResult, OnResult
 from querybench.runs.ray_executor import capped, ray_session, worker_options
 
@@ -23,7 +24,6 @@ from querybench.runs.ray_executor import capped, ray_session, worker_options
 ShardScorer = Callable[[str, Path, dict[str, Any], Collection[str]], list[InstanceResult]]
 SHARD = 32  # instances per shard: large enough to amortise a task, small enough to balance
 _LOCATIONS = frozenset({"gold", "gold_dir", "db_dir", "questions", "tasks_file", "cache_dir"})
-ON_RAY = ("spider2-lite", "spider2-snow", "spider1", "bird", "bird-mini-dev")
 
 
 def evaluate_on_ray(
@@ -68,19 +68,20 @@ def _instances(
 ) -> tuple[list[str], Callable[[str], str]]:
     """The instance ids in the local evaluator's order and each one's engine kind, read on
     the driver so that unreadable inputs fail here, as locally."""
-    if benchmark in ("spider2-lite", "spider2-snow"):
+    family = spec(benchmark).family if spec(benchmark).on_ray else None
+    if family is Family.SPIDER2:
         from querybench.evaluation.prediction_file import predictions_folder
         from querybench.evaluation.spider2_gold import Spider2Gold, engine_family
 
         predictions_folder(predictions)
-        gold = Spider2Gold(arguments["gold_dir"], benchmark)  # type: ignore[arg-type]
+        gold = Spider2Gold(arguments["gold_dir"], benchmark)
         return sorted(gold.specs), engine_family
-    if benchmark == "spider1":
+    if family is Family.SPIDER1:
         from querybench.evaluation.spider1 import read_spider1_instances
 
         read = read_spider1_instances(arguments["gold"], predictions, arguments.get("questions"))
         return [i.instance_id for i in read], lambda _: "sqlite"
-    if benchmark in ("bird", "bird-mini-dev"):
+    if family is Family.BIRD:
         from querybench.evaluation.bird import load_bird_predictions, load_bird_questions
 
         load_bird_predictions(predictions)

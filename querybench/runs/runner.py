@@ -98,9 +98,15 @@ async def run_async(
             f"none of the {len(selected)} selected {config.benchmark} tasks can run here: "
             f"{next(iter(unavailable.values()))} (querybench data status says what is missing)"
         )
+    checked = False
+    if not (config.out / "config.json").exists() and len(unavailable) < len(selected):
+        # a new run folder: the endpoint is checked before anything is written, so a run that
+        # fails its check leaves nothing behind (no config.json, run.lock, sessions.jsonl)
+        await _preflight(config, model)
+        checked = True
     with RunLock(config.out):
         return await _locked_run(
-            config, method, selected, unavailable, model, on_start, on_record, evaluate
+            config, method, selected, unavailable, model, on_start, on_record, evaluate, checked
         )
 
 
@@ -113,6 +119,7 @@ async def _locked_run(
     on_start: Callable[[int, int], None] | None,
     on_record: OnRecord | None,
     evaluate: bool,
+    checked: bool = False,
 ) -> RunOutcome:
     started = time.perf_counter()
     machine = Machine.now()
@@ -138,7 +145,7 @@ async def _locked_run(
     if todo and config.execution.executor == "local":
         model = model or build_model(config)
     try:
-        if todo:
+        if todo and not checked:
             await _preflight(config, model)
         if config.execution.executor == "ray":
             from querybench.runs.ray_executor import solve_on_ray

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from dataclasses import replace
 from typing import Any
 
 from querybench.engines.pool import run_one
@@ -72,7 +73,13 @@ async def solve_instance(
     except Exception as exc:  # a bug on one task must not end the run
         return _failed(task, ErrorCode.METHOD_ERROR, f"{type(exc).__name__}: {exc}", start)
     chosen, votes = await _choose(config, task, output)
-    return _record(task, output, chosen, votes, start)
+    record = _record(task, output, chosen, votes, start)
+    no_answer = output.extra.get("no_answer")
+    if isinstance(no_answer, str):  # an agent a rule stopped before it answered
+        return replace(
+            record, status=RecordStatus.ERROR, error=ErrorCode.MISSING_PREDICTION, message=no_answer
+        )
+    return record
 
 
 def _failed(

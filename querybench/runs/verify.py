@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from querybench.benchmarks import Family, spec
 from querybench.errors import DataError
 from querybench.evaluation.record import InstanceResult
 from querybench.runs.manifest import (
@@ -233,7 +234,7 @@ def _as_run(manifest: Manifest, results: list[InstanceResult], path: Path) -> li
 
     assert manifest.run is not None
     ids = [str(i) for i in manifest.run.get("task_ids", [])]
-    if manifest.benchmark == "spider1":  # numbered by gold line
+    if spec(manifest.benchmark).family is Family.SPIDER1:  # numbered by gold line
         results = [replace(r, instance_id=i) for r, i in zip(results, ids, strict=False)]
     wanted = set(ids)
     kept = [r for r in results if r.instance_id in wanted]

@@ -8,27 +8,27 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
+from querybench.benchmarks import BenchmarkSpec, names, resolve, spec
 from querybench.errors import DataError
 from querybench.layout import benchmark_root
 from querybench.tasks.model import FEATURES, GoldRef, Task
 
 __all__ = ["BENCHMARKS", "FEATURES", "GoldRef", "Task", "find_task", "load_tasks", "task_to_json"]
 
-# benchmark -> its folder under the data root
-BENCHMARKS = {
-    "spider2-lite": "spider2",
-    "spider2-snow": "spider2",
-    "spider2-dbt": "spider2",
-    "spider2": "spider2",
-    "bird": "bird",
-    "bird-mini-dev": "bird",
-    "bird-dev-20251106": "bird",
-    "bird-train": "bird",
-    "spider1": "spider1",
-    "custom": "",
-}
+
+class Loader(Protocol):
+    """A benchmark's task loader, as its spec names it: the data root holding its task file
+    (`root`), a task file read instead (`file`), and whether gold folders are read."""
+
+    def __call__(
+        self, spec: BenchmarkSpec, root: Path, file: Path | None, with_gold: bool
+    ) -> list[Task]: ...
+
+
+# every benchmark's name, in the registry's order (`querybench.benchmarks`)
+BENCHMARKS = names()
 
 
 def load_tasks(
@@ -46,36 +46,11 @@ def load_tasks(
     gold folders unread.
     Raises `DataError` (one line naming file, line and field) on anything malformed.
     """
-    if benchmark not in BENCHMARKS:
-        raise DataError(f"unknown benchmark {benchmark!r}; choose one of {', '.join(BENCHMARKS)}")
+    found = spec(benchmark)
     file = Path(path).expanduser() if path is not None else None
-    if benchmark == "custom":
-        if file is None:
-            raise DataError("the custom benchmark needs a task file (path=..., --path)")
-        from querybench.tasks.custom import load_custom
-
-        return load_custom(file)
-    folder = BENCHMARKS[benchmark]
-    root = benchmark_root(benchmark, data_dir) / folder
-    if benchmark in ("spider2-lite", "spider2-snow"):
-        from querybench.tasks.spider2 import load_spider2
-
-        return load_spider2(benchmark, root, path=file, with_gold=with_gold)  # type: ignore[arg-type]
-    if benchmark == "spider2-dbt":
-        from querybench.tasks.spider2_dbt import load_spider2_dbt
-
-        return load_spider2_dbt(root / "spider2-dbt", path=file, with_gold=with_gold)
-    if benchmark == "spider2":
-        from querybench.tasks.spider2_agentic import load_spider2_agentic
-
-        return load_spider2_agentic(root, path=file, with_gold=with_gold)
-    if benchmark.startswith("bird"):
-        from querybench.tasks.bird import load_bird
-
-        return load_bird(benchmark, root, path=file)
-    from querybench.tasks.spider1 import load_spider1
-
-    return load_spider1(root, path=file)
+    root = benchmark_root(benchmark, data_dir) if found.task_files else Path()
+    loader: Loader = resolve(found.loader)
+    return loader(found, root, file, with_gold)
 
 
 def find_task(tasks: list[Task], instance_id: str) -> Task:

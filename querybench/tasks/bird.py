@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from querybench.benchmarks import BenchmarkSpec
 from querybench.data import data_root, data_roots, find_data
 from querybench.engines.registry import EngineKind
 from querybench.errors import DataError
@@ -57,6 +58,11 @@ def mini_dev_dir() -> Path:
             "<db_id>/<db_id>.sqlite with --db-dir (db_dir=)"
         )
     return found
+
+
+def load(spec: BenchmarkSpec, root: Path, file: Path | None, with_gold: bool) -> list[Task]:
+    """`load_tasks`' entry (`BenchmarkSpec.loader`); BIRD's gold is in the question file."""
+    return load_bird(spec.name, root / spec.folder, path=file)
 
 
 def load_bird(benchmark: str, bird_dir: Path, *, path: Path | None = None) -> list[Task]:

@@ -16,6 +16,7 @@ from typing import Any
 
 import yaml
 
+from querybench.benchmarks import BenchmarkSpec
 from querybench.engines.registry import EngineKind, kind_spec, spec_for_scheme, spec_for_suffix
 from querybench.errors import DataError
 from querybench.tasks.input_files import optional_str, read_jsonl, read_text, required_str
@@ -37,6 +38,13 @@ FIELDS = frozenset(
     }
 )
 _DEFAULTS = ("database", "engine", "external_knowledge")
+
+
+def load(spec: BenchmarkSpec, root: Path, file: Path | None, with_gold: bool) -> list[Task]:
+    """`load_tasks`' entry (`BenchmarkSpec.loader`): the task file is the user's."""
+    if file is None:
+        raise DataError("the custom benchmark needs a task file (path=..., --path)")
+    return load_custom(file)
 
 
 def load_custom(path: Path) -> list[Task]:

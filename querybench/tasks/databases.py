@@ -8,9 +8,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from querybench.benchmarks import Family, family
 from querybench.data import Roots, data_roots, find_data
 from querybench.engines.registry import emulation_spec
-from querybench.layout import SPIDER2_LOCAL_DIRS, emulation_candidates, sqlite_candidates
+from querybench.layout import (
+    SPIDER2_LOCAL_DIRS,
+    database_folders,
+    emulation_candidates,
+    sqlite_candidates,
+)
 from querybench.tasks.model import Task
 
 Where = Path | Roots | None  # one data folder, several, or None for every data root
@@ -53,9 +59,20 @@ def emulation_file(task: Task, where: Where = None) -> Path | None:
 def task_target(task: Task, where: Where = None) -> str | None:
     """What `engines.connect` opens for `task` here: its SQLite file or, for a Spider 2.0
     BigQuery/Snowflake task, its emulation file when one was built; None when neither is."""
-    emulation = emulation_spec(task.engine) if task.benchmark.startswith("spider2") else None
+    emulation = emulation_spec(task.engine) if family(task.benchmark) is Family.SPIDER2 else None
     if emulation is not None:  # BigQuery, Snowflake: a `<db>.duckdb` file of `data emulate`
         path = emulation_file(task, where)
         return emulation.url_for(path.resolve()) if path is not None else None
     database = task_database(task, where)
     return None if database is None else str(database)
+
+
+def database_dirs(benchmark: str, where: Where = None) -> list[Path]:
+    """Every existing folder of `benchmark`'s `<db>/<db>.sqlite` files, in lookup order (the
+    first holding a database wins, as `task_database` looks)."""
+    return [
+        root / folder
+        for root in roots_of(where)
+        for folder in database_folders(benchmark)
+        if (root / folder).is_dir()
+    ]

@@ -39,6 +39,13 @@ def text_lines(text: str) -> list[str]:
     return lines
 
 
+def one_line(sql: str) -> str:
+    """Official text formats hold one query per line, cut at the first tab: every character
+    the official `readlines()` ends a line at (`\r`, `\n`) or cuts it at (`\t`) becomes a
+    space, so no answer can add a line or shift the next answer (`text_lines` reads it)."""
+    return sql.replace("\r", " ").replace("\n", " ").replace("\t", " ").strip()
+
+
 def read_jsonl(path: Path, what: str = "task file") -> Iterator[tuple[str, dict[str, Any]]]:
     """(`path:line`, object) for every non-blank line; a bad line is a `DataError`."""
     for number, line in enumerate(text_lines(read_text(path, what)), start=1):

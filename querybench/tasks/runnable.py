@@ -20,13 +20,13 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from querybench.benchmarks import Family, lookup
 from querybench.data import Roots
 from querybench.engines.registry import emulated_kinds
 from querybench.tasks.databases import emulation_file, roots_of, task_database
 from querybench.tasks.model import Task
 
 _CLOUD = emulated_kinds()
-_METADATA = ("spider2-lite", "spider2-snow")  # context read from metadata files
 
 
 @dataclass(frozen=True)
@@ -78,9 +78,10 @@ def blocker(task: Task, where: Path | Roots | None = None) -> Blocker | None:
     """Why `task` cannot run here, or None when it can."""
     roots = roots_of(where)
     fetch = f"querybench data fetch {task.benchmark}"
-    if task.benchmark == "custom":
+    found = lookup(task.benchmark)
+    if found is None or found.family is Family.CUSTOM:  # it names its own database
         return None
-    if task.benchmark in _METADATA and not task.extra.get("metadata_dir"):
+    if found.spider2_resources and not task.extra.get("metadata_dir"):  # context from metadata
         return Blocker(
             "tasks have no schema metadata here",
             fetch,

@@ -16,6 +16,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
+from querybench.benchmarks import Benchmark, BenchmarkSpec
 from querybench.engines.registry import EngineKind
 from querybench.errors import DataError
 from querybench.tasks.input_files import optional_str, read_jsonl, required_str, unique_ids
@@ -28,6 +29,12 @@ Variant = Literal["spider2-lite", "spider2-snow"]
 
 # A Spider 2.0 instance family (`engine_family`, the `engine` of its results) -> engine kind
 FAMILY_KINDS = {"bq": EngineKind.BIGQUERY, "sf": EngineKind.SNOWFLAKE, "local": EngineKind.SQLITE}
+
+
+def load(spec: BenchmarkSpec, root: Path, file: Path | None, with_gold: bool) -> list[Task]:
+    """`load_tasks`' entry (`BenchmarkSpec.loader`)."""
+    variant: Variant = "spider2-lite" if spec.name == Benchmark.SPIDER2_LITE else "spider2-snow"
+    return load_spider2(variant, root / spec.folder, path=file, with_gold=with_gold)
 
 
 def load_spider2(

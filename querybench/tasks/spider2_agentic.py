@@ -24,6 +24,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from querybench.benchmarks import BenchmarkSpec
 from querybench.engines.registry import EngineKind
 from querybench.errors import DataError
 from querybench.tasks.agentic_checks import parse_checks
@@ -64,6 +65,19 @@ def gold_dir(spider2_dir: Path) -> Path:
     return agentic_root(spider2_dir) / "evaluation_suite" / "gold"
 
 
+def has_gold(task: Task, gold_dir: Path) -> bool:
+    """Whether every gold file the task's checks name is here (text checks need none): what
+    `eval spider2` scores as "gold here" and `data status` counts."""
+    checks = task.gold.eval_params.get("evaluation", [])
+    names: list[str] = []
+    for check in checks:
+        if check["func"] in TEXT_FUNCS:
+            continue
+        gold = check["parameters"].get("gold")
+        names += [gold] if isinstance(gold, str) else [g for g in gold or [] if isinstance(g, str)]
+    return bool(checks) and all((gold_dir / task.instance_id / n).is_file() for n in names)
+
+
 def answer_type(evaluation: list[dict[str, Any]]) -> str:
     """What the paper groups by: a changed database (DBT, Postgres/ClickHouse projects whose
     target tables are exported), a string/number, or a table."""
@@ -96,6 +110,11 @@ def local_map(root: Path) -> dict[str, str]:
     ):
         raise DataError(f"{path}: expected one object of task id -> database name")
     return dict(mapping)
+
+
+def load(spec: BenchmarkSpec, root: Path, file: Path | None, with_gold: bool) -> list[Task]:
+    """`load_tasks`' entry (`BenchmarkSpec.loader`)."""
+    return load_spider2_agentic(root / spec.folder, path=file, with_gold=with_gold)
 
 
 def load_spider2_agentic(

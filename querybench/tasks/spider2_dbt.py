@@ -14,6 +14,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from querybench.benchmarks import BenchmarkSpec
 from querybench.engines.registry import EngineKind
 from querybench.errors import DataError
 from querybench.tasks.agentic_checks import parse_checks
@@ -28,6 +29,11 @@ ANSWER_TAGS = {
     "number_match": "string_answer",
 }
 _PROFILE_PATH = re.compile(r"""path:\s*["']?(?:\./)?([^"'\s]+)\.duckdb""")
+
+
+def load(spec: BenchmarkSpec, root: Path, file: Path | None, with_gold: bool) -> list[Task]:
+    """`load_tasks`' entry (`BenchmarkSpec.loader`)."""
+    return load_spider2_dbt(root / spec.folder / "spider2-dbt", path=file, with_gold=with_gold)
 
 
 def load_spider2_dbt(

@@ -11,12 +11,13 @@ import re
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
+from querybench.benchmarks import Benchmark as Name
 from querybench.errors import DataError
 from querybench.layout import GOLD_DIRS, benchmark_root
 
-Benchmark = Literal["spider2-lite", "spider2-snow"]
+Benchmark = str  # spider2-lite or spider2-snow, a registry name (the gold folders read here)
 
 EASY_BELOW, HARD_FROM = 80, 160
 _ALTERNATIVE = re.compile(r"^(.+)_[a-z]\.csv$")  # the official `^<id>(_[a-z])?\.csv$`, suffixed
@@ -54,7 +55,7 @@ def default_gold_dir(benchmark: Benchmark, data_dir: Path | None = None) -> Path
 
 def eval_file_name(benchmark: Benchmark) -> str:
     """The eval config's file name inside a gold folder."""
-    return "spider2lite_eval.jsonl" if benchmark == "spider2-lite" else "spider2snow_eval.jsonl"
+    return f"{benchmark.replace('-', '')}_eval.jsonl"  # spider2lite_eval.jsonl, spider2snow_...
 
 
 class GoldFolder:
@@ -111,8 +112,8 @@ class GoldFolder:
         question), so it takes that task's difficulty.
         """
         lite = self.dir.parent.parent.parent / "spider2-lite" / "evaluation_suite" / "gold"
-        config = lite / eval_file_name("spider2-lite")
-        if self.benchmark != "spider2-snow" or not config.is_file():
+        config = lite / eval_file_name(Name.SPIDER2_LITE)
+        if self.benchmark != Name.SPIDER2_SNOW or not config.is_file():
             return {}
         return {i: s.toks for i, s in _read_specs(config).items() if s.toks is not None}
 

@@ -1,0 +1,101 @@
+"""BIRD: dev (2024-06-27), its 2025-11-06 revision, mini-dev (SQLite, MySQL, PostgreSQL) and
+train, all scored by the same execution match; `BIRD_PATHS`, where each split sits under a
+data root, is the one table every reader of a data root takes its BIRD paths from."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from querybench.benchmarks.spec import Benchmark, BenchmarkSpec, Family
+
+
+@dataclass(frozen=True)
+class BirdPaths:
+    """Where one BIRD split sits under a data root, the official unpacking first: its question
+    file (`{dialect}`: mini-dev's sqlite, mysql and postgresql files) and the folders holding
+    its `<db_id>/<db_id>.sqlite` (`envs/bird_data.py` reads a split folder a trainer names, and
+    says why it keeps its own list)."""
+
+    questions: tuple[str, ...]
+    databases: tuple[str, ...]
+
+    def question_files(self, dialect: str = "sqlite") -> tuple[str, ...]:
+        return tuple(q.format(dialect=dialect) for q in self.questions)
+
+
+_DEV_DATABASES = (
+    "bird/dev_databases",
+    "bird/dev_databases/dev_databases",  # the inner zip unpacked in place
+    "bird/database",
+    "bird",  # flat, as this project's data folder keeps dev
+)
+
+BIRD_PATHS: dict[str, BirdPaths] = {
+    Benchmark.BIRD: BirdPaths(("bird/dev.json", "bird/dev/dev.json"), _DEV_DATABASES),
+    Benchmark.BIRD_DEV_20251106: BirdPaths(  # the revised questions are over dev's databases
+        ("bird/dev_20251106.json", "bird/dev_20251106/dev_20251106.json"), _DEV_DATABASES
+    ),
+    # mini-dev in a folder of its own (`data fetch`'s, or the official MINIDEV) with the
+    # databases minidev.zip ships; its questions may also sit flat beside dev's. Its databases
+    # are never looked for among dev's (the mini-dev README allows dev's original databases
+    # for SQLite only; name them with --db-dir)
+    Benchmark.BIRD_MINI_DEV: BirdPaths(
+        (
+            "bird/mini_dev/mini_dev_{dialect}.json",
+            "bird/MINIDEV/mini_dev_{dialect}.json",
+            "bird/mini_dev_{dialect}.json",
+        ),
+        ("bird/mini_dev/dev_databases", "bird/MINIDEV/dev_databases"),
+    ),
+    Benchmark.BIRD_TRAIN: BirdPaths(
+        ("bird/train/train.json", "bird/train.json"),
+        (
+            "bird/train/train_databases",
+            "bird/train/train_databases/train_databases",
+            "bird/train_databases",
+        ),
+    ),
+}
+
+
+def _bird(name: Benchmark, title: str, **declared: object) -> BenchmarkSpec:
+    paths = BIRD_PATHS[name]
+    return BenchmarkSpec(
+        name=name,
+        family=Family.BIRD,
+        title=title,
+        folder="bird",
+        task_files=paths.question_files(),
+        sqlite_files=tuple(f"{folder}/{{db}}/{{db}}.sqlite" for folder in paths.databases),
+        loader="querybench.tasks.bird:load",
+        writer="querybench.runs.outputs:score_bird",
+        releases=f"querybench.releases:{name.name}_PARTS",
+        runs_queries="always",
+        **declared,  # type: ignore[arg-type]
+    )
+
+
+SPECS = (
+    _bird(
+        Benchmark.BIRD,
+        "BIRD dev (1,534 questions)",
+        evaluator="querybench.evaluation.bird:evaluate_bird",
+        options="querybench.runs.evaluate_options:BirdOptions",
+        resolver="querybench.runs.eval_locations:dev_locations",
+        layout_options=(("data_dir", None),),
+        command="querybench.commands.eval_execution:bird",
+        on_ray=True,
+    ),
+    _bird(
+        Benchmark.BIRD_MINI_DEV,
+        "BIRD mini-dev (500 questions; SQLite, MySQL, PostgreSQL)",
+        evaluator="querybench.evaluation.bird:evaluate_bird",
+        options="querybench.runs.evaluate_options:MiniDevOptions",
+        layout_options=(("dialect", "sqlite"),),
+        resolver="querybench.runs.eval_locations:mini_dev_locations",
+        command="querybench.commands.eval_execution:bird_mini_dev",
+        on_ray=True,
+    ),
+    _bird(Benchmark.BIRD_DEV_20251106, "BIRD dev, 2025-11-06 revision"),
+    _bird(Benchmark.BIRD_TRAIN, "BIRD train"),
+)

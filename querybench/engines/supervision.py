@@ -1,0 +1,71 @@
+"""The contract of every child process that runs untrusted execution, said once.
+
+Two supervisors drive such children: `engines/isolated.py`'s `QueryProcess` (a request per
+message: the pool, `run_one`, the agents, the DuckDB answers of `evaluation/database_answer.py`)
+and the RL reward's `envs/reward_workers.py` + `envs/reward_child.py` (a batch per message, a
+deadline per step written into shared bytes, so no rows cross the pipe). They differ in how
+work is framed, never in what a child may do or how it is stopped:
+
+* **The parent holds the deadline.** A request (or a reward's step) that has not answered
+  `GRACE_S` past its deadline gets its child killed; its item's outcome is `past_timeout`
+  (the rest of a batch goes to a fresh child). An engine's own interrupt may stop a query
+  sooner; nothing inside the child is trusted to stop it.
+* **Opening is bounded too**, by `OPEN_TIMEOUT_S`: no engine has an open timeout of its own.
+* **The child's environment is `query_environment()`**: the parent's without API keys,
+  tokens and passwords (the engines' own password variables kept).
+* **Databases are opened only through `engines.connect`**: read-only, one statement per
+  query, results capped in rows and bytes, DuckDB with external access off and its
+  configuration locked.
+* **A child that ends is said so in one way** (`exit_reason`), and the parent kills every
+  child it started before it stops waiting for it (Ctrl-C, an exception).
+
+Ctrl-C is the one designed difference: a `QueryProcess` child dies of the terminal's SIGINT
+(unless its parent ignores it), a reward child ignores it (its trainer decides when it ends).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+from querybench.engines.registry import ENGINES
+from querybench.errors import QueryTimeout
+
+# How long past its deadline a request may take to stop by itself (and hand its rows over)
+# before its child is killed.
+GRACE_S = 0.5
+# Opening a database has no timeout of its own; a child that takes longer is killed.
+OPEN_TIMEOUT_S = 120.0
+
+# Names of model-service and other API secrets, which a process running a model's SQL never
+# needs (a key, a token, a password: OPENAI_KEY and SMTP_PASSWORD as much as OPENAI_API_KEY).
+_SECRET_NAME = re.compile(
+    r"(API_?KEY|_KEY$|_TOKEN|SECRET|ACCESS_KEY|PASSWORD|PASSWD|_PWD$)", re.IGNORECASE
+)
+
+
+def query_environment(environ: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment for a process that runs a model's SQL: the parent's, without its API
+    keys, tokens and secrets (OPENAI_API_KEY, HF_TOKEN, ...), keeping what the engines read
+    (their password variables, SNOWFLAKE_*, GOOGLE_APPLICATION_CREDENTIALS)."""
+    keep = {spec.password_env for spec in ENGINES.values() if spec.password_env}
+    source = dict(os.environ if environ is None else environ)
+    return {
+        name: value
+        for name, value in source.items()
+        if name in keep or name.startswith("SNOWFLAKE_") or not _SECRET_NAME.search(name)
+    }
+
+
+def past_timeout(timeout: float | None) -> QueryTimeout:
+    """The outcome of a request whose child was killed at its deadline."""
+    return QueryTimeout(f"the query ran past its {timeout}s timeout and was stopped")
+
+
+def exit_reason(code: int | None) -> str:
+    """A child's end in words, from its exit code (negative: the signal that ended it)."""
+    if code is None:
+        return "no exit status"
+    if code == -9:
+        return "killed by signal 9, e.g. out of memory"
+    return f"signal {-code}" if code < 0 else f"exit status {code}"
