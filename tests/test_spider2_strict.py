@@ -30,8 +30,13 @@ CASES = [
     ("a,b\n1,x\n2,y\n", "x,y\n1,y\n2,x\n", True, False, True),  # rows must stay rows
     ("a\n1\n", "x,y\n1,1\n", False, False, True),  # each gold column needs its own column
     ("a,b\n1,1\n", "x,y\n1,1\n", False, True, True),
-    ("a\n1000000.5\n", "x\n1000000.0\n", False, True, False),  # rel tol 1e-6 only in strict
-    ("a\n100000000\n", "x\n100000050\n", False, True, False),  # rel tol 1e-6
+    # numbers: never looser than the official math.isclose(abs_tol=1e-2, rel_tol=1e-9)
+    ("a\n1000000.5\n", "x\n1000000.0\n", False, False, False),
+    ("a\n100000000\n", "x\n100000050\n", False, False, False),
+    ("a\n53033035302\n", "x\n53033005302\n", False, False, False),  # a tract id 30,000 off
+    ("a\n39538258\n", "x\n39538223\n", False, False, False),  # a population 0.9 ppm off
+    ("a\n10000000000\n", "x\n10000000005\n", False, True, True),  # within rel 1e-9
+    ("a\n1.0049\n", "x\n1.0\n", False, True, True),  # within abs 1e-2
     ("a\nTrue\n", "x\n1\n", False, False, True),  # booleans are not numbers
     ("a,b\nc,3\na,1\n", "x,y\n1,a\n3,c\n", True, True, True),
     ("a\n1\n1\n2\n", "x\n1\n2\n2\n", True, False, False),  # multisets, not sets

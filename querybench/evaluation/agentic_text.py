@@ -100,10 +100,44 @@ def _strict_pattern(item: str) -> re.Pattern[str]:
     return re.compile(head + body + tail)
 
 
+def _shape(text: str) -> str:
+    """A value's shape: each digit `9`, each capital `A`, each other letter `a`, the rest as
+    written ("G06F" is "A99A", "357" is "999")."""
+    return "".join(
+        "9" if c.isdigit() else ("A" if c.isupper() else "a") if c.isalpha() else c for c in text
+    )
+
+
+def _distinctive(shape: str) -> bool:
+    """A shape that prose rarely takes by chance: one holding a digit or two capitals (a
+    number, an id, a code such as "G06F" or "MO"). A word's shape ("Aaaaaaa") is shared by
+    the words around it, so a word gold has no hedge check (see `strict_string_match`)."""
+    return "9" in shape or shape.count("A") >= 2
+
+
+def _shaped_values(text: str, shape: str) -> set[str]:
+    """The case-folded values in `text` of the given shape, as whole tokens."""
+    body = "".join(r"\d" if c == "9" else r"[^\W\d_]" if c in "Aa" else re.escape(c) for c in shape)
+    head = r"(?<![\w.,])" if re.match(r"[9Aa]", shape) else ""
+    tail = r"(?![\w]|[.,]\d)" if re.search(r"[9Aa]$", shape) else ""
+    return {m.casefold() for m in re.findall(head + body + tail, text) if _shape(m) == shape}
+
+
+def _hedged_values(pred: str, golds: Sequence[str]) -> list[str]:
+    """Values the answer states beside the gold's, of a gold's own distinctive shape: an
+    answer listing every candidate ("1, 2, ..., 1000" for "357", forty IPC codes for
+    "G06F") states more than one value."""
+    wanted = {item.casefold() for item in golds}
+    shapes = {s for s in (_shape(item.strip()) for item in golds) if _distinctive(s)}
+    found = set().union(*(_shaped_values(pred, s) for s in shapes)) if shapes else set()
+    return sorted(found - wanted)
+
+
 def strict_string_match(
     pred: str, gold: object, conj: str = "or", exclude: Sequence[str] = ()
 ) -> Verdict:
-    """`string_match` with whole-token matching; same inputs.
+    """`string_match` with whole-token matching, where an answer states one value; same
+    inputs.
 
     Official flaws fixed here:
 
@@ -116,7 +150,13 @@ def strict_string_match(
     * an empty gold list passes every answer under `conj="and"` (vacuous `all`), and an empty
       string in `gold` or `exclude` matches every answer. Strict reports these as `gold_error`;
     * a bare string given as `exclude` is taken character by character; strict takes it as one
-      excluded string.
+      excluded string;
+    * an answer that lists every candidate contains the gold, so it passes: "357" is found in
+      "1, 2, ..., 1000", "G06F" among forty IPC codes. Strict reads the values of the gold's
+      own shape in the answer (a number's digits, a code's capitals and digits: `_shape`) and
+      fails an answer stating any such value that is no gold value, as `strict_number_match`
+      fails an answer with more than one number. A word gold ("Bentley") is not checked so:
+      its shape is common in prose, and a hedge of names goes undetected (known, kept).
     """
     try:
         golds = _official_strings(gold)
@@ -138,6 +178,13 @@ def strict_string_match(
     if conj == "and" and not all(found):
         missing = golds[found.index(False)]
         return Verdict.fail(ErrorCode.WRONG_RESULT, f"gold string {missing!r} not found")
+    hedged = _hedged_values(pred, golds)
+    if hedged:
+        return Verdict.fail(
+            ErrorCode.WRONG_RESULT,
+            f"the answer states {len(hedged)} other value(s) of the gold's kind "
+            f"(e.g. {hedged[0]!r}): a strict answer states one value",
+        )
     return Verdict.ok()
 
 

@@ -176,7 +176,7 @@ class _Pair:
             _number_keys(p_col.values, True, signed_zero=False),
         ):
             return True
-        if _no_pairing(g_col.values, p_col.values, strict.REL_TOL, missing_is_zero=False):
+        if _no_pairing(g_col.values, p_col.values, official.REL_TOL, missing_is_zero=False):
             return False
         return self._strict_sorted([g], [p])  # one column: the sorted pairing decides
 

@@ -3,8 +3,10 @@
 Differences from the official comparison, each a flaw it fixes:
 
 * a missing cell equals only a missing cell (officially missing becomes 0, so NULL == 0);
-* numbers compare with a relative tolerance as well (`rel_tol=1e-6, abs_tol=1e-2`), booleans are
-  not numbers, and everything else compares by `str()`;
+* numbers compare exactly as the official compares them (`official.isclose`: `math.isclose`
+  with `abs_tol=1e-2` and its default `rel_tol=1e-9`), never more loosely, so a strict pass is
+  never an official numeric failure; booleans are not numbers, and everything else compares
+  by `str()`;
 * each gold column needs its *own* predicted column (officially one predicted column may
   satisfy several gold columns);
 * rows must match as whole rows: as a multiset (a one-to-one pairing) when order is ignored,
@@ -28,9 +30,7 @@ import numpy.typing as npt
 import pandas as pd
 
 from querybench.evaluation.result_csv import column_arrays
-
-ABS_TOL = 1e-2
-REL_TOL = 1e-6
+from querybench.evaluation.spider2_official import ABS_TOL, REL_TOL, isclose  # never exceeded
 
 MISSING, NUMBER, TEXT, BIG_INT = 0, 1, 2, 3  # BIG_INT: an int no float64 holds, as its digits
 _MAX_ASSIGNMENTS = 20_000
@@ -120,12 +120,7 @@ def cells_equal(
 ) -> npt.NDArray[np.bool_]:
     """Elementwise equality of a[ia] and b[ib] under the strict cell rule."""
     ka, kb = a.kind[ia], b.kind[ib]
-    na, nb = a.num[ia], b.num[ib]
-    with np.errstate(invalid="ignore", over="ignore"):
-        diff = np.abs(na - nb)
-        bound = np.maximum(REL_TOL * np.maximum(np.abs(na), np.abs(nb)), ABS_TOL)
-        # An infinity equals only itself: its bound would be infinite too.
-        close = (na == nb) | (np.isfinite(diff) & (diff <= bound))
+    close = isclose(a.num[ia], b.num[ib])  # an infinity equals only itself there too
     same_text = a.text[ia] == b.text[ib]
     equal: npt.NDArray[np.bool_] = (ka == kb) & (
         (ka == MISSING) | ((ka == NUMBER) & close) | ((ka >= TEXT) & same_text)
