@@ -86,16 +86,21 @@ def test_context_runnable(shared: Path) -> None:
     assert f"{blocked} cannot run here: {split.blocked[blocked].message}" in refused.output
 
 
-@pytest.fixture
-def spider1_data(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A data root with Spider 1.0's dev.json, dev_gold.sql and one of its two databases."""
-    root = tmp_path / "data"
-    db = root / "spider1" / "database" / "shop" / "shop.sqlite"
+def _shop(folder: Path) -> None:
+    """`folder/shop/shop.sqlite` with a table t of two rows."""
+    db = folder / "shop" / "shop.sqlite"
     db.parent.mkdir(parents=True)
     con = sqlite3.connect(db)
     con.executescript("CREATE TABLE t (x INTEGER); INSERT INTO t VALUES (1), (2);")
     con.commit()
     con.close()
+
+
+@pytest.fixture
+def spider1_data(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A data root with Spider 1.0's dev.json, dev_gold.sql and one of its two databases."""
+    root = tmp_path / "data"
+    _shop(root / "spider1" / "database")
     entries = [
         {"db_id": "shop", "query": "SELECT count(*) FROM t", "question": "How many?"},
         {"db_id": "gone", "query": "SELECT 1", "question": "No database?"},
@@ -148,12 +153,7 @@ def test_eval_bird_finds_questions_and_databases_in_the_data(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     root = tmp_path / "data"
-    db = root / "bird" / "dev_databases" / "shop" / "shop.sqlite"
-    db.parent.mkdir(parents=True)
-    con = sqlite3.connect(db)
-    con.executescript("CREATE TABLE t (x INTEGER); INSERT INTO t VALUES (1), (2);")
-    con.commit()
-    con.close()
+    _shop(root / "bird" / "dev_databases")
     questions = [
         {"question_id": 0, "db_id": "shop", "question": "n?", "SQL": "SELECT count(*) FROM t"},
         {"question_id": 1, "db_id": "gone", "question": "?", "SQL": "SELECT 1"},
