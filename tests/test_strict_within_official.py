@@ -262,6 +262,22 @@ def test_generated_tables(case: tuple[str, str, EvalSpec, str]) -> None:
         assert text_sorted, (pred, gold, spec, variant)
 
 
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(table_cases())
+def test_generated_tables_of_the_dbt_and_agentic_scorer(
+    case: tuple[str, str, EvalSpec, str],
+) -> None:
+    from querybench.evaluation import agentic_compare as agentic
+
+    pred, gold, spec, _ = case
+    p, g = _frame(pred), _frame(gold)
+    strict = agentic.strict_compare(
+        agentic.strict_columns(p), agentic.strict_columns(g), spec.ignore_order
+    )
+    if strict is None and agentic.official_compare(p, g, [], spec.ignore_order) is not None:
+        assert spec.ignore_order and _sorted_as_numbers(p, g, None), (pred, gold, spec)
+
+
 def test_the_strict_corpus_passes_only_what_the_official_passes() -> None:
     for pred, gold, ignore_order, strict, official in TABLE_CASES:
         assert not (strict and official is False), (pred, gold)
