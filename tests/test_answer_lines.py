@@ -6,7 +6,6 @@ answer (a Spider 1.0 line, a BIRD entry) is that instance's `too_large`."""
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -28,6 +27,7 @@ from querybench.tasks.input_files import text_lines
 from tests.openai_server import Reply, ScriptedServer
 from tests.test_bird import _official, _tiny_files, _write
 from tests.test_cli import _toy_db
+from tests.test_run_harness import shop_data
 
 # Every character `str.splitlines` ends a line at that text-mode `readlines()` does not.
 SPLITLINES_ONLY = ["\x0b", "\x0c", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2029"]
@@ -141,19 +141,7 @@ EARNED = [0.0, 0.0, 1.0, 1.0, 1.0, 0.0]
 
 @pytest.fixture()
 def data(tmp_path: Path) -> Path:
-    root = tmp_path / "data"
-    db = root / "spider1" / "shop" / "shop.sqlite"
-    db.parent.mkdir(parents=True)
-    con = sqlite3.connect(db)
-    con.executescript(
-        "CREATE TABLE items (id INTEGER PRIMARY KEY, name TEXT, price REAL);"
-        "INSERT INTO items VALUES (1, 'pen', 3), (2, 'book', 12.5), (3, 'cup', 4);"
-    )
-    con.commit()
-    con.close()
-    entries = [{"db_id": "shop", "query": q, "question": text} for text, q in QUESTIONS]
-    (root / "spider1" / "dev.json").write_text(json.dumps(entries), encoding="utf-8")
-    return root
+    return shop_data(tmp_path / "data", QUESTIONS)
 
 
 def _answering(body: dict[str, Any]) -> Reply:

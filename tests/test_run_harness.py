@@ -46,7 +46,15 @@ FAST = RetryPolicy(max_retries=4, base=0.01, max_delay=0.05)
 def data(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A data root holding spider1/dev.json and spider1/shop/shop.sqlite."""
     monkeypatch.setenv("QUERYBENCH_CACHE", str(tmp_path / "cache"))
-    root = tmp_path / "data"
+    root = shop_data(tmp_path / "data", QUESTIONS)
+    entries = json.loads((root / "spider1" / "dev.json").read_text(encoding="utf-8"))
+    entries.append({"db_id": "absent", "query": "SELECT 1", "question": "No database?"})
+    (root / "spider1" / "dev.json").write_text(json.dumps(entries), encoding="utf-8")
+    return root
+
+
+def shop_data(root: Path, questions: list[tuple[str, str]]) -> Path:
+    """`root` holding spider1/shop/shop.sqlite and spider1/dev.json of (question, SQL) pairs."""
     db = root / "spider1" / "shop" / "shop.sqlite"
     db.parent.mkdir(parents=True)
     con = sqlite3.connect(db)
@@ -58,8 +66,7 @@ def data(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     )
     con.commit()
     con.close()
-    entries = [{"db_id": "shop", "query": q, "question": text} for text, q in QUESTIONS]
-    entries.append({"db_id": "absent", "query": "SELECT 1", "question": "No database?"})
+    entries = [{"db_id": "shop", "query": q, "question": text} for text, q in questions]
     (root / "spider1" / "dev.json").write_text(json.dumps(entries), encoding="utf-8")
     return root
 
