@@ -149,13 +149,15 @@ def test_a_results_file_without_its_manifest_exits_two(tmp_path: Path) -> None:
 
 
 def test_a_run_folder_is_reproduced_and_a_changed_prediction_named(tmp_path: Path) -> None:
-    from querybench.runs.config import RunConfig
+    from querybench.runs.config import RunConfig, Selection
     from querybench.runs.runner import run
     from tests.methods_fixture import make_data
 
     data = make_data(tmp_path / "data")
     out = tmp_path / "run"
-    outcome = run(RunConfig("spider1", "zero-shot", "oracle", out=out, data_dir=data))
+    outcome = run(
+        RunConfig("spider1", "zero-shot", "oracle", out=out, selection=Selection(data_dir=data))
+    )
     assert outcome.results and (out / "manifest.json").is_file()
     manifest: dict[str, Any] = read_json(out / "manifest.json")
     assert manifest["kind"] == "run" and manifest["run"]["config"]["model"] == "oracle"

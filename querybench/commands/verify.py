@@ -14,8 +14,8 @@ def verify(
     path: Annotated[
         Path,
         typer.Argument(
-            help="A results file with its <file>.manifest.json beside it (`eval --output`), "
-            "or a run folder (`run --out`)."
+            help="A results file FILE with its FILE.manifest.json beside it "
+            "(`eval --output FILE`), or a run folder (`run --out`)."
         ),
     ],
 ) -> None:

@@ -110,7 +110,8 @@ def blocker(task: Task, where: Path | Roots | None = None) -> Blocker | None:
         return Blocker(
             "DBT tasks lack their start database",
             "querybench data fetch spider2-dbt",
-            f"no start database in the DBT project of {task.instance_id}",
+            f"no start database in the DBT project of {task.instance_id}: "
+            f"{task.db}.duckdb is not here (querybench data fetch spider2-dbt)",
         )
     return Blocker(
         f"{task.engine} tasks need their data on a local {task.engine} server",
