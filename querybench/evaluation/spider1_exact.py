@@ -148,7 +148,8 @@ def score_exact(
 
 def _rebuild(schema: SpiderSchema, foreign_keys: ForeignKeys, sql: SpiderSql) -> SpiderSql:
     prefixes = {t.target[:-2] for t in sql.tables if isinstance(t.target, str)}
-    valid = {v for v in schema.ids.values() if "." in v and v[: v.index(".")] in prefixes}
+    by_prefix = schema.column_ids_by_prefix
+    valid: set[str] = set().union(*(by_prefix.get(p, ()) for p in prefixes))
     return _rebuild_columns(_mask_values(sql), valid, foreign_keys)
 
 

@@ -150,6 +150,11 @@ class SpiderSchema:
 
     tables: Mapping[str, tuple[str, ...]]
     ids: Mapping[str, str] = field(init=False, repr=False, compare=False)
+    # "__table" -> the column ids whose text before the first "." is that (the official
+    # `build_valid_col_units` matches a FROM table's id against exactly this)
+    column_ids_by_prefix: Mapping[str, frozenset[str]] = field(
+        init=False, repr=False, compare=False
+    )
 
     def __post_init__(self) -> None:
         ids = {"*": "__all__"}
@@ -157,6 +162,12 @@ class SpiderSchema:
             ids |= {f"{table}.{c}": f"__{table}.{c}__" for c in columns}
         ids |= {table: f"__{table}__" for table in self.tables}
         object.__setattr__(self, "ids", ids)
+        by_prefix: dict[str, set[str]] = {}
+        for value in ids.values():
+            if "." in value:
+                by_prefix.setdefault(value[: value.index(".")], set()).add(value)
+        frozen = {k: frozenset(v) for k, v in by_prefix.items()}
+        object.__setattr__(self, "column_ids_by_prefix", frozen)
 
     @classmethod
     def of(cls, tables: Mapping[str, list[str] | tuple[str, ...]]) -> SpiderSchema:

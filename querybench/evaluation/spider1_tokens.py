@@ -251,45 +251,50 @@ _AFTER_BREAK = re.compile(r"(?:[?!)\";}\]\*:@\'\({\[])|\s+\S")
 _NUMBER = re.compile(r"^-?[\.,]?\d[\d,\.-]*\.?$")
 _INITIAL = re.compile(r"^[^\W\d]\.$")
 
-# NLTKWordTokenizer's rules that can match once strings are hidden, in its order.
-_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
-    (re.compile("([\u00ab\u201c\u2018\u201e]|[`]+)"), r" \1 "),
-    (re.compile(r'([^\.])(\.)([\]\)}>"\'' "\u00bb\u201d\u2019 " r"]*+)\s*$"), r"\1 \2 \3 "),
-    (re.compile(r"([:,])([^\d])"), r" \1 \2"),
-    (re.compile(r"([:,])$"), r" \1 "),
-    (re.compile(r"\.{2,}"), r" \g<0> "),
-    (re.compile(r"[;@#$%&]"), r" \g<0> "),
-    (re.compile(r"[\u2012-\u2015]"), r" \g<0> "),
-    (re.compile(r'([^\.])(\.)([\]\)}>"\']*)\s*$'), r"\1 \2\3 "),
-    (re.compile(r"[?!]"), r" \g<0> "),
-    (re.compile(r"([^'])' "), r"\1 ' "),
-    (re.compile(r"[*]"), r" \g<0> "),
-    (re.compile(r"[\]\[\(\)\{\}\<\>]"), r" \g<0> "),
-    (re.compile(r"--"), r" -- "),
+# NLTKWordTokenizer's rules that can match once strings are hidden, in its order, each with the
+# characters without which it cannot match (the rule is skipped on text that has none of them).
+_RULES: tuple[tuple[re.Pattern[str], str, str], ...] = (
+    (re.compile("([\u00ab\u201c\u2018\u201e]|[`]+)"), r" \1 ", "\u00ab\u201c\u2018\u201e`"),
+    (re.compile(r'([^\.])(\.)([\]\)}>"\'' "\u00bb\u201d\u2019 " r"]*+)\s*$"), r"\1 \2 \3 ", "."),
+    (re.compile(r"([:,])([^\d])"), r" \1 \2", ":,"),
+    (re.compile(r"([:,])$"), r" \1 ", ":,"),
+    (re.compile(r"\.{2,}"), r" \g<0> ", "."),
+    (re.compile(r"[;@#$%&]"), r" \g<0> ", ";@#$%&"),
+    (re.compile(r"[\u2012-\u2015]"), r" \g<0> ", "\u2012\u2013\u2014\u2015"),
+    (re.compile(r'([^\.])(\.)([\]\)}>"\']*)\s*$'), r"\1 \2\3 ", "."),
+    (re.compile(r"[?!]"), r" \g<0> ", "?!"),
+    (re.compile(r"([^'])' "), r"\1 ' ", "'"),
+    (re.compile(r"[*]"), r" \g<0> ", "*"),
+    (re.compile(r"[\]\[\(\)\{\}\<\>]"), r" \g<0> ", "[](){}<>"),
+    (re.compile(r"--"), r" -- ", "-"),
 )
-_SPACED = (
-    (re.compile("([\u00bb\u201d\u2019])"), r" \1 "),
-    (re.compile(r"''"), " '' "),
-    (re.compile(r'"'), " '' "),
-    (re.compile(r"\s+"), " "),
-    (re.compile(r"([^' ])('[sS]|'[mM]|'[dD]|') "), r"\1 \2 "),
-    (re.compile(r"([^' ])('ll|'LL|'re|'RE|'ve|'VE|n't|N'T) "), r"\1 \2 "),
+# Its ending rules: quotes and clitics (whitespace is collapsed only for the clitic rules, the
+# only ones that read a space), then the contractions, each with the text that triggers it.
+_SPACED: tuple[tuple[re.Pattern[str], str, str], ...] = (
+    (re.compile("([\u00bb\u201d\u2019])"), r" \1 ", "\u00bb\u201d\u2019"),
+    (re.compile(r"''"), " '' ", "'"),
+    (re.compile(r'"'), " '' ", '"'),
+    (re.compile(r"\s+"), " ", "'"),
+    (re.compile(r"([^' ])('[sS]|'[mM]|'[dD]|') "), r"\1 \2 ", "'"),
+    (re.compile(r"([^' ])('ll|'LL|'re|'RE|'ve|'VE|n't|N'T) "), r"\1 \2 ", "'"),
 )
 _CONTRACTIONS = tuple(
-    re.compile(p)
-    for p in (
-        r"(?i)\b(can)(?#X)(not)\b",
-        r"(?i)\b(d)(?#X)('ye)\b",
-        r"(?i)\b(gim)(?#X)(me)\b",
-        r"(?i)\b(gon)(?#X)(na)\b",
-        r"(?i)\b(got)(?#X)(ta)\b",
-        r"(?i)\b(lem)(?#X)(me)\b",
-        r"(?i)\b(more)(?#X)('n)\b",
-        r"(?i)\b(wan)(?#X)(na)(?=\s)",
-        r"(?i) ('t)(?#X)(is)\b",
-        r"(?i) ('t)(?#X)(was)\b",
+    (re.compile(pattern), trigger)
+    for pattern, trigger in (
+        (r"(?i)\b(can)(?#X)(not)\b", "cannot"),
+        (r"(?i)\b(d)(?#X)('ye)\b", "d'ye"),
+        (r"(?i)\b(gim)(?#X)(me)\b", "gimme"),
+        (r"(?i)\b(gon)(?#X)(na)\b", "gonna"),
+        (r"(?i)\b(got)(?#X)(ta)\b", "gotta"),
+        (r"(?i)\b(lem)(?#X)(me)\b", "lemme"),
+        (r"(?i)\b(more)(?#X)('n)\b", "more'n"),
+        (r"(?i)\b(wan)(?#X)(na)(?=\s)", "wanna"),
+        (r"(?i) ('t)(?#X)(is)\b", "'tis"),
+        (r"(?i) ('t)(?#X)(was)\b", "'twas"),
     )
 )
+# A token ending in one period before a context where Punkt may end a sentence.
+_PERIOD_CANDIDATE = re.compile(r"[^.\s]\.(?=[?!)\";}\]\*:@\'\({\[]|\s+\S)")
 
 
 def tokenize_sql(sql: str) -> list[str]:
@@ -314,16 +319,20 @@ def tokenize_sql(sql: str) -> list[str]:
 
 def _finish(text: str) -> list[str]:
     text = " " + text + " "
-    for regexp, substitution in _SPACED:
-        text = regexp.sub(substitution, text)
-    for regexp in _CONTRACTIONS:
-        text = regexp.sub(r" \1 \2 ", text)
+    for regexp, substitution, triggers in _SPACED:
+        if any(c in text for c in triggers):
+            text = regexp.sub(substitution, text)
+    lower = text.lower()
+    for regexp, trigger in _CONTRACTIONS:
+        if trigger in lower:
+            text = regexp.sub(r" \1 \2 ", text)
     return text.split()
 
 
 def _tokenize_sentence(text: str) -> str:
-    for regexp, substitution in _RULES:
-        text = regexp.sub(substitution, text)
+    for regexp, substitution, triggers in _RULES:
+        if any(c in text for c in triggers):
+            text = regexp.sub(substitution, text)
     return text
 
 
@@ -334,6 +343,8 @@ def word_tokenize(text: str) -> list[str]:
 
 def punkt_sentences(text: str) -> list[str]:
     """The text cut where Punkt ends a sentence (each piece stripped, as Punkt's are)."""
+    if not _PERIOD_CANDIDATE.search(text):
+        return [text.strip()] if text.strip() else []
     words = list(_PUNKT_WORD.finditer(text))
     cuts: list[int] = []
     for here, after in itertools.pairwise(words):
