@@ -86,6 +86,7 @@ ALLOWED_BRANCHES: dict[str, int] = {
     "agent/oracle.py": 1,
     "commands/audit.py": 2,
     "context/resolve.py": 1,
+    "data_status.py": 1,
     "envs/tasks.py": 3,
     "evaluation/spider2.py": 1,
     "methods/spider_agent.py": 2,
