@@ -169,7 +169,7 @@ def test_the_docs_a_newcomer_reads_hold_together() -> None:
     # every markdown file the docs and the README name is in the repository
     for page in [ROOT / "README.md", *docs.glob("*.md")]:
         for name in re.findall(r"`([A-Za-z_/.-]+\.md)`", page.read_text(encoding="utf-8")):
-            top_level = "/" not in name and name.removesuffix(".md").isupper()  # DEVELOPERS.md
+            top_level = "/" not in name and name.removesuffix(".md").isupper()  # e.g. README.md
             if top_level or name.startswith(("environments/", "docs/")):
                 assert (ROOT / name).is_file() or (docs / name).is_file(), (page.name, name)
     # a Ray head with token auth: the joining node needs RAY_AUTH_MODE=token
