@@ -152,7 +152,16 @@ def test_eval_spider1_refuses_a_predictions_file_hard_linked_to_the_gold(tmp_pat
     sqlite3.connect(db / "shop.sqlite").close()
     out = runner.invoke(
         app,
-        ["eval", "spider1", "--predictions", str(pred), "--gold", str(gold), "--db-dir", str(db.parent)],
+        [
+            "eval",
+            "spider1",
+            "--predictions",
+            str(pred),
+            "--gold",
+            str(gold),
+            "--db-dir",
+            str(db.parent),
+        ],
     )
     assert out.exit_code == 2, out.output
     assert "hard link" in out.output, out.output

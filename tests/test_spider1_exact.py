@@ -327,10 +327,12 @@ def test_a_prediction_past_the_parse_bound_is_scored_empty_with_its_reason(tail:
 @pytest.mark.parametrize(
     "nest",
     [
-        lambda n: "SELECT name FROM singer WHERE age IN "
-        + "(SELECT age FROM singer WHERE age IN " * n
-        + "(1)"
-        + ")" * n,
+        lambda n: (
+            "SELECT name FROM singer WHERE age IN "
+            + "(SELECT age FROM singer WHERE age IN " * n
+            + "(1)"
+            + ")" * n
+        ),
         lambda n: "SELECT * FROM " + "(SELECT * FROM " * n + "singer" + ")" * n,
         lambda n: " UNION ".join(["SELECT age FROM singer"] * n),
     ],

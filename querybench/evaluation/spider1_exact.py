@@ -141,9 +141,12 @@ def score_exact(
     hardness = spider1_hardness(gold.to_json())
     reason = None
     if len(pred_sql) > MAX_PARSED_CHARS:
-        pred, reason = EMPTY_SQL, (
-            f"the prediction is {len(pred_sql):,} characters, past the exact-match bound of "
-            f"{MAX_PARSED_CHARS:,}: not parsed, scored as the empty query"
+        pred, reason = (
+            EMPTY_SQL,
+            (
+                f"the prediction is {len(pred_sql):,} characters, past the exact-match bound of "
+                f"{MAX_PARSED_CHARS:,}: not parsed, scored as the empty query"
+            ),
         )
     else:
         try:
