@@ -416,6 +416,7 @@ def test_streamed_match_is_the_bird_set_rule(
     batches = [answer[i : i + batch] for i in range(0, len(answer), batch)]
     streamed = bird_stream_match(gold, batches)
     assert streamed.matched is matched is bird_result_match(gold, answer)
+    assert streamed.gold_distinct == len(set(gold))
     assert streamed.trivial is is_trivial_result(answer)
     whole = execution_match(Result(("a",), gold), Result(("a",), answer))
     by_stream = execution_match(Result(("a",), gold), streamed)
@@ -424,6 +425,9 @@ def test_streamed_match_is_the_bird_set_rule(
         whole.verdict.error,
         whole.metrics,
     )
+    if not matched:  # both name the gold's distinct rows alike
+        assert f"gold {len(set(gold))} distinct rows" in (by_stream.verdict.message or "")
+        assert f"gold {len(set(gold))} distinct rows" in (whole.verdict.message or "")
 
 
 def test_streamed_trivial_reads_on_only_while_the_rows_repeat_one_value() -> None:

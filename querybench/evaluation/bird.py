@@ -106,12 +106,15 @@ class StreamedMatch:
     """What comparing a prediction's rows batch by batch against the gold set found.
 
     `rows_read` counts the rows compared: the comparison stops at the first row that is not a
-    gold row, so a huge wrong result is never read to its end.
+    gold row, so a huge wrong result is never read to its end. `gold_distinct` is the number
+    of distinct gold rows, known from the gold set the comparison used (a verdict that names it
+    does not build that set again for every wrong answer).
     """
 
     matched: bool
     trivial: bool
     rows_read: int
+    gold_distinct: int
 
 
 def bird_stream_match(
@@ -140,8 +143,8 @@ def bird_stream_match(
             if row not in gold:
                 seen.update(batch[:index])
                 rest = _trivial_rest(seen, batch[index:], iterator)
-                return StreamedMatch(False, rest, read + index + 1)
-    return StreamedMatch(len(seen) == len(gold), is_trivial_result(seen), read)
+                return StreamedMatch(False, rest, read + index + 1, len(gold))
+    return StreamedMatch(len(seen) == len(gold), is_trivial_result(seen), read, len(gold))
 
 
 def _trivial_rest(seen: set[Row], batch: Sequence[Row], rest: Iterable[Sequence[Row]]) -> bool:
@@ -177,7 +180,7 @@ def bird_verdict(
         # streamed: the prediction's first foreign row stopped the read, its size is unknown
         return Verdict.fail(
             ErrorCode.WRONG_RESULT,
-            f"different row sets: gold {len(set(gold.rows))} distinct rows, "
+            f"different row sets: gold {pred.gold_distinct} distinct rows, "
             f"prediction differs by row {pred.rows_read}",
             VerdictDetail(Difference.WRONG_VALUES),
         )

@@ -332,7 +332,7 @@ def scorer_identity() -> dict[str, Any]:
     of every module of the scoring packages (read from disk)."""
     import pkgutil
 
-    from querybench.evaluation.kept_entries import add_sources
+    from querybench.store import add_sources
 
     modules: list[str] = ["querybench.errors"]
     for package in SCORER_PACKAGES:
