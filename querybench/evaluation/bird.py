@@ -42,7 +42,7 @@ from querybench.evaluation.bird_metrics import (
 )
 from querybench.evaluation.detail import Difference, Shape, VerdictDetail
 from querybench.evaluation.execution import run_gold_and_predictions
-from querybench.evaluation.prediction_file import oversized_answer, whole_file_text
+from querybench.evaluation.prediction_file import PREDICTIONS, oversized_answer, whole_file_text
 from querybench.evaluation.record import InstanceResult, OnResult
 from querybench.evaluation.row_keys import hash_safe
 from querybench.evaluation.sql_extract import extract_sql
@@ -319,7 +319,7 @@ def predictions_by_question(
 def load_bird_predictions(path: str | Path) -> dict[str, object]:
     """The official predictions JSON: an object mapping question_id (or position, see
     `predictions_by_question`) to a prediction string."""
-    return _predictions(_read_text(path, "predictions"), path)
+    return _predictions(_read_text(path, PREDICTIONS), path)
 
 
 def _predictions(text: str, path: str | Path) -> dict[str, object]:
@@ -376,7 +376,7 @@ def evaluate_bird(
     """
     questions_text = _read_text(questions, "questions")
     try:
-        predictions_text = _read_text(predictions, "predictions")
+        predictions_text = _read_text(predictions, PREDICTIONS)
     except DataError:
         _questions(questions_text, questions)  # a malformed questions file is said first
         raise
