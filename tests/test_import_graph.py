@@ -18,7 +18,8 @@ PACKAGE = Path(__file__).resolve().parent.parent / "querybench"
 LAYERS: tuple[frozenset[str], ...] = tuple(
     frozenset(names.split())
     for names in (
-        "errors data benchmarks",  # the foundation: the errors, where data lives, the registry
+        "errors data benchmarks store",  # the foundation: the errors, where data lives, the
+        # registry, the content store
         "declared layout credentials fetch",
         "engines",  # a shared service: every layer above may run SQL
         "tasks",
@@ -45,12 +46,13 @@ DEPENDS: dict[str, frozenset[str]] = {
     for layer, names in {
         "errors": "",
         "data": "",
+        "store": "",
         "benchmarks": "errors",
         "declared": "errors",
         "layout": "benchmarks data",
         "credentials": "data",
         "fetch": "errors",
-        "engines": "credentials errors",
+        "engines": "credentials errors store",
         "tasks": "benchmarks data errors layout engines",
         "releases": "benchmarks errors fetch layout tasks",
         "data_status": "benchmarks credentials data errors layout engines tasks",
@@ -58,11 +60,12 @@ DEPENDS: dict[str, frozenset[str]] = {
         "context": "benchmarks errors layout engines tasks",
         "models": "errors tasks context",
         "agent": "benchmarks declared errors engines tasks context models",
-        "evaluation": "errors layout engines tasks",  # no context, model or agent
+        "evaluation": "errors layout engines tasks store",  # no context, model or agent
         "methods": "benchmarks data declared errors layout engines tasks context models agent "
         "evaluation",
-        "envs": "benchmarks data errors engines tasks context models evaluation methods",
-        "runs": "benchmarks data declared errors layout engines tasks models evaluation methods",
+        "envs": "benchmarks data errors engines tasks context models evaluation methods store",
+        "runs": "benchmarks data declared errors layout engines tasks models evaluation methods "
+        "store",
         "report": "benchmarks data errors engines tasks agent evaluation runs",
         "commands": "benchmarks data declared errors layout engines data_fetch data_status "
         "releases tasks "
