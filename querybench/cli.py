@@ -197,6 +197,22 @@ def _spider1_command(benchmark: str) -> Callable[..., None]:
             Path | None,
             typer.Option(help="Spider's tables.json for em (default: beside --gold or --db-dir)."),
         ] = None,
+        plug_value: Annotated[
+            bool,
+            typer.Option(
+                "--plug_value",
+                help="As the official flag: a prediction also passes when it passes with the "
+                "gold's values plugged into its value slots (for models that predict no values).",
+            ),
+        ] = False,
+        keep_distinct: Annotated[
+            bool,
+            typer.Option(
+                "--keep_distinct",
+                help="As the official flag: keep DISTINCT when executing (by default both queries "
+                "lose it).",
+            ),
+        ] = False,
         runnable: Runnable = False,
     ) -> None:
         eval_run.COMMANDS[benchmark](
@@ -211,6 +227,8 @@ def _spider1_command(benchmark: str) -> Callable[..., None]:
             address=address,
             metrics=metrics,
             tables=tables,
+            plug_value=plug_value,
+            keep_distinct=keep_distinct,
             runnable=runnable,
         )
 
