@@ -278,3 +278,18 @@ def test_report_counts_runnable_here_by_the_same_rule(shared: Path, tmp_path: Pa
     row = next(line for line in report.output.splitlines() if "│ runnable here" in line)
     assert [c.strip() for c in row.split("│") if c.strip()] == ["runnable here", "29"]
     assert status.runnable == 29
+
+
+def test_credentials_alone_do_not_make_a_cloud_task_runnable(
+    shared: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`run` and `eval` run cloud SQL on the emulation only: fixture credentials are reported
+    found, say so, and leave the count as it was."""
+    before = benchmark_status("spider2-lite")
+    for name, value in (("ACCOUNT", "AB12345"), ("USER", "alice"), ("PASSWORD", "pat-token")):
+        monkeypatch.setenv(f"SNOWFLAKE_{name}", value)
+    after = benchmark_status("spider2-lite")
+    found = next(i for i in after.items if i.what == "Snowflake credentials")
+    assert found.state.startswith("found: SNOWFLAKE_* variables")
+    assert "do not make a task runnable" in found.state
+    assert after.runnable == before.runnable
