@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from querybench.errors import SqlParseError, SqlTokenError
 from querybench.evaluation.spider1_exact import (
     PartialScore,
     foreign_key_map,
@@ -14,12 +15,11 @@ from querybench.evaluation.spider1_sql import (
     ColUnit,
     CondUnit,
     SpiderSchema,
-    SqlParseError,
     TableUnit,
     ValUnit,
     parse_spider_sql,
 )
-from querybench.evaluation.spider1_tokens import SqlTokenError, tokenize_sql
+from querybench.evaluation.spider1_tokens import tokenize_sql
 
 SCHEMA = SpiderSchema.of(
     {
