@@ -7,7 +7,7 @@ The official scripts are never vendored: point the script at checkouts of them.
     python -m bench.bench_official --official-spider2 SPIDER2 --official-test-suite TEST_SUITE \\
         --official-bird MINI_DEV --official-python /tmp/official-venv/bin/python \\
         [--works sample,lite,snow,spider1,bird,bird-small] [--rounds 5] \\
-        [--predictions gold|perturbed] [--cold]
+        [--predictions gold|perturbed|fresh] [--cold]
 
 SPIDER2 is a checkout of xlang-ai/Spider2 (`spider2-lite/evaluation_suite/evaluate.py` and the
 `spider2-lite.jsonl` beside it), TEST_SUITE of taoyds/test-suite-sql-eval, MINI_DEV of
@@ -32,6 +32,14 @@ query (its leading SELECT in the other case), so that no prediction is its gold'
 every one runs, as real predictions do; with `gold`, querybench runs a query shared by a gold and
 its prediction once. For lite and snow it changes each CSV one of seven ways (`_perturbed_csvs`:
 rows reversed, a row dropped, a number moved, ...), so that no prediction is a gold file's bytes.
+`--predictions fresh` (lite) is a researcher's repeated work, new predictions against the same
+gold: every round is a new submission of all 547 instances (`_fresh_csvs`: each instance's first
+gold CSV with an extra column of that round's salt, and half of the instances, chosen by the
+salt, wrong by one cell), so that no file's bytes were seen before. Before the rounds
+querybench scores a submission of another salt, so that a warm run's caches hold the gold and
+earlier predictions, never these. Every round both sides' verdicts are compared, instance by
+instance (the official's printed scores against querybench's results file): any difference
+stops the bench.
 `--cold` gives each querybench run an empty cache ($QUERYBENCH_CACHE in a fresh folder: query
 results, parsed gold and prediction CSVs); without it, every run after the first is warm. Besides
 the wall times, each side's CPU seconds (user + system, its child processes included, and on
@@ -48,6 +56,7 @@ stderr and goes on.
 from __future__ import annotations
 
 import argparse
+import ast
 import contextlib
 import csv
 import io
@@ -61,6 +70,7 @@ import sys
 import tempfile
 import time
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -72,12 +82,17 @@ QUERYBENCH = [str(Path(sys.executable).parent / "querybench")]
 
 @dataclass(frozen=True)
 class Work:
-    """One side-by-side timing: the two commands, run in `cwd`."""
+    """One side-by-side timing: the two commands, run in `cwd`. `fresh`, when set, rewrites
+    the predictions for a round (untimed) given its salt, and `check` compares the two sides'
+    verdicts after it (official stdout, querybench's results file); a warm-up round of another
+    salt then precedes the timed ones."""
 
     name: str
     official: list[str]
     ours: list[str]
     cwd: Path
+    fresh: Callable[[str], None] | None = None
+    check: Callable[[str], int] | None = None
 
 
 @dataclass(frozen=True)
@@ -139,25 +154,85 @@ def _perturbed_csvs(folder: Path) -> None:
         path.write_bytes(out.getvalue().encode())
 
 
+def _fresh_csvs(source: Path, into: Path, salt: str) -> None:
+    """`source`'s CSVs written to `into` anew: each with an extra column `salt_<salt>` of
+    per-row salted text, and half of them (by the salt's hash of the name) with one cell
+    changed (the first row's first cell: a number + 1000, else text with `!` appended)."""
+    shutil.rmtree(into, ignore_errors=True)
+    into.mkdir(parents=True)
+    for path in sorted(source.glob("*.csv")):
+        rows = list(csv.reader(io.StringIO(path.read_bytes().decode("utf-8", "replace"))))
+        if not rows:
+            (into / path.name).write_bytes(path.read_bytes())
+            continue
+        head, body = rows[0], rows[1:]
+        head = [*head, f"salt_{salt}"]
+        body = [[*r, f"{salt}-{i}"] for i, r in enumerate(body)]
+        if body and body[0] and zlib.crc32(f"{salt}/{path.name}".encode()) % 2:
+            cell = body[0][0]
+            try:
+                body[0][0] = repr(float(cell) + 1000)
+            except ValueError:
+                body[0][0] = cell + "!"
+        out = io.StringIO()
+        writer = csv.writer(out, lineterminator="\n")
+        writer.writerow(head)
+        writer.writerows(body)
+        (into / path.name).write_bytes(out.getvalue().encode())
+
+
+def _official_scores(stdout: str) -> dict[str, float]:
+    """The `{instance_id: score}` dict the official `evaluate.py` prints."""
+    for line in reversed(stdout.splitlines()):
+        if line.startswith("{") and line.endswith("}"):
+            scores: dict[str, float] = ast.literal_eval(line)
+            return scores
+    raise SystemExit("the official script printed no scores")
+
+
+def _compare_verdicts(official_stdout: str, ours: Path) -> int:
+    """How many instances were compared; stops the bench on any differing verdict."""
+    official = _official_scores(official_stdout)
+    mine = {}
+    for line in ours.read_text().splitlines():
+        row = json.loads(line)
+        mine[row["instance_id"]] = row["official_score"]
+    differ = sorted(i for i in official if float(official[i]) != float(mine.get(i, -1)))
+    if differ:
+        raise SystemExit(f"verdicts differ from the official on {len(differ)}: {differ[:20]}")
+    return len(official)
+
+
 def _spider2_work(
-    name: str, variant: str, official_dir: Path, py: str, tmp: Path, perturb: bool
+    name: str, variant: str, official_dir: Path, py: str, tmp: Path, predictions: str
 ) -> Work:
     root = data_root() / "spider2" / f"spider2-{variant}" / "evaluation_suite"
     gold = root / "gold"
+    fresh = check = None
     if name == "sample":
         preds = root / "example_submission_folder_csv"
     else:
         preds = tmp / f"{name}-pred"
         _first_gold_csvs(gold, preds)
-        if perturb:
+        if predictions == "perturbed":
             _perturbed_csvs(preds)
+        elif predictions == "fresh":
+            base, preds = preds, tmp / f"{name}-fresh"
+            output = tmp / f"{name}.jsonl"
+
+            def fresh(salt: str) -> None:
+                _fresh_csvs(base, preds, salt)
+
+            def check(official_stdout: str) -> int:
+                return _compare_verdicts(official_stdout, output)
+
     script = official_dir / f"spider2-{variant}" / "evaluation_suite" / "evaluate.py"
     official = [py, str(script), "--mode", "exec_result", "--result_dir", str(preds)]
     official += ["--gold_dir", str(gold), "--max_workers", "2"]
     ours = [*QUERYBENCH, "eval", f"spider2-{variant}", "--predictions", str(preds)]
     ours += ["--gold-dir", str(gold), "--output", str(tmp / f"{name}.jsonl")]
     # snow's script opens `../spider2-snow.jsonl` relative to the working directory
-    return Work(name, official, ours, script.parent)
+    return Work(name, official, ours, script.parent, fresh, check)
 
 
 def _perturbed(sql: str) -> str:
@@ -263,8 +338,11 @@ def _reap_orphans() -> None:
         pass
 
 
-def _wall(cmd: list[str], cwd: Path, env: dict[str, str] | None = None) -> tuple[float, float, str]:
-    """Wall seconds, CPU seconds (the process and the children it waited for), error text."""
+def _wall(
+    cmd: list[str], cwd: Path, env: dict[str, str] | None = None
+) -> tuple[float, float, str, str]:
+    """Wall seconds, CPU seconds (the process and the children it waited for), error text,
+    stdout."""
     cpu = _children_cpu()
     start = time.perf_counter()
     proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, check=False, env=env)
@@ -272,7 +350,7 @@ def _wall(cmd: list[str], cwd: Path, env: dict[str, str] | None = None) -> tuple
     _reap_orphans()
     # The Spider 2.0 scripts send stderr to stdout (their TeeOutput): keep both.
     error = (proc.stdout + proc.stderr)[-2000:] if proc.returncode else ""
-    return elapsed, _children_cpu() - cpu, error
+    return elapsed, _children_cpu() - cpu, error, proc.stdout
 
 
 def time_work(work: Work, rounds: int, cold: bool = False) -> Timing:
@@ -281,18 +359,35 @@ def time_work(work: Work, rounds: int, cold: bool = False) -> Timing:
     official_cpu: list[float] = []
     ours_cpu: list[float] = []
     error = ""
-    for _ in range(rounds):
-        seconds, cpu, err = _wall(work.official, work.cwd)
-        official.append(seconds)
-        official_cpu.append(cpu)
-        error = error or err
-        with tempfile.TemporaryDirectory() as cache:
-            env = {**os.environ, "QUERYBENCH_CACHE": cache} if cold else None
-            seconds, cpu, err = _wall(work.ours, work.cwd, env)
-        if err:
-            raise SystemExit(f"querybench failed on {work.name}:\n{err}")
-        ours.append(seconds)
-        ours_cpu.append(cpu)
+    checked = 0
+    with tempfile.TemporaryDirectory() as warm_cache:
+        warm_env = {**os.environ, "QUERYBENCH_CACHE": warm_cache}
+        if work.fresh is not None:  # caches warm from another submission, untimed
+            work.fresh("warmup")
+            if err := _wall(work.ours, work.cwd, warm_env)[2]:
+                raise SystemExit(f"querybench failed on {work.name}:\n{err}")
+        for index in range(rounds):
+            if work.fresh is not None:
+                work.fresh(f"r{index}")
+            seconds, cpu, err, stdout = _wall(work.official, work.cwd)
+            official.append(seconds)
+            official_cpu.append(cpu)
+            error = error or err
+            with tempfile.TemporaryDirectory() as cache:
+                env: dict[str, str] | None = warm_env
+                if cold:
+                    env = {**os.environ, "QUERYBENCH_CACHE": cache}
+                elif work.fresh is None:
+                    env = None  # the user's own cache, as before
+                seconds, cpu, err, _ = _wall(work.ours, work.cwd, env)
+            if err:
+                raise SystemExit(f"querybench failed on {work.name}:\n{err}")
+            ours.append(seconds)
+            ours_cpu.append(cpu)
+            if work.check is not None and not err:
+                checked += work.check(stdout)
+    if checked:
+        print(f"{work.name}: verdicts identical to the official on all {checked}")
     return Timing(work.name, official, ours, error, official_cpu, ours_cpu)
 
 
@@ -306,7 +401,7 @@ def main() -> int:
     parser.add_argument("--official-python", default=sys.executable)
     parser.add_argument("--works", default="sample,lite,snow,spider1,bird")
     parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--predictions", choices=("gold", "perturbed"), default="gold")
+    parser.add_argument("--predictions", choices=("gold", "perturbed", "fresh"), default="gold")
     parser.add_argument("--cold", action="store_true", help="an empty result cache per run")
     args = parser.parse_args()
     _adopt_orphans()
@@ -320,8 +415,9 @@ def main() -> int:
                     print(f"{work}: skipped (no --official-spider2)")
                     continue
                 variant = "snow" if work == "snow" else "lite"
-                perturb = args.predictions == "perturbed"
-                works.append(_spider2_work(work, variant, args.official_spider2, py, tmp, perturb))
+                works.append(
+                    _spider2_work(work, variant, args.official_spider2, py, tmp, args.predictions)
+                )
             elif work == "spider1" or work in BIRD_SIZES:
                 flag, official = (
                     ("test-suite", args.official_test_suite)

@@ -14,6 +14,11 @@ repeated answer once per call. `ascore` runs twice: each answer a task held back
 calls in flight without the semaphore's own cost in this process (Python 3.11's `acquire`
 walks every waiting task: at 2,000 answers about 8 us a call, more with more answers).
 
+`limit` is what the machine allows (`Limit`): each distinct answer's SQL executed once, with
+`fetchall`, on a read-only `sqlite3` connection kept open, in `--workers` processes (as many
+as the reward has), nothing else; every reward row is then given as a share of its rate, on
+the same answers (texts of its own too).
+
 The naive reward is the plain one-thread implementation: for each answer, `sqlite3.connect`,
 execute the gold and the answer, `fetchall` both, compare sets, close (`naive`); `naive-reuse`
 keeps one connection per database open instead, the faster of the two honest variants.
@@ -23,7 +28,8 @@ the figure that holds up on a busy machine. `cold` times a fresh process: a new 
 empty cache scoring the answers once, against the naive reward in a fresh process too.
 
     .venv/bin/python -m bench.bench_reward [--workers 2] [--rounds 3] [--rollouts 256] \
-        [--batch-size 64] [--group 16] [--distinct 4] [--only warm|cold]
+        [--batch-size 64] [--group 16] [--distinct 4] [--only warm|cold] \
+        [--kinds correct,mixed,grouped]
 """
 
 from __future__ import annotations
@@ -32,6 +38,8 @@ import argparse
 import asyncio
 import contextlib
 import json
+import multiprocessing
+import multiprocessing.connection
 import os
 import resource
 import sqlite3
@@ -131,6 +139,75 @@ def naive_reuse(items: Sequence[RewardItem]) -> float:
         for conn in connections.values():
             conn.close()
     return matched
+
+
+class Limit:
+    """The machine's limit for a batch of answers: each distinct answer's SQL executed once
+    (`fetchall`) on a `sqlite3` connection kept open (read-only, one per database), in
+    `workers` processes taking every `workers`-th answer, nothing else (no gold, no
+    comparison, no extraction, no guards). The processes and their connections are started
+    once; a round's SQL texts reach each process before its clock starts, and the span is
+    from the first process's start to the last one's end."""
+
+    def __init__(self, workers: int) -> None:
+        context = multiprocessing.get_context("spawn")
+        self._pipes = []
+        self._processes = []
+        for _ in range(max(1, workers)):
+            ours, theirs = context.Pipe()
+            process = context.Process(target=_limit_worker, args=(theirs,), daemon=True)
+            process.start()
+            theirs.close()
+            self._pipes.append(ours)
+            self._processes.append(process)
+
+    def __call__(self, items: Sequence[RewardItem]) -> Timing:
+        """The rate (distinct answers per second) and CPU (user+sys of the processes)."""
+        distinct = list(dict.fromkeys((str(i.database), _sql(i.completion)) for i in items))
+        count = len(self._pipes)
+        for n, pipe in enumerate(self._pipes):
+            pipe.send(distinct[n::count])
+        for pipe in self._pipes:
+            pipe.recv()  # its texts received and its databases open: ready
+        for pipe in self._pipes:
+            pipe.send(None)
+        spans = [pipe.recv() for pipe in self._pipes]
+        elapsed = max(end for _, end, _ in spans) - min(start for start, _, _ in spans)
+        return {
+            "rate": len(distinct) / elapsed,
+            "cpu": sum(cpu for _, _, cpu in spans),
+            "matched": float("nan"),
+        }
+
+    def close(self) -> None:
+        for pipe in self._pipes:
+            pipe.close()  # the process reads EOF and ends
+        for process in self._processes:
+            process.join(5)
+            if process.is_alive():
+                process.kill()
+
+
+def _limit_worker(pipe: multiprocessing.connection.Connection) -> None:
+    connections: dict[str, sqlite3.Connection] = {}
+    while True:
+        try:
+            work: list[tuple[str, str]] = pipe.recv()
+        except EOFError:
+            return
+        for database, _ in work:
+            if database not in connections:
+                uri = Path(database).resolve().as_uri() + "?mode=ro"
+                connections[database] = sqlite3.connect(uri, uri=True)
+        jobs = [(connections[database], sql) for database, sql in work]
+        pipe.send("ready")
+        pipe.recv()
+        cpu, start = time.process_time(), time.monotonic()
+        for conn, sql in jobs:
+            with contextlib.suppress(sqlite3.Error):
+                conn.execute(sql).fetchall()
+        end = time.monotonic()
+        pipe.send((start, end, time.process_time() - cpu))
 
 
 def tree_cpu() -> float:
@@ -252,12 +329,20 @@ def warm_run(args: argparse.Namespace) -> None:
         "mixed": lambda tag: answers(args.answers, mixed=True, tag=tag),
         "grouped": lambda tag: grouped_answers(args.answers, args.group, args.distinct, tag),
     }
-    for kind, make in kinds.items():
-        with (
-            tempfile.TemporaryDirectory() as cache,
-            SQLReward(workers=args.workers, cache_dir=cache, batch_size=args.batch_size) as reward,
-        ):
-            warm_kind(reward, make, args, kind)
+    limit = Limit(args.workers)
+    try:
+        for kind, make in kinds.items():
+            if kind not in args.kinds.split(","):
+                continue
+            with (
+                tempfile.TemporaryDirectory() as cache,
+                SQLReward(
+                    workers=args.workers, cache_dir=cache, batch_size=args.batch_size
+                ) as reward,
+            ):
+                warm_kind(reward, limit, make, args, kind)
+    finally:
+        limit.close()
 
 
 def repeated_share(items: Sequence[RewardItem]) -> float:
@@ -268,6 +353,7 @@ def repeated_share(items: Sequence[RewardItem]) -> float:
 
 def warm_kind(
     reward: SQLReward,
+    limit: Limit,
     make: Callable[[str], list[RewardItem]],
     args: argparse.Namespace,
     kind: str,
@@ -278,10 +364,12 @@ def warm_kind(
     many = scoring_many(reward)
     items = make("")
     many(items)  # the gold computed and the databases opened before timing
+    limit(make(" limit"))  # its databases opened
     rounds: dict[str, list[Timing]] = {
-        "naive": [], "reuse": [], "many": [], "ascore": [], "looped": []
+        "naive": [], "reuse": [], "many": [], "ascore": [], "looped": [], "limit": []
     }  # fmt: skip
     for r in range(args.rounds):
+        rounds["limit"].append(limit(make(f" {r}f")))
         rounds["naive"].append(timed(naive, make(f" {r}a")))
         rounds["many"].append(timed(many, make(f" {r}b")))
         rounds["reuse"].append(timed(naive_reuse, make(f" {r}c")))
@@ -297,10 +385,17 @@ def warm_kind(
     row("score_many", best(rounds["many"]), plain, reuse)
     row(f"ascore x{args.rollouts}", best(rounds["ascore"]), plain, reuse)
     row(f"ascore x{args.rollouts}, no semaphore", best(rounds["looped"]), plain, reuse)
+    top = best(rounds["limit"])
+    row("limit (distinct answers only)", top, plain, reuse)
+    shares = ", ".join(
+        f"{name} {100 * best(rounds[name])['rate'] / top['rate']:.0f}%"
+        for name in ("many", "ascore", "looped")
+    )
+    print(f"{'of the limit':>34}: {shares} (by rate); CPU: limit {top['cpu']:.2f}s")
     if kind == "correct":
         one_by_one = timed(scoring_one_by_one(reward), make(" one"))
         row("score, one call at a time", one_by_one, plain, reuse)
-    matched = {name: best(r)["matched"] for name, r in rounds.items()}
+    matched = {name: best(r)["matched"] for name, r in rounds.items() if name != "limit"}
     assert len(set(matched.values())) == 1, f"the rewards disagree: {matched}"
 
 
@@ -354,6 +449,7 @@ def main() -> None:
     parser.add_argument("--batch-size", type=int, default=64, help="SQLReward's batch_size")
     parser.add_argument("--group", type=int, default=16, help="grouped: rollouts per question")
     parser.add_argument("--distinct", type=int, default=4, help="grouped: SQL texts per group")
+    parser.add_argument("--kinds", default="correct,mixed,grouped", help="warm: which answers")
     parser.add_argument("--cold-child", choices=["naive", "ours"], help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.cold_child:

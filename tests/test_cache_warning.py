@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from querybench import store
 from querybench.cli import app
 from querybench.engines import cache
 from tests.test_cli import _gold, _toy_db
@@ -26,7 +27,7 @@ def _eval(
     pred.mkdir(exist_ok=True)
     (pred / "bq001.csv").write_text("a\n1\n")
     args = ["eval", "spider2-lite", "--predictions", str(pred), "--gold-dir", str(_gold(tmp_path))]
-    monkeypatch.setattr(cache, "_warned", set(), raising=False)  # this process warned before
+    monkeypatch.setattr(store, "_warned", set(), raising=False)  # this process warned before
     with caplog.at_level(logging.WARNING, logger="querybench"):
         result = runner.invoke(app, args)
     assert result.exit_code == 0, result.output
@@ -53,7 +54,7 @@ def test_another_versions_store_says_to_delete_it(
     (root / "verdicts").mkdir(parents=True)
     store = root / "verdicts" / "spider2.sqlite3"
     with sqlite3.connect(store) as db:  # a layout this version does not write
-        db.execute("CREATE TABLE verdicts (key TEXT PRIMARY KEY, entry BLOB)")
+        db.execute("CREATE TABLE entries (key TEXT PRIMARY KEY, entry BLOB)")
     monkeypatch.setenv("QUERYBENCH_CACHE", str(root))
     monkeypatch.delenv("QUERYBENCH_VERDICT_CACHE", raising=False)
     said = _eval(tmp_path, monkeypatch, caplog)
@@ -70,7 +71,7 @@ def _eval_spider1(
     gold.write_text("SELECT x FROM t\ttoy\nSELECT count(*) FROM t\ttoy\n")
     pred = tmp_path / "pred.txt"
     pred.write_text("SELECT x FROM t\nSELECT count(x) FROM t\n")
-    monkeypatch.setattr(cache, "_warned", set(), raising=False)
+    monkeypatch.setattr(store, "_warned", set(), raising=False)
     args = ["eval", "spider1", "--gold", str(gold), "--predictions", str(pred)]
     with caplog.at_level(logging.WARNING, logger="querybench"):
         result = runner.invoke(app, [*args, "--db-dir", str(db_dir)])

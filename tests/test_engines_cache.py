@@ -14,10 +14,11 @@ from pathlib import Path
 import pytest
 
 from querybench.engines.base import Result
-from querybench.engines.cache import ResultCache, database_fingerprint, default_cache_dir
+from querybench.engines.cache import ResultCache, database_fingerprint
 from querybench.engines.cache_values import dump_result
 from querybench.engines.pool import QueryOutcome, run_one
 from querybench.errors import QueryTimeout, UnsettledDatabase
+from querybench.store import cache_root
 from tests.test_engines_conformance import build_database
 from tests.unsettled import duckdb_rows_in_wal, held_in_wal, hot_journal, to_wal
 
@@ -161,12 +162,12 @@ def test_fingerprint_is_the_sha256_of_the_content(sqlite_db: Path) -> None:
     assert database_fingerprint(sqlite_db) == hashlib.sha256(sqlite_db.read_bytes()).hexdigest()
 
 
-def test_default_cache_dir(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def test_the_cache_root(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("QUERYBENCH_CACHE", str(tmp_path / "c"))
-    assert default_cache_dir() == tmp_path / "c"
+    assert cache_root() == tmp_path / "c"
     assert ResultCache().directory.parent == tmp_path / "c"
     monkeypatch.delenv("QUERYBENCH_CACHE")
-    assert default_cache_dir() == Path("~/.cache/querybench").expanduser()
+    assert cache_root() == Path("~/.cache/querybench").expanduser()
 
 
 def test_one_store_for_every_entry(cache: ResultCache, sqlite_db: Path) -> None:

@@ -18,8 +18,9 @@ PACKAGE = Path(__file__).resolve().parent.parent / "querybench"
 LAYERS: tuple[frozenset[str], ...] = tuple(
     frozenset(names.split())
     for names in (
-        # the foundation: the errors, where data lives, declared options, the registry
-        "errors data declared benchmarks",
+        # the foundation: the errors, where data lives, declared options, the registry, the
+        # content store
+        "errors data declared benchmarks store",
         "layout credentials fetch",
         "engines",  # a shared service: every layer above may run SQL
         "tasks",
@@ -46,12 +47,13 @@ DEPENDS: dict[str, frozenset[str]] = {
     for layer, names in {
         "errors": "",
         "data": "",
+        "store": "",
         "benchmarks": "declared errors",
         "declared": "errors",
         "layout": "benchmarks data",
         "credentials": "data",
         "fetch": "errors",
-        "engines": "credentials errors",
+        "engines": "credentials errors store",
         "tasks": "benchmarks data errors layout engines",
         "releases": "benchmarks errors fetch layout tasks",
         "data_status": "benchmarks credentials data errors layout engines tasks",
@@ -59,11 +61,12 @@ DEPENDS: dict[str, frozenset[str]] = {
         "context": "benchmarks errors layout engines tasks",
         "models": "errors tasks context",
         "agent": "benchmarks declared errors engines tasks context models",
-        "evaluation": "benchmarks errors layout engines tasks",  # no context, model or agent
+        "evaluation": "benchmarks errors layout engines tasks store",  # no context, model or agent
         "methods": "benchmarks data declared errors layout engines tasks context models agent "
         "evaluation",
-        "envs": "benchmarks data errors engines tasks context models evaluation methods",
-        "runs": "benchmarks data declared errors layout engines tasks models evaluation methods",
+        "envs": "benchmarks data errors engines tasks context models evaluation methods store",
+        "runs": "benchmarks data declared errors layout engines tasks models evaluation methods "
+        "store",
         "report": "benchmarks data errors engines tasks agent evaluation runs",
         "commands": "benchmarks data declared errors layout engines data_fetch data_status "
         "releases tasks "

@@ -94,3 +94,56 @@ def test_a_database_state_held_in_its_wal_is_its_own_digest(tmp_path: Path) -> N
         held = digest()
     assert held != settled
     assert digest() != settled  # checkpointed into the file now: another state again
+
+
+def test_a_database_hashed_for_a_manifest_is_not_read_again_by_the_next(
+    tmp_path: Path, monkeypatch: Any
+) -> None:
+    # A database the eval itself did not open is hashed for the manifest once, then found in
+    # the result store by the file's identity (a BIRD db folder holds gigabytes).
+    from querybench.engines import cache
+    from querybench.runs.manifest import input_files
+    from tests.test_cli import _toy_db
+
+    folder = _toy_db(tmp_path)
+    monkeypatch.setenv("QUERYBENCH_CACHE", str(tmp_path / "cache"))
+    reads: list[str] = []
+    read = cache.database_fingerprint
+
+    def counted(path: str | Path) -> str:
+        reads.append(str(path))
+        return read(path)
+
+    monkeypatch.setattr(cache, "database_fingerprint", counted)
+    first = input_files({"db_dir": folder}, [])
+    monkeypatch.setattr(cache, "_fingerprints", {})  # a new process: nothing remembered
+    second = input_files({"db_dir": folder}, [])
+    assert second == first
+    assert reads == [str(folder / "toy" / "toy.sqlite")]
+    assert first["db_dir/toy/toy.sqlite"].sha256 == _sha(folder / "toy" / "toy.sqlite")
+
+
+def test_installed_versions_are_those_importlib_metadata_reads(tmp_path: Path) -> None:
+    import sys
+
+    from querybench.runs.manifest import installed_version
+
+    for name in ("pandas", "numpy", "sqlglot", "duckdb", "querybench", "typer", "PyYAML"):
+        assert installed_version(name) == importlib.metadata.version(name), name
+    assert installed_version("no-such-distribution-here") is None
+    # a folder on the path holding a distribution whose metadata is written unusually
+    site = tmp_path / "site"
+    info = site / "Odd.Name-9.9.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: Odd.Name\nVersion: 1.2.post3\n")
+    plain = site / "plain_pkg-1.0.egg-info"
+    plain.write_text("Metadata-Version: 1.0\nName: plain-pkg\nVERSION:  4.5\n\nVersion: 6\n")
+    sys.path.insert(0, str(site))
+    try:
+        importlib.invalidate_caches()
+        for name in ("odd-name", "Odd_Name", "plain.pkg"):
+            assert installed_version(name) == importlib.metadata.version(name), name
+        assert installed_version("odd-name") == "1.2.post3"
+        assert installed_version("plain-pkg") == "4.5"
+    finally:
+        sys.path.remove(str(site))

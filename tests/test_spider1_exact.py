@@ -3,15 +3,19 @@ here (each expectation follows from the rule its test names, not from a recorded
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from querybench.errors import SqlParseError, SqlTokenError
 from querybench.evaluation.spider1_exact import (
+    MAX_PARSED_CHARS,
     PartialScore,
     foreign_key_map,
     score_exact,
 )
 from querybench.evaluation.spider1_sql import (
+    MAX_NESTING,
     ColUnit,
     CondUnit,
     SpiderSchema,
@@ -297,3 +301,50 @@ def test_hardness_follows_the_official_counts(sql: str, level: str) -> None:
 def test_a_gold_the_parser_cannot_read_is_an_error() -> None:
     with pytest.raises(SqlParseError):
         score_exact(SCHEMA, FKS, "SELECT nickname FROM singer", "SELECT name FROM singer")
+
+
+@pytest.mark.parametrize(
+    "tail",
+    [
+        " -- " + "y" * 1_000_000,  # one long comment
+        " WHERE " + " AND ".join(["age = 1"] * 50_000),  # a long chain of conditions
+    ],
+)
+def test_a_prediction_past_the_parse_bound_is_scored_empty_with_its_reason(tail: str) -> None:
+    """The parser's cost grows with the text (seconds per 100 KB on a loaded machine), so a
+    prediction a hundred times the longest gold is not parsed: it scores as the empty query,
+    saying why, and costs nothing."""
+    gold = "SELECT name FROM singer WHERE age = 1"
+    result = score_exact(SCHEMA, FKS, gold, "SELECT name FROM singer" + tail)
+    assert result.score == 0
+    assert result.reason is not None and "exact-match bound" in result.reason, result.reason
+    assert result.partial["select"].pred_total == 0  # the empty query's units
+    # one just inside the bound is parsed as before
+    inside = gold + " " * (MAX_PARSED_CHARS - len(gold))
+    assert score_exact(SCHEMA, FKS, gold, inside).score == 1
+
+
+@pytest.mark.parametrize(
+    "nest",
+    [
+        lambda n: (
+            "SELECT name FROM singer WHERE age IN "
+            + "(SELECT age FROM singer WHERE age IN " * n
+            + "(1)"
+            + ")" * n
+        ),
+        lambda n: "SELECT * FROM " + "(SELECT * FROM " * n + "singer" + ")" * n,
+        lambda n: " UNION ".join(["SELECT age FROM singer"] * n),
+    ],
+)
+def test_a_prediction_nested_past_the_bound_is_unreadable_not_a_crash(nest: Any) -> None:
+    """Subqueries nested deeper than any gold: the parse stops at a fixed depth, so the
+    verdict does not depend on the stack the scorer runs on (a depth that parsed and then
+    overflowed the comparison raised RecursionError out of the eval)."""
+    gold = "SELECT name FROM singer"
+    for depth in (MAX_NESTING + 1, 200):
+        result = score_exact(SCHEMA, FKS, gold, nest(depth))
+        assert result.score == 0
+        assert result.reason is not None and "nests past" in result.reason, result.reason
+    inside = nest(MAX_NESTING - 2)
+    assert score_exact(SCHEMA, FKS, inside, inside).score == 1

@@ -10,7 +10,6 @@ import os
 import sqlite3
 import subprocess
 import sys
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -90,7 +89,7 @@ def _keys() -> list[str]:
     if not path.exists():
         return []
     with contextlib.closing(sqlite3.connect(path)) as db:
-        return sorted(key for (key,) in db.execute("SELECT key FROM verdicts"))
+        return sorted(key for (key,) in db.execute("SELECT key FROM entries"))
 
 
 def _entries_count() -> int:
@@ -154,27 +153,6 @@ def test_a_prediction_whose_verdicts_are_kept_leaves_no_parse(
     monkeypatch.setenv("QUERYBENCH_VERDICT_CACHE", "0")
     assert _lines(_score(gold, preds)) == expected
     assert _parsed_predictions() == 5  # local001-004 and 007 (008 has the same bytes)
-
-
-def test_a_write_racing_another_writer_keeps_its_entries(tmp_path: Path) -> None:
-    """Another process commits after this write's first read (its prune check): the entries
-    are still written (a deferred transaction failed its insert at once, SQLITE_BUSY, and a
-    pooled cold run lost verdicts its warm re-score then parsed again)."""
-    path = tmp_path / "verdicts.sqlite3"
-    store = verdict_cache._Store(path)
-    other = sqlite3.connect(path, timeout=0, isolation_level=None)
-    prune = store._prune
-
-    def racing_prune() -> None:
-        prune()  # this transaction has read
-        with contextlib.suppress(sqlite3.OperationalError):  # waits for none: locked is fine
-            other.execute("INSERT INTO verdicts VALUES ('theirs', x'00', 0)")
-
-    store._prune = racing_prune  # type: ignore[method-assign]
-    store.add("ours", b"entry")
-    store.write()
-    other.close()
-    assert store.get("ours") == b"entry"
 
 
 def test_a_scorer_error_is_not_stored(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -269,86 +247,6 @@ def test_the_scorer_modules_cover_what_scoring_imports() -> None:
     reached = evaluation_modules_reached("querybench.evaluation.spider2_eval")
     reached |= {"querybench.errors"}
     assert reached - set(verdict_cache.SCORER_MODULES) == set()
-
-
-@pytest.mark.parametrize(
-    "damage",
-    [
-        lambda entry: entry[:-1] + bytes([entry[-1] ^ 1]),  # a flipped bit
-        lambda entry: entry[:10],  # cut short
-        lambda entry: b"",
-    ],
-)
-def test_a_damaged_entry_is_scored_again_and_rewritten(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, damage: Callable[[bytes], bytes]
-) -> None:
-    gold, preds = _folders(tmp_path)
-    expected = _lines(_score(gold, preds))
-    with contextlib.closing(sqlite3.connect(verdict_cache.store_path())) as db, db:
-        for key, entry in db.execute("SELECT key, entry FROM verdicts").fetchall():
-            db.execute("UPDATE verdicts SET entry = ? WHERE key = ?", (damage(entry), key))
-    asked = _count_parses(monkeypatch)
-    assert _lines(_score(gold, preds)) == expected
-    assert "local001.csv" in asked
-    asked.clear()
-    assert _lines(_score(gold, preds)) == expected
-    assert "local001.csv" not in asked  # rewritten
-
-
-def test_an_entry_moved_to_another_key_is_refused(tmp_path: Path) -> None:
-    """A well-formed entry of another instance (a pass) under a failing instance's key."""
-    gold, preds = _folders(tmp_path)
-    expected = _lines(_score(gold, preds))
-    store = verdict_cache.store_path()
-    gold_folder = Spider2Gold(gold, "spider2-lite")
-    keys = {}
-    for instance_id in ("local001", "local003"):
-        paths, single = gold_folder.result_paths(instance_id)
-        keyed = verdict_cache.instance_key(
-            "spider2-lite",
-            gold_folder.specs[instance_id],
-            paths,
-            single,
-            (preds / f"{instance_id}.csv").read_bytes(),
-        )
-        assert keyed is not None
-        keys[instance_id] = keyed.key
-    with contextlib.closing(sqlite3.connect(store)) as db, db:
-        (passing,) = db.execute(
-            "SELECT entry FROM verdicts WHERE key = ?", (keys["local001"],)
-        ).fetchone()
-        db.execute("UPDATE verdicts SET entry = ? WHERE key = ?", (passing, keys["local003"]))
-    assert _lines(_score(gold, preds)) == expected
-
-
-@pytest.mark.parametrize("garbage", [b"not a database at all" * 100, b""])
-def test_a_corrupted_store_costs_speed_never_a_verdict(tmp_path: Path, garbage: bytes) -> None:
-    gold, preds = _folders(tmp_path)
-    expected = _lines(_score(gold, preds))
-    store = verdict_cache.store_path()
-    for extra in (Path(f"{store}-wal"), Path(f"{store}-shm")):
-        extra.unlink(missing_ok=True)
-    store.write_bytes(garbage)
-    verdict_cache._store_at.cache_clear()  # a new process meets the corrupted file
-    assert _lines(_score(gold, preds)) == expected
-    assert _lines(_score(gold, preds)) == expected
-
-
-def test_a_planted_table_of_other_types_costs_speed_never_the_run(tmp_path: Path) -> None:
-    """A store made by something else: its `entry` column holds text, a number or NULL."""
-    gold, preds = _folders(tmp_path)
-    expected = _lines(_score(gold, preds))
-    keys = _keys()
-    store = verdict_cache.store_path()
-    verdict_cache._store_at.cache_clear()
-    store.unlink()
-    for extra in (Path(f"{store}-wal"), Path(f"{store}-shm")):
-        extra.unlink(missing_ok=True)
-    with contextlib.closing(sqlite3.connect(store)) as db, db:
-        db.execute("CREATE TABLE verdicts (key TEXT PRIMARY KEY, entry, written REAL)")
-        for key, value in zip(keys, [None, "text", -3, 10**15, 1.5], strict=False):
-            db.execute("INSERT INTO verdicts VALUES (?, ?, 0)", (key, value))
-    assert _lines(_score(gold, preds)) == expected
 
 
 def test_switched_off_it_neither_reads_nor_writes(
@@ -453,39 +351,6 @@ def test_a_warm_run_imports_no_pandas(tmp_path: Path) -> None:
     warm = _run(gold, preds)
     assert warm["lines"] == cold["lines"]
     assert warm["loaded"] == []
-
-
-def test_concurrent_runs_share_one_store(tmp_path: Path) -> None:
-    gold, preds = _folders(tmp_path)
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    runs = [
-        subprocess.Popen(
-            [sys.executable, "-c", _RUN, str(preds), str(gold)],
-            env=env,
-            stdout=subprocess.PIPE,
-            text=True,
-        )
-        for _ in range(3)
-    ]
-    outputs = [json.loads(run.communicate(timeout=120)[0])["lines"] for run in runs]
-    assert [run.returncode for run in runs] == [0, 0, 0]
-    expected = [r.to_json() for r in _score_without_store(gold, preds)]
-    assert outputs == [expected] * 3
-    assert _entries_count() == 5
-    assert _run(gold, preds)["lines"] == expected
-
-
-def test_pruning_keeps_the_store_bounded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    gold, preds = _folders(tmp_path)
-    expected = _lines(_score(gold, preds))
-    assert _entries_count() == 5
-    monkeypatch.setattr(verdict_cache, "MAX_STORE_BYTES", 1)
-    verdict_cache._store_at.cache_clear()  # the next process's first write prunes
-    (preds / "local003.csv").write_bytes(b"a,b\n6,x\n")  # one new entry
-    results = _lines(_score(gold, preds))
-    assert results[:2] == expected[:2] and results[3:] == expected[3:]
-    assert _entries_count() == 4  # the oldest quarter (and one) gone, one added
-    assert _lines(_score(gold, preds)) == results
 
 
 _RUN_IDLE = """

@@ -60,6 +60,7 @@ from querybench.engines.cache_values import (
 )
 from querybench.engines.registry import kind_spec
 from querybench.errors import EngineError, UnsettledDatabase
+from querybench.store import cache_root, warn_unusable
 
 if TYPE_CHECKING:  # the pool (and multiprocessing) loads only when a query must run
     import logging
@@ -95,35 +96,6 @@ Q = TypeVar("Q", bound=Query)
 
 _fingerprints: dict[Identity, str] = {}
 _fingerprints_lock = threading.Lock()
-
-
-def default_cache_dir() -> Path:
-    """`$QUERYBENCH_CACHE`, else `~/.cache/querybench`."""
-    return Path(os.environ.get("QUERYBENCH_CACHE") or "~/.cache/querybench").expanduser()
-
-
-_warned: set[tuple[str, int]] = set()
-
-
-def warn_unusable(log: logging.Logger, path: Path, exc: BaseException) -> None:
-    """One warning per cache folder and process, whichever of its stores fails first: a
-    read-only, full or foreign cache costs speed, never a verdict, and a run with three
-    stores and a write per batch used to say so three times or more."""
-    root = str(path.parent.parent)  # <cache>/<store kind>/<file>
-    if (root, os.getpid()) in _warned:
-        return
-    _warned.add((root, os.getpid()))
-    # the store's own failure, which `ResultCache` hands on as an `OSError`
-    cause = exc.__cause__ if isinstance(exc.__cause__, sqlite3.Error) else exc
-    environmental = isinstance(cause, OSError) or any(
-        word in str(cause) for word in ("readonly", "full", "disk I/O", "unable to open", "locked")
-    )
-    hint = (
-        "set QUERYBENCH_CACHE to a writable folder with room"
-        if environmental
-        else f"delete {path} to start afresh"  # corrupt, or another version's layout
-    )
-    log.warning("cache %s unusable, scoring without it (slower; %s): %s", path, hint, exc)
 
 
 def _identity(path: str | Path) -> Identity:
@@ -193,7 +165,7 @@ class ResultCache:
     """
 
     def __init__(self, directory: str | Path | None = None) -> None:
-        root = default_cache_dir() if directory is None else Path(directory).expanduser()
+        root = cache_root() if directory is None else Path(directory).expanduser()
         self.directory = root / "results"
         self.path = self.directory / _STORE
         self._targets: dict[str, Target] = {}  # parsed once per database (the stat is not)

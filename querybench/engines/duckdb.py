@@ -28,6 +28,7 @@ from querybench.engines.base import (
     too_many_bytes,
 )
 from querybench.engines.registry import ENGINES
+from querybench.engines.timeouts import WALL_CLOCK, Budget, runs_only_queries, timed_out
 from querybench.errors import (
     CONVERSION_ERROR,
     EXTERNAL_ACCESS,
@@ -36,7 +37,6 @@ from querybench.errors import (
     EngineError,
     EngineErrorClass,
     QueryRefused,
-    QueryTimeout,
     ResultTooLarge,
 )
 
@@ -194,40 +194,50 @@ class DuckDBEngine(EngineBase):
 
 
 class _Watchdog:
-    """Interrupts the connection once `timeout` seconds pass, unless the query finished first."""
+    """Interrupts the connection once its query has spent its timeout, unless it finished
+    first: CPU time in a process that runs only queries (`timeouts.own_process`, a query
+    child: every DuckDB thread's time is the query's), capped by the wall clock; the wall
+    clock elsewhere, where the process's CPU is others' too."""
 
     def __init__(self, conn: duckdb.DuckDBPyConnection, timeout: float | None) -> None:
         self._conn = conn
         self._lock = threading.Lock()
-        self._running = True
+        self._done = threading.Event()
         self.fired = False
+        self.decided = WALL_CLOCK
         self.timeout = timeout
-        self._timer = None if timeout is None else threading.Timer(timeout, self._fire)
+        self._thread = None
+        if timeout is not None:
+            cpu = time.process_time if runs_only_queries() else None
+            self._budget = Budget.start(timeout, cpu)
+            self._thread = threading.Thread(target=self._watch, daemon=True)
 
     def __enter__(self) -> _Watchdog:
-        if self._timer is not None:
-            self._timer.daemon = True
-            self._timer.start()
+        if self._thread is not None:
+            self._thread.start()
         return self
 
     def __exit__(self, *exc: object) -> None:
-        # Under the lock, so the timer can never interrupt a later query on this connection.
+        # Under the lock, so the watchdog can never interrupt a later query on this connection.
         with self._lock:
-            self._running = False
-        if self._timer is not None:
-            self._timer.cancel()
+            self._done.set()
 
-    def _fire(self) -> None:
-        with self._lock:
-            if self._running:
-                self.fired = True
-                self._conn.interrupt()
+    def _watch(self) -> None:
+        budget = self._budget
+        while not self._done.wait(budget.wait_s()):
+            spent = budget.spent()
+            if spent is not None:
+                with self._lock:
+                    if not self._done.is_set():
+                        self.fired, self.decided = True, spent
+                        self._conn.interrupt()
+                return
 
 
 def _engine_error(exc: Exception, watchdog: _Watchdog) -> EngineError:
     message = str(exc)
     if watchdog.fired and (isinstance(exc, duckdb.InterruptException) or "INTERRUPT" in message):
-        return QueryTimeout(f"the query ran past its {watchdog.timeout}s timeout and was stopped")
+        return timed_out(watchdog.timeout, watchdog.decided)
     if "configuration has been locked" in message:
         return QueryRefused(f"refused: {message}")
     if isinstance(exc, duckdb.PermissionException):  # external access is off

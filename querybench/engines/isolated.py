@@ -7,7 +7,9 @@ pattern's and its string's lengths, DuckDB's `repeat()` builds its whole string 
 next vector, and sqlglot's translation of a 4 MB BigQuery statement runs for a minute before
 DuckDB starts. `QueryProcess` opens engines (`connect`) in its own child process and runs each
 query there; when a query is still running `GRACE_S` past its timeout, the child is killed and
-the query is a `QueryTimeout` like any other, whatever was stopping it. The next query starts
+the query is a `QueryTimeout` like any other, whatever was stopping it. The time is the child's
+CPU time for an embedded engine (capped by the wall clock), the wall clock for a server's
+(`timeouts.py`). The next query starts
 a fresh child (forked from a `forkserver` that has the engines imported, so it costs
 milliseconds).
 """
@@ -22,7 +24,6 @@ import pickle
 import signal
 import sys
 import threading
-import time
 from collections import OrderedDict
 from collections.abc import Generator, Iterator
 from multiprocessing.connection import Connection
@@ -33,11 +34,17 @@ from typing import Any
 from querybench.engines.base import FETCH_CHUNK, Closing, Result, Table
 from querybench.engines.registry import ENGINES, EngineSpec
 from querybench.engines.supervision import (
-    GRACE_S,
     OPEN_TIMEOUT_S,
     exit_reason,
     past_timeout,
     query_environment,
+)
+from querybench.engines.timeouts import (
+    GRACE_S,
+    Budget,
+    counts_cpu,
+    mark_query_process,
+    process_cpu_s,
 )
 from querybench.errors import EngineError
 
@@ -63,6 +70,7 @@ class QueryProcess:
         self._process: BaseProcess | None = None
         self._pipe: Connection | None = None
         self._closed = False
+        self._engine_names: dict[str, str] = {}  # database -> the engine serving it
 
     def __enter__(self) -> QueryProcess:
         return self
@@ -82,12 +90,14 @@ class QueryProcess:
     def engine(self, database: str | Path) -> IsolatedEngine:
         """An `Engine` for `database`, opened in the child (raising as `connect` does)."""
         name = self._call(OPEN_TIMEOUT_S, None, ("open", str(database)))
+        self._engine_names[str(database)] = str(name)
         return IsolatedEngine(self, str(database), ENGINES[str(name)])
 
     def execute(
         self, database: str, sql: str, *, timeout: float | None, max_rows: int | None
     ) -> Result:
-        result: Result = self._call(timeout, timeout, ("execute", database, sql, timeout, max_rows))
+        message = ("execute", database, sql, timeout, max_rows)
+        result: Result = self._call(timeout, timeout, message, database=database)
         return result
 
     def execute_many(
@@ -109,17 +119,20 @@ class QueryProcess:
                     pipe = self._start()
                     pipe.send(("execute_many", database, rest, timeout, max_rows))
                 for _ in rest:
-                    outcome = self._next_outcome(pipe, timeout)
+                    outcome = self._next_outcome(pipe, self._budget(timeout, database), timeout)
                     outcomes.append(outcome)
                     if self._pipe is None:  # killed or gone: the rest to a fresh child
                         break
         return outcomes
 
-    def _next_outcome(self, pipe: Connection, timeout: float | None) -> Result | EngineError:
-        """The next reply of a batch, waited for from now until its timeout (+ grace)."""
-        if not self._wait(pipe, None if timeout is None else timeout + GRACE_S):
+    def _next_outcome(
+        self, pipe: Connection, budget: Budget | None, timeout: float | None
+    ) -> Result | EngineError:
+        """The next reply of a batch, waited for from now until its time is spent (+ grace)."""
+        spent = self._wait(pipe, budget)
+        if spent is not None:
             self._stop(kill=True)
-            return past_timeout(timeout)
+            return past_timeout(timeout, spent)
         try:
             _, value = pipe.recv()  # "ok" and its result, or "error" and its EngineError
         except (EOFError, OSError):
@@ -142,13 +155,14 @@ class QueryProcess:
         runs from the first batch asked for to the last, and the child is busy until the
         generator ends or is closed."""
         with self._lock:
-            deadline = _deadline(timeout)
-            self._exchange(deadline, timeout, ("stream", database, sql, timeout, max_rows, batch))
+            self._start()
+            budget = self._budget(timeout, database)
+            self._exchange(budget, timeout, ("stream", database, sql, timeout, max_rows, batch))
             finished = False
             try:
                 while True:
                     rows: list[tuple[Any, ...]] | None
-                    rows = self._exchange(deadline, timeout, ("next",))
+                    rows = self._exchange(budget, timeout, ("next",))
                     if rows is None:
                         finished = True
                         return
@@ -158,7 +172,7 @@ class QueryProcess:
                 raise
             finally:
                 if not finished and self._pipe is not None:  # stopped early by the consumer
-                    self._exchange(deadline, timeout, ("stop",))
+                    self._exchange(budget, timeout, ("stop",))
 
     def preload(self, *modules: str) -> None:
         """Import `modules` in the child now (at once if it has them), so that no query's
@@ -167,13 +181,13 @@ class QueryProcess:
 
     def call(self, database: str, method: str, *args: Any, timeout: float | None = None) -> Any:
         """`engine.method(*args)` in the child, e.g. `tables`."""
-        return self._call(timeout, timeout, ("call", database, method, args))
+        return self._call(timeout, timeout, ("call", database, method, args), database=database)
 
     def forget(self, database: str) -> None:
         """Close the child's engine for `database`, if it is running and has one."""
         with self._lock:
             if self._pipe is not None:
-                self._exchange(_deadline(OPEN_TIMEOUT_S), None, ("forget", database))
+                self._exchange(Budget.start(OPEN_TIMEOUT_S), None, ("forget", database))
 
     def close(self) -> None:
         with self._lock:
@@ -190,23 +204,51 @@ class QueryProcess:
             with contextlib.suppress(Exception):
                 process.kill()
 
-    def _wait(self, pipe: Connection, seconds: float | None) -> bool:
-        """Whether the child replied within `seconds`; interrupted (Ctrl-C), the child is
-        killed before the interruption goes on, as no one will read its reply."""
+    def _wait(self, pipe: Connection, budget: Budget | None) -> str | None:
+        """None once the child replied, or which time was spent (`GRACE_S` past `budget`)
+        first; interrupted (Ctrl-C), the child is killed before the interruption goes on, as
+        no one will read its reply."""
         try:
-            return pipe.poll(seconds)
+            while not pipe.poll(None if budget is None else budget.wait_s(GRACE_S)):
+                assert budget is not None
+                spent = budget.spent(GRACE_S)
+                if spent is not None:
+                    return spent
+            return None
         except BaseException:
             self._stop(kill=True)
             raise
 
-    def _call(self, wait: float | None, timeout: float | None, message: tuple[Any, ...]) -> Any:
+    def _budget(self, timeout: float | None, database: str) -> Budget | None:
+        """A query's time from now in the running child: its CPU time on an embedded engine,
+        else the wall clock."""
+        if timeout is None:
+            return None
+        process = self._process
+        if process is None or not counts_cpu(self._engine_names.get(database)):
+            return Budget.start(timeout)
+        pid = process.pid
+        assert pid is not None
+        return Budget.start(timeout, lambda: process_cpu_s(pid))
+
+    def _call(
+        self,
+        wait: float | None,
+        timeout: float | None,
+        message: tuple[Any, ...],
+        *,
+        database: str | None = None,
+    ) -> Any:
         with self._lock:
-            return self._exchange(_deadline(wait), timeout, message)
+            if database is None or wait is None:
+                return self._exchange(None if wait is None else Budget.start(wait), None, message)
+            self._start()
+            return self._exchange(self._budget(wait, database), timeout, message)
 
     def _exchange(
-        self, deadline: float | None, timeout: float | None, message: tuple[Any, ...]
+        self, budget: Budget | None, timeout: float | None, message: tuple[Any, ...]
     ) -> Any:
-        """Send `message` and wait for the reply until `deadline` (+ grace); lock held."""
+        """Send `message` and wait for the reply until `budget` is spent (+ grace); lock held."""
         pipe = self._start()
         try:
             pipe.send(message)
@@ -217,12 +259,12 @@ class QueryProcess:
                 raise EngineError(f"the query's process ended ({_exit_reason(process)})") from exc
             pipe = self._start()
             pipe.send(message)
-        wait = None if deadline is None else max(0.0, deadline + GRACE_S - time.monotonic())
-        if not self._wait(pipe, wait):
+        spent = self._wait(pipe, budget)
+        if spent is not None:
             self._stop(kill=True)
             if timeout is None:
                 raise EngineError("the database could not be opened in time; it was given up")
-            raise past_timeout(timeout)
+            raise past_timeout(timeout, spent)
         try:
             kind, value = pipe.recv()
         except (EOFError, OSError) as exc:
@@ -340,10 +382,6 @@ def connect_isolated(target: str | Path) -> IsolatedEngine:
     return IsolatedEngine(process, str(target), spec, owns_process=True)
 
 
-def _deadline(timeout: float | None) -> float | None:
-    return None if timeout is None else time.monotonic() + timeout
-
-
 def _exit_reason(process: BaseProcess | None) -> str:
     return exit_reason(None if process is None else process.exitcode)
 
@@ -405,6 +443,7 @@ def _serve(pipe: Connection, open_databases: int, ignore_ctrl_c: bool = False) -
     # traceback, and only once that call returned); an interrupted parent kills it anyway.
     # A parent that ignores it, and so goes on, keeps its children running too.
     signal.signal(signal.SIGINT, signal.SIG_IGN if ignore_ctrl_c else signal.SIG_DFL)
+    mark_query_process()  # DuckDB's watchdog then counts this process's CPU time
     keep = query_environment()  # no API key or token is left where a model's SQL runs
     os.environ.clear()
     os.environ.update(keep)

@@ -40,6 +40,7 @@ from querybench.engines.base import (
 from querybench.engines.duckdb import _Watchdog, duckdb_error_class
 from querybench.engines.registry import ENGINES
 from querybench.engines.spider2_metadata_load import META_TABLE
+from querybench.engines.timeouts import timed_out
 from querybench.errors import (
     AMBIGUOUS_COLUMN,
     CONVERSION_ERROR,
@@ -179,7 +180,7 @@ class SnowflakeLocalEngine(EngineBase):
 def _fakesnow_error(exc: Exception, watchdog: _Watchdog) -> EngineError:
     message = str(exc)
     if watchdog.fired and ("INTERRUPT" in message or isinstance(exc, duckdb.InterruptException)):
-        return QueryTimeout(f"the query ran past its {watchdog.timeout}s timeout and was stopped")
+        return timed_out(watchdog.timeout, watchdog.decided)
     if isinstance(exc, duckdb.PermissionException) or "read-only mode" in message:
         return QueryRefused(f"refused: {message}")
     # fakesnow raises Snowflake's error from DuckDB's, whose class says more than the errno

@@ -32,6 +32,7 @@ from querybench.engines.base import (
     quote_identifier,
 )
 from querybench.engines.registry import ENGINES
+from querybench.engines.timeouts import Budget, timed_out
 from querybench.errors import (
     SEVERAL_STATEMENTS,
     EngineError,
@@ -127,7 +128,8 @@ class SQLiteEngine(EngineBase):
             raise EngineError(f"database file not found: {self.path}")
         self._text_errors = text_errors
         self._lock = threading.Lock()
-        self._deadline: float | None = None
+        self._budget: Budget | None = None
+        self._spent: str | None = None  # which time stopped the running query
         self._denied: str | None = None
         uri = self.path.resolve().as_uri() + "?mode=ro"
         try:
@@ -281,8 +283,8 @@ class SQLiteEngine(EngineBase):
         primary = getattr(exc, "sqlite_errorcode", -1) & 0xFF  # the extended code's low byte
         if self._denied is not None:
             return QueryRefused(f"refused: {self._denied} (the database is read-only)")
-        if primary == sqlite3.SQLITE_INTERRUPT and self._deadline is not None:
-            return QueryTimeout(f"the query ran past its {timeout}s timeout and was stopped")
+        if primary == sqlite3.SQLITE_INTERRUPT and self._spent is not None:
+            return timed_out(timeout, self._spent)
         if primary in _REFUSED_CODES or any(m in message for m in _REFUSAL_MESSAGES):
             return QueryRefused(f"refused: {message}")
         if primary == sqlite3.SQLITE_INTERRUPT:  # interrupted from outside, as a timeout is
@@ -290,8 +292,13 @@ class SQLiteEngine(EngineBase):
         return EngineError(message)
 
     def _past_deadline(self) -> int:
-        deadline = self._deadline
-        return int(deadline is not None and time.monotonic() > deadline)
+        """SQLite's progress handler: whether the running query has spent its CPU time (this
+        thread's: SQLite runs in the caller's thread) or reached its wall-clock cap."""
+        budget = self._budget
+        if budget is None or self._spent is not None:
+            return int(self._spent is not None)
+        self._spent = budget.spent()
+        return int(self._spent is not None)
 
     def _authorize(
         self, action: int, arg1: str | None, arg2: str | None, db: str | None, _src: str | None
@@ -327,8 +334,8 @@ class _Running:
         engine, timeout = self.engine, self.timeout
         engine._lock.acquire()
         start = time.monotonic()
-        engine._deadline = None if timeout is None else start + timeout
-        engine._denied = None
+        engine._budget = None if timeout is None else Budget.start(timeout, time.thread_time)
+        engine._spent = engine._denied = None
         return start
 
     def __exit__(self, _kind: object, exc: BaseException | None, _tb: object) -> None:
@@ -339,7 +346,7 @@ class _Running:
             if isinstance(exc, MemoryError):
                 raise EngineError("out of memory while running the query") from exc
         finally:
-            engine._deadline = None
+            engine._budget = engine._spent = None
             engine._lock.release()
 
 

@@ -6,8 +6,9 @@ and the RL reward's `envs/reward_workers.py` + `envs/reward_child.py` (a batch p
 deadline per step written into shared bytes, so no rows cross the pipe). They differ in how
 work is framed, never in what a child may do or how it is stopped:
 
-* **The parent holds the deadline.** A request (or a reward's step) that has not answered
-  `GRACE_S` past its deadline gets its child killed; its item's outcome is `past_timeout`
+* **The parent holds the deadline** (`timeouts.py`: CPU time for embedded engines, the wall
+  clock for servers). A request (or a reward's step) that has not answered `GRACE_S` past
+  its deadline gets its child killed; its item's outcome is `past_timeout`
   (the rest of a batch goes to a fresh child). An engine's own interrupt may stop a query
   sooner; nothing inside the child is trusted to stop it.
 * **Opening is bounded too**, by `OPEN_TIMEOUT_S`: no engine has an open timeout of its own.
@@ -29,11 +30,9 @@ import os
 import re
 
 from querybench.engines.registry import ENGINES
+from querybench.engines.timeouts import WALL_CLOCK, timed_out
 from querybench.errors import QueryTimeout
 
-# How long past its deadline a request may take to stop by itself (and hand its rows over)
-# before its child is killed.
-GRACE_S = 0.5
 # Opening a database has no timeout of its own; a child that takes longer is killed.
 OPEN_TIMEOUT_S = 120.0
 
@@ -57,9 +56,10 @@ def query_environment(environ: dict[str, str] | None = None) -> dict[str, str]:
     }
 
 
-def past_timeout(timeout: float | None) -> QueryTimeout:
-    """The outcome of a request whose child was killed at its deadline."""
-    return QueryTimeout(f"the query ran past its {timeout}s timeout and was stopped")
+def past_timeout(timeout: float | None, decided: str = WALL_CLOCK) -> QueryTimeout:
+    """The outcome of a request whose child was killed at its deadline (`decided`: the time
+    that was spent, as `timeouts.Budget.spent` says it)."""
+    return timed_out(timeout, decided)
 
 
 def exit_reason(code: int | None) -> str:

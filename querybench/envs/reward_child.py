@@ -27,6 +27,7 @@ from querybench.engines import Engine, connect
 from querybench.engines.base import Result
 from querybench.engines.cache import ResultCache
 from querybench.engines.supervision import OPEN_TIMEOUT_S
+from querybench.engines.timeouts import counts_cpu, mark_query_process, wall_cap
 from querybench.envs.match import Outcome, RewardOutcome, execution_match, run_answer
 from querybench.errors import EngineError
 
@@ -38,8 +39,9 @@ Task = tuple[str, str, str | None, EngineError | None, EngineError | None]
 
 # The steps, as written to the progress bytes.
 IDLE, OPENING, GOLD, ANSWER = 0.0, 1.0, 2.0, 3.0
-# deadline (monotonic, 0: none), batch number, item index (in the batch as sent), step
-PROGRESS = struct.Struct("dqqd")
+# deadline (monotonic, 0: none), batch number, item index (in the batch as sent), step, and
+# the CPU deadline (this process's `time.process_time`, 0: none; `engines/timeouts.py`)
+PROGRESS = struct.Struct("dqqdd")
 # A gold computed in less is not written to the disk cache: creating the file costs more
 # (milliseconds on a busy disk) than running it again in the next process.
 DISK_CACHE_MIN_S = 0.01
@@ -79,12 +81,18 @@ class _Progress:
         self._map = mmap.mmap(fd, PROGRESS.size)
         self.batch, self.index = -1, 0  # no batch yet
 
-    def step(self, step: float, timeout: float) -> None:
-        deadline = time.monotonic() + timeout
-        PROGRESS.pack_into(self._map, 0, deadline, self.batch, self.index, step)
+    def step(self, step: float, timeout: float, *, cpu: bool = False) -> None:
+        """Announce `step`, of `timeout` on the wall clock, or (`cpu`) of CPU time capped by
+        the wall clock (`timeouts.wall_cap`)."""
+        if cpu:
+            deadline, cpu_deadline = time.monotonic() + wall_cap(timeout), time.process_time()
+            cpu_deadline += timeout
+        else:
+            deadline, cpu_deadline = time.monotonic() + timeout, 0.0
+        PROGRESS.pack_into(self._map, 0, deadline, self.batch, self.index, step, cpu_deadline)
 
     def done(self) -> None:
-        PROGRESS.pack_into(self._map, 0, 0.0, self.batch, self.index, IDLE)
+        PROGRESS.pack_into(self._map, 0, 0.0, self.batch, self.index, IDLE, 0.0)
 
 
 class _Worker:
@@ -108,7 +116,8 @@ class _Worker:
                 gold, exc if isinstance(exc, EngineError) else EngineError(str(exc))
             )
         config, progress = self.config, self.progress
-        progress.step(ANSWER, config.answer_timeout)
+        cpu = counts_cpu(engine.spec.name)
+        progress.step(ANSWER, config.answer_timeout, cpu=cpu)
         try:
             gold_rows = None
             if isinstance(gold, Result):  # the set of gold rows, built once per gold
@@ -126,7 +135,7 @@ class _Worker:
             )
             # The answer's rows are compared under a deadline of their own: rows made to share
             # one hash bucket (integers k * (2**61 - 1)) make the set comparison quadratic.
-            progress.step(ANSWER, config.answer_timeout)
+            progress.step(ANSWER, config.answer_timeout, cpu=cpu)
             return execution_match(gold, answer)
         finally:
             progress.done()
@@ -154,7 +163,7 @@ class _Worker:
     def run(self, database: str, sql: str) -> Outcome:
         try:
             engine = self.engine(database)
-            self.progress.step(GOLD, self.config.gold_timeout)
+            self.progress.step(GOLD, self.config.gold_timeout, cpu=counts_cpu(engine.spec.name))
             return engine.execute(sql, timeout=self.config.gold_timeout, max_rows=None)
         except EngineError as exc:
             return exc
@@ -184,6 +193,7 @@ def serve(requests_fd: int, replies_fd: int, progress_fd: int) -> None:
     the parent closes the pipe."""
     # The parent decides when this process ends: a Ctrl-C meant for it is not for us.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    mark_query_process()  # DuckDB's watchdog then counts this process's CPU time
     requests = Connection(requests_fd, writable=False)
     replies = Connection(replies_fd, readable=False)
     progress = _Progress(progress_fd)

@@ -37,12 +37,12 @@ from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 
 from querybench.engines.supervision import (
-    GRACE_S,
     OPEN_TIMEOUT_S,
     exit_reason,
     past_timeout,
     query_environment,
 )
+from querybench.engines.timeouts import CPU_CLOCK, GRACE_S, WALL_CLOCK, process_cpu_s
 from querybench.envs.match import RewardOutcome
 from querybench.envs.reward_child import (
     ANSWER,
@@ -302,10 +302,10 @@ class RewardProcess:
                     return outcomes
             except (EOFError, OSError):
                 return self._ended()
-            past = deadline != 0.0 and time.monotonic() > deadline + GRACE_S
+            spent = self._spent(where)
             # Read again after a beat: the step may have just begun.
-            if past and not self._readable(0.001) and self._where() == where:
-                return self._killed(*where[:3])
+            if spent is not None and not self._readable(0.001) and self._where() == where:
+                return self._killed(*where[:3], spent)
 
     def _readable(self, timeout: float) -> bool:
         """Whether the reply pipe has something to read (or its end) within `timeout` s: one
@@ -313,21 +313,39 @@ class RewardProcess:
         assert self._poller is not None
         return bool(self._poller.poll(math.ceil(timeout * 1000)))
 
-    def _where(self) -> tuple[int, int, float, float]:
-        """(batch number, item index, step, deadline) as the child last wrote them."""
+    def _where(self) -> tuple[int, int, float, float, float]:
+        """(batch number, item index, step, deadline, CPU deadline) as the child last wrote
+        them."""
         assert self._progress is not None
-        deadline, number, index, step = PROGRESS.unpack_from(self._progress)
-        return int(number), int(index), step, deadline
+        deadline, number, index, step, cpu_deadline = PROGRESS.unpack_from(self._progress)
+        return int(number), int(index), step, deadline, cpu_deadline
 
-    def _killed(self, number: int, index: int, step: float) -> tuple[int, int, float, EngineError]:
+    def _spent(self, where: tuple[int, int, float, float, float]) -> str | None:
+        """Which time the child's current step has spent `GRACE_S` past its limit: its CPU
+        time (when it has a CPU deadline), the wall clock's deadline, or neither (None)."""
+        deadline, cpu_deadline = where[3], where[4]
+        if deadline == 0.0:
+            return None
+        if time.monotonic() > deadline + GRACE_S:
+            return f"{WALL_CLOCK} cap" if cpu_deadline else WALL_CLOCK
+        child = self._child
+        if cpu_deadline and child is not None:
+            used = process_cpu_s(child.pid)
+            if used is not None and used > cpu_deadline + GRACE_S:
+                return CPU_CLOCK
+        return None
+
+    def _killed(
+        self, number: int, index: int, step: float, spent: str = WALL_CLOCK
+    ) -> tuple[int, int, float, EngineError]:
         """Kill the child stuck in `step` of an item: that step's outcome is an error."""
         self._stop(kill=True)
         config = self._config
         error: EngineError
         if step == ANSWER:
-            error = past_timeout(config.answer_timeout)
+            error = past_timeout(config.answer_timeout, spent)
         elif step == GOLD:
-            error = past_timeout(config.gold_timeout)
+            error = past_timeout(config.gold_timeout, spent)
         else:
             error = EngineError("the database could not be opened in time; it was given up")
         return number, index, step, error
@@ -337,7 +355,7 @@ class RewardProcess:
         if child is not None:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 child.wait(5.0)
-        number, index, step, _ = self._where()
+        number, index, step = self._where()[:3]
         code = None if child is None else child.returncode
         self._stop(kill=True)
         return number, index, step, EngineError(f"the query's process ended ({exit_reason(code)})")
@@ -351,7 +369,7 @@ class RewardProcess:
         try:
             progress = mmap.mmap(progress_fd, PROGRESS.size)
             # Until the child is up, its start-up has the time a database gets to open.
-            PROGRESS.pack_into(progress, 0, time.monotonic() + OPEN_TIMEOUT_S, -1, -1, OPENING)
+            PROGRESS.pack_into(progress, 0, time.monotonic() + OPEN_TIMEOUT_S, -1, -1, OPENING, 0.0)
             boot = (
                 f"import sys; sys.path[:] = {sys.path!r}; "
                 "from querybench.envs.reward_child import serve; "

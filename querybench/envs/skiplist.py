@@ -24,11 +24,11 @@ from pathlib import Path
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from querybench.engines.cache import default_cache_dir
 from querybench.engines.pool import QueryJob, QueryPool
 from querybench.envs import bird_data
 from querybench.envs.reward import GOLD_TIMEOUT, sql_workers
 from querybench.errors import DataError
+from querybench.store import cache_root
 
 # bird-sql's own name first, then the project-wide one.
 WORKERS_ENVS = ("BIRD_SQL_WORKERS", "QUERYBENCH_SQL_WORKERS")
@@ -39,7 +39,7 @@ def skip_list_paths(train_json: Path) -> tuple[Path, Path]:
     cache dir (the name carries both keys, so a new SQLite or train.json gets a new list)."""
     digest = hashlib.sha256(train_json.read_bytes()).hexdigest()[:16]
     name = f"train_gold_failures-sqlite{sqlite3.sqlite_version}-{digest}.txt"
-    return train_json.parent / name, default_cache_dir() / "bird_sql" / name
+    return train_json.parent / name, cache_root() / "bird_sql" / name
 
 
 def read_skip_list(path: Path) -> frozenset[str]:

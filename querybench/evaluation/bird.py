@@ -42,7 +42,7 @@ from querybench.evaluation.bird_metrics import (
 )
 from querybench.evaluation.detail import Difference, Shape, VerdictDetail
 from querybench.evaluation.execution import run_gold_and_predictions
-from querybench.evaluation.prediction_file import oversized_answer, whole_file_text
+from querybench.evaluation.prediction_file import PREDICTIONS, oversized_answer, whole_file_text
 from querybench.evaluation.record import InstanceResult, OnResult
 from querybench.evaluation.row_keys import hash_safe
 from querybench.evaluation.sql_extract import extract_sql
@@ -106,12 +106,15 @@ class StreamedMatch:
     """What comparing a prediction's rows batch by batch against the gold set found.
 
     `rows_read` counts the rows compared: the comparison stops at the first row that is not a
-    gold row, so a huge wrong result is never read to its end.
+    gold row, so a huge wrong result is never read to its end. `gold_distinct` is the number
+    of distinct gold rows, known from the gold set the comparison used (a verdict that names it
+    does not build that set again for every wrong answer).
     """
 
     matched: bool
     trivial: bool
     rows_read: int
+    gold_distinct: int
 
 
 def bird_stream_match(
@@ -140,8 +143,8 @@ def bird_stream_match(
             if row not in gold:
                 seen.update(batch[:index])
                 rest = _trivial_rest(seen, batch[index:], iterator)
-                return StreamedMatch(False, rest, read + index + 1)
-    return StreamedMatch(len(seen) == len(gold), is_trivial_result(seen), read)
+                return StreamedMatch(False, rest, read + index + 1, len(gold))
+    return StreamedMatch(len(seen) == len(gold), is_trivial_result(seen), read, len(gold))
 
 
 def _trivial_rest(seen: set[Row], batch: Sequence[Row], rest: Iterable[Sequence[Row]]) -> bool:
@@ -177,7 +180,7 @@ def bird_verdict(
         # streamed: the prediction's first foreign row stopped the read, its size is unknown
         return Verdict.fail(
             ErrorCode.WRONG_RESULT,
-            f"different row sets: gold {len(set(gold.rows))} distinct rows, "
+            f"different row sets: gold {pred.gold_distinct} distinct rows, "
             f"prediction differs by row {pred.rows_read}",
             VerdictDetail(Difference.WRONG_VALUES),
         )
@@ -316,7 +319,7 @@ def predictions_by_question(
 def load_bird_predictions(path: str | Path) -> dict[str, object]:
     """The official predictions JSON: an object mapping question_id (or position, see
     `predictions_by_question`) to a prediction string."""
-    return _predictions(_read_text(path, "predictions"), path)
+    return _predictions(_read_text(path, PREDICTIONS), path)
 
 
 def _predictions(text: str, path: str | Path) -> dict[str, object]:
@@ -373,7 +376,7 @@ def evaluate_bird(
     """
     questions_text = _read_text(questions, "questions")
     try:
-        predictions_text = _read_text(predictions, "predictions")
+        predictions_text = _read_text(predictions, PREDICTIONS)
     except DataError:
         _questions(questions_text, questions)  # a malformed questions file is said first
         raise

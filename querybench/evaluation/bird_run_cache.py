@@ -16,12 +16,12 @@ was read is never recorded.
 
 Only a run whose every outcome the result cache would serve is stored: no timeout, cap, crash
 or other failure of the moment, no query that may read the clock or a random draw
-(`cache_values.volatile`), no R-VES (timed), no server (`db_url`). Entries are
-digest-checked JSON (the results as `InstanceResult.to_json` writes them); one that fails a
-check is a miss, and the run is scored again and the entry rewritten. Entries live in the
-result cache's own store (`ResultCache.get_run` / `put_run`), written through the run's one
-connection, so a cold run creates and syncs no second file; the `MAX_ENTRIES` newest are kept.
-`QUERYBENCH_VERDICT_CACHE=0` turns it off.
+(`cache_values.volatile`), no R-VES (timed), no server (`db_url`). Entries are JSON (the
+results as `InstanceResult.to_json` writes them) sealed as every entry of the content store is
+(`querybench.store.seal`); one that fails a check is a miss, and the run is scored again and
+the entry rewritten. Entries live in the result cache's own store (`ResultCache.get_run` /
+`put_run`), written through the run's one connection, so a cold run creates and syncs no
+second file; the `MAX_ENTRIES` newest are kept. `QUERYBENCH_VERDICT_CACHE=0` turns it off.
 """
 
 from __future__ import annotations
@@ -29,15 +29,14 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
-import os
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from pathlib import Path
 
+from querybench import store
 from querybench.engines.base import Result, max_result_bytes
-from querybench.engines.cache import ResultCache, sqlite_build, warn_unusable
+from querybench.engines.cache import ResultCache, sqlite_build
 from querybench.engines.cache_values import storable_error, volatile
 from querybench.errors import EngineError
-from querybench.evaluation.kept_entries import add_sources, sealed, unsealed
 from querybench.evaluation.record import InstanceResult
 
 # The modules whose code decides a BIRD verdict; `tests/test_bird_run_cache.py` holds this to
@@ -59,13 +58,12 @@ SCORER_MODULES = tuple(
         "evaluation.spider1_exact",
         "evaluation.spider1_sql",
         "evaluation.spider1_tokens",
-        "evaluation.kept_entries",
         "evaluation.sql_extract",
         "evaluation.verdict",
+        "store",
     )
 )
 MAX_ENTRIES = 64
-_OFF = ("0", "off", "no")
 
 
 @functools.cache
@@ -73,7 +71,7 @@ def scorer_identity() -> bytes | None:
     """sha256 of the scorer modules' source; None when one cannot be read (then nothing is
     stored or looked up)."""
     digest = hashlib.sha256()
-    return digest.digest() if add_sources(digest, SCORER_MODULES) else None
+    return digest.digest() if store.add_sources(digest, SCORER_MODULES) else None
 
 
 def run_key(
@@ -86,7 +84,7 @@ def run_key(
     timeout: float | None,
 ) -> str | None:
     """The key of a run over these files' text and options; None when the store is off."""
-    if os.environ.get("QUERYBENCH_VERDICT_CACHE", "1").strip().lower() in _OFF:
+    if not store.switched_on("QUERYBENCH_VERDICT_CACHE"):
         return None
     identity = scorer_identity()
     if identity is None:
@@ -105,8 +103,8 @@ def lookup(key: str, cache: ResultCache) -> list[InstanceResult] | None:
     entry = cache.get_run(key)
     if entry is None:
         return None
-    data = unsealed(entry, key)
-    if data is None:
+    data = store.unseal_json(entry, key)
+    if not isinstance(data, dict):
         return None
     try:
         stored = {str(where): fingerprint for where, fingerprint in data["databases"]}
@@ -141,13 +139,13 @@ def remember(
     if any(fp is None and Path(where).is_file() for where, fp in contents.items()):
         return  # present but unreadable: its outcomes were not the cache's to decide
     results_json = [r.to_json() for r in results]
-    entry = sealed(key, {"databases": sorted(contents.items()), "results": results_json})
+    entry = store.seal_json(key, {"databases": sorted(contents.items()), "results": results_json})
     try:
         cache.put_run(key, entry, keep=MAX_ENTRIES)
     except OSError as exc:
         import logging
 
-        warn_unusable(logging.getLogger(__name__), cache.path, exc)
+        store.warn_unusable(logging.getLogger(__name__), cache.path, exc)
 
 
 def database_contents(databases: Iterable[str | Path], cache: ResultCache) -> dict[str, str | None]:

@@ -42,8 +42,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from querybench.engines.cache import default_cache_dir, warn_unusable
 from querybench.evaluation import prediction_file
+from querybench.store import cache_root, warn_unusable
 
 if TYPE_CHECKING:  # pandas and NumPy load with the first parse or entry: a run whose every
     # verdict is known (verdict_cache) defers its writes here without importing them
@@ -82,7 +82,7 @@ def enabled() -> bool:
 
 
 def store_path(namespace: Namespace) -> Path:
-    return default_cache_dir() / "parsed-csv" / f"{namespace}.sqlite3"
+    return cache_root() / "parsed-csv" / f"{namespace}.sqlite3"
 
 
 class _Store:

@@ -193,7 +193,7 @@ def _store(cache: ResultCache, computed: list[tuple[Query, Result | EngineError]
     except OSError as exc:  # a read-only or full cache costs speed, not results
         import logging
 
-        from querybench.engines.cache import warn_unusable
+        from querybench.store import warn_unusable
 
         warn_unusable(logging.getLogger(__name__), cache.path, exc)
 

@@ -7,6 +7,9 @@ gold, a 2 GB sparse file or a header of a million columns. Before pandas sees a 
 * only a regular file is read; anything else is refused with its kind named;
 * a symlink is followed only within the predictions folder and never into a forbidden folder
   (the gold); `/proc`, `/sys` and `/dev` files are refused;
+* a file with more than one name (a hard link: to the gold, a database, anything) is refused,
+  since a hard link is the linked file itself and no path tells it from the gold
+  (`_one_name`);
 * the file is opened with O_NOFOLLOW | O_NONBLOCK and checked again on the descriptor, then read
   (at most `max_bytes`) on a helper thread with a deadline (`ReadLimits.seconds`), unless it
   sits on a local disk, whose reads cannot stall (`_local_devices`);
@@ -102,11 +105,27 @@ def _within(path: str, folder: str) -> bool:
     return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
 
 
+def _one_name(name: str, entry: os.stat_result) -> None:
+    """Refuse a prediction with more than one name. A hard link to the gold (or to a
+    database, or any file) is that file: its path, its real path and its content are all
+    the submission's own, so the link count is the one sign of it. Counting links rather
+    than looking the inode up among the gold and data files in play holds for every file,
+    wherever it lives and whichever scorer reads it, in one `stat`; an honest file with a
+    second name (a `cp -al` or `rsync --link-dest` copy) is refused with the way out."""
+    if entry.st_nlink > 1:
+        raise PredictionRefused(
+            ErrorCode.BAD_PREDICTION_FILE,
+            f"{name} is a hard link ({entry.st_nlink} names for one file; not read: a "
+            "prediction must be a file of its own, copy it rather than link it)",
+        )
+
+
 def _checked_target(
-    path: Path, folder: Path | None, forbidden: Sequence[Path]
+    path: Path, folder: Path | None, forbidden: Sequence[Path], *, one_name: bool | None = None
 ) -> tuple[str, os.stat_result]:
     """The real path of the prediction and its stat, once the entry is known to be safe
-    (`folder` None: a file named on the command line, whose links are the user's own)."""
+    (`folder` None: a file named on the command line, whose symlinks are the user's own).
+    `one_name` (default: when `folder` is given) refuses a hard link (`_one_name`)."""
     name = path.name
     try:
         entry = os.lstat(path)
@@ -147,11 +166,14 @@ def _checked_target(
         raise PredictionRefused(
             ErrorCode.BAD_PREDICTION_FILE, f"{name} is a {root} file ({target})"
         )
+    if folder is not None if one_name is None else one_name:
+        _one_name(name, entry)
     return target, entry
 
 
-def _open(target: str, entry: os.stat_result, name: str) -> int:
-    """A descriptor on exactly the file checked: no symlink, no blocking open, same inode."""
+def _open(target: str, entry: os.stat_result, name: str, one_name: bool) -> int:
+    """A descriptor on exactly the file checked: no symlink, no blocking open, same inode
+    (and, with `one_name`, still no second name: a link made since the check)."""
     flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
     try:
         fd = os.open(target, flags)
@@ -163,6 +185,12 @@ def _open(target: str, entry: os.stat_result, name: str) -> int:
         raise PredictionRefused(
             ErrorCode.BAD_PREDICTION_FILE, f"{name} changed while it was opened"
         )
+    if one_name:
+        try:
+            _one_name(name, now)
+        except PredictionRefused:
+            os.close(fd)
+            raise
     return fd
 
 
@@ -309,17 +337,19 @@ def _read(
     keep_below: int,
     *,
     spool: bool = False,
+    one_name: bool | None = None,
 ) -> tuple[_Scan, int]:
     """The checks, the open and the bounded read, keeping the bytes of a file smaller than
     `keep_below` (and with `spool` a bigger one's in `scan.spool`); the caller closes the
     descriptor and the spool."""
     name = path.name
-    target, entry = _checked_target(path, folder, forbidden)
+    single = folder is not None if one_name is None else one_name
+    target, entry = _checked_target(path, folder, forbidden, one_name=single)
     if entry.st_size > limits.max_bytes:
         raise PredictionRefused(
             ErrorCode.TOO_LARGE, f"{name}: {entry.st_size:,} bytes (limit {limits.max_bytes:,})"
         )
-    fd = _open(target, entry, name)
+    fd = _open(target, entry, name, single)
     keep = entry.st_size < keep_below
     copy = None
     if spool and not keep:
@@ -359,11 +389,18 @@ def _read(
 
 
 def read_prediction_text(
-    path: Path, folder: Path | None, limits: ReadLimits, forbidden: Sequence[Path] = ()
+    path: Path,
+    folder: Path | None,
+    limits: ReadLimits,
+    forbidden: Sequence[Path] = (),
+    *,
+    one_name: bool | None = None,
 ) -> str:
     """A checked, bounded text prediction (e.g. `<id>.sql`, or with `folder` None a whole
-    predictions file) as UTF-8, or `PredictionRefused`."""
-    scan, fd = _read(path, folder, limits, forbidden, keep_below=limits.max_bytes + 1)
+    predictions file) as UTF-8, or `PredictionRefused`. `one_name`: see `_checked_target`."""
+    scan, fd = _read(
+        path, folder, limits, forbidden, keep_below=limits.max_bytes + 1, one_name=one_name
+    )
     os.close(fd)
     try:
         return b"".join(scan.parts).decode("utf-8")
@@ -398,6 +435,8 @@ def checked_database(
     return Path(target)
 
 
+# What `whole_file_text` calls a predictions file (held to `_one_name`).
+PREDICTIONS = "predictions"
 # One answer of a whole predictions file (a Spider 1.0 line, a BIRD entry) is bounded as a
 # line of a result CSV is: past this, that instance is `too_large` (`oversized_answer`).
 MAX_ANSWER_BYTES = ReadLimits.max_line_bytes
@@ -419,9 +458,10 @@ def whole_file_text(path: Path, what: str) -> str:
     """A whole input file named on the command line (the gold, a predictions file, the
     questions), read as a prediction is (regular, bounded in time and size, its lines not:
     see `oversized_answer`), or a `DataError` saying which file it is and why it cannot be
-    read."""
+    read. A predictions file has one name, as every prediction (a hard link to the gold file
+    would score as right); the gold and questions files are the user's own, links and all."""
     try:
-        return read_prediction_text(path, None, _WHOLE_FILE)
+        return read_prediction_text(path, None, _WHOLE_FILE, one_name=what == PREDICTIONS)
     except DataError as exc:
         missing = isinstance(exc, PredictionRefused) and exc.code == ErrorCode.MISSING_PREDICTION
         reason = "no such file" if missing else str(exc)

@@ -4,11 +4,21 @@ The official `evaluate.py` reads every prediction and gold with a bare `pd.read_
 its verdicts depend on the types pandas infers (an integer column with a gap becomes floats, a
 column with one word becomes text, `NA`/`null`/`None` become missing). Matching those verdicts
 bit for bit means parsing with the very same function, so this is the one place pandas is used.
+
+The verdicts of record are those of the leaderboard's environment, pandas 2.2. pandas 3 parses
+two kinds of number differently: an integer column beyond 64 bits (pandas 2.2 keeps its text,
+pandas 3 makes Python ints) and floats of more than 15 significant digits or a large exponent
+(pandas 2.2's `precise_xstrtod` is not correctly rounded, pandas 3's parser is). Under pandas 3
+those columns are made again from their text the pandas 2.2 way (`_as_of_record`), so a
+prediction gets the verdict of record whichever supported pandas is installed.
 """
 
 from __future__ import annotations
 
 import contextlib
+import io
+import math
+import re
 import threading
 import warnings
 from collections.abc import Iterator, Sequence
@@ -18,13 +28,24 @@ from typing import Any, BinaryIO
 import numpy as np
 import numpy.typing as npt
 import pandas as pd
+from pandas._libs.parsers import STR_NA_VALUES  # type: ignore[import-not-found]
 
 from querybench.errors import DataError
 
 # Part of the parsed-CSV cache's key (`csv_cache`): bump it with any change to what
 # `read_result_csv` returns, and every cached parse is made again.
-PARSER_VERSION = 1
+PARSER_VERSION = 2
 _OPTION_LOCK = threading.Lock()
+# pandas from which numbers are parsed otherwise than the record's (pandas 2.2)
+_NEW_NUMBERS = int(pd.__version__.split(".", 1)[0]) >= 3
+# Bytes without any of these hold no number the two parsers read apart: 16 digits or dots in
+# a row (a mantissa beyond 2**53, an integer beyond 64 bits) or a two-digit exponent.
+_LONG_NUMBER = re.compile(rb"[0-9.]{16}|[eE][+-]?[0-9]{2}")
+_BEYOND_INT64 = re.compile(rb"[0-9]{19}")
+_SPACE = " \t\n\v\f\r"
+_INFINITIES = frozenset({"inf", "+inf", "-inf", "infinity", "+infinity", "-infinity"})
+_POW10 = [float(f"1e{k}") for k in range(309)]
+_NA_TOKENS = frozenset(STR_NA_VALUES)  # pandas' default missing-value texts
 
 
 def read_result_csv(source: str | Path | BinaryIO, name: str | None = None) -> pd.DataFrame:
@@ -35,7 +56,11 @@ def read_result_csv(source: str | Path | BinaryIO, name: str | None = None) -> p
     path = name if name is not None else source
     try:
         with _text_as_objects():
-            return pd.read_csv(source)
+            if not _NEW_NUMBERS:
+                return pd.read_csv(source)
+            data = _bytes_of(source)
+            frame = pd.read_csv(io.BytesIO(data))
+            return _as_of_record(frame, data) if _LONG_NUMBER.search(data) else frame
     except FileNotFoundError as exc:
         raise DataError(f"{path}: file not found") from exc
     except pd.errors.EmptyDataError as exc:
@@ -45,6 +70,148 @@ def read_result_csv(source: str | Path | BinaryIO, name: str | None = None) -> p
     except (pd.errors.ParserError, ValueError, OSError) as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise DataError(f"{path}: unreadable CSV ({first})") from exc
+
+
+def _bytes_of(source: str | Path | BinaryIO) -> bytes:
+    if isinstance(source, (str, Path)):
+        return Path(source).read_bytes()
+    data = source.read()
+    return data.encode() if isinstance(data, str) else bytes(data)
+
+
+def _as_of_record(frame: pd.DataFrame, data: bytes) -> pd.DataFrame:
+    """`frame` with each column pandas 3 may parse otherwise than pandas 2.2 (its floats, and
+    text made Python ints) made again from its raw text by pandas 2.2's inference
+    (`_record_column`); the raw text is read once more only when such a column is there."""
+    overflows = _BEYOND_INT64.search(data) is not None
+    suspects = [
+        j
+        for j, dtype in enumerate(frame.dtypes)
+        if dtype.kind == "f" or (dtype.kind == "O" and overflows)
+    ]
+    if not suspects:
+        return frame
+    raw = pd.read_csv(io.BytesIO(data), dtype=object, keep_default_na=False, na_filter=False)
+    out = frame.copy()
+    for j in suspects:
+        column = _record_column(raw.iloc[:, j].tolist(), frame.iloc[:, j])
+        if column is not None:
+            out.isetitem(j, column)
+    return out
+
+
+def _record_column(tokens: list[str], parsed: pd.Series) -> npt.NDArray[Any] | None:
+    """pandas 2.2's column of these raw tokens where it differs from `parsed` (None: the
+    same). pandas 2.2 tries int64, on an overflow uint64, else float64 (`precise_xstrtod`),
+    each stopping at its first bad token, and keeps the text when a number overflows both
+    integer types or no type takes every token."""
+    present = [t for t in tokens if t not in _NA_TOKENS]
+    int_error = next((e for e in map(_int_error, present) if e), "")
+    if int_error == "overflow":
+        uint_error = next((e for e in map(_uint_error, present) if e), "")
+        if uint_error == "overflow":
+            return _text(tokens, na_filter=True)
+        if not uint_error:
+            signs = [t.lstrip(_SPACE).startswith("-") for t in present]
+            negative = any(signs)
+            beyond = any(not m and _int_error(t) for t, m in zip(present, signs, strict=True))
+            if beyond and (negative or len(present) < len(tokens)):
+                return _text(tokens, na_filter=False)  # a conflict: the text as it is
+            if negative:
+                return _text(tokens, na_filter=True)
+            return None  # uint64 alike
+    elif not int_error:
+        return None  # int64 alike
+    floats = [_record_float(t) for t in present]
+    if any(f is None for f in floats):
+        return _text(tokens, na_filter=True) if parsed.dtype.kind == "f" else None
+    values = iter(floats)
+    return np.array([math.nan if t in _NA_TOKENS else next(values) for t in tokens])
+
+
+def _text(tokens: list[str], na_filter: bool) -> npt.NDArray[np.object_]:
+    out = np.empty(len(tokens), dtype=object)
+    out[:] = [math.nan if na_filter and t in _NA_TOKENS else t for t in tokens]
+    return out
+
+
+def _int_error(token: str, bound: int = (1 << 63) - 1) -> str:
+    """pandas' `str_to_int64`: "" for an integer in range, "overflow", or "invalid"."""
+    s = token.lstrip(_SPACE)
+    negative = s.startswith("-")
+    s = s[1:] if s[:1] in ("-", "+") else s
+    digits = len(s) - len(s.lstrip("0123456789"))
+    if digits == 0:
+        return "invalid"
+    if int(s[:digits]) > bound + negative:
+        return "overflow"  # found before the text after the digits
+    return "" if not s[digits:].strip(_SPACE) else "invalid"
+
+
+def _uint_error(token: str) -> str:
+    """pandas' `str_to_uint64` (a negative number is no error here: the caller sees it)."""
+    if token.lstrip(_SPACE).startswith("-"):
+        return ""
+    return _int_error(token, (1 << 64) - 1)
+
+
+def _record_float(token: str) -> float | None:
+    if token.strip(_SPACE).lower() in _INFINITIES:
+        return float(token.strip(_SPACE))
+    return precise_xstrtod(token)
+
+
+def precise_xstrtod(token: str) -> float | None:
+    """pandas 2.2's default float parse (`precise_xstrtod` in its tokenizer, float_precision
+    "high"): at most 17 significant digits gathered in a double, scaled by one power of ten.
+    None where it reports an error (no digits, trailing text, beyond the double range)."""
+    s = token.strip(_SPACE)
+    n, i = len(s), 0
+    negative = n > 0 and s[0] == "-"
+    i += n > 0 and s[0] in "+-"
+    number, exponent, digits, decimals = 0.0, 0, 0, 0
+    while i < n and "0" <= s[i] <= "9":
+        if digits < 17:
+            number = number * 10.0 + (ord(s[i]) - 48)
+            digits += 1
+        else:
+            exponent += 1
+        i += 1
+    if i < n and s[i] == ".":
+        i += 1
+        while digits < 17 and i < n and "0" <= s[i] <= "9":
+            number = number * 10.0 + (ord(s[i]) - 48)
+            digits, decimals, i = digits + 1, decimals + 1, i + 1
+        while digits >= 17 and i < n and "0" <= s[i] <= "9":
+            i += 1
+        exponent -= decimals
+    if digits == 0:
+        return None
+    if negative:
+        number = -number
+    if i < n and s[i] in "eE":
+        j = i + 1
+        minus = j < n and s[j] == "-"
+        j += j < n and s[j] in "+-"
+        count = power = 0
+        while count < 17 and j < n and "0" <= s[j] <= "9":
+            power, count, j = power * 10 + ord(s[j]) - 48, count + 1, j + 1
+        if count:
+            exponent += -power if minus else power
+            i = j
+    if exponent > 308:
+        return None
+    if exponent > 0:
+        number *= _POW10[exponent]
+    elif exponent < -616:
+        number = 0.0
+    elif exponent < -308:
+        number = number / _POW10[-308 - exponent] / _POW10[308]
+    else:
+        number /= _POW10[-exponent]
+    if i != n or number in (math.inf, -math.inf):
+        return None
+    return number
 
 
 @contextlib.contextmanager

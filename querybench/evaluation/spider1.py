@@ -32,7 +32,7 @@ from querybench.engines.base import Result
 from querybench.errors import DataError, EngineError, ErrorCode
 from querybench.evaluation.detail import Difference, Shape, VerdictDetail
 from querybench.evaluation.execution import Jobs, run_gold_and_predictions
-from querybench.evaluation.prediction_file import oversized_answer, whole_file_text
+from querybench.evaluation.prediction_file import PREDICTIONS, oversized_answer, whole_file_text
 from querybench.evaluation.record import InstanceResult, OnResult
 from querybench.evaluation.row_keys import hash_safe
 from querybench.evaluation.verdict import Verdict
@@ -296,7 +296,7 @@ def read_spider1_instances(
     else:
         golds = [(t.instance_id, one_line(t.gold.sql or ""), t.db, t.difficulty) for t in gold_file]
         named = f"the {gold_file[0].benchmark} tasks" if gold_file else "the tasks"
-    pred_lines = _lines(pred_file, "predictions")
+    pred_lines = _lines(pred_file, PREDICTIONS)
     if len(pred_lines) > len(golds):
         raise DataError(
             f"{pred_file} has {len(pred_lines)} prediction lines for {len(golds)} gold "

@@ -50,6 +50,11 @@ PARTIAL_TYPES = (
     "keywords",
 )
 LEVELS = ("easy", "medium", "hard", "extra", "all")
+# The longest prediction parsed for EM, in characters: forty times Spider's longest gold (under
+# 600). The parser costs tens of microseconds a character, more on a loaded machine, so one
+# 16 MiB answer would hold the eval for minutes; a longer prediction cannot be the gold's
+# structure in any honest form, and is scored as the official empty query, saying why.
+MAX_PARSED_CHARS = 24_000
 ForeignKeys = Mapping[str, str]  # "__table.column__" -> the column its key group maps it to
 
 
@@ -127,17 +132,27 @@ def foreign_key_map(entry: Mapping[str, Any]) -> dict[str, str]:
 def score_exact(
     schema: SpiderSchema, foreign_keys: ForeignKeys, gold_sql: str, pred_sql: str
 ) -> ExactMatch:
-    """EM of one pair, the prediction read as the official script reads it ("value" -> "1").
+    """EM of one pair, the prediction read as the official script reads it ("value" -> "1");
+    one past `MAX_PARSED_CHARS` is the empty query.
 
     `SqlParseError` when the gold itself does not parse (the official script stops there).
     """
     gold = parse_spider_sql(schema, gold_sql)
     hardness = spider1_hardness(gold.to_json())
     reason = None
-    try:
-        pred = parse_spider_sql(schema, pred_sql.replace("value", "1"))
-    except SqlParseError as exc:
-        pred, reason = EMPTY_SQL, f"the official parser cannot read the prediction: {exc}"
+    if len(pred_sql) > MAX_PARSED_CHARS:
+        pred, reason = (
+            EMPTY_SQL,
+            (
+                f"the prediction is {len(pred_sql):,} characters, past the exact-match bound of "
+                f"{MAX_PARSED_CHARS:,}: not parsed, scored as the empty query"
+            ),
+        )
+    else:
+        try:
+            pred = parse_spider_sql(schema, pred_sql.replace("value", "1"))
+        except SqlParseError as exc:
+            pred, reason = EMPTY_SQL, f"the official parser cannot read the prediction: {exc}"
     gold, pred = _rebuild(schema, foreign_keys, gold), _rebuild(schema, foreign_keys, pred)
     partial = partial_scores(pred, gold)
     return ExactMatch(exact_match(pred, gold, partial), hardness, partial, reason)

@@ -230,6 +230,12 @@ def _check(condition: bool, reason: str) -> None:
         raise SqlParseError(reason)
 
 
+# Queries nested in one another (subqueries, set operations) past which a parse stops: Spider's
+# golds nest at most 4 deep. A fixed bound, not the interpreter's recursion limit, so a verdict
+# never depends on the stack the scorer runs on, and whatever parsed can be compared.
+MAX_NESTING = 48
+
+
 class _Parser:
     """The official readers, each from a token index to (next index, what it read)."""
 
@@ -237,6 +243,7 @@ class _Parser:
         self.toks = toks
         self.schema = schema
         self.aliases = aliases
+        self.depth = 0
 
     def column(self, toks: list[str], i: int, tables: list[str] | None) -> tuple[int, str]:
         tok = toks[i]
@@ -449,6 +456,15 @@ class _Parser:
         return i
 
     def sql(self, start: int) -> tuple[int, SpiderSql]:
+        if self.depth >= MAX_NESTING:
+            raise SqlParseError(f"the query nests past {MAX_NESTING} levels (not parsed)")
+        self.depth += 1
+        try:
+            return self._sql(start)
+        finally:
+            self.depth -= 1
+
+    def _sql(self, start: int) -> tuple[int, SpiderSql]:
         toks = self.toks
         block = toks[start] == "("
         from_end, units, joins, tables = self.from_(start)

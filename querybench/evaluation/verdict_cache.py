@@ -13,12 +13,11 @@ Only what the comparison alone decides is stored: both verdicts a pass or `wrong
 refused or unparsable prediction, a gold error, a scorer error or running out of memory is
 scored again every time, as is a prediction of `LARGE_FILE_BYTES` or more (spooled, not kept).
 
-An entry is the sha256 of its payload, then the payload: the JSON of its key and both verdicts,
-messages and details included, so a results file written from the store is byte for byte the
-one scoring writes. An entry that fails any check is a miss: the instance is scored again and
-the entry rewritten. Entries live in one SQLite file (WAL: readers never wait for a writer; two
-writers of one key write the same bytes), new ones written `WRITE_BATCH` to a transaction, the
-oldest written deleted once the file outgrows `MAX_STORE_BYTES`.
+An entry is the JSON of both verdicts, messages and details included, so a results file
+written from the store is byte for byte the one scoring writes, sealed and kept in the content
+store (`querybench.store`, kind `VERDICTS`: its sealing, pruning, damage and concurrency
+rules); an entry that fails any check is a miss: the instance is scored again and the entry
+rewritten.
 
 `QUERYBENCH_VERDICT_CACHE=0` scores every instance every time; `QUERYBENCH_CSV_CACHE=0`, which
 turns off the parse cache, turns this store off too.
@@ -29,26 +28,19 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
-import logging
 import os
-import sqlite3
-import threading
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from querybench.engines.cache import default_cache_dir, warn_unusable
+from querybench import store
 from querybench.errors import ErrorCode
 from querybench.evaluation import prediction_file
 from querybench.evaluation.detail import VerdictDetail
-from querybench.evaluation.kept_entries import add_sources, sealed, unsealed
 from querybench.evaluation.spider2_verdicts import Verdicts
 from querybench.evaluation.verdict import Verdict
 from querybench.tasks.spider2_gold import EvalSpec
-
-log = logging.getLogger(__name__)
 
 # The modules whose code decides a verdict (the scorers, the parser, the frames the parse cache
 # rebuilds, the verdict types); `tests/test_verdict_cache.py` holds this to the import graph.
@@ -64,7 +56,6 @@ SCORER_MODULES = tuple(
         "evaluation.prediction_file",
         "evaluation.record",
         "evaluation.result_csv",
-        "evaluation.kept_entries",
         "evaluation.spider1_exact",
         "evaluation.spider1_sql",
         "evaluation.spider1_tokens",
@@ -76,12 +67,16 @@ SCORER_MODULES = tuple(
         "evaluation.spider2_verdicts",
         "evaluation.verdict",
         "evaluation.verdict_cache",
+        "store",
     )
 )
 LIBRARIES = ("numpy", "pandas", "pyarrow")
-WRITE_BATCH = 256
-MAX_STORE_BYTES = 256 << 20
-_OFF = ("0", "off", "no")
+VERDICTS = store.Kind(
+    "verdicts/spider2.sqlite3",
+    ("QUERYBENCH_VERDICT_CACHE", "QUERYBENCH_CSV_CACHE"),
+    max_bytes=256 << 20,
+    batch=256,
+)
 _NOT_KEPT = (
     ErrorCode.SCORER_ERROR,
     ErrorCode.TOO_LARGE,
@@ -89,14 +84,11 @@ _NOT_KEPT = (
 
 
 def enabled() -> bool:
-    return all(
-        os.environ.get(name, "1").strip().lower() not in _OFF
-        for name in ("QUERYBENCH_VERDICT_CACHE", "QUERYBENCH_CSV_CACHE")
-    )
+    return VERDICTS.on()
 
 
 def store_path() -> Path:
-    return default_cache_dir() / "verdicts" / "spider2.sqlite3"
+    return VERDICTS.path()
 
 
 @functools.cache
@@ -106,7 +98,7 @@ def scorer_identity() -> bytes | None:
     from importlib import metadata  # 10 ms: only once a verdict is looked up
 
     digest = hashlib.sha256()
-    if not add_sources(digest, SCORER_MODULES):
+    if not store.add_sources(digest, SCORER_MODULES):
         return None
     for library in LIBRARIES:
         try:
@@ -163,31 +155,27 @@ def instance_key(
 
 def lookup(key: str) -> Verdicts | None:
     """The stored verdicts of `key`; None if absent or not a well-formed entry for it."""
-    store = _store()
-    entry = store.get(key) if store is not None else None
-    if entry is None:
-        return None
-    verdicts = _decoded(entry, key)
-    if verdicts is None:
-        log.debug("verdict cache entry %s is not valid; scoring again", key)
-    return verdicts
+    kept = store.open_store(VERDICTS)
+    payload = kept.get(key) if kept is not None else None
+    return None if payload is None else _decoded(payload)
 
 
 def remember(key: str, verdicts: Verdicts) -> None:
-    """Keep `verdicts` under `key` unless one is a scorer error or ran out of memory (written
-    in batches: `flush` writes the rest); the caller keeps none that read an unreadable gold."""
+    """Keep `verdicts` under `key` unless one is a scorer error or ran out of memory (held
+    and written in batches: `flush` writes the rest); the caller keeps none that read an
+    unreadable gold."""
     if any(v.error in _NOT_KEPT for v in (verdicts.official, verdicts.strict)):
         return
-    store = _store()
-    if store is not None:
-        store.add(key, _encoded(key, verdicts))
+    kept = store.open_store(VERDICTS)
+    if kept is not None:
+        kept.put(key, _encoded(verdicts))
 
 
 def flush() -> None:
     """Write the entries this process has not written yet."""
-    store = _store()
-    if store is not None:
-        store.write()
+    kept = store.open_store(VERDICTS)
+    if kept is not None:
+        kept.flush()
 
 
 def _verdict_json(verdict: Verdict) -> list[Any]:
@@ -207,98 +195,13 @@ def _verdict(fields: Any) -> Verdict:
     )
 
 
-def _encoded(key: str, verdicts: Verdicts) -> bytes:
-    return sealed(
-        key, {"verdicts": [_verdict_json(verdicts.official), _verdict_json(verdicts.strict)]}
-    )
+def _encoded(verdicts: Verdicts) -> bytes:
+    return json.dumps([_verdict_json(verdicts.official), _verdict_json(verdicts.strict)]).encode()
 
 
-def _decoded(entry: bytes, key: str) -> Verdicts | None:
-    data = unsealed(entry, key)
-    if data is None:
-        return None
+def _decoded(payload: memoryview) -> Verdicts | None:
     try:
-        official, strict = data["verdicts"]
+        official, strict = json.loads(bytes(payload))
         return Verdicts(_verdict(official), _verdict(strict))
-    except Exception:  # digest-checked, so only a foreign or older entry ends here
-        return None
-
-
-class _Store:
-    """The entries in one SQLite file, new ones held until `WRITE_BATCH` of them (or `write`)
-    go in one transaction: a cold run's hundreds of entries cost a few commits."""
-
-    def __init__(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self.db = sqlite3.connect(path, timeout=30, isolation_level=None, check_same_thread=False)
-        self.db.execute("PRAGMA journal_mode=WAL")
-        self.db.execute("PRAGMA synchronous=NORMAL")  # a crash may lose entries, never corrupt
-        self.db.execute(
-            "CREATE TABLE IF NOT EXISTS verdicts "
-            "(key TEXT PRIMARY KEY, entry BLOB NOT NULL, written REAL NOT NULL)"
-        )
-        self.lock = threading.Lock()
-        self.pending: list[tuple[str, bytes, float]] = []
-        self.pruned = False
-
-    def get(self, key: str) -> bytes | None:
-        try:
-            with self.lock:
-                row = self.db.execute("SELECT entry FROM verdicts WHERE key = ?", (key,)).fetchone()
-        except sqlite3.Error as exc:
-            warn_unusable(log, store_path(), exc)
-            return None
-        # a store some other program made may hold text, a number or NULL there: a miss
-        return row[0] if row is not None and isinstance(row[0], bytes) else None
-
-    def add(self, key: str, entry: bytes) -> None:
-        with self.lock:
-            self.pending.append((key, entry, time.time()))
-            full = len(self.pending) >= WRITE_BATCH
-        if full:
-            self.write()
-
-    def write(self) -> None:
-        with self.lock:
-            pending, self.pending = self.pending, []
-            if not pending:
-                return
-            try:
-                with self.db:  # one transaction, the write lock taken first: a deferred
-                    # one that reads (the prune check) loses its insert, SQLITE_BUSY with no
-                    # wait, if another process commits in between (two workers of one run)
-                    self.db.execute("BEGIN IMMEDIATE")
-                    if not self.pruned:
-                        self.pruned = True
-                        self._prune()
-                    self.db.executemany("INSERT OR REPLACE INTO verdicts VALUES (?, ?, ?)", pending)
-            except sqlite3.Error as exc:  # a full or read-only cache costs speed, never a verdict
-                warn_unusable(log, store_path(), exc)
-
-    def _prune(self) -> None:
-        """The oldest written quarter deleted once the file outgrows `MAX_STORE_BYTES`
-        (checked at each process's first write; freed pages are reused)."""
-        pages, size = (self.db.execute(f"PRAGMA {p}").fetchone()[0] for p in _SIZE_PRAGMAS)
-        if pages * size > MAX_STORE_BYTES:
-            self.db.execute(
-                "DELETE FROM verdicts WHERE key IN (SELECT key FROM verdicts ORDER BY written "
-                "LIMIT (SELECT count(*) / 4 + 1 FROM verdicts))"
-            )
-
-
-_SIZE_PRAGMAS = ("page_count", "page_size")
-
-
-def _store() -> _Store | None:
-    """This process's connection to the store (a forked worker opens its own); None when the
-    store cannot be opened."""
-    return _store_at(str(store_path()), os.getpid())
-
-
-@functools.cache
-def _store_at(path: str, pid: int) -> _Store | None:
-    try:
-        return _Store(Path(path))
-    except (OSError, sqlite3.Error) as exc:
-        warn_unusable(log, Path(path), exc)
+    except Exception:  # sealed, so only a foreign or older entry ends here
         return None

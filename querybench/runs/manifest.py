@@ -14,22 +14,28 @@ x.csv`), never by where they sit on this machine: the same data elsewhere has th
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import enum
+import functools
 import hashlib
 import importlib
-import importlib.metadata
 import json
 import os
 import platform
+import re
 import subprocess
+import sys
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from querybench.benchmarks import spec
 from querybench.errors import DataError
+
+if TYPE_CHECKING:
+    from querybench.engines.cache import ResultCache
 
 FORMAT = 1
 MANIFEST_NAME = "manifest.json"  # in a run folder
@@ -226,19 +232,29 @@ def input_files(located: Mapping[str, Any], instance_ids: Collection[str]) -> di
     """sha256 of every file under the located options that belongs to a verdict: a named file
     whole; in a gold or predictions folder its top-level files (the eval config, a submission's
     metadata) and those named after an instance; in a database folder every database."""
+    from querybench.engines.cache import ResultCache
+
     ids = set(instance_ids)
     out: dict[str, InputFile] = {}
-    for name, value in located.items():
-        role = ROLES.get(name)
-        if role is None or value is None:
-            continue
-        paths = value if isinstance(value, list | tuple) else [value]
-        for i, where in enumerate(paths):
-            label = name if len(paths) == 1 else f"{name}[{i}]"
-            for key, path, owners in _files(label, Path(where), role, ids):
-                kind = "eval_config" if role == "gold" and _is_eval_config(path) else role
-                digest = _database_digest(path) if role == "database" else file_sha256(path)
-                out[key] = InputFile(digest, kind, tuple(sorted(owners)))
+    cache = ResultCache()  # opened on its first database, once for all of them
+    try:
+        for name, value in located.items():
+            role = ROLES.get(name)
+            if role is None or value is None:
+                continue
+            paths = value if isinstance(value, list | tuple) else [value]
+            for i, where in enumerate(paths):
+                label = name if len(paths) == 1 else f"{name}[{i}]"
+                for key, path, owners in _files(label, Path(where), role, ids):
+                    kind = "eval_config" if role == "gold" and _is_eval_config(path) else role
+                    digest = (
+                        _database_digest(path, cache) if role == "database" else file_sha256(path)
+                    )
+                    out[key] = InputFile(digest, kind, tuple(sorted(owners)))
+        with contextlib.suppress(OSError):  # the hashes read here, for the next manifest
+            cache.put_many([])
+    finally:
+        cache.close()
     return out
 
 
@@ -289,15 +305,14 @@ def file_sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def _database_digest(path: Path) -> str:
+def _database_digest(path: Path, cache: ResultCache) -> str:
     """A database's content state: the result cache's content hash of its bytes (remembered by
     the file's identity there, so a warm eval does not read gigabytes again); for a database
     whose sidecar holds data (a `-wal` not checkpointed), the file's and the sidecars' bytes."""
     from querybench.engines import parse_target
-    from querybench.engines.cache import ResultCache, sidecars_with_data
+    from querybench.engines.cache import sidecars_with_data
     from querybench.errors import EngineError
 
-    cache = ResultCache()
     try:
         return cache.fingerprint(path)
     except OSError:
@@ -307,8 +322,6 @@ def _database_digest(path: Path) -> str:
         for part in [path, *sidecars_with_data(parse_target(path))]:
             digest.update(f"{part.name}\0{file_sha256(part)}\n".encode())
         return digest.hexdigest()
-    finally:
-        cache.close()
 
 
 # --- the code and the libraries ------------------------------------------------------------
@@ -319,7 +332,7 @@ def scorer_identity() -> dict[str, Any]:
     of every module of the scoring packages (read from disk)."""
     import pkgutil
 
-    from querybench.evaluation.kept_entries import add_sources
+    from querybench.store import add_sources
 
     modules: list[str] = ["querybench.errors"]
     for package in SCORER_PACKAGES:
@@ -328,7 +341,7 @@ def scorer_identity() -> dict[str, Any]:
     digest = hashlib.sha256()
     readable = add_sources(digest, modules)
     return {
-        "version": importlib.metadata.version("querybench"),
+        "version": installed_version("querybench"),
         "commit": _commit(),
         "sha256": digest.hexdigest() if readable else None,
         "modules": len(modules),
@@ -359,15 +372,101 @@ def library_versions(resolved: Mapping[str, Any] | None = None) -> dict[str, str
 
     out: dict[str, str] = {}
     for name in LIBRARIES:
-        try:
-            out[name] = importlib.metadata.version(name)
-        except importlib.metadata.PackageNotFoundError:
-            out[name] = "absent"
+        out[name] = installed_version(name) or "absent"
     out["sqlite"] = sqlite_build()
     url = (resolved or {}).get("db_url")
     if isinstance(url, str) and url:
         out["server"] = server_version(url)
     return out
+
+
+def installed_version(name: str) -> str | None:
+    """`importlib.metadata.version(name)`, None for a package that is not installed.
+
+    Read as `importlib.metadata` reads it (the first `<name>-*.dist-info` or `.egg-info` in
+    `sys.path` order, its METADATA's first Version header) without importing it: it imports
+    `email`, a third of a small eval's start-up. Whatever is not that plain layout (a zip on
+    the path, another distribution finder, an unusual header) is left to it."""
+    import importlib.machinery
+
+    finders = [f for f in sys.meta_path if hasattr(f, "find_distributions")]
+    if finders == [importlib.machinery.PathFinder]:
+        wanted = re.sub(r"[-_.]+", "-", name).lower().replace("-", "_")
+        for entry in sys.path:
+            found = _plain_version(entry or ".", wanted)
+            if found is None:
+                continue  # nothing of it here
+            if found:
+                return found
+            break  # there, but not plainly readable
+    import importlib.metadata
+
+    try:
+        return importlib.metadata.version(name)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def _plain_version(entry: str, wanted: str) -> str | None:
+    """The version of the first distribution `wanted` in path entry `entry`; None when the
+    entry holds none, "" when it holds one that `_version_header` cannot read (or the entry
+    is not a plain folder)."""
+    try:
+        changed = os.stat(entry).st_mtime_ns
+    except OSError:
+        return None
+    infos = _distribution_folders(entry, changed)
+    if infos is None:
+        return ""
+    path = infos.get(wanted)
+    if path is None:
+        return None
+    for part in ("METADATA", "PKG-INFO", ""):
+        try:
+            with open(os.path.join(path, part) if part else path, encoding="utf-8") as f:
+                return _version_header(f.read())
+        except (FileNotFoundError, IsADirectoryError, NotADirectoryError, PermissionError):
+            continue
+    return ""
+
+
+@functools.cache
+def _distribution_folders(entry: str, changed: int) -> dict[str, str] | None:
+    """The first `.dist-info` / `.egg-info` of each normalized name in `entry`, in listing
+    order as `importlib.metadata` takes them (listed again when the folder's mtime `changed`);
+    None for an entry that is not a plain folder."""
+    if entry.lower().endswith(".egg"):
+        return None
+    try:
+        children = os.listdir(entry)
+    except NotADirectoryError:
+        return None
+    except OSError:
+        return {}
+    infos: dict[str, str] = {}
+    for child in children:
+        low = child.lower()
+        if low.endswith((".dist-info", ".egg-info")):
+            stem = low.rpartition(".")[0].partition("-")[0]
+            name = re.sub(r"[-_.]+", "-", stem).replace("-", "_")
+            infos.setdefault(name, os.path.join(entry, child))
+    return infos
+
+
+def _version_header(text: str) -> str:
+    """The value of the first Version header of metadata `text`, "" when it has none or its
+    headers are not plain `Name: value` lines."""
+    lines = text.splitlines()
+    for i, line in enumerate(lines):
+        if not line:
+            return ""
+        key, colon, value = line.partition(":")
+        if not colon or line[0] in " \t":
+            return ""
+        if key.lower() == "version":
+            follows = lines[i + 1] if i + 1 < len(lines) else ""
+            return "" if follows[:1] in (" ", "\t") else value.lstrip(" \t")
+    return ""
 
 
 def server_version(url: str) -> str:

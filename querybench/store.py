@@ -1,0 +1,355 @@
+"""The one content store: what querybench computes once and keeps on disk, and how.
+
+- Location: `$QUERYBENCH_CACHE`, else `~/.cache/querybench` (`cache_root`); a kind of entry
+  (`Kind`: parsed gold CSVs, parsed predictions, Spider 2.0 verdicts) lives in one SQLite file
+  under it. The result cache (`engines/cache.py`) keeps its own tables under the same root.
+- Off-switch: `switched_on(*variables)`: a variable set to 0, off or no turns its caches off.
+- Keying: an entry's key is made of everything that decides its value, by content: the bytes
+  of the inputs, the source bytes of the code that decides it (`add_sources`, read from disk,
+  never imported), the libraries' versions; never a name, a size or a timestamp.
+- Sealing: an entry is the sha256 of its key and payload, then the payload (`seal`); one whose
+  digest does not match the key it is read under (damaged, planted, moved) is a miss (`unseal`).
+- Pruning: a store past its kind's `max_bytes` drops the entries unused longest, down to three
+  quarters of it, checked at each process's first write; an entry unused for a day is marked
+  used when read.
+- Damage: a store that is not a database is set aside (`<file>.damaged`) and started afresh; a
+  read-only, full or foreign one is warned of once per cache folder and process
+  (`warn_unusable`) and costs speed only, never a value: a read that fails is a miss, a write
+  that fails is dropped.
+- Concurrency: WAL mode (readers never wait for a writer), writes in `BEGIN IMMEDIATE`
+  transactions; two writers of one key write the same bytes. New entries are held and written
+  together (`Kind.batch` of them, or inside `deferred_writes` when the last block ends), so a
+  run's hundreds of entries cost a few commits.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import importlib.util
+import json
+import os
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import logging
+    from hashlib import _Hash
+
+OFF_WORDS = ("0", "off", "no")
+_DIGEST = 32
+_TOUCH_AFTER_S = 86_400
+_PENDING_MAX_BYTES = 16 << 20  # held entries written past this, deferring or not
+_SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS entries"
+    " (key TEXT PRIMARY KEY, entry BLOB NOT NULL, used REAL NOT NULL)"
+)
+
+
+def _log() -> logging.Logger:
+    import logging  # only when there is something to say
+
+    return logging.getLogger(__name__)
+
+
+def cache_root() -> Path:
+    """`$QUERYBENCH_CACHE`, else `~/.cache/querybench`."""
+    return Path(os.environ.get("QUERYBENCH_CACHE") or "~/.cache/querybench").expanduser()
+
+
+def switched_on(*variables: str) -> bool:
+    """False when any of these environment variables says 0, off or no."""
+    return all(os.environ.get(name, "1").strip().lower() not in OFF_WORDS for name in variables)
+
+
+def add_sources(digest: _Hash, modules: Sequence[str]) -> bool:
+    """Feed each module's name, length and source (read from disk, never imported) to
+    `digest`, so that editing the code makes every entry it decided a miss; False when one
+    cannot be read (then nothing should be stored or looked up)."""
+    for name in modules:
+        spec = importlib.util.find_spec(name)
+        if spec is None or spec.origin is None:
+            return False
+        try:
+            source = Path(spec.origin).read_bytes()
+        except OSError:
+            return False
+        digest.update(f"{name} {len(source)}\n".encode())
+        digest.update(source)
+    return True
+
+
+def _digest(key: str, payload: bytes | memoryview) -> bytes:
+    digest = hashlib.sha256(key.encode())
+    digest.update(b"\0")
+    digest.update(payload)
+    return digest.digest()
+
+
+def seal(key: str, payload: bytes) -> bytes:
+    """The entry of `payload` under `key`: the sha256 of both, then the payload."""
+    return _digest(key, payload) + payload
+
+
+def unseal(entry: bytes, key: str) -> memoryview | None:
+    """The payload `seal` put under `key`; None when the entry is not that."""
+    view = memoryview(entry)
+    payload = view[_DIGEST:]
+    return payload if len(entry) > _DIGEST and _digest(key, payload) == entry[:_DIGEST] else None
+
+
+def seal_json(key: str, body: Any) -> bytes:
+    return seal(key, json.dumps(body).encode())
+
+
+def unseal_json(entry: bytes, key: str) -> Any:
+    """The body `seal_json` put under `key`; None when the entry or its JSON is not whole."""
+    payload = unseal(entry, key)
+    if payload is None:
+        return None
+    try:
+        return json.loads(bytes(payload))
+    except ValueError:
+        return None
+
+
+_warned: set[tuple[str, int]] = set()
+
+
+def warn_unusable(log: logging.Logger, path: Path, exc: BaseException) -> None:
+    """One warning per cache folder and process, whichever of its stores fails first: a
+    read-only, full or foreign cache costs speed, never a verdict."""
+    root = str(path.parent.parent)  # <cache>/<kind's folder>/<file>
+    if (root, os.getpid()) in _warned:
+        return
+    _warned.add((root, os.getpid()))
+    cause = exc.__cause__ if isinstance(exc.__cause__, sqlite3.Error) else exc
+    environmental = isinstance(cause, OSError) or any(
+        word in str(cause) for word in ("readonly", "full", "disk I/O", "unable to open", "locked")
+    )
+    hint = (
+        "set QUERYBENCH_CACHE to a writable folder with room"
+        if environmental
+        else f"delete {path} to start afresh"  # corrupt, or another version's layout
+    )
+    log.warning("cache %s unusable, scoring without it (slower; %s): %s", path, hint, exc)
+
+
+@dataclass(frozen=True)
+class Kind:
+    """A kind of entry: its file under the cache root, the switches that turn it off, its
+    bound on disk and how many new entries are held before they are written."""
+
+    file: str
+    switches: tuple[str, ...]
+    max_bytes: int
+    batch: int = 1
+    page_bytes: int = 4096  # a new store's page size
+    wal_bytes: int = 4 << 20  # its write-ahead log checkpointed past this
+
+    def path(self) -> Path:
+        return cache_root() / self.file
+
+    def on(self) -> bool:
+        return switched_on(*self.switches)
+
+
+class Store:
+    """One kind's entries in one SQLite file, keyed and sealed as the module says."""
+
+    def __init__(self, path: Path, kind: Kind) -> None:
+        self.path = path
+        self.kind = kind
+        self.lock = threading.Lock()
+        self.pruned = False
+        self.pending: dict[str, bytes] = {}  # sealed entries not yet written
+        self.pending_bytes = 0
+        path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self.db = self._open()
+        except sqlite3.DatabaseError as exc:
+            if isinstance(exc, sqlite3.OperationalError):
+                raise  # locked, read-only, ...: not a damaged store
+            try:
+                os.replace(path, path.with_name(f"{path.name}.damaged"))
+            except OSError:
+                raise exc from None  # not set aside (a read-only folder): unusable as it is
+            _log().warning("cache %s is damaged (%s): starting a new one", path, exc)
+            self.db = self._open()
+
+    def _open(self) -> sqlite3.Connection:
+        db = sqlite3.connect(self.path, timeout=30, isolation_level=None, check_same_thread=False)
+        try:
+            db.execute(f"PRAGMA page_size={self.kind.page_bytes}")  # a new file's only
+            db.execute("PRAGMA journal_mode=WAL")
+            page = db.execute("PRAGMA page_size").fetchone()[0]
+            db.execute(f"PRAGMA wal_autocheckpoint={max(1, self.kind.wal_bytes // page)}")
+            db.execute("PRAGMA synchronous=NORMAL")  # a crash may lose entries, never corrupt
+            db.execute(_SCHEMA)
+        except BaseException:
+            db.close()
+            raise
+        return db
+
+    def get(self, key: str) -> memoryview | None:
+        """The payload under `key`; None if absent or not a whole entry of this key."""
+        now = time.time()
+        try:
+            with self.lock:
+                entry = self.pending.get(key)
+                if entry is None:
+                    row = self.db.execute(
+                        "SELECT entry, used FROM entries WHERE key = ?", (key,)
+                    ).fetchone()
+                    if row is None:
+                        return None
+                    entry = row[0]
+                    if isinstance(row[1], float | int) and row[1] < now - _TOUCH_AFTER_S:
+                        with contextlib.suppress(sqlite3.Error):  # a read-only store serves
+                            self.db.execute("UPDATE entries SET used = ? WHERE key = ?", (now, key))
+        except sqlite3.Error as exc:
+            warn_unusable(_log(), self.path, exc)
+            return None
+        if not isinstance(entry, bytes):  # a store some other program made: a miss
+            return None
+        payload = unseal(entry, key)
+        if payload is None:
+            _log().debug("cache entry %s in %s is not whole: a miss", key, self.path)
+        return payload
+
+    def has(self, key: str) -> bool:
+        try:
+            with self.lock:
+                if key in self.pending:
+                    return True
+                row = self.db.execute("SELECT 1 FROM entries WHERE key = ?", (key,)).fetchone()
+        except sqlite3.Error:
+            return False
+        return row is not None
+
+    def pending_payload(self, key: str) -> memoryview | None:
+        """A payload held for writing under `key`, if any."""
+        entry = self.pending.get(key)
+        return None if entry is None else memoryview(entry)[_DIGEST:]
+
+    def put(self, key: str, payload: bytes) -> None:
+        """Held, then written with the others (`Kind.batch`, `deferred_writes`, `flush`)."""
+        entry = seal(key, payload)
+        with self.lock:
+            self.pending[key] = entry
+            self.pending_bytes += len(entry)
+            due = len(self.pending) >= self.kind.batch and not _deferring()
+            if due or self.pending_bytes >= _PENDING_MAX_BYTES:
+                self._write_pending()
+
+    def flush(self) -> None:
+        with self.lock:
+            self._write_pending()
+
+    def _write_pending(self) -> None:
+        """The held entries in one transaction, the write lock taken first: a deferred one
+        that reads (the prune check) loses its insert, SQLITE_BUSY with no wait, if another
+        process commits in between."""
+        now = time.time()
+        rows = [(key, entry, now) for key, entry in self.pending.items()]
+        self.pending.clear()
+        self.pending_bytes = 0
+        if not rows:
+            return
+        try:
+            with self.db:  # BEGIN ... COMMIT, or ROLLBACK on an error
+                self.db.execute("BEGIN IMMEDIATE")
+                if not self.pruned:
+                    self.pruned = True
+                    self._prune()
+                self.db.executemany("INSERT OR REPLACE INTO entries VALUES (?, ?, ?)", rows)
+        except sqlite3.Error as exc:  # a full or read-only cache costs speed, never a value
+            warn_unusable(_log(), self.path, exc)
+
+    def _prune(self) -> None:
+        """The entries unused longest deleted, down to three quarters of `max_bytes`, once the
+        file outgrows it (freed pages are reused, so the file stays near that)."""
+        pages, size = (self.db.execute(f"PRAGMA {p}").fetchone()[0] for p in _SIZE_PRAGMAS)
+        if pages * size <= self.kind.max_bytes:
+            return
+        excess = pages * size - self.kind.max_bytes * 3 // 4
+        doomed = []
+        for key, length in self.db.execute("SELECT key, length(entry) FROM entries ORDER BY used"):
+            doomed.append((key,))
+            excess -= length
+            if excess <= 0:
+                break
+        self.db.executemany("DELETE FROM entries WHERE key = ?", doomed)
+
+
+_SIZE_PRAGMAS = ("page_count", "page_size")
+_stores: dict[tuple[str, int], Store | None] = {}
+_stores_lock = threading.Lock()
+_paths: dict[tuple[str | None, str | None, Kind], str] = {}  # where the cache is -> file
+_deferral = (0, 0)  # (the process, its open `deferred_writes` blocks, in any thread)
+_deferral_lock = threading.Lock()
+
+
+def open_store(kind: Kind) -> Store | None:
+    """This process's connection to the kind's store under the current cache root (a forked
+    worker opens its own: a SQLite connection must not cross a fork); None when it is
+    switched off or cannot be opened (said once, `warn_unusable`)."""
+    if not kind.on():
+        return None
+    where = (os.environ.get("QUERYBENCH_CACHE"), os.environ.get("HOME"), kind)
+    if (name := _paths.get(where)) is None:  # a path built per lookup cost 20 µs each
+        name = _paths[where] = str(kind.path())
+    handle = (name, os.getpid())
+    with _stores_lock:
+        if handle not in _stores:
+            path = Path(name)
+            try:
+                _stores[handle] = Store(path, kind)
+            except (OSError, sqlite3.Error) as exc:
+                warn_unusable(_log(), path, exc)
+                _stores[handle] = None
+        return _stores[handle]
+
+
+def own_stores() -> list[Store]:
+    """This process's stores (a parent's, copied into a fork, and its held entries with them,
+    are not its own)."""
+    pid = os.getpid()
+    with _stores_lock:
+        return [s for (_, owner), s in _stores.items() if owner == pid and s is not None]
+
+
+def flush() -> None:
+    """Write this process's held entries, in every store."""
+    for store in own_stores():
+        store.flush()
+
+
+@contextlib.contextmanager
+def deferred_writes() -> Iterator[None]:
+    """New entries written together when the last open block ends (or past 16 MiB held), not
+    a transaction per batch: what a run scoring hundreds of files wraps its reads in. A fork of
+    a deferring process writes through until it opens its own block."""
+    global _deferral
+    pid = os.getpid()
+    with _deferral_lock:
+        owner, depth = _deferral
+        _deferral = (pid, depth + 1 if owner == pid else 1)
+    try:
+        yield
+    finally:
+        with _deferral_lock:
+            owner, depth = _deferral
+            _deferral = (owner, depth - 1)
+        if depth == 1:
+            flush()
+
+
+def _deferring() -> bool:
+    owner, depth = _deferral
+    return owner == os.getpid() and depth > 0

@@ -1,0 +1,86 @@
+"""The parse of record (pandas 2.2's) whichever supported pandas is installed.
+
+The expected values are what `pd.read_csv` gives under pandas 2.2 with NumPy 1.26, the
+leaderboard's environment, recorded once per fixture (`repr` of each cell).
+"""
+
+from __future__ import annotations
+
+import io
+import math
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from querybench.evaluation import result_csv
+from querybench.evaluation.result_csv import precise_xstrtod, read_result_csv
+
+# (csv text, pandas 2.2's dtype of column "a", repr of each of its cells)
+RECORD = [
+    # a 24-digit integer: pandas 2.2 keeps the column's text (pandas 3 makes Python ints)
+    ("a\n123456789012345678901234\n5\n", "object", ["'123456789012345678901234'", "'5'"]),
+    ("a,b\n885341014564958914685213,1\n,2\n", "object", ["'885341014564958914685213'", "nan"]),
+    ("a\n-9223372036854775809\n1\n", "object", ["'-9223372036854775809'", "'1'"]),
+    # beyond int64 and a number with a fraction: still text in pandas 2.2 (float in pandas 3)
+    ("a\n31540851529461998796.8643\n", "object", ["'31540851529461998796.8643'"]),
+    # within uint64, then a fraction: floats
+    ("a\n12345678901234567890.5\n", "float64", ["1.2345678901234567e+19"]),
+    # 19-20 digit values: pandas 2.2's floats are not correctly rounded (sf_bq058's kind)
+    (
+        "a\n8230802305115241676.5\n1872426400702471369.5\n1970700367141744.8123\n",
+        "float64",
+        ["8.230802305115241e+18", "1.8724264007024717e+18", "1970700367141744.8"],
+    ),
+    ("a\n1e-30\n", "float64", ["9.999999999999999e-31"]),
+    ("a\n1e400\n1\n", "object", ["'1e400'", "'1'"]),
+    ("a\n12345678901234567890\n", "uint64", ["12345678901234567890"]),
+    ("a\n1.5\n-inf\n", "float64", ["1.5", "-inf"]),
+]
+
+
+@pytest.mark.parametrize(("text", "dtype", "cells"), RECORD)
+def test_numbers_parse_as_pandas_2_2_does(text: str, dtype: str, cells: list[str]) -> None:
+    frame = read_result_csv(io.BytesIO(text.encode()))
+    assert str(frame.dtypes.iloc[0]) == dtype
+    assert [repr(v) for v in frame.iloc[:, 0].tolist()] == cells
+
+
+def test_shuffled_rows_parse_as_pandas_2_2_does() -> None:
+    """pandas 2.2 tries each type on a column's cells in row order and stops at the first that
+    fails: a number beyond uint64 first keeps the column's text, the same rows with one that
+    fits first give floats (pandas 3 gives floats either way). A shuffled prediction of such a
+    column is therefore text beside its gold's floats, as under the official scorer."""
+    rows = ["8230802305115241676.5", "1872426400702471369.5", "53934375770899763181.5"]
+    gold = read_result_csv(io.BytesIO(("a\n" + "\n".join(rows) + "\n").encode()))
+    shuffled = read_result_csv(io.BytesIO(("a\n" + "\n".join(rows[::-1]) + "\n").encode()))
+    assert gold["a"].tolist() == [8.230802305115241e18, 1.8724264007024717e18, 5.393437577089976e19]
+    assert shuffled["a"].tolist() == rows[::-1]
+
+
+@given(
+    st.integers(min_value=0, max_value=10**15 - 1),
+    st.integers(min_value=0, max_value=15),
+    st.booleans(),
+)
+def test_short_numbers_are_correctly_rounded(mantissa: int, point: int, negative: bool) -> None:
+    """Up to 15 digits and a small scale, one exact product or quotient: pandas 2.2's parse is
+    the nearest double, as Python's."""
+    digits = str(mantissa).rjust(point + 1, "0")
+    whole, fraction = digits[: len(digits) - point], digits[len(digits) - point :]
+    token = ("-" if negative else "") + whole + ("." + fraction if fraction else "")
+    assert precise_xstrtod(token) == float(token)
+
+
+@given(st.text(alphabet="0123456789.eE+- x", max_size=30))
+def test_the_float_reader_never_raises(token: str) -> None:
+    value = precise_xstrtod(token)
+    assert value is None or not math.isnan(value)
+
+
+def test_pandas_2_reads_unchanged(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Under pandas 2 the parse is `pd.read_csv` itself: no second reading."""
+    monkeypatch.setattr(result_csv, "_NEW_NUMBERS", False)
+    monkeypatch.setattr(result_csv, "_as_of_record", None)
+    frame = read_result_csv(io.BytesIO(b"a\n1.5\n"))
+    assert frame["a"].tolist() == [1.5]
