@@ -45,6 +45,18 @@ class Spider1EvalOptions(Declared):
     tables: Path | None = eo.location(
         "Spider's tables.json for em (default: beside --gold or --db-dir)."
     )
+    plug_value: bool = option(
+        False,
+        help="As the official flag: a prediction also passes when it passes with the "
+        "gold's values plugged into its value slots (for models that predict no values).",
+        flag="--plug_value",
+    )
+    keep_distinct: bool = option(
+        False,
+        help="As the official flag: keep DISTINCT when executing (by default both queries "
+        "lose it).",
+        flag="--keep_distinct",
+    )
     runnable: bool = eo.runnable()
 
 

@@ -51,6 +51,8 @@ def spider1(
     metrics: str = "ex",
     tables: Path | None = None,
     runnable: bool = False,
+    plug_value: bool = False,
+    keep_distinct: bool = False,
 ) -> None:
     """`eval spider1` and its variants (`eval spider-syn`, `eval spider-dk`: the gold is the
     benchmark's tasks unless a gold file is given)."""
@@ -109,6 +111,12 @@ def spider1(
         timeout=timeout,
         workers=workers,
         instance_ids=runnable_ids(benchmark) if runnable else None,
+        # the official execution flags, recorded only when set (the results' keys stay as they were)
+        **{
+            k: True
+            for k, on in (("plug_value", plug_value), ("keep_distinct", keep_distinct))
+            if on
+        },
         **({"metrics": ("ex", "em"), "tables": tables} if em else {}),
     )
     finish(scored, output, f"{spec(benchmark).title.partition(' (')[0]} execution match")

@@ -103,6 +103,8 @@ COMMANDS: dict[str, tuple[Flag, ...]] = {
         Flag("--address", "address", "str"),
         Flag("--metrics", "metrics", "str", default="ex"),
         Flag("--tables", "tables", "path"),
+        Flag("--plug_value", "plug_value", "flag", default=False),
+        Flag("--keep_distinct", "keep_distinct", "flag", default=False),
         Flag("--runnable", "runnable", "flag", default=False),
     ),
     "spider-syn": (
@@ -117,6 +119,8 @@ COMMANDS: dict[str, tuple[Flag, ...]] = {
         Flag("--address", "address", "str"),
         Flag("--metrics", "metrics", "str", default="ex"),
         Flag("--tables", "tables", "path"),
+        Flag("--plug_value", "plug_value", "flag", default=False),
+        Flag("--keep_distinct", "keep_distinct", "flag", default=False),
         Flag("--runnable", "runnable", "flag", default=False),
     ),
     "spider-dk": (
@@ -131,6 +135,8 @@ COMMANDS: dict[str, tuple[Flag, ...]] = {
         Flag("--address", "address", "str"),
         Flag("--metrics", "metrics", "str", default="ex"),
         Flag("--tables", "tables", "path"),
+        Flag("--plug_value", "plug_value", "flag", default=False),
+        Flag("--keep_distinct", "keep_distinct", "flag", default=False),
         Flag("--runnable", "runnable", "flag", default=False),
     ),
 }

@@ -1,7 +1,9 @@
 """Spider 1.0 execution match, scored as the official test-suite evaluation scores it.
 
 The reference is taoyds/test-suite-sql-eval (`evaluation.py` calling `exec_eval.eval_exec_match`)
-with its defaults, plug_value and keep_distinct off:
+with its defaults, plug_value and keep_distinct off (both offered, with the official meaning:
+`keep_distinct` keeps the DISTINCT tokens, `plug_value` also passes a prediction that passes with
+the gold's values plugged into its value slots, see `spider1_values`):
 
 * every "value" substring of the prediction's text becomes "1" (meant for the placeholder,
   it also hits a column named `value` or `value_id` and a 'value' string), and both queries
@@ -70,6 +72,7 @@ class Spider1Queries:
     gold_sql: str
     pred_sql: str
     order_matters: bool
+    plugged: tuple[str, ...] = ()  # `plug_value`: the prediction with the gold's values in it
 
 
 def remove_distinct(sql: str) -> str:
@@ -121,6 +124,7 @@ def prepare_spider1(
     pred_sql: str,
     *,
     keep_distinct: bool = False,
+    plug_value: bool = False,
     reading: Literal["official", "strict"] = "official",
 ) -> Spider1Queries:
     """Normalise a gold/prediction pair as the official evaluation does before running
@@ -130,7 +134,15 @@ def prepare_spider1(
     if not keep_distinct:
         pred, gold = remove_distinct(pred), remove_distinct(gold)
     order_matters = "order by" in gold.lower()
-    return Spider1Queries(replace_cur_year(gold), replace_cur_year(pred), order_matters)
+    plugged: tuple[str, ...] = ()
+    if plug_value:
+        from querybench.evaluation.spider1_values import plugged_predictions
+
+        ran = replace_cur_year(pred)
+        plugged = tuple(
+            q for q in map(replace_cur_year, plugged_predictions(gold, pred)) if q != ran
+        )
+    return Spider1Queries(replace_cur_year(gold), replace_cur_year(pred), order_matters, plugged)
 
 
 def spider1_result_match(
@@ -376,6 +388,8 @@ def evaluate_spider1(
     instance_ids: Collection[str] | None = None,
     metrics: Sequence[str] = ("ex",),
     tables: str | Path | None = None,
+    plug_value: bool = False,
+    keep_distinct: bool = False,
     _on_query: Callable[[], None] | None = None,
 ) -> list[InstanceResult]:
     """Score Spider 1.0 predictions in the official text formats; one result per gold line.
@@ -391,6 +405,8 @@ def evaluate_spider1(
     `metrics` "ex" (execution match, the score, always computed) and "em" (exact match, the
     official `--etype match`: each result's `metrics["em"]` and `exact_match`), with EM's
     foreign keys from `tables` (tables.json; by default beside the gold or the databases).
+    `plug_value` and `keep_distinct` are the official execution flags (module text); exact
+    match does not depend on them.
     """
     instances = read_spider1_instances(gold, predictions, questions)
     if instance_ids is not None:
@@ -436,14 +452,26 @@ def evaluate_spider1(
                 ErrorCode.MISSING_PREDICTION, "no prediction line"
             )
             continue
-        queries = prepare_spider1(inst.gold_sql, inst.pred_sql)
-        strict = prepare_spider1(inst.gold_sql, inst.pred_sql, reading="strict")
+        queries, strict = (
+            prepare_spider1(
+                inst.gold_sql,
+                inst.pred_sql,
+                keep_distinct=keep_distinct,
+                plug_value=plug_value,
+                reading=reading,
+            )
+            for reading in ("official", "strict")
+        )
         planned[inst.instance_id] = (queries, strict, databases)
         for k, db in enumerate(databases):
             gold_jobs[f"{inst.instance_id}:{k}"] = (db, queries.gold_sql)
             pred_jobs[f"{inst.instance_id}:{k}"] = (db, queries.pred_sql)
+            for j, plugged in enumerate(queries.plugged):
+                pred_jobs[f"{inst.instance_id}:{k}:plug{j}"] = (db, plugged)
             if strict.pred_sql != queries.pred_sql:  # run only where the readings differ
                 pred_jobs[f"{inst.instance_id}:{k}:strict"] = (db, strict.pred_sql)
+                for j, plugged in enumerate(strict.plugged):
+                    pred_jobs[f"{inst.instance_id}:{k}:strict:plug{j}"] = (db, plugged)
     gold_runs, pred = run_gold_and_predictions(
         gold_jobs,
         pred_jobs,
@@ -455,10 +483,10 @@ def evaluate_spider1(
     strict_verdicts: dict[str, Verdict] = {}
     for iid, (queries, strict, dbs) in planned.items():
         pairs = [(gold_runs[f"{iid}:{k}"], pred[f"{iid}:{k}"], db) for k, db in enumerate(dbs)]
-        verdicts[iid] = _combine(pairs, queries.order_matters)
+
+        verdicts[iid] = _first_pass(iid, "", pairs, pred, queries)
         if strict.pred_sql != queries.pred_sql:
-            runs = [(g, pred[f"{iid}:{k}:strict"], db) for k, (g, _, db) in enumerate(pairs)]
-            strict_verdicts[iid] = _combine(runs, queries.order_matters)
+            strict_verdicts[iid] = _first_pass(iid, ":strict", pairs, pred, strict)
             if not verdicts[iid].passed:
                 verdicts[iid] = _say_value_rule(verdicts[iid], strict_verdicts[iid])
     out = []
@@ -523,6 +551,27 @@ def _say_value_rule(official: Verdict, strict: Verdict) -> Verdict:
     return Verdict.fail(
         official.error or ErrorCode.WRONG_RESULT, f"{official.message} ({note})", official.detail
     )
+
+
+def _first_pass(
+    iid: str,
+    reading: str,
+    pairs: list[tuple[Result | EngineError, Result | EngineError, Path]],
+    pred: dict[str, Result | EngineError],
+    queries: Spider1Queries,
+) -> Verdict:
+    """The prediction's verdict in `reading` ("" or ":strict"); failing, a pass when one of its
+    plugged versions (`--plug_value`) passes on every database."""
+
+    def on_every_database(key: str) -> Verdict:
+        runs = [(g, pred[f"{iid}:{k}{key}"], db) for k, (g, _, db) in enumerate(pairs)]
+        return _combine(runs, queries.order_matters)
+
+    verdict = on_every_database(reading)
+    plugged = (f"{reading}:plug{j}" for j in range(len(queries.plugged)))
+    if not verdict.passed and any(on_every_database(key).passed for key in plugged):
+        return Verdict.ok()
+    return verdict
 
 
 def _combine(

@@ -52,6 +52,8 @@ class Spider1Options(TypedDict, total=False):
     instance_ids: Collection[str] | None
     metrics: Sequence[str]
     tables: Location | None
+    plug_value: bool
+    keep_distinct: bool
 
 
 class _BirdCommon(TypedDict, total=False):
