@@ -258,3 +258,38 @@ def test_eval_spider2_runnable_scores_the_tasks_data_status_counts(
     expected = runnability(load_tasks("spider2", with_gold=False)).runnable
     assert ids == [t.instance_id for t in expected]
     assert len(ids) == benchmark_status("spider2").runnable
+
+
+def test_report_counts_runnable_here_by_the_same_rule(shared: Path, tmp_path: Path) -> None:
+    """`report` counted every task without an engine_unavailable verdict (547 of an exec_result
+    eval that submitted nothing); it applies the rule, as `data status` does."""
+    status = benchmark_status("spider2-lite")
+    empty = tmp_path / "csvs"
+    empty.mkdir()
+    out = tmp_path / "scores.jsonl"
+    scored = runner.invoke(
+        app, ["eval", "spider2-lite", "--predictions", str(empty), "--output", str(out)]
+    )
+    assert scored.exit_code == 0, scored.output
+    report = runner.invoke(
+        app, ["report", str(out), "--benchmark", "spider2-lite"], env={"COLUMNS": "200"}
+    )
+    assert report.exit_code == 0, report.output
+    row = next(line for line in report.output.splitlines() if "│ runnable here" in line)
+    assert [c.strip() for c in row.split("│") if c.strip()] == ["runnable here", "29"]
+    assert status.runnable == 29
+
+
+def test_credentials_alone_do_not_make_a_cloud_task_runnable(
+    shared: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`run` and `eval` run cloud SQL on the emulation only: fixture credentials are reported
+    found, say so, and leave the count as it was."""
+    before = benchmark_status("spider2-lite")
+    for name, value in (("ACCOUNT", "AB12345"), ("USER", "alice"), ("PASSWORD", "pat-token")):
+        monkeypatch.setenv(f"SNOWFLAKE_{name}", value)
+    after = benchmark_status("spider2-lite")
+    found = next(i for i in after.items if i.what == "Snowflake credentials")
+    assert found.state.startswith("found: SNOWFLAKE_* variables")
+    assert "do not make a task runnable" in found.state
+    assert after.runnable == before.runnable

@@ -173,3 +173,29 @@ def test_a_run_folder_is_reproduced_and_a_changed_prediction_named(tmp_path: Pat
     assert result.exit_code == 1, result.output
     assert _differing(result.output) == [first]
     assert "because predictions (prediction) changed" in result.output
+
+
+def test_a_hostile_manifest_is_refused_with_its_reason_never_a_traceback(tmp_path: Path) -> None:
+    """A manifest is read as untrusted: a field of the wrong type, JSON nested past the
+    reader, is exit 2 with `not a querybench manifest` and the field, before anything is
+    hashed or scored."""
+    _files, out = _scored(tmp_path)
+    manifest = manifest_path(out)
+    original = read_json(manifest)
+    hostile: dict[str, Any] = {
+        "options": "x",
+        "run": "x",
+        "kind": "elsewhere",
+        "predictions_path": 5,
+        "task_set": [],
+        "scorer": 1,
+        "libraries": {"pandas": 3},
+    }
+    for key, value in hostile.items():
+        manifest.write_text(json.dumps({**original, key: value}), encoding="utf-8")
+        result = _verify(out)
+        assert result.exit_code == 2, (key, result.output, result.exception)
+        assert "not a querybench manifest" in result.output and key in result.output, key
+    manifest.write_text("[" * 100_000 + "]" * 100_000, encoding="utf-8")
+    result = _verify(out)
+    assert result.exit_code == 2 and "not JSON" in result.output, result.output

@@ -33,6 +33,8 @@ WALL_CLOCK = "wall"
 CPU_ENGINES = frozenset({"sqlite", "duckdb", "snowflake+local", "bigquery+local"})
 # How often a watchdog or a parent looks at a CPU clock.
 TICK_S = 0.05
+# How often SQLite's progress handler does (a CPU clock costs a system call to read).
+CHECK_EVERY_S = 0.005
 
 
 _QUERY_PROCESS = [False]

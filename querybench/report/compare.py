@@ -83,7 +83,7 @@ def overall_section(runs: Sequence[RunData]) -> Section:
     subs = [_group("", s) for s in submitted]
     rows.append(["score % (all tasks)", *(_pct(g.score) for g in whole)])
     rows.append(["score % (submitted)", *(_pct(g.score) for g in subs)])
-    runnable = [[r for r in run.results if r.error != ErrorCode.ENGINE_UNAVAILABLE] for run in runs]
+    runnable = [_runnable_results(run) for run in runs]
     if any(len(r) != len(run.results) for r, run in zip(runnable, runs, strict=True)):
         rows.append(["runnable here", *(str(len(r)) for r in runnable)])
         rows.append(["score % (runnable here)", *(_pct(_group("", r).score) for r in runnable)])
@@ -97,6 +97,19 @@ def overall_section(runs: Sequence[RunData]) -> Section:
     return Section(
         "overall", ["", *(run.label for run in runs)], rows, note="; ".join(notes), values=values
     )
+
+
+def _runnable_results(run: RunData) -> list[InstanceResult]:
+    """The results of the tasks that can run here: by the rule of `tasks/runnable.py` when the
+    run's tasks are here (the number `data status`, `run` and `eval` give), else those not
+    `engine_unavailable`."""
+    if run.runnable is None:
+        return [r for r in run.results if r.error != ErrorCode.ENGINE_UNAVAILABLE]
+    return [
+        r
+        for r in run.results
+        if r.instance_id in run.runnable and r.error != ErrorCode.ENGINE_UNAVAILABLE
+    ]
 
 
 def different_tasks_note(runs: Sequence[RunData]) -> str:

@@ -48,6 +48,9 @@ class RunData:
     predictions: Path | None = None
     # why the run is unfinished ("" when it is not): the report labels it partial
     partial: str = ""
+    # the ids of its results that can run here by `tasks/runnable.py`'s rule (None: its tasks
+    # could not be loaded, and `engine_unavailable` verdicts say which could not)
+    runnable: frozenset[str] | None = None
 
     @property
     def benchmark(self) -> str | None:
@@ -160,8 +163,23 @@ def load_run(
     if with_features and run.benchmark:
         tasks = benchmark_tasks(run.benchmark, run.config)
         features = {iid: t.features for iid, t in tasks.items()}
-        return RunData(**{**vars(run), "features": features, "tasks": tasks})
+        runnable = _runnable_ids(run, tasks)
+        return RunData(**{**vars(run), "features": features, "tasks": tasks, "runnable": runnable})
     return run
+
+
+def _runnable_ids(run: RunData, tasks: dict[str, Task]) -> frozenset[str] | None:
+    """The run's instances that can run here, by the one rule `data status`, `run` and `eval`
+    apply (a cloud task with no prediction is not runnable here for being unsubmitted)."""
+    if not tasks:
+        return None
+    from querybench.tasks.runnable import runnability
+
+    scored = [tasks[r.instance_id] for r in run.results if r.instance_id in tasks]
+    data_dir = run.config.get("data_dir")
+    split = runnability(scored, Path(str(data_dir)) if data_dir else None)
+    unknown = {r.instance_id for r in run.results if r.instance_id not in tasks}
+    return frozenset(t.instance_id for t in split.runnable) | unknown
 
 
 def _run_folder(path: Path, name: str, predictions: Path | None) -> RunData:

@@ -120,6 +120,7 @@ class Manifest:
         try:
             if data.get("format") != FORMAT:
                 raise ValueError(f"format {data.get('format')!r}, not {FORMAT}")
+            _check_fields(data)
             inputs = {
                 str(k): InputFile(str(v["sha256"]), str(v["role"]), tuple(v["instances"]))
                 for k, v in data["inputs"].items()
@@ -144,8 +145,40 @@ class Manifest:
             return cls.from_json(json.loads(path.read_text(encoding="utf-8")))
         except OSError as exc:
             raise DataError(f"cannot read the manifest {path}: {exc.strerror or exc}") from exc
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:  # RecursionError: nested past the reader
             raise DataError(f"{path} is not JSON: {exc}") from exc
+
+
+# What each field of a manifest must be: a manifest handed over is untrusted, so a field of
+# another type is refused by name before anything is hashed or scored.
+_FIELD_TYPES: dict[str, tuple[type, ...]] = {
+    "kind": (str,),
+    "benchmark": (str,),
+    "predictions": (str,),
+    "predictions_path": (str,),
+    "options": (dict,),
+    "task_set": (dict,),
+    "inputs": (dict,),
+    "scorer": (dict,),
+    "libraries": (dict,),
+    "timeout_policy": (dict, type(None)),
+    "machine": (dict,),
+    "run": (dict, type(None)),
+    "unavailable": (dict,),
+}
+KINDS = ("eval", "run")
+
+
+def _check_fields(data: Mapping[str, Any]) -> None:
+    for name, types in _FIELD_TYPES.items():
+        if name in data and not isinstance(data[name], types):
+            raise ValueError(f"{name} is a {type(data[name]).__name__}")
+    if data.get("kind") not in KINDS:
+        raise ValueError(f"kind {data.get('kind')!r}, not one of {', '.join(KINDS)}")
+    for name in ("libraries", "unavailable"):
+        for key, value in data.get(name, {}).items():
+            if not isinstance(value, str):
+                raise ValueError(f"{name}[{key!r}] is a {type(value).__name__}, not a string")
 
 
 def manifest_path(output: Path) -> Path:

@@ -1,5 +1,6 @@
 """The one rule for whether a task can run here, read by `data status`, `tasks list`, `run`,
-`eval` and (through the results they write) `report`, so every command gives the same count.
+`eval` and `report` (on the tasks of the results it reads), so every command gives the same
+count.
 
 A task can run here when what running it needs is found by the data lookup (`data.py`):
 
