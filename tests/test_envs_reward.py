@@ -183,10 +183,10 @@ def test_an_endless_answer_times_out_while_others_flow(reward: SQLReward, db: Pa
     worker = threading.Thread(target=lambda: result.update(o=reward.score(db, GOLD, endless)))
     worker.start()
     quick = [reward.score(db, GOLD, sql(GOLD)).reward for _ in range(50)]
-    quick_done = time.monotonic() - start
+    served_meanwhile = worker.is_alive()  # the other worker kept serving, not queued behind it
     worker.join(10)
     outcome = result["o"]
-    assert quick == [1.0] * 50 and quick_done < 0.9  # the other worker kept serving
+    assert quick == [1.0] * 50 and served_meanwhile
     assert outcome.reward == 0.0 and outcome.verdict.error == "timeout"  # type: ignore[attr-defined]
     # Its timeout is CPU time: on a loaded machine many wall seconds, at most the wall cap.
     assert 0.9 < time.monotonic() - start < wall_cap(1.0) + 5
