@@ -266,3 +266,24 @@ def test_progress_bars_have_a_total(
     out = tmp_path / "o.jsonl"
     results = _cli_results(["eval", benchmark, "--predictions", str(predictions)], out)
     assert seen["total"] == len(results) == seen["done"]
+
+
+@pytest.mark.parametrize("benchmark", ["spider2-dbt", "spider2"])
+def test_the_drawn_progress_bar_shows_its_total(
+    benchmark: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What the terminal receives: the bar was drawn as `0/?` before the total was set."""
+    import io
+    import re
+
+    from rich.console import Console
+
+    from querybench.commands import eval_common
+
+    require_data("spider2", benchmark)
+    monkeypatch.setenv("FORCE_COLOR", "1")
+    drawn = io.StringIO()
+    monkeypatch.setattr(eval_common.console, "_rich", Console(file=drawn, force_terminal=True))
+    scored = eval_common.evaluate_under_progress(f"scoring {benchmark}", benchmark, tmp_path)
+    counts = set(re.findall(r"\d+/[\d?]+", drawn.getvalue()))
+    assert counts and all(c.endswith(f"/{len(scored.results)}") for c in counts), counts

@@ -38,12 +38,16 @@ PARSER_VERSION = 2
 _OPTION_LOCK = threading.Lock()
 # pandas from which numbers are parsed otherwise than the record's (pandas 2.2)
 _NEW_NUMBERS = int(pd.__version__.split(".", 1)[0]) >= 3
-# Bytes without any of these hold no number the two parsers read apart: 16 digits or dots in
-# a row (a mantissa beyond 2**53, an integer beyond 64 bits) or a two-digit exponent.
-_LONG_NUMBER = re.compile(rb"[0-9.]{16}|[eE][+-]?[0-9]{2}")
+# Bytes without any of these hold no number the two parsers read apart: a field starting with
+# 16 digits or dots (a mantissa beyond 2**53, an integer beyond 64 bits) or a number with a
+# two-digit exponent.
+_LONG_NUMBER = re.compile(rb'(?<![^,\n\r" \t])[+-]?(?:[0-9.]{16}|[0-9.]*[0-9][eE][+-]?[0-9]{2})')
 _BEYOND_INT64 = re.compile(rb"[0-9]{19}")
 _SPACE = " \t\n\v\f\r"
 _INFINITIES = frozenset({"inf", "+inf", "-inf", "infinity", "+infinity", "-infinity"})
+_FLOAT_TOKEN = re.compile(
+    r"[ \t\n\v\f\r]*([+-]?)([0-9]*)(?:\.([0-9]*))?(?:[eE]([+-]?[0-9]+))?[ \t\n\v\f\r]*"
+)
 _POW10 = [float(f"1e{k}") for k in range(309)]
 _NA_TOKENS = frozenset(STR_NA_VALUES)  # pandas' default missing-value texts
 
@@ -122,11 +126,19 @@ def _record_column(tokens: list[str], parsed: pd.Series) -> npt.NDArray[Any] | N
             return None  # uint64 alike
     elif not int_error:
         return None  # int64 alike
-    floats = [_record_float(t) for t in present]
-    if any(f is None for f in floats):
-        return _text(tokens, na_filter=True) if parsed.dtype.kind == "f" else None
-    values = iter(floats)
-    return np.array([math.nan if t in _NA_TOKENS else next(values) for t in tokens])
+    if parsed.dtype.kind != "f":
+        floats = [math.nan if t in _NA_TOKENS else _record_float(t) for t in tokens]
+        return None if any(f is None for f in floats) else np.array(floats)
+    # Only a long token, or one with an exponent, can be read apart: the others' values are
+    # pandas 3's, both parsers being exact on up to 15 digits scaled by 10**22 at most.
+    out = parsed.to_numpy(dtype=np.float64, copy=True)
+    for i, token in enumerate(tokens):
+        if (len(token) > 15 or "e" in token or "E" in token) and token not in _NA_TOKENS:
+            value = _record_float(token)
+            if value is None:
+                return _text(tokens, na_filter=True)
+            out[i] = value
+    return out
 
 
 def _text(tokens: list[str], na_filter: bool) -> npt.NDArray[np.object_]:
@@ -163,42 +175,25 @@ def _record_float(token: str) -> float | None:
 
 def precise_xstrtod(token: str) -> float | None:
     """pandas 2.2's default float parse (`precise_xstrtod` in its tokenizer, float_precision
-    "high"): at most 17 significant digits gathered in a double, scaled by one power of ten.
-    None where it reports an error (no digits, trailing text, beyond the double range)."""
-    s = token.strip(_SPACE)
-    n, i = len(s), 0
-    negative = n > 0 and s[0] == "-"
-    i += n > 0 and s[0] in "+-"
-    number, exponent, digits, decimals = 0.0, 0, 0, 0
-    while i < n and "0" <= s[i] <= "9":
-        if digits < 17:
-            number = number * 10.0 + (ord(s[i]) - 48)
-            digits += 1
-        else:
-            exponent += 1
-        i += 1
-    if i < n and s[i] == ".":
-        i += 1
-        while digits < 17 and i < n and "0" <= s[i] <= "9":
-            number = number * 10.0 + (ord(s[i]) - 48)
-            digits, decimals, i = digits + 1, decimals + 1, i + 1
-        while digits >= 17 and i < n and "0" <= s[i] <= "9":
-            i += 1
-        exponent -= decimals
-    if digits == 0:
+    "high"): the first 17 digits (leading zeros count) gathered in a double one at a time, then
+    scaled by one power of ten. None where it reports an error (no digits, other text, beyond
+    the double range)."""
+    match = _FLOAT_TOKEN.fullmatch(token)
+    if match is None:
         return None
-    if negative:
+    sign, whole, fraction, power = match.groups()
+    digits = whole + (fraction or "")
+    if not digits or (power is not None and len(power.lstrip("+-")) > 17):
+        return None
+    taken = digits[:17]
+    exponent = max(0, len(whole) - 17) - max(0, min(len(fraction or ""), 17 - len(whole)))
+    exponent += int(power) if power is not None else 0
+    # Exact while below 2**53: the first 15 digits at once, the last two rounded step by step.
+    number = float(int(taken[:15]))
+    for digit in taken[15:]:
+        number = number * 10.0 + (ord(digit) - 48)
+    if sign == "-":
         number = -number
-    if i < n and s[i] in "eE":
-        j = i + 1
-        minus = j < n and s[j] == "-"
-        j += j < n and s[j] in "+-"
-        count = power = 0
-        while count < 17 and j < n and "0" <= s[j] <= "9":
-            power, count, j = power * 10 + ord(s[j]) - 48, count + 1, j + 1
-        if count:
-            exponent += -power if minus else power
-            i = j
     if exponent > 308:
         return None
     if exponent > 0:
@@ -209,9 +204,7 @@ def precise_xstrtod(token: str) -> float | None:
         number = number / _POW10[-308 - exponent] / _POW10[308]
     else:
         number /= _POW10[-exponent]
-    if i != n or number in (math.inf, -math.inf):
-        return None
-    return number
+    return None if number in (math.inf, -math.inf) else number
 
 
 @contextlib.contextmanager

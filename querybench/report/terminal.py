@@ -197,8 +197,12 @@ class Terminal:
                 console=self.rich,
                 transient=True,
             ) as progress:
-                task = progress.add_task(title, total=None)
-                yield Bar(lambda: progress.advance(task), lambda n: progress.update(task, total=n))
+                # hidden until its total (or its first step) is known: drawn before, it read 0/?
+                task = progress.add_task(title, total=None, visible=False)
+                yield Bar(
+                    lambda: progress.update(task, advance=1, visible=True),
+                    lambda n: progress.update(task, total=n, visible=True),
+                )
             return
         try:
             yield Bar(lambda: None, lambda _n: None)
