@@ -10,13 +10,13 @@ import math
 import os
 import pickle
 import sqlite3
-import threading
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 import pytest
 
+from querybench import store
 from querybench.evaluation import csv_cache, result_csv
 from querybench.evaluation.result_csv import read_result_csv
 from tests.conftest import require_data
@@ -40,17 +40,17 @@ def _entries(namespace: csv_cache.Namespace) -> list[str]:
 
 def _entry(namespace: csv_cache.Namespace, key: str) -> bytes:
     with contextlib.closing(sqlite3.connect(csv_cache.store_path(namespace))) as db:
-        return bytes(db.execute("SELECT data FROM entries WHERE key = ?", (key,)).fetchone()[0])
+        return bytes(db.execute("SELECT entry FROM entries WHERE key = ?", (key,)).fetchone()[0])
 
 
 def _replace(namespace: csv_cache.Namespace, key: str, data: bytes) -> None:
     with contextlib.closing(sqlite3.connect(csv_cache.store_path(namespace))) as db, db:
-        db.execute("UPDATE entries SET data = ? WHERE key = ?", (data, key))
+        db.execute("UPDATE entries SET entry = ? WHERE key = ?", (data, key))
 
 
 def _stored_bytes(namespace: csv_cache.Namespace) -> int:
     with contextlib.closing(sqlite3.connect(csv_cache.store_path(namespace))) as db:
-        return int(db.execute("SELECT sum(length(data)) FROM entries").fetchone()[0] or 0)
+        return int(db.execute("SELECT sum(length(entry)) FROM entries").fetchone()[0] or 0)
 
 
 def _same_cell(a: Any, b: Any) -> bool:
@@ -156,57 +156,13 @@ def test_a_warm_read_parses_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
     assert calls == ["p.csv"]
 
 
-def test_a_read_only_store_serves_entries_unused_for_a_day(monkeypatch: pytest.MonkeyPatch) -> None:
-    # marking the entry used is a write: refused, it used to turn the read into a miss
-    calls = _spy_parses(monkeypatch)
-    csv_cache.parse(b"a\n1\n", "p.csv", "prediction")
-    store = csv_cache._store("prediction")
-    assert store is not None
-    store.db.execute("UPDATE entries SET used = 0")
-    store.db.execute("PRAGMA query_only = ON")  # a shared cache nobody may write
-    csv_cache._parsed.clear()
-    csv_cache.parse(b"a\n1\n", "q.csv", "prediction")
-    assert calls == ["p.csv"]
-
-
-@pytest.mark.parametrize(
-    "damage",
-    [
-        lambda b: b[: len(b) // 2],  # truncated
-        lambda b: b[:-1] + bytes([b[-1] ^ 1]),  # one bit flipped
-        lambda b: b"not a cache entry",
-        lambda b: b"",
-    ],
-)
-def test_a_damaged_entry_is_parsed_again(monkeypatch: pytest.MonkeyPatch, damage: Any) -> None:
-    data = b"a,b\n1,x\n2,y\n"
-    csv_cache.parse(data, "p.csv", "prediction")
-    (key,) = _entries("prediction")
-    _replace("prediction", key, damage(_entry("prediction", key)))
-    calls = _spy_parses(monkeypatch)
-    frame = csv_cache.parse(data, "p.csv", "prediction")
-    assert calls == ["p.csv"]
-    assert_identical(read_result_csv(io.BytesIO(data)), frame)
-    csv_cache.parse(data, "p.csv", "prediction")  # rewritten: a hit again
-    assert calls == ["p.csv"]
-
-
-def test_an_entry_of_other_bytes_under_this_key_is_refused() -> None:
-    csv_cache.parse(b"a\n1\n", "one.csv", "prediction")
-    csv_cache.parse(b"a\n2\n", "two.csv", "prediction")
-    one, two = _entries("prediction")
-    _replace("prediction", one, _entry("prediction", two))  # a well-formed entry, other bytes
-    assert csv_cache.parse(b"a\n1\n", "one.csv", "prediction").iloc[0, 0] == 1
-    assert csv_cache.parse(b"a\n2\n", "two.csv", "prediction").iloc[0, 0] == 2
-
-
 def test_a_planted_pickle_runs_no_code(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     data = b"a\n1\n"
     csv_cache.parse(data, "p.csv", "prediction")
     (key,) = _entries("prediction")
     marker = tmp_path / "ran"
     payload = pickle.dumps(_Planted(str(marker)))
-    _replace("prediction", key, csv_cache.MAGIC + hashlib.sha256(payload).digest() + payload)
+    _replace("prediction", key, store.seal(key, csv_cache.MAGIC + payload))  # whole, planted
     frame = csv_cache.parse(data, "p.csv", "prediction")
     assert not marker.exists()
     assert frame.iloc[0, 0] == 1
@@ -253,61 +209,9 @@ def test_disabled_it_writes_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
     assert not csv_cache.store_path("prediction").exists()
 
 
-def test_concurrent_writers_of_one_key_leave_one_whole_entry() -> None:
-    data = b"a,b\n" + b"".join(b"%d,x%d\n" % (i, i) for i in range(5000))
-    expected = read_result_csv(io.BytesIO(data))
-    frames: list[pd.DataFrame] = []
-    threads = [
-        threading.Thread(target=lambda: frames.append(csv_cache.parse(data, "p", "prediction")))
-        for _ in range(8)
-    ]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert len(frames) == 8
-    for frame in frames:
-        assert_identical(expected, frame)
-    assert len(_entries("prediction")) == 1
-    assert_identical(expected, csv_cache.parse(data, "p", "prediction"))
-
-
-def test_concurrent_processes_share_one_store() -> None:
-    import multiprocessing
-
-    tables = [b"a,b\n" + b"".join(b"%d,x%d\n" % (i, k) for i in range(2000)) for k in range(6)]
-    context = multiprocessing.get_context("fork")
-    _store_of_parent = csv_cache.parse(tables[0], "p", "prediction")  # a connection, then fork
-    workers = [context.Process(target=_parse_all, args=(tables,)) for _ in range(4)]
-    for worker in workers:
-        worker.start()
-    for worker in workers:
-        worker.join(60)
-    assert [w.exitcode for w in workers] == [0, 0, 0, 0]
-    assert len(_entries("prediction")) == len(tables)
-    for data in tables:
-        assert_identical(
-            read_result_csv(io.BytesIO(data)), csv_cache.parse(data, "p", "prediction")
-        )
-
-
 def _parse_all(tables: list[bytes]) -> None:
     for data in tables:
         csv_cache.parse(data, "p", "prediction")
-
-
-def test_pruning_keeps_the_namespace_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
-    tables = [b"a\n" + b"%d\n" % i * 20_000 for i in range(6)]  # about 160 KB stored each
-    for data in tables:
-        csv_cache.parse(data, "p.csv", "prediction")
-    first = _entries("prediction")
-    assert _stored_bytes("prediction") > 6 * 150_000
-    monkeypatch.setattr(csv_cache, "MAX_NAMESPACE_BYTES", 400_000)
-    monkeypatch.setattr(csv_cache, "_stores", {})  # a new process: its first write prunes
-    csv_cache.parse(b"a\n99\n", "p.csv", "prediction")
-    assert _stored_bytes("prediction") <= 400_000
-    assert len(_entries("prediction")) < len(first)
-    assert csv_cache.parse(tables[-1], "p.csv", "prediction").iloc[0, 0] == 5
 
 
 def test_a_prediction_of_its_gold_bytes_is_parsed_once(
@@ -323,7 +227,7 @@ def test_a_prediction_of_its_gold_bytes_is_parsed_once(
     assert shared is pred
     assert_identical(read_result_csv(io.BytesIO(data)), pred)
     assert _entries("gold") == _entries("prediction")  # the next run finds both stored
-    monkeypatch.setattr(csv_cache, "_stores", {})  # a new process: loaded, not parsed
+    monkeypatch.setattr(store, "_stores", {})  # a new process: loaded, not parsed
     csv_cache.read_result_file(gold, "gold")
     assert calls == ["p.csv"]
 
@@ -374,39 +278,10 @@ def test_deferred_writes_store_every_entry_when_the_block_ends(
         csv_cache.parse(b"a\n3\n", "again.csv", "prediction")
         assert calls == [f"{k}.csv" for k in range(5)]
     assert len(_entries("prediction")) == 5
-    monkeypatch.setattr(csv_cache, "_stores", {})  # a new process: all five are there
+    monkeypatch.setattr(store, "_stores", {})  # a new process: all five are there
     for k in range(5):
         assert csv_cache.parse(b"a\n%d\n" % k, "p.csv", "prediction").iloc[0, 0] == k
     assert len(calls) == 5
-
-
-def test_deferred_writes_are_written_when_the_block_fails() -> None:
-    with pytest.raises(RuntimeError), csv_cache.deferred_writes():
-        csv_cache.parse(b"a\n1\n", "p.csv", "prediction")
-        raise RuntimeError("scoring failed")
-    assert len(_entries("prediction")) == 1
-
-
-def test_deferred_writes_are_bounded_in_memory(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(csv_cache, "_PENDING_MAX_BYTES", 1)
-    with csv_cache.deferred_writes():
-        csv_cache.parse(b"a\n1\n", "p.csv", "prediction")
-        assert len(_entries("prediction")) == 1  # past the bound: written at once
-
-
-def test_a_fork_writes_its_own_pending_entries_never_its_parent_s() -> None:
-    import multiprocessing
-
-    context = multiprocessing.get_context("fork")
-    with csv_cache.deferred_writes():
-        csv_cache.parse(b"a\n1\n", "parent.csv", "prediction")  # pending in the parent
-        child = context.Process(target=_parse_deferred, args=(b"a\n2\n",))
-        child.start()
-        child.join(60)
-        assert child.exitcode == 0
-        child_s = sorted([_key(b"a\n2\n"), _key(b"a\n3\n")])
-        assert _entries("prediction") == child_s  # the child's, written by it
-    assert _entries("prediction") == sorted([_key(b"a\n1\n"), *child_s])
 
 
 def _key(data: bytes) -> str:
@@ -432,71 +307,3 @@ def test_a_shared_parse_stores_the_same_entry_in_both_namespaces(
     (key,) = _entries("gold")
     assert _entry("gold", key) == _entry("prediction", key)
     assert held.iloc[0, 1] == "x"
-
-
-def test_a_new_cache_folder_is_a_new_store(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    calls = _spy_parses(monkeypatch)
-    csv_cache.parse(b"a\n1\n", "p.csv", "prediction")
-    monkeypatch.setenv("QUERYBENCH_CACHE", str(tmp_path / "other"))
-    gc.collect()
-    csv_cache.parse(b"a\n1\n", "p.csv", "prediction")
-    assert calls == ["p.csv", "p.csv"]
-    assert csv_cache.store_path("prediction").parent.parent == tmp_path / "other"
-    assert len(_entries("prediction")) == 1
-
-
-def test_a_store_that_refuses_the_deferred_write_costs_nothing_but_speed(
-    caplog: pytest.LogCaptureFixture,
-) -> None:
-    csv_cache.parse(b"a\n0\n", "first.csv", "prediction")  # the store exists
-    store = csv_cache._store("prediction")
-    assert store is not None
-    path = csv_cache.store_path("prediction")
-    with csv_cache.deferred_writes():
-        frame = csv_cache.parse(b"a\n1\n", "p.csv", "prediction")
-        store.db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, isolation_level=None)
-    assert frame.iloc[0, 0] == 1
-    assert "unusable, scoring without it" in caplog.text
-    assert store.pending == {}
-    assert len(_entries("prediction")) == 1  # the first only
-
-
-def test_deferred_blocks_of_two_threads_end_deferring_when_both_end() -> None:
-    a_open, b_open, a_closed = threading.Event(), threading.Event(), threading.Event()
-    seen_inside: list[list[str]] = []
-
-    def a() -> None:
-        with csv_cache.deferred_writes():
-            a_open.set()
-            b_open.wait(10)
-        a_closed.set()
-
-    def b() -> None:
-        a_open.wait(10)
-        with csv_cache.deferred_writes():
-            b_open.set()
-            a_closed.wait(10)  # a's block ends inside b's: still deferring
-            csv_cache.parse(b"a\n1\n", "b.csv", "prediction")
-            seen_inside.append(_entries("prediction"))
-
-    threads = [threading.Thread(target=a), threading.Thread(target=b)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(30)
-    assert seen_inside == [[]]
-    assert len(_entries("prediction")) == 1  # written when the last block ended
-    csv_cache.parse(b"a\n2\n", "after.csv", "prediction")  # no block open: written at once
-    assert len(_entries("prediction")) == 2
-
-
-def test_a_new_store_has_big_pages_and_a_bounded_log(tmp_path: Path) -> None:
-    """Entries of tens of KiB on 64 KiB pages (writing them on 4 KiB pages' overflow chains
-    cost twice the CPU); the log is checkpointed past 4 MiB, as SQLite's default page count
-    gives on its default pages."""
-    csv_cache.parse(b"a\n1\n", "p.csv", "prediction")
-    with contextlib.closing(sqlite3.connect(csv_cache.store_path("prediction"))) as db:
-        assert db.execute("PRAGMA page_size").fetchone()[0] == 1 << 16
-    store = csv_cache._store("prediction")
-    assert store is not None
-    assert store.db.execute("PRAGMA wal_autocheckpoint").fetchone()[0] == 64

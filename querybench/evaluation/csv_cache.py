@@ -7,43 +7,36 @@ parser's identity (`result_csv.PARSER_VERSION`, the pandas and NumPy versions) a
 of the file's bytes, hashed on every read (once: the verdict key is made of the same digest): a
 file edited in place, or a new parser, is a new key, and no name or timestamp is trusted.
 
-An entry is `MAGIC`, the sha256 of its payload, then the payload: a pickle of plain values
-only (names, row count, per column a NumPy dtype and its bytes, or the list of its Python
-values), read back by an unpickler that refuses every global, so a planted entry cannot run
-code. An entry that fails any check (magic, digest, key, shape) is a miss: the CSV is parsed
-again and the entry rewritten, never a wrong table. Entries live in one SQLite file per
-namespace (`_Store`), whose transactions keep concurrent runs whole (two writers of one key
-write the same bytes); a run's new entries go in one transaction at its end
-(`deferred_writes`). Within a process, bytes parsed once are not parsed again while their frame
-is held: a prediction that is its gold's very bytes costs one parse.
+An entry is `MAGIC`, then a pickle of plain values only (its key, names, row count, per column
+a NumPy dtype and its bytes, or the list of its Python values), read back by an unpickler that
+refuses every global, so a planted entry cannot run code; it is sealed and kept in the content
+store (`querybench.store`, one kind per namespace, `KINDS`: its sealing, pruning, damage and
+concurrency rules). An entry that fails any check (seal, magic, key, shape) is a miss: the CSV
+is parsed again and the entry rewritten, never a wrong table. A run's new entries go in one
+transaction at its end (`deferred_writes`). Within a process, bytes parsed once are not parsed
+again while their frame is held: a prediction that is its gold's very bytes costs one parse.
 
 Gold and predictions live in separate namespaces: predictions change from run to run, so each
-namespace is pruned (oldest first) once it outgrows `MAX_NAMESPACE_BYTES`. A prediction whose
-verdicts the verdict store keeps is parsed with `keep=False`: those verdicts answer its
-re-score. Set
-`QUERYBENCH_CSV_CACHE=0` to parse every file every time.
+namespace is pruned (the entries unused longest first) once it outgrows its 1 GiB. A prediction
+whose verdicts the verdict store keeps is parsed with `keep=False`: those verdicts answer its
+re-score. Set `QUERYBENCH_CSV_CACHE=0` to parse every file every time.
 """
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import hashlib
 import io
 import logging
 import os
 import pickle
-import sqlite3
 import stat
-import threading
-import time
 import weakref
-from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from querybench import store
 from querybench.evaluation import prediction_file
-from querybench.store import cache_root, warn_unusable
 
 if TYPE_CHECKING:  # pandas and NumPy load with the first parse or entry: a run whose every
     # verdict is known (verdict_cache) defers its writes here without importing them
@@ -58,12 +51,18 @@ Namespace = Literal["gold", "prediction"]
 Bytes = bytes | bytearray | memoryview
 
 MAGIC = b"querybench parsed csv v1\n"
-MAX_NAMESPACE_BYTES = 1 << 30
-PAGE_BYTES = 1 << 16  # a new store's page size
-WAL_BYTES = 4 << 20  # the write-ahead log checkpointed past this (SQLite's default, in bytes)
-_DIGEST = 32
+# Entries are tens of KiB: on 64 KiB pages most fit one page, and a run's write costs under
+# half the CPU of 4 KiB pages' chains.
+KINDS: dict[Namespace, store.Kind] = {
+    namespace: store.Kind(
+        f"parsed-csv/{namespace}.sqlite3",
+        ("QUERYBENCH_CSV_CACHE",),
+        max_bytes=1 << 30,
+        page_bytes=1 << 16,
+    )
+    for namespace in ("gold", "prediction")
+}
 _NUMERIC_DTYPES = frozenset({"<i8", "<f8", "|b1", "<u8"})  # what read_csv gives, bar object
-_TOUCH_AFTER_S = 86_400
 
 
 @functools.cache
@@ -78,185 +77,28 @@ def _key_prefix() -> bytes:
 
 
 def enabled() -> bool:
-    return os.environ.get("QUERYBENCH_CSV_CACHE", "1").strip().lower() not in ("0", "off", "no")
+    return KINDS["gold"].on()
 
 
 def store_path(namespace: Namespace) -> Path:
-    return cache_root() / "parsed-csv" / f"{namespace}.sqlite3"
+    return KINDS[namespace].path()
 
 
-class _Store:
-    """A namespace's entries in one SQLite file: a run's hundreds of new entries cost one
-    small transaction each rather than a file each (ten times the CPU on this machine's disk),
-    and SQLite's locking keeps concurrent runs whole."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self.db = sqlite3.connect(path, timeout=30, isolation_level=None, check_same_thread=False)
-        # Entries are tens of KiB: on 64 KiB pages (a new file's; an old one keeps its own)
-        # most fit one page, and a run's write costs under half the CPU of 4 KiB pages' chains.
-        self.db.execute(f"PRAGMA page_size={PAGE_BYTES}")
-        self.db.execute("PRAGMA journal_mode=WAL")  # readers never wait for a writer
-        page = self.db.execute("PRAGMA page_size").fetchone()[0]
-        self.db.execute(f"PRAGMA wal_autocheckpoint={max(1, WAL_BYTES // page)}")
-        self.db.execute("PRAGMA synchronous=NORMAL")  # a crash may lose entries, never corrupt
-        self.db.execute(
-            "CREATE TABLE IF NOT EXISTS entries "
-            "(key TEXT PRIMARY KEY, data BLOB NOT NULL, used REAL NOT NULL)"
-        )
-        self.lock = threading.Lock()
-        self.pruned = False
-        self.pending: dict[str, bytes] = {}  # entries not yet written (`deferred_writes`)
-        self.pending_bytes = 0
-
-    def get(self, key: str) -> bytes | None:
-        """The entry, None if absent; one unused for a day is marked used (pruning removes the
-        entries unused the longest)."""
-        now = time.time()
-        try:
-            with self.lock:
-                if key in self.pending:
-                    return self.pending[key]
-                row = self.db.execute(
-                    "SELECT data, used FROM entries WHERE key = ?", (key,)
-                ).fetchone()
-                if row is not None and row[1] < now - _TOUCH_AFTER_S:
-                    with contextlib.suppress(sqlite3.Error):  # a read-only store still serves
-                        self.db.execute("UPDATE entries SET used = ? WHERE key = ?", (now, key))
-        except sqlite3.Error as exc:
-            warn_unusable(log, self.path, exc)
-            return None
-        return None if row is None else bytes(row[0])
-
-    def has(self, key: str) -> bool:
-        try:
-            with self.lock:
-                if key in self.pending:
-                    return True
-                row = self.db.execute("SELECT 1 FROM entries WHERE key = ?", (key,)).fetchone()
-        except sqlite3.Error:
-            return False
-        return row is not None
-
-    def put(self, key: str, entry: bytes) -> None:
-        """Stored now, or with the others at the end of `deferred_writes`."""
-        with self.lock:
-            self.pending[key] = entry
-            self.pending_bytes += len(entry)
-            if not _deferring() or self.pending_bytes >= _PENDING_MAX_BYTES:
-                self._write_pending()
-
-    def flush(self) -> None:
-        with self.lock:
-            self._write_pending()
-
-    def _write_pending(self) -> None:
-        """The pending entries in one transaction (one lock taken, one WAL sync, however many:
-        two processes filling one store no longer queue for it entry by entry)."""
-        rows = [(key, entry, time.time()) for key, entry in self.pending.items()]
-        self.pending.clear()
-        self.pending_bytes = 0
-        if not rows:
-            return
-        try:
-            if not self.pruned:
-                self.pruned = True
-                self._prune()
-            with self.db:  # BEGIN ... COMMIT, or ROLLBACK on an error
-                self.db.execute("BEGIN IMMEDIATE")
-                self.db.executemany("INSERT OR REPLACE INTO entries VALUES (?, ?, ?)", rows)
-        except sqlite3.Error as exc:  # a full or read-only cache costs speed, never the result
-            warn_unusable(log, self.path, exc)
-
-    def _prune(self) -> None:
-        """Oldest entries removed once the store outgrows `MAX_NAMESPACE_BYTES` (checked at
-        each process's first write; freed pages are reused, so the file stays near that)."""
-        pages, size = (self.db.execute(f"PRAGMA {p}").fetchone()[0] for p in _SIZE_PRAGMAS)
-        excess = pages * size - MAX_NAMESPACE_BYTES * 3 // 4
-        if pages * size <= MAX_NAMESPACE_BYTES:
-            return
-        doomed = []
-        for key, length in self.db.execute("SELECT key, length(data) FROM entries ORDER BY used"):
-            doomed.append((key,))
-            excess -= length
-            if excess <= 0:
-                break
-        self.db.executemany("DELETE FROM entries WHERE key = ?", doomed)
-
-
-_SIZE_PRAGMAS = ("page_count", "page_size")
-_PENDING_MAX_BYTES = 16 << 20  # deferred entries held in memory before they are written
-_stores: dict[tuple[str, int], _Store | None] = {}
-_stores_lock = threading.Lock()
-_store_names: dict[tuple[str | None, str | None, str], str] = {}  # where the cache is -> file
-_deferral = (0, 0)  # (the process, its open `deferred_writes` blocks, in any thread)
-_deferral_lock = threading.Lock()
-
-
-@contextlib.contextmanager
-def deferred_writes() -> Iterator[None]:
-    """New entries written together when the last open block ends (or past
-    `_PENDING_MAX_BYTES`), not one transaction each: what a run scoring hundreds of files wraps
-    its reads in. A fork of a deferring process writes through until it opens its own block."""
-    global _deferral
-    pid = os.getpid()
-    with _deferral_lock:
-        owner, depth = _deferral
-        _deferral = (pid, depth + 1 if owner == pid else 1)
-    try:
-        yield
-    finally:
-        with _deferral_lock:
-            owner, depth = _deferral
-            _deferral = (owner, depth - 1)
-        if depth == 1:
-            flush()
-
-
-def _deferring() -> bool:
-    owner, depth = _deferral
-    return owner == os.getpid() and depth > 0
-
-
-def flush() -> None:
-    """Write this process's pending entries."""
-    for store in _own_stores():
-        store.flush()
+def _store(namespace: Namespace) -> store.Store | None:
+    """This process's connection to the namespace's store (`querybench.store.open_store`)."""
+    return store.open_store(KINDS[namespace])
 
 
 def _pending_entry(key: str) -> bytes | None:
     """An entry this process has made but not yet written, in whichever namespace."""
-    for store in _own_stores():
-        if (entry := store.pending.get(key)) is not None:
-            return entry
+    for kept in store.own_stores():
+        if (payload := kept.pending_payload(key)) is not None:
+            return bytes(payload)
     return None
 
 
-def _own_stores() -> list[_Store]:
-    """This process's stores (a parent's, copied into a fork, and its pending entries with
-    them, are not its own)."""
-    pid = os.getpid()
-    with _stores_lock:
-        return [s for (_, owner), s in _stores.items() if owner == pid and s is not None]
-
-
-def _store(namespace: Namespace) -> _Store | None:
-    """This process's connection to the namespace's store (a forked worker opens its own:
-    a SQLite connection must not cross a fork); None when the store cannot be opened."""
-    where = (os.environ.get("QUERYBENCH_CACHE"), os.environ.get("HOME"), namespace)
-    if (name := _store_names.get(where)) is None:  # a path built per file cost 20 µs each
-        name = _store_names[where] = str(store_path(namespace))
-    handle = (name, os.getpid())
-    with _stores_lock:
-        if handle not in _stores:
-            path = Path(name)
-            try:
-                _stores[handle] = _Store(path)
-            except (OSError, sqlite3.Error) as exc:
-                warn_unusable(log, path, exc)
-                _stores[handle] = None
-        return _stores[handle]
+deferred_writes = store.deferred_writes
+flush = store.flush
 
 
 # Frames parsed in this process, by key, while something still holds them: a prediction
@@ -301,15 +143,15 @@ def parse(
     if not enabled():
         return read_result_csv(io.BytesIO(data), name=name)
     key = _key(hashlib.sha256(data).digest() if digest is None else digest)
-    store = _store(namespace)
+    kept = _store(namespace)
     frame = _parsed.get(key)
     if frame is not None:  # parsed here already: stored in this namespace too
-        if keep and store is not None and not store.has(key):
+        if keep and kept is not None and not kept.has(key):
             entry = _pending_entry(key) or _entry(frame, key)  # the other namespace's: same bytes
             if entry is not None:
-                store.put(key, entry)
+                kept.put(key, entry)
         return frame
-    stored = store.get(key) if store is not None else None
+    stored = kept.get(key) if kept is not None else None
     if stored is not None:
         frame = _load(stored, key)
         if frame is not None:
@@ -317,8 +159,8 @@ def parse(
         log.debug("parsed-CSV cache entry %s is not valid; parsing %s again", key, name)
     frame = read_result_csv(io.BytesIO(data), name=name)
     _parsed[key] = frame
-    if keep and store is not None and (entry := _entry(frame, key)) is not None:
-        store.put(key, entry)
+    if keep and kept is not None and (entry := _entry(frame, key)) is not None:
+        kept.put(key, entry)
     return frame
 
 
@@ -328,14 +170,15 @@ def _key(digest: bytes) -> str:
 
 
 def _entry(frame: pd.DataFrame, key: str) -> bytes | None:
+    """What the store seals under `key`: `MAGIC`, then the payload."""
     payload = _payload(frame, key)
-    return None if payload is None else MAGIC + hashlib.sha256(payload).digest() + payload
+    return None if payload is None else MAGIC + payload
 
 
 def is_stored(path: Path, namespace: Namespace) -> bool | None:
     """Whether the namespace's store holds this file's parse; None when there is no telling
     without more than a read of a small regular file (a FIFO or device is never waited on)."""
-    if not enabled() or (store := _store(namespace)) is None:
+    if not enabled() or (kept := _store(namespace)) is None:
         return None
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
@@ -350,7 +193,7 @@ def is_stored(path: Path, namespace: Namespace) -> bool | None:
             data = f.read()
         except OSError:
             return None
-    return store.has(_key(hashlib.sha256(data).digest()))
+    return kept.has(_key(hashlib.sha256(data).digest()))
 
 
 def _payload(frame: pd.DataFrame, key: str) -> bytes | None:
@@ -389,19 +232,16 @@ class _PlainUnpickler(pickle.Unpickler):
         raise pickle.UnpicklingError(f"{module}.{name}: no globals in a parsed-CSV entry")
 
 
-def _load(stored: bytes, key: str) -> pd.DataFrame | None:
-    """The frame of a well-formed entry for `key`, else None."""
+def _load(stored: memoryview, key: str) -> pd.DataFrame | None:
+    """The frame of a well-formed entry for `key` (unsealed by the store), else None."""
     import numpy as np
 
-    head = len(MAGIC) + _DIGEST
-    if not stored.startswith(MAGIC) or len(stored) < head:
+    if stored[: len(MAGIC)] != MAGIC:
         return None
-    payload = memoryview(stored)[head:]
-    if hashlib.sha256(payload).digest() != stored[len(MAGIC) : head]:
-        return None
+    payload = stored[len(MAGIC) :]
     try:
         stored_key, names, rows, columns = _PlainUnpickler(io.BytesIO(payload)).load()
-    except Exception:  # digest-checked, so only a foreign file ends here
+    except Exception:  # sealed, so only a foreign entry ends here
         return None
     if stored_key != key or type(rows) is not int or len(names) != len(columns):
         return None
