@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from querybench.benchmarks import specs
+from querybench.benchmarks import is_agentic, specs
 from querybench.credentials import find_bigquery, find_snowflake
 from querybench.data import data_roots, find_data
 from querybench.engines.registry import dialect_label, emulated_kinds
@@ -132,7 +132,7 @@ def _gold_item(benchmark: str, tasks: Sequence[Task], roots: list[Path], fetch: 
     with_gold = sum(bool(t.gold.sql or t.gold.result_files) for t in tasks)
     if benchmark in GOLD_DIRS:
         folder = find_data(GOLD_DIRS[benchmark], roots=roots)
-        if benchmark == "spider2" and folder is not None:  # the files its checks name, as eval
+        if is_agentic(benchmark) and folder is not None:  # the files its checks name, as eval
             from querybench.tasks.spider2_agentic import has_gold
 
             with_gold = sum(has_gold(t, folder) for t in tasks)

@@ -20,7 +20,7 @@ from dataclasses import MISSING, dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from querybench.errors import DataError
+from querybench.errors import OptionError
 
 T = TypeVar("T")
 SPEC = "querybench.option"
@@ -32,10 +32,6 @@ class _Unset:
 
 
 UNSET: Any = _Unset()  # a `cli_default` left out: the command line uses the field's default
-
-
-class OptionError(DataError, TypeError):
-    """An option holds a value of the wrong type (or is not an option at all)."""
 
 
 @dataclass(frozen=True)

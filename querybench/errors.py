@@ -1,5 +1,38 @@
-"""One error hierarchy for the whole package, so callers can catch `QuerybenchError`, and the
-one vocabulary of error codes an instance's result can carry (`ErrorCode`)."""
+"""Every exception class of the package, in one hierarchy so callers can catch
+`QuerybenchError`, and the one vocabulary of error codes an instance's result can carry
+(`ErrorCode`). No other module defines an exception (`tests/test_errors.py` holds it so)::
+
+    QuerybenchError
+    ├── DataError                   an input file (tasks, gold, predictions, config) is wrong
+    │   ├── OptionError (TypeError) an option holds a value of the wrong type
+    │   └── PredictionRefused       a prediction file not read, with its error code
+    ├── EngineError                 a statement could not be run (`code`, `error_class`)
+    │   ├── QueryRefused            a write, attach, extension or several statements
+    │   │   └── CostGuardExceeded   BigQuery's dry run is over `maximum_bytes_billed`
+    │   ├── QueryTimeout
+    │   ├── ResultTooLarge          too many rows
+    │   │   └── ResultTooManyBytes
+    │   ├── UnsettledDatabase       a sidecar (-wal, -journal) holds changes
+    │   └── EngineUnavailable       no driver or no credentials here
+    ├── FetchError                  a download not completed or verified
+    │   └── HtmlPageError
+    ├── DatabaseProblem             a database or table that cannot be scored
+    ├── ScoringStopped              an agentic answer's tables stop with a verdict
+    ├── AnswerRefused               an agentic answer's path leaves its folder
+    │   └── UnresolvablePath
+    ├── GoldParametersError (ValueError)  unusable agentic gold parameters
+    ├── SqlTokenError, SqlParseError      Spider 1.0 exact match's reading of SQL
+    ├── BudgetTooSmall              the schema context cannot fit its token budget
+    ├── ModelError                  the model could not answer (`code`, `transient`)
+    │   ├── EndpointUnavailable
+    │   └── BudgetExhausted
+    ├── RetryableReply              a model reply worth asking again
+    ├── MalformedToolCall, ProtocolError  an agent's reply that cannot be read
+    ├── UnsafePath, WorkspaceFull   an agent's workspace refuses a file
+    ├── RayUnavailable              `executor="ray"` without Ray
+    └── RunFolderBusy               another process writes the run folder
+    SubmissionWarning (UserWarning) a submission line read differently from what it says
+"""
 
 from __future__ import annotations
 
@@ -241,3 +274,161 @@ class EngineUnavailable(EngineError):
     """No engine of this kind can be reached here (driver missing, no credentials)."""
 
     code = ErrorCode.ENGINE_UNAVAILABLE
+
+
+class OptionError(DataError, TypeError):
+    """An option holds a value of the wrong type (or is not an option at all)."""
+
+
+class FetchError(QuerybenchError):
+    """A download could not be completed or verified, or an archive not unpacked."""
+
+
+class HtmlPageError(FetchError):
+    """An HTML page arrived (or sits) where an archive was expected."""
+
+    def __init__(self, source: str, title: str) -> None:
+        self.source, self.title = source, title
+        super().__init__(f"{source} is an HTML page ({title!r}), not the archive")
+
+
+class CostGuardExceeded(QueryRefused):
+    """The dry-run estimate is above the `maximum_bytes_billed` guard; nothing was run."""
+
+    code = ErrorCode.COST_GUARD
+
+    def __init__(self, estimated_bytes: int, maximum_bytes_billed: int) -> None:
+        super().__init__(
+            f"refused: the query would process {estimated_bytes} bytes, over the "
+            f"maximum_bytes_billed guard of {maximum_bytes_billed} bytes"
+        )
+        self.estimated_bytes = estimated_bytes
+        self.maximum_bytes_billed = maximum_bytes_billed
+
+
+class PredictionRefused(DataError):
+    """A prediction file that is not read, with the instance's error code."""
+
+    def __init__(self, code: ErrorCode, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+class DatabaseProblem(QuerybenchError):
+    """A database or one of its tables that cannot be scored, with the instance's code."""
+
+    def __init__(self, code: ErrorCode, message: str, *, timed_out: bool = False) -> None:
+        super().__init__(message)
+        self.code = code
+        self.timed_out = timed_out
+
+
+class ScoringStopped(QuerybenchError):
+    """Stops scoring an agentic answer's tables with a verdict of its `code`."""
+
+    def __init__(self, code: ErrorCode, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+class AnswerRefused(QuerybenchError):
+    """An agentic answer's file name that leaves its submission folder: never opened."""
+
+
+class UnresolvablePath(AnswerRefused):
+    """The official code opens the joined path as written, so the system resolves each `..`
+    after the folder before it: `<id>/../shared_files/x.csv` from a task folder `<id>/` that
+    does not exist cannot be opened (officially that answer scores 0, or a `.sql` answer
+    crashes the run), though the lexical path names a file that is there."""
+
+
+class GoldParametersError(QuerybenchError, ValueError):
+    """The gold parameters are unusable; reported as `gold_error`."""
+
+
+class SqlTokenError(QuerybenchError):
+    """The text cannot be tokenized the official way (an odd number of quotes)."""
+
+
+class SqlParseError(QuerybenchError):
+    """The official parser cannot read the query; the message says where it stopped."""
+
+
+class BudgetTooSmall(QuerybenchError):
+    """Not even the database header fits in the budget."""
+
+
+class ModelError(QuerybenchError):
+    """The model could not answer (endpoint down, retries spent, bad reply); the instance is
+    recorded with `code`, the run goes on. `transient` marks a transport-level failure
+    (connection, timeout, 5xx, 429): no answer came back, so a re-run asks again; a reply that
+    came back unusable (a refusal, malformed JSON) is not transient. `status` is the last HTTP
+    status, when there was one."""
+
+    code: ErrorCode = ErrorCode.MODEL_ERROR
+
+    def __init__(self, message: str, *, transient: bool = False, status: int | None = None):
+        super().__init__(message)
+        self.transient = transient
+        self.status = status
+
+
+class EndpointUnavailable(ModelError):
+    """The endpoint cannot serve this run (unreachable, key refused, unknown model, or down
+    for several tasks in a row): the run stops at once, finished instances kept."""
+
+
+class BudgetExhausted(ModelError):
+    """The run's request budget is spent; unfinished instances stay unfinished (resumable)."""
+
+    code = ErrorCode.BUDGET_EXHAUSTED
+
+
+class RetryableReply(QuerybenchError):
+    """A model reply worth asking again (`reason`: timeout, connection, an HTTP status or
+    malformed), turned into a `ModelError` when the retries are spent."""
+
+    def __init__(
+        self,
+        reason: str,
+        message: str,
+        retry_after: float | None = None,
+        status: int | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.reason = reason
+        self.retry_after = retry_after
+        self.status = status
+
+    @property
+    def transient(self) -> bool:
+        """No answer came back (connection, timeout, 5xx, 429), as opposed to a malformed one."""
+        return self.reason != "malformed"
+
+
+class MalformedToolCall(QuerybenchError):
+    """A `tool_calls` entry without a function name: the reply itself is unusable."""
+
+
+class ProtocolError(QuerybenchError):
+    """The reply holds no action we can read; the message is shown to the model."""
+
+
+class UnsafePath(QuerybenchError):
+    """A name the host will not open on the agent's behalf; the message says why."""
+
+
+class WorkspaceFull(QuerybenchError):
+    """The workspace (or the sandbox's /tmp) passed its size bound: the task ends here."""
+
+
+class RayUnavailable(QuerybenchError):
+    """`--executor ray` without Ray installed."""
+
+
+class RunFolderBusy(QuerybenchError):
+    """Another process is writing this run folder."""
+
+
+class SubmissionWarning(UserWarning):
+    """A submission line `eval spider2` ignores or reads differently from what it says."""

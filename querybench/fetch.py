@@ -33,7 +33,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from querybench.errors import QuerybenchError
+from querybench.errors import FetchError, HtmlPageError
 
 Progress = Callable[[int, int | None], None]  # (bytes so far, total bytes or None)
 Route = Callable[[PurePosixPath], PurePosixPath | None]  # member -> destination, None: skip
@@ -43,18 +43,6 @@ MAX_NESTING = 3
 MAX_UNPACK_BYTES_ENV = "QUERYBENCH_MAX_UNPACK_BYTES"
 DEFAULT_MAX_UNPACK_BYTES = 512 * 1024**3
 _COPY_CHUNK = 1 << 20
-
-
-class FetchError(QuerybenchError):
-    """A download could not be completed or verified, or an archive not unpacked."""
-
-
-class HtmlPageError(FetchError):
-    """An HTML page arrived (or sits) where an archive was expected."""
-
-    def __init__(self, source: str, title: str) -> None:
-        self.source, self.title = source, title
-        super().__init__(f"{source} is an HTML page ({title!r}), not the archive")
 
 
 def download(

@@ -15,10 +15,10 @@ import pytest
 
 from querybench.agent import AgentConfig, Workspace, WorkspaceOptions, files, run_agent
 from querybench.agent.actions import CreateFile, EditFile, ExecuteSQL, SampleRows
-from querybench.agent.files import UnsafePath
 from querybench.agent.options import AgentOptions
 from querybench.agent.protocol import format_action
 from querybench.engines import connect
+from querybench.errors import UnsafePath
 from querybench.models import Sampling
 from querybench.runs.config import RunConfig, Selection
 from querybench.runs.runner import run

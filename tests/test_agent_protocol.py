@@ -14,7 +14,8 @@ from querybench.agent.actions import (
     SampleRows,
     Terminate,
 )
-from querybench.agent.protocol import ProtocolError, format_action, parse_action, parse_reply
+from querybench.agent.protocol import format_action, parse_action, parse_reply
+from querybench.errors import ProtocolError
 
 CASES = [
     ('Bash(code="ls -la")', Bash("ls -la")),

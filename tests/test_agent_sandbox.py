@@ -20,7 +20,6 @@ from typing import Any
 import pytest
 
 from querybench.agent import AgentConfig, AgentResult, Workspace, WorkspaceOptions, run_agent
-from querybench.agent.files import WorkspaceFull
 from querybench.agent.protocol import format_action
 from querybench.agent.sandbox import (
     UID_BASE,
@@ -30,6 +29,7 @@ from querybench.agent.sandbox import (
     sandbox_drops_privileges,
 )
 from querybench.engines import connect
+from querybench.errors import WorkspaceFull
 from querybench.models import Sampling
 from tests.conftest import require_sandbox
 from tests.methods_fixture import make_data, model, task

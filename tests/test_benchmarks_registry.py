@@ -45,7 +45,7 @@ def test_reading_the_registry_imports_no_layer_above_it() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     loaded = eval(out.stdout)  # a printed list of module names
-    assert {m.split(".")[1] for m in loaded} <= {"benchmarks", "errors"}, loaded
+    assert {m.split(".")[1] for m in loaded} <= {"benchmarks", "declared", "errors"}, loaded
 
 
 def _branches(tree: ast.AST) -> int:
@@ -81,19 +81,7 @@ def _branches(tree: ast.AST) -> int:
 
 # Branches on a benchmark's name outside the registry, by module: each is still to be moved
 # onto a field of its spec. This table must only shrink.
-ALLOWED_BRANCHES: dict[str, int] = {
-    "agent/dbt.py": 1,
-    "agent/oracle.py": 1,
-    "commands/audit.py": 2,
-    "context/resolve.py": 1,
-    "data_status.py": 1,
-    "envs/tasks.py": 3,
-    "evaluation/spider2.py": 1,
-    "methods/spider_agent.py": 2,
-    "report/audit_scoring.py": 1,
-    "report/paper_tables.py": 1,
-    "tasks/spider2.py": 3,
-}
+ALLOWED_BRANCHES: dict[str, int] = {}
 
 
 def branches_by_module() -> Counter[str]:

@@ -15,14 +15,8 @@ from typer.testing import CliRunner
 
 from querybench import releases
 from querybench.cli import app
-from querybench.fetch import (
-    FetchError,
-    HtmlPageError,
-    download,
-    html_title,
-    unpack,
-    unpack_routed,
-)
+from querybench.errors import FetchError, HtmlPageError
+from querybench.fetch import download, html_title, unpack, unpack_routed
 from tests.file_server import FileHandler as _Handler
 from tests.file_server import server
 

@@ -18,7 +18,7 @@ from querybench import releases
 from querybench.cli import app
 from querybench.data_fetch import MIRROR_ENV, fetch_benchmark
 from querybench.envs.tasks import located_tasks
-from querybench.fetch import FetchError
+from querybench.errors import FetchError
 from querybench.tasks import load_tasks
 from tests import data_replicas as replicas
 from tests.conftest import as_new_user

@@ -100,7 +100,7 @@ def test_a_prediction_linked_to_the_gold_or_a_fifo_is_refused(
     ],
 )
 def test_a_view_that_computes_for_hours_stops_at_the_deadline(
-    tmp_path: Path, reader: DatabaseReader, view: str
+    tmp_path: Path, reader: DatabaseReader, view: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     gold = build(tmp_path / "gold" / "shop001" / "shop.duckdb", GOLD_TABLE)
     pred = build(tmp_path / "pred" / "shop001" / "shop.duckdb", view)
@@ -109,9 +109,16 @@ def test_a_view_that_computes_for_hours_stops_at_the_deadline(
     assert time.monotonic() - start < reader.timeout + 10
     assert verdict.error == "timeout", verdict
     # the strict scoring reads it too: the timeout is remembered, not waited for again
-    start = time.monotonic()
+    opened: list[Path] = []
+    read_tables = reader._read_tables
+
+    def recording(path: Path, *args: Any, **kwargs: Any) -> Any:
+        opened.append(path)
+        return read_tables(path, *args, **kwargs)
+
+    monkeypatch.setattr(reader, "_read_tables", recording)
     assert strict_duckdb_match(pred, gold, **PARAMS, reader=reader).error == "timeout"
-    assert time.monotonic() - start < 1.0
+    assert pred.resolve() not in opened and opened  # the gold is read, the answer is not
     # the reader goes on: the next answer is read in a fresh child
     honest = build(tmp_path / "pred" / "shop002" / "shop.duckdb", GOLD_TABLE)
     assert duckdb_match(honest, gold, **PARAMS, reader=reader).passed

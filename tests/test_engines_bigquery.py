@@ -15,10 +15,10 @@ from typing import Any
 import pytest
 
 from querybench.engines import connect
-from querybench.engines.bigquery import BigQueryLocalEngine, CostGuardExceeded
+from querybench.engines.bigquery import BigQueryLocalEngine
 from querybench.engines.pool import run_one
 from querybench.engines.spider2_metadata_load import build_emulation, parse_python_repr
-from querybench.errors import EngineError, QueryRefused, QueryTimeout
+from querybench.errors import CostGuardExceeded, EngineError, QueryRefused, QueryTimeout
 from tests.test_engines_conformance import ENDLESS, HOSTILE
 
 EVENT_TYPES = [

@@ -6,6 +6,7 @@ command line and the API disagree on an option both have."""
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import sys
 from pathlib import Path
@@ -14,8 +15,10 @@ from typing import Any
 import pytest
 import typer.main
 
-from querybench.benchmarks import names
+from querybench.benchmarks import names, spec
+from querybench.benchmarks.spider2 import Spider2EvalOptions
 from querybench.cli import eval_app
+from querybench.declared import declared_fields
 
 DOCS = Path(__file__).resolve().parent.parent / "docs" / "eval_options.md"
 _NO_DEFAULT = "(none)"
@@ -87,6 +90,41 @@ def test_the_command_line_and_the_api_agree_on_every_default(benchmark: str) -> 
         if api not in ("—", "(from the data)") and cli != api
     ]
     assert disagree == [], f"eval {benchmark}: (flag, command line, API) defaults differ"
+
+
+@pytest.mark.parametrize("benchmark", names(evaluable=True))
+def test_each_eval_command_is_its_declared_options(benchmark: str) -> None:
+    """`eval <name>`'s flags are its spec's declared options, field by field: the same names,
+    order, defaults and help (nothing declared beside the class)."""
+    options = spec(benchmark).eval_options
+    assert options is not None, f"{benchmark}: evaluable without declared eval options"
+    group: Any = typer.main.get_command(eval_app)
+    params = group.commands[benchmark].params
+    declared = declared_fields(options)
+    assert [p.name for p in params] == [f.name for f, _, _ in declared]
+    for param, (field, declaration, _) in zip(params, declared, strict=True):
+        default = None if field.default is dataclasses.MISSING else field.default
+        assert (param.default, param.help) == (default, declaration.help), param.name
+
+
+def test_the_read_limit_flags_are_the_readers_defaults() -> None:
+    from querybench.evaluation.prediction_file import ReadLimits
+
+    limits = ReadLimits()
+    flags = {f.name: f.default for f, _, _ in declared_fields(Spider2EvalOptions)}
+    assert (
+        flags["max_bytes"],
+        flags["max_columns"],
+        flags["max_cells"],
+        flags["max_line_bytes"],
+        flags["read_timeout"],
+    ) == (
+        limits.max_bytes,
+        limits.max_columns,
+        limits.max_cells,
+        limits.max_line_bytes,
+        limits.seconds,
+    )
 
 
 def test_the_docs_table_is_current() -> None:

@@ -59,7 +59,7 @@ def test_spider2_lite_sample_folder_needs_no_other_argument(tmp_path: Path) -> N
 
 
 def test_agentic_submission_warnings_are_python_warnings(tmp_path: Path) -> None:
-    from querybench.runs.evaluate import SubmissionWarning
+    from querybench.errors import SubmissionWarning
 
     suite = require_data("spider2", "spider2", "evaluation_suite")
     sample = suite / "example_submission_folder"

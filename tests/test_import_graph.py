@@ -18,9 +18,10 @@ PACKAGE = Path(__file__).resolve().parent.parent / "querybench"
 LAYERS: tuple[frozenset[str], ...] = tuple(
     frozenset(names.split())
     for names in (
-        "errors data benchmarks store",  # the foundation: the errors, where data lives, the
-        # registry, the content store
-        "declared layout credentials fetch",
+        # the foundation: the errors, where data lives, declared options, the registry, the
+        # content store
+        "errors data declared benchmarks store",
+        "layout credentials fetch",
         "engines",  # a shared service: every layer above may run SQL
         "tasks",
         "releases data_status",
@@ -47,7 +48,7 @@ DEPENDS: dict[str, frozenset[str]] = {
         "errors": "",
         "data": "",
         "store": "",
-        "benchmarks": "errors",
+        "benchmarks": "declared errors",
         "declared": "errors",
         "layout": "benchmarks data",
         "credentials": "data",
@@ -56,11 +57,11 @@ DEPENDS: dict[str, frozenset[str]] = {
         "tasks": "benchmarks data errors layout engines",
         "releases": "benchmarks errors fetch layout tasks",
         "data_status": "benchmarks credentials data errors layout engines tasks",
-        "data_fetch": "data fetch releases",
+        "data_fetch": "data errors fetch releases",
         "context": "benchmarks errors layout engines tasks",
         "models": "errors tasks context",
         "agent": "benchmarks declared errors engines tasks context models",
-        "evaluation": "errors layout engines tasks store",  # no context, model or agent
+        "evaluation": "benchmarks errors layout engines tasks store",  # no context, model or agent
         "methods": "benchmarks data declared errors layout engines tasks context models agent "
         "evaluation",
         "envs": "benchmarks data errors engines tasks context models evaluation methods store",
@@ -70,7 +71,7 @@ DEPENDS: dict[str, frozenset[str]] = {
         "commands": "benchmarks data declared errors layout engines data_fetch data_status "
         "releases tasks "
         "context evaluation methods runs report",
-        "cli": "benchmarks evaluation commands",
+        "cli": "benchmarks commands",
         "_entry": "commands cli",
         "querybench": "errors engines tasks evaluation runs",
     }.items()

@@ -12,13 +12,12 @@ from typing import Any
 
 import pytest
 
+from querybench.errors import BudgetExhausted, ModelError
 from querybench.models import (
-    BudgetExhausted,
     ChatRequest,
     Completion,
     ConstantModel,
     Message,
-    ModelError,
     OpenAICompatibleModel,
     OracleModel,
     Price,

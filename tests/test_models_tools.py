@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
+from querybench.errors import ModelError
 from querybench.models import (
     ChatRequest,
     Completion,
     Message,
-    ModelError,
     OpenAICompatibleModel,
     ResponseCache,
     RetryPolicy,

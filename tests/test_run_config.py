@@ -19,8 +19,8 @@ from typer.testing import CliRunner
 import querybench
 from querybench.agent.options import AgentOptions
 from querybench.cli import app
-from querybench.declared import UNSET, OptionError, declared_fields
-from querybench.errors import DataError
+from querybench.declared import UNSET, declared_fields
+from querybench.errors import DataError, OptionError
 from querybench.methods import METHODS, NoOptions
 from querybench.runs.config import (
     Execution,

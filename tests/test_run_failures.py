@@ -19,11 +19,10 @@ import pytest
 from typer.testing import CliRunner
 
 from querybench.cli import app
-from querybench.errors import DataError
-from querybench.models import EndpointUnavailable
+from querybench.errors import DataError, EndpointUnavailable, RunFolderBusy
 from querybench.runs.config import Execution, Selection
 from querybench.runs.runner import run
-from querybench.runs.store import RecordStore, RunFolderBusy, RunLock
+from querybench.runs.store import RecordStore, RunLock
 from tests.openai_server import Fault, Reply, ScriptedServer
 from tests.test_run_harness import QUESTIONS, _config, _lines, _model, answering, data
 

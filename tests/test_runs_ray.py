@@ -174,7 +174,7 @@ def test_eval_spider2_lite_on_ray_scores_as_local(ray_cluster: None, tmp_path: P
 def test_without_ray_the_error_says_how_to_install(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from querybench.runs.ray_executor import RayUnavailable
+    from querybench.errors import RayUnavailable
 
     require_data("spider1", "dev.json")
     monkeypatch.setitem(sys.modules, "ray", None)  # `import ray` now raises ImportError

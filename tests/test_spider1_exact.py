@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from querybench.errors import SqlParseError, SqlTokenError
 from querybench.evaluation.spider1_exact import (
     MAX_PARSED_CHARS,
     PartialScore,
@@ -18,12 +19,11 @@ from querybench.evaluation.spider1_sql import (
     ColUnit,
     CondUnit,
     SpiderSchema,
-    SqlParseError,
     TableUnit,
     ValUnit,
     parse_spider_sql,
 )
-from querybench.evaluation.spider1_tokens import SqlTokenError, tokenize_sql
+from querybench.evaluation.spider1_tokens import tokenize_sql
 
 SCHEMA = SpiderSchema.of(
     {

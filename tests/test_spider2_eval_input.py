@@ -73,7 +73,8 @@ def test_a_400_digit_integer_is_that_instances_verdict(tmp_path: Path, benchmark
     assert lines["local002"]["score"] == 1
     odd = lines["local001"]
     assert (odd["official_score"], odd["strict_score"]) == (0, 0)
-    assert odd["error"] == "wrong_result" and "OverflowError" in odd["message"]
+    # As pandas 2.2 (the leaderboard's) reads it, the big integer stays text: no gold number.
+    assert odd["error"] == "wrong_result" and "matches no gold" in odd["message"]
 
 
 RAISES = "raises"  # the reference's float() of the big int raises: the instance scores 0

@@ -18,6 +18,7 @@ from pathlib import Path
 from querybench.agent import files
 from querybench.agent.sandbox import SYSTEM_DIRS, Toolchain, sandbox_drops_privileges
 from querybench.agent.workspace import Workspace, WorkspaceOptions, make_writable, new_folder
+from querybench.benchmarks import lookup
 from querybench.engines.isolated import connect_isolated
 from querybench.errors import EngineUnavailable
 from querybench.tasks.model import Task
@@ -82,7 +83,7 @@ def _under_system_dirs(path: Path) -> bool:
 
 def is_dbt_task(task: Task) -> bool:
     return (
-        task.benchmark == "spider2-dbt"
+        ((found := lookup(task.benchmark)) is not None and found.dbt_projects)
         or "project_dir" in task.extra
         or task.extra.get("type") == "DBT"
     )

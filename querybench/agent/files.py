@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import IO
 
-from querybench.errors import QuerybenchError
+from querybench.errors import UnsafePath, WorkspaceFull
 
 MOUNT_POINT = "/workspace"
 NAME_MAX = 255  # bytes of one component (Linux)
@@ -32,14 +32,6 @@ PATH_MAX = 4096
 MAX_DEPTH = 64  # folders deep a file carried out of the sandbox may sit
 _DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _CHUNK = 1024 * 1024
-
-
-class UnsafePath(QuerybenchError):
-    """A name the host will not open on the agent's behalf; the message says why."""
-
-
-class WorkspaceFull(QuerybenchError):
-    """The workspace (or the sandbox's /tmp) passed its size bound: the task ends here."""
 
 
 def parts(name: str) -> tuple[str, ...]:

@@ -25,14 +25,14 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from querybench.agent import files
 from querybench.agent.actions import Action, Fail, Terminate, action_name, to_json
-from querybench.agent.files import UnsafePath
 from querybench.agent.options import AgentOptions
 from querybench.agent.prompts import ACTION_SPACE, OBSERVATION, SYSTEM, UNREADABLE
-from querybench.agent.protocol import ProtocolError, parse_reply
+from querybench.agent.protocol import parse_reply
 from querybench.agent.status import AgentStatus
 from querybench.agent.workspace import Workspace, readme
 from querybench.context.tokens import count_tokens
 from querybench.engines.registry import dialect_label
+from querybench.errors import ProtocolError, UnsafePath
 from querybench.models.base import ChatRequest, Completion, Message, Sampling
 from querybench.models.tools import Tool
 

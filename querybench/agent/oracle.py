@@ -18,8 +18,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from querybench.agent.protocol import format_action
+from querybench.benchmarks import is_agentic
 from querybench.context.tokens import count_tokens
-from querybench.models.base import ChatRequest, Completion, ModelError, Usage
+from querybench.errors import ModelError
+from querybench.models.base import ChatRequest, Completion, Usage
 from querybench.models.labelled import OracleModel
 from querybench.models.tools import ToolCall
 
@@ -32,7 +34,7 @@ Step = tuple[str, dict[str, Any]]
 
 def oracle_plan(task: Task | None, oracle: OracleModel) -> list[Step]:
     """The actions, in order, that reproduce the task's gold."""
-    if task is not None and task.benchmark == "spider2" and not task.gold.sql:
+    if task is not None and is_agentic(task.benchmark) and not task.gold.sql:
         return _agentic_plan(task)
     return [
         ("ExecuteSQL", {"sql_query": oracle.answer(task), "is_save": True, "save_path": RESULT}),

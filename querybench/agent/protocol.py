@@ -17,11 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from querybench.agent.actions import ACTIONS, ALIASES, Action, parameters
-from querybench.errors import QuerybenchError
-
-
-class ProtocolError(QuerybenchError):
-    """The reply holds no action we can read; the message is shown to the model."""
+from querybench.errors import ProtocolError
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ it started) and `--die-with-parent`.
 
 `/workspace` and `/tmp` are tmpfs mounts of a bounded size (`Limits.workspace_bytes`,
 `tmp_bytes`): the kernel refuses a write past either bound, and hitting one ends the task
-(`files.WorkspaceFull`). The host folder is never mounted: it is packed in through a pipe,
+(`WorkspaceFull`). The host folder is never mounted: it is packed in through a pipe,
 and when the command ends what it left is packed out and replaces the host folder, regular
 files and folders only (no symbolic link, FIFO, device or hard link ever reaches the host).
 A command stopped at its time limit, or one that kills the copying step, keeps nothing.
@@ -39,6 +39,7 @@ from pathlib import Path
 
 from querybench.agent import files
 from querybench.agent.files import MOUNT_POINT
+from querybench.errors import WorkspaceFull
 
 NOBODY = 65534  # the probe's user
 # Uids of sandboxes: above account, dynamic-user and container (systemd-nspawn) ranges, below
@@ -252,7 +253,7 @@ def check_usage(workspace: Path, limits: Limits) -> None:
     usage = files.usage(workspace)
     reason = over_limits(usage.bytes, usage.entries, limits)
     if reason:
-        raise files.WorkspaceFull(reason)
+        raise WorkspaceFull(reason)
 
 
 def over_limits(size: int, entries: int, limits: Limits) -> str:
@@ -319,7 +320,7 @@ class _Exchange:
                 size = count = 0  # unpack's own bounds still hold
             reason = over_limits(size, count, self.limits)
             if reason:
-                self.failure = files.WorkspaceFull(reason)
+                self.failure = WorkspaceFull(reason)
                 return
             try:
                 self.unpacked = files.unpack(
@@ -330,7 +331,7 @@ class _Exchange:
                 )
             except (tarfile.TarError, OSError, EOFError) as exc:
                 self.failure = exc
-            except files.WorkspaceFull as exc:
+            except WorkspaceFull as exc:
                 self.failure = exc
 
     def join(self) -> None:
@@ -339,8 +340,8 @@ class _Exchange:
 
     def finish(self, result: ShellResult, workspace: Path) -> ShellResult:
         """Keep what the command left (or say why not); `WorkspaceFull` on a bound."""
-        if isinstance(self.failure, files.WorkspaceFull):
-            raise files.WorkspaceFull(f"Bash: {self.failure}")
+        if isinstance(self.failure, WorkspaceFull):
+            raise WorkspaceFull(f"Bash: {self.failure}")
         if self.status[:1] == ["copy-in"]:
             return replace(result, note="ERROR: the workspace could not be copied in")
         bounds = (
@@ -350,7 +351,7 @@ class _Exchange:
         )
         for (where, size), free in zip(bounds, self.status[1:4], strict=False):
             if free == "0":  # the kernel refused a write there: the bound was reached
-                raise files.WorkspaceFull(
+                raise WorkspaceFull(
                     f"Bash: {where} reached its size limit of {size / 1024**2:g} MiB"
                 )
         if result.timed_out:

@@ -17,8 +17,9 @@ from typing import TYPE_CHECKING, Any
 from querybench.agent.actions import ACTIONS
 from querybench.agent.loop import AgentConfig, Read, prompt_fields
 from querybench.agent.prompts import NO_TOOL_CALL, NOT_RUN, TOOL_SYSTEM
-from querybench.agent.protocol import ProtocolError, build_action
+from querybench.agent.protocol import build_action
 from querybench.agent.workspace import Workspace
+from querybench.errors import ProtocolError
 from querybench.models.base import Completion, Message
 from querybench.models.tools import Tool
 

@@ -31,7 +31,7 @@ from querybench.agent.actions import (
     GetTables,
     SampleRows,
 )
-from querybench.agent.files import MOUNT_POINT, WorkspaceFull
+from querybench.agent.files import MOUNT_POINT
 from querybench.agent.options import AgentOptions
 from querybench.agent.sandbox import (
     Limits,
@@ -42,7 +42,7 @@ from querybench.agent.sandbox import (
 )
 from querybench.benchmarks import Family, family
 from querybench.engines.base import Engine, Result
-from querybench.errors import QuerybenchError, QueryTimeout
+from querybench.errors import QuerybenchError, QueryTimeout, WorkspaceFull
 from querybench.tasks.model import Task
 
 NO_SANDBOX = (

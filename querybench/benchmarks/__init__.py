@@ -35,6 +35,7 @@ __all__ = [
     "QuestionFormat",
     "ReportGroup",
     "family",
+    "is_agentic",
     "lookup",
     "names",
     "resolve",
@@ -47,7 +48,7 @@ __all__ = [
 def _table() -> dict[Benchmark, BenchmarkSpec]:
     found: dict[Benchmark, BenchmarkSpec] = {}
     for module in pkgutil.iter_modules(__path__):
-        if module.name == "spec":
+        if module.name in ("spec", "eval_options"):
             continue
         for entry in importlib.import_module(f"{__name__}.{module.name}").SPECS:
             if entry.name in found:
@@ -90,6 +91,12 @@ def family(name: str | None) -> Family | None:
     """The family of `name` (which shared machinery it uses), None for no benchmark."""
     found = lookup(name) if name else None
     return found.family if found is not None else None
+
+
+def is_agentic(name: str | None) -> bool:
+    """Whether `name` is the agentic setting (its own task folders and submission layout)."""
+    found = lookup(name) if name else None
+    return found is not None and found.agentic
 
 
 def resolve(reference: str) -> Any:

@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
+from querybench.declared import Declared
+
 
 class Benchmark(StrEnum):
     """Every benchmark querybench knows; the values are the names the command line, task and
@@ -83,6 +85,8 @@ class BenchmarkSpec:
     evaluator: str | None = None  # "module:attr": evaluate_<x>(predictions, *, ..., on_result)
     evaluator_keywords: tuple[tuple[str, Any], ...] = ()  # arguments its name fixes
     options: str | None = None  # "module:attr": the typed options `evaluate` takes for it
+    # the options of `querybench eval <name>`: flags, defaults and help, declared once
+    eval_options: type[Declared] | None = None
     layout_options: tuple[tuple[str, Any], ...] = ()  # options that only say where data is
     resolver: str | None = None  # "module:attr": (spec, options, layout) -> evaluator arguments
     command: str | None = None  # "module:attr": the body of `querybench eval <name>`
@@ -94,6 +98,13 @@ class BenchmarkSpec:
     runs_queries: str = ""
     report_groups: tuple[ReportGroup, ...] = ()
     spider2_resources: str | None = None  # Spider 2.0: its `resource/` folder's benchmark
+    official_variant: str = ""  # Spider 2.0 lite/snow: the official scorer's name ("lite")
+    task_keys: tuple[str, str] = ("question", "db")  # its task file's question and database keys
+    translates: Benchmark | None = None  # the benchmark whose tasks it restates (snow: lite's)
+    one_engine: str | None = None  # the engine every task runs on (snow: snowflake)
+    dbt_projects: bool = False  # each task is a DBT project (the agent builds it)
+    agentic: bool = False  # the agentic setting: its own task folders and submission layout
+    failing_gold: bool = False  # some gold SQL fails on SQLite: the RL environments skip it
 
     @property
     def evaluable(self) -> bool:

@@ -5,12 +5,59 @@ its behaviour."""
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
+from querybench.benchmarks import eval_options as eo
 from querybench.benchmarks.spec import Benchmark, BenchmarkSpec, Family, QuestionFormat
+from querybench.declared import Declared, option
 
 SPIDER1_DATABASES = ("spider1/database/{db}/{db}.sqlite", "spider1/{db}/{db}.sqlite")
+
+
+@dataclass(frozen=True)
+class Spider1EvalOptions(Declared):
+    """`eval spider1` and its variants'."""
+
+    predictions: Path = eo.predictions("One predicted SQL per line.")
+    gold: Path | None = eo.location(
+        "Gold file: `SQL<TAB>db_id` per line; default the data's dev_gold.sql."
+    )
+    db_dir: Path | None = eo.location(
+        "Databases at `DIR/<db_id>/<db_id>.sqlite`; default the data's."
+    )
+    questions: Path | None = eo.location(
+        "dev.json matching the gold lines: adds each question's hardness (default: "
+        "the data's, with its gold)."
+    )
+    timeout: float = eo.timeout(30.0, "Seconds per query.")
+    workers: int = eo.workers()
+    output: Path | None = eo.output()
+    executor: str = eo.executor()
+    address: str | None = eo.address()
+    metrics: str = option(
+        "ex",
+        help="Comma-separated: ex (execution match, the score; always computed), em (exact "
+        "set match with its partial scores, as the official evaluation.py --etype match; "
+        "prints the official tables).",
+    )
+    tables: Path | None = eo.location(
+        "Spider's tables.json for em (default: beside --gold or --db-dir)."
+    )
+    plug_value: bool = option(
+        False,
+        help="As the official flag: a prediction also passes when it passes with the "
+        "gold's values plugged into its value slots (for models that predict no values).",
+        flag="--plug_value",
+    )
+    keep_distinct: bool = option(
+        False,
+        help="As the official flag: keep DISTINCT when executing (by default both queries "
+        "lose it).",
+        flag="--keep_distinct",
+    )
+    runnable: bool = eo.runnable()
 
 
 def spider1_family(declared: BenchmarkSpec) -> BenchmarkSpec:
@@ -43,6 +90,7 @@ _SPIDER1_BEHAVIOUR: dict[str, Any] = {
     "loader": "querybench.tasks.spider1:load",
     "evaluator": "querybench.evaluation.spider1:evaluate_spider1",
     "options": "querybench.runs.evaluate_options:Spider1Options",
+    "eval_options": Spider1EvalOptions,
     "command": "querybench.commands.eval_execution:spider1",
     "writer": "querybench.runs.outputs:score_spider1",
     "on_ray": True,

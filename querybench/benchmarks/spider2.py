@@ -3,7 +3,13 @@ agentic setting's 632 tasks. Their metadata, documents and gold folders share on
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from querybench.benchmarks import eval_options as eo
 from querybench.benchmarks.spec import Benchmark, BenchmarkSpec, Family
+from querybench.declared import Declared, option
 
 _EVAL = "querybench.runs.eval_locations"
 _OPTIONS = "querybench.runs.evaluate_options"
@@ -14,7 +20,79 @@ _SQL_FILES = (  # spider2-lite/README.md's folder, the rebuilt copies, the agent
 )
 
 
-def _lite_or_snow(name: Benchmark, folder: str, title: str) -> BenchmarkSpec:
+@dataclass(frozen=True)
+class Spider2EvalOptions(Declared):
+    """`eval spider2-lite` and `eval spider2-snow`."""
+
+    predictions: Path = eo.predictions("Folder of `<instance_id>.csv` (or `.sql` in sql mode).")
+    mode: str = option("exec_result", help="exec_result (CSV results) or sql.")
+    gold_dir: Path | None = eo.location(
+        "Gold folder (exec_result/, sql/, eval jsonl); default: the data."
+    )
+    db_dir: Path | None = eo.location(
+        "sql mode: folder of `<db>.sqlite` for local tasks (default: the Spider "
+        "2.0 database folders of the data roots; see `querybench data status`)."
+    )
+    scoring: str = eo.scoring()
+    workers: int = eo.workers()
+    timeout: float = eo.timeout(60.0, "Seconds per query (sql mode).")
+    output: Path | None = eo.output()
+    tasks_file: Path | None = eo.location("sql mode: task jsonl naming each task's database.")
+    executor: str = eo.executor()
+    address: str | None = eo.address()
+    # a prediction file's read limits (`evaluation.prediction_file.ReadLimits`' defaults)
+    max_bytes: int = option(
+        1 << 30, help="Bytes one prediction file may have (else too_large).", min=1
+    )
+    max_columns: int = option(4096, help="Columns one prediction may have (else too_large).", min=1)
+    max_cells: int = option(
+        25_000_000, help="Cells (rows x columns) one prediction may have.", min=1
+    )
+    max_line_bytes: int = option(
+        16 << 20, help="Bytes one line of a prediction file may have.", min=1
+    )
+    read_timeout: float = eo.timeout(
+        60.0,
+        "Seconds reading one prediction file may take (on a network or FUSE mount; "
+        "a local disk's read always returns).",
+    )
+    runnable: bool = eo.runnable()
+
+
+@dataclass(frozen=True)
+class DbtEvalOptions(Declared):
+    """`eval spider2-dbt`."""
+
+    predictions: Path = eo.predictions("Folder of `<instance_id>/<db>.duckdb`, the databases left.")
+    data_dir: Path | None = eo.location("Data root holding spider2/spider2-dbt (tasks, gold).")
+    gold_dir: Path | None = eo.location("Gold folder `<instance_id>/<file>`; default: the data.")
+    workers: int = eo.workers()
+    timeout: float = eo.timeout(120.0, "Seconds to open one database and read its tables.")
+    output: Path | None = eo.output()
+    runnable: bool = eo.runnable()
+
+
+@dataclass(frozen=True)
+class AgenticEvalOptions(Declared):
+    """`eval spider2`."""
+
+    predictions: Path = eo.predictions(
+        "Submission folder: results_metadata.jsonl and one folder per instance."
+    )
+    gold_dir: Path | None = eo.location(
+        "Gold folder `<instance_id>/<file>` (with spider2_eval.jsonl)."
+    )
+    scoring: str = eo.scoring()
+    data_dir: Path | None = eo.location("Data root holding spider2/spider2 (tasks, gold).")
+    workers: int = eo.workers()
+    timeout: float = eo.timeout(
+        120.0, "Seconds per query of a .sql answer, and to read one .duckdb answer."
+    )
+    output: Path | None = eo.output()
+    runnable: bool = eo.runnable()
+
+
+def _lite_or_snow(name: Benchmark, folder: str, title: str, **declared: Any) -> BenchmarkSpec:
     return BenchmarkSpec(
         name=name,
         family=Family.SPIDER2,
@@ -27,6 +105,7 @@ def _lite_or_snow(name: Benchmark, folder: str, title: str) -> BenchmarkSpec:
         evaluator="querybench.evaluation.spider2_eval:evaluate_spider2",
         evaluator_keywords=(("benchmark", name.value),),
         options=f"{_OPTIONS}:Spider2Options",
+        eval_options=Spider2EvalOptions,
         layout_options=(("data_dir", None),),
         resolver=f"{_EVAL}:spider2_locations",
         command="querybench.commands.eval_run:spider2",
@@ -35,12 +114,21 @@ def _lite_or_snow(name: Benchmark, folder: str, title: str) -> BenchmarkSpec:
         on_ray=True,
         runs_queries="in sql mode",
         spider2_resources=folder,
+        official_variant=folder.removeprefix("spider2-"),
+        **declared,
     )
 
 
 SPECS = (
     _lite_or_snow(Benchmark.SPIDER2_LITE, "spider2-lite", "Spider 2.0-lite (547 tasks)"),
-    _lite_or_snow(Benchmark.SPIDER2_SNOW, "spider2-snow", "Spider 2.0-snow (547 tasks)"),
+    _lite_or_snow(
+        Benchmark.SPIDER2_SNOW,
+        "spider2-snow",
+        "Spider 2.0-snow (547 tasks)",
+        task_keys=("instruction", "db_id"),
+        translates=Benchmark.SPIDER2_LITE,
+        one_engine="snowflake",
+    ),
     BenchmarkSpec(
         name=Benchmark.SPIDER2_DBT,
         family=Family.SPIDER2,
@@ -52,11 +140,13 @@ SPECS = (
         loader="querybench.tasks.spider2_dbt:load",
         evaluator="querybench.evaluation.spider2_dbt:evaluate_spider2_dbt",
         options=f"{_OPTIONS}:DbtOptions",
+        eval_options=DbtEvalOptions,
         layout_options=(("data_dir", None),),
         resolver=f"{_EVAL}:dbt_locations",
         command="querybench.commands.eval_run:spider2_dbt",
         writer="querybench.runs.outputs:score_dbt",
         releases="querybench.releases:SPIDER2_DBT_PARTS",
+        dbt_projects=True,
     ),
     BenchmarkSpec(
         name=Benchmark.SPIDER2,
@@ -69,11 +159,13 @@ SPECS = (
         loader="querybench.tasks.spider2_agentic:load",
         evaluator="querybench.evaluation.spider2_agentic_eval:evaluate_spider2_agentic",
         options=f"{_OPTIONS}:AgenticOptions",
+        eval_options=AgenticEvalOptions,
         layout_options=(("data_dir", None), ("timeout", 120.0)),  # seconds per .sql answer
         runs_queries="always",
         resolver=f"{_EVAL}:agentic_locations",
         command="querybench.commands.eval_run:spider2_agentic",
         writer="querybench.runs.outputs:score_agentic",
         releases="querybench.releases:SPIDER2_PARTS",
+        agentic=True,
     ),
 )

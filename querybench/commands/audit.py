@@ -10,6 +10,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from querybench.benchmarks import specs
 from querybench.errors import QuerybenchError
 
 if TYPE_CHECKING:
@@ -61,16 +62,17 @@ def audit(
     gold SQL and keeping only one kind: `querybench audit spider2-snow --no-run-gold-sql |
     grep never_passes_official`
     """
-    from querybench.evaluation.spider2_gold import Benchmark, default_gold_dir
+    from querybench.evaluation.spider2_gold import default_gold_dir
     from querybench.report.audit import audit_gold
     from querybench.report.audit_scoring import GoldSqlRun
     from querybench.tasks.databases import spider2_database_dirs
 
     err = Console(stderr=True)
-    if benchmark not in ("spider2-lite", "spider2-snow"):
-        err.print(f"[red]error:[/red] unknown benchmark {benchmark!r} (spider2-lite, spider2-snow)")
+    audited = [s.name.value for s in specs() if s.official_variant]
+    if benchmark not in audited:
+        err.print(f"[red]error:[/red] unknown benchmark {benchmark!r} ({', '.join(audited)})")
         raise typer.Exit(2)
-    name: Benchmark = "spider2-lite" if benchmark == "spider2-lite" else "spider2-snow"
+    name = benchmark
     folder = gold_dir or default_gold_dir(name)
     databases = [db_dir] if db_dir is not None else spider2_database_dirs()
     tasks = tasks_file or folder.parent.parent / f"{name}.jsonl"

@@ -246,8 +246,9 @@ def evaluate_under_progress(
     missing for `--executor ray`) become a clean exit 2, submission warnings are printed."""
     import warnings
 
+    from querybench.errors import SubmissionWarning
     from querybench.evaluation.record import EvalEvents
-    from querybench.runs.evaluate import SubmissionWarning, evaluate
+    from querybench.runs.evaluate import evaluate
 
     machine = Machine.now()
     recorded = dict(options)

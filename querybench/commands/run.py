@@ -11,7 +11,6 @@ import json
 import time
 import tomllib
 import typing
-from dataclasses import MISSING, Field
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -27,8 +26,9 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from querybench.declared import UNSET, OptionError, Spec, declared_fields
-from querybench.errors import QuerybenchError
+from querybench.commands.declared_flags import parameter
+from querybench.declared import declared_fields
+from querybench.errors import OptionError, QuerybenchError
 from querybench.methods import METHODS, options_type
 from querybench.runs.config import OPTIONS_KEY, RunConfig, concerns, declarations
 
@@ -188,35 +188,6 @@ def _method_option_names() -> list[str]:
     return list(names)
 
 
-def _parameter(
-    field: Field[Any], spec: Spec, kind: Any, panel: str | None, *, optional: bool = False
-) -> inspect.Parameter:
-    """A typer parameter from a declared field; `optional`: None unless given (a method's own
-    option, whose default is the method's)."""
-    default = field.default if spec.cli_default is UNSET else spec.cli_default
-    annotation = kind
-    if typing.get_origin(kind) is tuple:  # a repeatable flag
-        annotation, default = list[str] | None, None
-    elif optional and kind is not bool:
-        annotation, default = kind | None, None
-    elif default is None and type(None) not in typing.get_args(kind):
-        annotation = kind | None
-    if default is MISSING:
-        default = inspect.Parameter.empty
-    info: Any
-    if spec.argument:
-        info = typer.Argument(help=spec.help)
-    else:
-        decls = [spec.flag] if spec.flag else []
-        info = typer.Option(*decls, help=spec.help or None, rich_help_panel=panel, min=spec.min)
-    return inspect.Parameter(
-        field.name,
-        inspect.Parameter.KEYWORD_ONLY,
-        default=default,
-        annotation=Annotated[annotation, info],
-    )
-
-
 def _signature() -> inspect.Signature:
     """`run`'s parameters from the declarations: the core, each concern (one help panel
     each), then every method's own options (one panel per options type)."""
@@ -225,7 +196,7 @@ def _signature() -> inspect.Signature:
         title = (kind.__doc__ or kind.__name__).split(":")[0].strip()
         panels |= {f.name: title for f, _, _ in declared_fields(kind)}
     params = [
-        _parameter(f, spec, kind, panels.get(f.name))
+        parameter(f, spec, kind, panels.get(f.name))
         for f, spec, kind in declarations()
         if spec.flags(f.name) or spec.argument
     ]
@@ -236,7 +207,7 @@ def _signature() -> inspect.Signature:
             if spec.flags(f.name) and f.name not in seen:
                 seen.add(f.name)
                 panel = f"Options of {' and '.join(owners)}"
-                params.append(_parameter(f, spec, kind, panel, optional=True))
+                params.append(parameter(f, spec, kind, panel, optional=True))
     config_file = typer.Option(
         "--config",
         help="Options from a file: JSON (a run's config.json: the same experiment again) or "

@@ -11,13 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from querybench.context.builder import (
-    BudgetTooSmall,
-    Context,
-    Document,
-    FamilySummary,
-    assemble,
-)
+from querybench.context.builder import Context, Document, FamilySummary, assemble
 from querybench.context.live import LiveSchema
 from querybench.context.schema import (
     ColumnInfo,
@@ -28,6 +22,7 @@ from querybench.context.schema import (
 )
 from querybench.context.spider2_meta import Spider2Metadata
 from querybench.context.tokens import count_tokens
+from querybench.errors import BudgetTooSmall
 from querybench.layout import benchmark_root
 from querybench.tasks.model import Task
 

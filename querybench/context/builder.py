@@ -13,7 +13,7 @@ from querybench.context.rank import BM25, query_weights, terms
 from querybench.context.render import LEVELS, header, other_tables, render_unit
 from querybench.context.schema import DatabaseSchema
 from querybench.context.tokens import count_tokens
-from querybench.errors import QuerybenchError
+from querybench.errors import BudgetTooSmall
 
 DROPPED = len(LEVELS)
 _DOC_SHARE = 0.3  # of the budget, at most, reserved for the task's document
@@ -22,10 +22,6 @@ _FUNCTIONS = 8
 _SEP = 2  # tokens of the blank line between entries, counted generously
 
 T = TypeVar("T")
-
-
-class BudgetTooSmall(QuerybenchError):
-    """Not even the database header fits in the budget."""
 
 
 @dataclass(frozen=True)

@@ -30,7 +30,7 @@ def schema_source(task: Task, data: Path | None) -> SchemaSource:
     if (found := lookup(task.benchmark)) is not None and found.spider2_resources:
         if data is None:
             data = benchmark_root(task.benchmark)
-        engine = "snowflake" if task.benchmark == "spider2-snow" else task.engine
+        engine = found.one_engine or task.engine
         if engine not in ENGINES:
             raise DataError(f"{task.instance_id}: no Spider 2.0 metadata for engine {engine!r}")
         for benchmark in (task.benchmark, "spider2-lite"):

@@ -40,9 +40,9 @@ from querybench.engines.duckdb import DuckDBEngine
 from querybench.engines.registry import ENGINES
 from querybench.engines.spider2_metadata_load import META_TABLE
 from querybench.errors import (
+    CostGuardExceeded,
     EngineError,
     EngineUnavailable,
-    ErrorCode,
     QueryRefused,
     QueryTimeout,
     ResultTooLarge,
@@ -50,20 +50,6 @@ from querybench.errors import (
 
 TABLE_SUFFIX = "_TABLE_SUFFIX"
 DEFAULT_MAXIMUM_BYTES_BILLED = 10 * 1024**3
-
-
-class CostGuardExceeded(QueryRefused):
-    """The dry-run estimate is above the `maximum_bytes_billed` guard; nothing was run."""
-
-    code = ErrorCode.COST_GUARD
-
-    def __init__(self, estimated_bytes: int, maximum_bytes_billed: int) -> None:
-        super().__init__(
-            f"refused: the query would process {estimated_bytes} bytes, over the "
-            f"maximum_bytes_billed guard of {maximum_bytes_billed} bytes"
-        )
-        self.estimated_bytes = estimated_bytes
-        self.maximum_bytes_billed = maximum_bytes_billed
 
 
 class BigQueryLocalEngine(EngineBase):

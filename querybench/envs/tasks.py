@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from querybench.benchmarks import Family, family
+from querybench.benchmarks import Family, family, spec
 from querybench.context import build_context
 from querybench.data import find_root
 from querybench.engines.pool import QueryJob
@@ -71,8 +71,9 @@ def load_sql_tasks(
     """
     located = list(located_tasks(taskset, split=split, data_dir=data_dir, path=path))
     skip: frozenset[str] = frozenset()
-    if (taskset, split) == ("bird", "train"):
-        train_json = _task_file("bird-train", _data_folder(taskset, data_dir, split), path)
+    benchmark = spec(_SPLITS[taskset][split])
+    if benchmark.failing_gold:
+        train_json = _task_file(benchmark.name, _data_folder(taskset, data_dir, split), path)
         jobs = [QueryJob(t.instance_id, db, t.gold.sql or "") for t, db in located]
         skip = train_skip_ids(train_json, jobs)
     tasks: list[SQLTask] = []
@@ -110,14 +111,14 @@ def _data_folder(taskset: str, data_dir: str | Path | None, split: str) -> Path 
     if data_dir is not None:
         return Path(data_dir).expanduser()
     variable = FOLDER_ENV["train" if split == "train" else "dev"]  # $BIRD_TRAIN_DIR, $BIRD_DIR
-    if taskset.startswith("bird") and os.environ.get(variable):
+    if family(_SPLITS[taskset].get(split)) is Family.BIRD and os.environ.get(variable):
         return Path(os.environ[variable]).expanduser()
     return None
 
 
 def _load(benchmark: str, folder: Path | None, path: str | Path | None) -> list[Task]:
-    if benchmark == "custom":
-        return load_tasks("custom", path=path)
+    if family(benchmark) is Family.CUSTOM:
+        return load_tasks(benchmark, path=path)
     if folder is None:
         return load_tasks(benchmark, path=path)
     # load_tasks takes the data root and adds the benchmark's folder itself.

@@ -17,37 +17,26 @@ from typing import Any
 
 import pandas as pd
 
-from querybench.errors import ErrorCode
+from querybench.errors import DatabaseProblem, ErrorCode, PredictionRefused, ScoringStopped
 from querybench.evaluation.agentic_compare import (
     OFFICIAL_TOLERANCE,
     official_compare,
     strict_columns,
     strict_compare,
 )
-from querybench.evaluation.database_answer import DatabaseProblem, DatabaseReader
+from querybench.evaluation.database_answer import DatabaseReader
 from querybench.evaluation.detail import Shape, VerdictDetail
-from querybench.evaluation.prediction_file import PredictionRefused, ReadLimits, open_prediction
+from querybench.evaluation.prediction_file import ReadLimits, open_prediction
 from querybench.evaluation.verdict import Verdict
 
 PathLike = str | os.PathLike[str]
 
 
-class _Problem(Exception):
-    """Stops scoring with a verdict of its `code`."""
-
-    def __init__(self, code: ErrorCode, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-
-    def verdict(self) -> Verdict:
-        return Verdict.fail(self.code, str(self))
-
-
 def _scored(body: Callable[[], Verdict]) -> Verdict:
     try:
         return body()
-    except _Problem as problem:
-        return problem.verdict()
+    except ScoringStopped as problem:
+        return Verdict.fail(problem.code, str(problem))
 
 
 def _read_csv(path: PathLike, code: ErrorCode, *, low_memory: bool = False) -> pd.DataFrame:
@@ -62,9 +51,9 @@ def _read_csv(path: PathLike, code: ErrorCode, *, low_memory: bool = False) -> p
             return pd.read_csv(scanned.handle, low_memory=low_memory)
     except PredictionRefused as refused:  # a missing file stays a read failure, as officially
         missing = refused.code is ErrorCode.MISSING_PREDICTION
-        raise _Problem(code if missing else refused.code, str(refused)) from None
+        raise ScoringStopped(code if missing else refused.code, str(refused)) from None
     except Exception as exc:  # the official driver treats any read failure alike
-        raise _Problem(code, f"cannot read {os.fspath(path)!r}: {exc}") from None
+        raise ScoringStopped(code, f"cannot read {os.fspath(path)!r}: {exc}") from None
 
 
 def _official(
@@ -73,7 +62,7 @@ def _official(
     try:
         return official_compare(pred, gold, cols, ignore_order, tolerance=tolerance)
     except Exception as exc:  # `iloc` rejected condition_cols
-        raise _Problem(ErrorCode.GOLD_ERROR, f"bad condition_cols {cols!r}: {exc}") from None
+        raise ScoringStopped(ErrorCode.GOLD_ERROR, f"bad condition_cols {cols!r}: {exc}") from None
 
 
 # --------------------------------------------------------------------------- table_match
@@ -103,7 +92,7 @@ def table_match(
             reason = _official(pred, frame, condition_cols, ignore_order, tolerance)
             return Verdict.ok() if reason is None else _wrong(reason, pred, [frame])
         if not isinstance(gold, list | tuple):
-            raise _Problem(
+            raise ScoringStopped(
                 ErrorCode.GOLD_ERROR, f"table_match gold must be a path or a list, not {gold!r}"
             )
         frames = [_read_csv(path, ErrorCode.GOLD_ERROR) for path in gold]
@@ -115,7 +104,7 @@ def table_match(
             try:
                 selected = cols[index]
             except (IndexError, TypeError, KeyError):
-                raise _Problem(
+                raise ScoringStopped(
                     ErrorCode.GOLD_ERROR, f"no condition_cols for gold {index}"
                 ) from None
             reason = _official(pred, frame, selected, ignore_order, tolerance)
@@ -151,16 +140,16 @@ def _strict_select(frame: pd.DataFrame, cols: Any) -> tuple[list[list[object]], 
         indexes = list(dict.fromkeys(cols))
         width = frame.shape[1]
         if any(not -width <= c < width for c in indexes):
-            raise _Problem(
+            raise ScoringStopped(
                 ErrorCode.GOLD_ERROR, f"condition_cols {cols!r} out of range for {width} columns"
             )
         indexes = list(dict.fromkeys(c % width for c in indexes))
     else:
-        raise _Problem(
+        raise ScoringStopped(
             ErrorCode.GOLD_ERROR, f"condition_cols must be a list of column indexes: {cols!r}"
         )
     if not indexes:
-        raise _Problem(ErrorCode.GOLD_ERROR, "gold table has no columns")
+        raise ScoringStopped(ErrorCode.GOLD_ERROR, "gold table has no columns")
     picked = frame.iloc[:, indexes]
     names = [f"{i} ({frame.columns[i]!s})" for i in indexes]
     return strict_columns(picked), names
@@ -170,7 +159,7 @@ def _strict_table(
     pred: pd.DataFrame, gold: pd.DataFrame, cols: Any, ignore_order: Any, tolerance: float
 ) -> str | None:
     if not isinstance(ignore_order, bool):
-        raise _Problem(
+        raise ScoringStopped(
             ErrorCode.GOLD_ERROR, f"ignore_order must be true or false, not {ignore_order!r}"
         )
     columns, names = _strict_select(gold, cols)
@@ -184,7 +173,7 @@ def _per_table(value: Any, count: int, default: Any, what: str) -> list[Any]:
     if value is None:
         return [default] * count
     if not isinstance(value, list | tuple) or len(value) != count:
-        raise _Problem(
+        raise ScoringStopped(
             ErrorCode.GOLD_ERROR, f"{what} must list one entry per gold table: {value!r}"
         )
     return list(value)
@@ -214,7 +203,7 @@ def strict_table_match(
             reason = _strict_table(pred, frame, cols, ignore_order, tolerance)
             return Verdict.ok() if reason is None else _wrong(reason, pred, [frame])
         if not isinstance(gold, list | tuple) or not gold:
-            raise _Problem(
+            raise ScoringStopped(
                 ErrorCode.GOLD_ERROR, f"table_match gold must be a path or a list, not {gold!r}"
             )
         frames = [_read_csv(path, ErrorCode.GOLD_ERROR) for path in gold]
@@ -280,7 +269,7 @@ def _tables(
     strict: bool,
 ) -> Verdict:
     if isinstance(gold, str | os.PathLike) or isinstance(result, str | os.PathLike):
-        raise _Problem(ErrorCode.GOLD_ERROR, "tables_match takes lists of CSV paths")
+        raise ScoringStopped(ErrorCode.GOLD_ERROR, "tables_match takes lists of CSV paths")
     golds = [_read_csv(path, ErrorCode.GOLD_ERROR, low_memory=True) for path in gold]
     preds = [_read_csv(path, ErrorCode.BAD_PREDICTION_FILE, low_memory=True) for path in result]
     if len(preds) != len(golds):
@@ -321,7 +310,7 @@ def _table_names(condition_tabs: Any) -> list[str] | None:
     if not isinstance(condition_tabs, list | tuple) or not all(
         isinstance(t, str) for t in condition_tabs
     ):
-        raise _Problem(
+        raise ScoringStopped(
             ErrorCode.GOLD_ERROR, f"condition_tabs must be a list of names: {condition_tabs!r}"
         )
     return list(condition_tabs)
@@ -399,12 +388,12 @@ def _duckdb(
         names, golds = reader.gold(Path(gold), wanted, quote=strict)
         if not names:
             if strict:
-                raise _Problem(ErrorCode.GOLD_ERROR, "no tables to compare")
+                raise ScoringStopped(ErrorCode.GOLD_ERROR, "no tables to compare")
             return Verdict.ok()
         rows = max((len(frame) for frame in golds), default=0)
         _, preds = reader.prediction(
             Path(result), names, quote=strict, gold=Path(gold), min_rows=rows
         )
     except DatabaseProblem as problem:
-        raise _Problem(problem.code, str(problem)) from None
+        raise ScoringStopped(problem.code, str(problem)) from None
     return _all_match(preds, golds, names, condition_cols, ignore_orders, tolerance, strict)

@@ -14,7 +14,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from querybench.errors import ErrorCode
+from querybench.errors import ErrorCode, GoldParametersError
 from querybench.evaluation.agentic_compare import has_injective_assignment
 from querybench.evaluation.verdict import Verdict
 
@@ -35,17 +35,13 @@ _STRICT_NUMBER = re.compile(
 _CONJUNCTIONS = ("or", "and")
 
 
-class _GoldError(ValueError):
-    """The gold parameters are unusable; reported as `gold_error`."""
-
-
 def _check_conj(conj: object) -> str:
     if conj not in _CONJUNCTIONS:
-        raise _GoldError(f"conj must be 'and' or 'or', not {conj!r}")
+        raise GoldParametersError(f"conj must be 'and' or 'or', not {conj!r}")
     return str(conj)
 
 
-def _gold_error(exc: _GoldError) -> Verdict:
+def _gold_error(exc: GoldParametersError) -> Verdict:
     return Verdict.fail(ErrorCode.GOLD_ERROR, str(exc))
 
 
@@ -56,7 +52,7 @@ def _official_strings(gold: object) -> list[str]:
     items = list(gold) if isinstance(gold, list | tuple) else [gold]
     if not all(isinstance(item, str) for item in items):
         # The official `sub.lower()` raises on a non-string.
-        raise _GoldError(f"string_match gold must be strings, got {gold!r}")
+        raise GoldParametersError(f"string_match gold must be strings, got {gold!r}")
     return [str(item) for item in items]
 
 
@@ -71,7 +67,7 @@ def string_match(pred: str, gold: object, conj: str = "or", exclude: Sequence[st
         golds = _official_strings(gold)
         # A bare string is iterated character by character, as the official loop does.
         excludes = _official_strings(list(exclude))
-    except _GoldError as exc:
+    except GoldParametersError as exc:
         return _gold_error(exc)
     text = pred.lower()
     for item in excludes:
@@ -79,7 +75,7 @@ def string_match(pred: str, gold: object, conj: str = "or", exclude: Sequence[st
             return Verdict.fail(ErrorCode.WRONG_RESULT, f"excluded text {item!r} found")
     try:
         conj = _check_conj(conj)  # officially checked only once no excluded text was found
-    except _GoldError as exc:
+    except GoldParametersError as exc:
         return _gold_error(exc)
     found = [item.lower() in text for item in golds]
     if conj == "or" and not any(found):
@@ -93,7 +89,7 @@ def string_match(pred: str, gold: object, conj: str = "or", exclude: Sequence[st
 def _strict_pattern(item: str) -> re.Pattern[str]:
     words = item.casefold().split()
     if not words:
-        raise _GoldError("empty string in string_match gold or exclude")
+        raise GoldParametersError("empty string in string_match gold or exclude")
     body = r"\s+".join(re.escape(word) for word in words)
     head = r"(?<!\w)" if re.match(r"\w", words[0]) else ""
     tail = r"(?!\w)" if re.search(r"\w$", words[-1]) else ""
@@ -163,10 +159,10 @@ def strict_string_match(
         conj = _check_conj(conj)
         excludes = _official_strings([exclude] if isinstance(exclude, str) else list(exclude))
         if not golds:
-            raise _GoldError("string_match gold is empty")
+            raise GoldParametersError("string_match gold is empty")
         gold_patterns = [_strict_pattern(item) for item in golds]
         exclude_patterns = [_strict_pattern(item) for item in excludes]
-    except _GoldError as exc:
+    except GoldParametersError as exc:
         return _gold_error(exc)
     text = pred.casefold()
     for item, pattern in zip(excludes, exclude_patterns, strict=True):
@@ -212,12 +208,12 @@ def _gold_floats(golds: Sequence[object]) -> list[float]:
     try:
         return [_official_float(item) for item in golds]
     except ValueError as exc:
-        raise _GoldError(f"number_match gold is not numeric: {exc}") from None
+        raise GoldParametersError(f"number_match gold is not numeric: {exc}") from None
 
 
 def _check_precision(precision: object) -> float:
     if isinstance(precision, bool) or not isinstance(precision, int | float):
-        raise _GoldError(f"precision must be a number, not {precision!r}")
+        raise GoldParametersError(f"precision must be a number, not {precision!r}")
     return float(10 ** (-precision))
 
 
@@ -251,7 +247,7 @@ def number_match(
             golds = [form for value in golds for form in (value, value * 100)]
         tolerance = _official_precision(precision) if values and golds else 0.0
         conj = _check_conj(conj)
-    except _GoldError as exc:
+    except GoldParametersError as exc:
         return _gold_error(exc)
     hits = [any(abs(value - target) <= tolerance for value in values) for target in golds]
     return _combine(hits, golds, conj)
@@ -262,7 +258,7 @@ def _official_precision(precision: object) -> float:
     try:
         return 10 ** (-precision)  # type: ignore[operator,no-any-return]
     except TypeError:
-        raise _GoldError(f"precision must be a number, not {precision!r}") from None
+        raise GoldParametersError(f"precision must be a number, not {precision!r}") from None
 
 
 def _combine(hits: list[bool], golds: Sequence[float], conj: str) -> Verdict:
@@ -335,8 +331,8 @@ def strict_number_match(
         tolerance = _check_precision(precision) * (1 + 1e-9)
         golds = _gold_floats(_gold_list(gold))
         if not golds:
-            raise _GoldError("number_match gold is empty")
-    except _GoldError as exc:
+            raise GoldParametersError("number_match gold is empty")
+    except GoldParametersError as exc:
         return _gold_error(exc)
     numbers = strict_numbers(pred)
     if len(golds) == 1 and len(numbers) != 1:

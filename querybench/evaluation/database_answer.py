@@ -33,9 +33,17 @@ from typing import TYPE_CHECKING
 
 from querybench.engines.isolated import QueryProcess
 from querybench.engines.registry import ENGINES
-from querybench.errors import EXTERNAL_ACCESS, EngineError, ErrorCode, QueryRefused, QueryTimeout
+from querybench.errors import (
+    EXTERNAL_ACCESS,
+    DatabaseProblem,
+    EngineError,
+    ErrorCode,
+    PredictionRefused,
+    QueryRefused,
+    QueryTimeout,
+)
 from querybench.errors import ResultTooLarge as _TooLarge
-from querybench.evaluation.prediction_file import PredictionRefused, ReadLimits, checked_database
+from querybench.evaluation.prediction_file import ReadLimits, checked_database
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -44,15 +52,6 @@ if TYPE_CHECKING:
 DATABASE_TIMEOUT_S = 120.0
 # Rows a predicted table may have beyond which it is not read (at least its gold table's).
 MAX_PREDICTED_ROWS = 1_000_000
-
-
-class DatabaseProblem(Exception):
-    """A database or one of its tables that cannot be scored, with the instance's code."""
-
-    def __init__(self, code: ErrorCode, message: str, *, timed_out: bool = False) -> None:
-        super().__init__(message)
-        self.code = code
-        self.timed_out = timed_out
 
 
 class DatabaseReader:

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, cast
 
-from querybench.errors import DataError, ErrorCode
+from querybench.errors import DataError, ErrorCode, PredictionRefused
 
 _BLOCK = 1 << 24
 # A result file from this size on is spooled rather than kept in memory, and parsed a chunk at
@@ -84,14 +84,6 @@ class Scanned:
     size: int
     lines: int
     name: str
-
-
-class PredictionRefused(DataError):
-    """A prediction file that is not read, with the instance's error code."""
-
-    def __init__(self, code: ErrorCode, message: str) -> None:
-        super().__init__(message)
-        self.code = code
 
 
 def _kind(mode: int) -> str | None:

@@ -20,6 +20,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from querybench.errors import SqlParseError
 from querybench.evaluation.spider1_sql import (
     EMPTY_SQL,
     WHERE_OPS,
@@ -30,7 +31,6 @@ from querybench.evaluation.spider1_sql import (
     SelectClause,
     SpiderSchema,
     SpiderSql,
-    SqlParseError,
     Value,
     ValUnit,
     parse_spider_sql,

@@ -17,14 +17,14 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from querybench.errors import DataError
+from querybench.errors import DataError, SqlParseError
 from querybench.evaluation.spider1_exact import (
     ExactMatch,
     ExactMatchFailure,
     foreign_key_map,
     score_exact,
 )
-from querybench.evaluation.spider1_sql import SpiderSchema, SqlParseError
+from querybench.evaluation.spider1_sql import SpiderSchema
 
 
 @dataclass(frozen=True)

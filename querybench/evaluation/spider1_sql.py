@@ -25,8 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple, TypeAlias
 
-from querybench.errors import QuerybenchError
-from querybench.evaluation.spider1_tokens import SqlTokenError, tokenize_sql
+from querybench.errors import SqlParseError, SqlTokenError
+from querybench.evaluation.spider1_tokens import tokenize_sql
 
 CLAUSE_KEYWORDS = (
     "select",
@@ -47,10 +47,6 @@ COND_OPS = ("and", "or")
 SQL_OPS = ("intersect", "union", "except")
 ORDER_OPS = ("desc", "asc")
 _ENDS = (")", ";")
-
-
-class SqlParseError(QuerybenchError):
-    """The official parser cannot read the query; the message says where it stopped."""
 
 
 class ColUnit(NamedTuple):

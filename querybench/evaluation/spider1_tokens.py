@@ -20,12 +20,7 @@ from __future__ import annotations
 import itertools
 import re
 
-from querybench.errors import QuerybenchError
-
-
-class SqlTokenError(QuerybenchError):
-    """The text cannot be tokenized the official way (an odd number of quotes)."""
-
+from querybench.errors import SqlTokenError
 
 # Punkt's English model: the abbreviation types and sentence starters of nltk_data's
 # `punkt_tab/english` (the only parts its decisions on SQL text can depend on).

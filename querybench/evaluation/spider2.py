@@ -6,11 +6,12 @@ import logging
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cache
-from typing import Any
+from typing import Any, cast
 
 import numpy.typing as npt
 import pandas as pd
 
+from querybench.benchmarks import spec
 from querybench.errors import DataError, ErrorCode
 from querybench.evaluation import large_scoring as large
 from querybench.evaluation import spider2_official as official
@@ -28,7 +29,7 @@ GoldArrays = Callable[[int], list[npt.NDArray[Any]]]  # alternative i's columns
 
 
 def variant_of(benchmark: Benchmark) -> official.Variant:
-    return "lite" if benchmark == "spider2-lite" else "snow"
+    return cast(official.Variant, spec(benchmark).official_variant)
 
 
 def score_frame(

@@ -35,14 +35,10 @@ from pathlib import Path
 from typing import Any
 
 from querybench.engines.base import Result
-from querybench.errors import ErrorCode
+from querybench.errors import AnswerRefused, ErrorCode, PredictionRefused, UnresolvablePath
 from querybench.evaluation.agentic import score_agentic
 from querybench.evaluation.database_answer import DatabaseReader
-from querybench.evaluation.prediction_file import (
-    PredictionRefused,
-    ReadLimits,
-    read_prediction_text,
-)
+from querybench.evaluation.prediction_file import ReadLimits, read_prediction_text
 from querybench.evaluation.spider2_eval import official_result_csv
 from querybench.evaluation.spider2_submission import SubmissionEntry
 from querybench.evaluation.verdict import Verdict
@@ -81,38 +77,27 @@ class Answer:
 
     def path(self, name: str) -> Path:
         """`<submission>/<instance_id>/<name>`, refused when it leaves the submission folder,
-        and unreadable (`_Unresolvable`) when the operating system could not resolve it."""
+        and unreadable (`UnresolvablePath`) when the operating system could not resolve it."""
         joined = self.folder / self.task.instance_id / name
         path = Path(os.path.normpath(joined))
         root = Path(os.path.normpath(self.folder))
         if path != root and root not in path.parents:
-            raise _Refused(f"{name!r} leaves the submission folder")
+            raise AnswerRefused(f"{name!r} leaves the submission folder")
         _check_resolvable(self.folder, Path(self.task.instance_id, name))
         return path
 
 
-class _Refused(Exception):
-    pass
-
-
-class _Unresolvable(_Refused):
-    """The official code opens the joined path as written, so the system resolves each `..`
-    after the folder before it: `<id>/../shared_files/x.csv` from a task folder `<id>/` that
-    does not exist cannot be opened (officially that answer scores 0, or a `.sql` answer
-    crashes the run), though the lexical path names a file that is there."""
-
-
 def _check_resolvable(folder: Path, relative: Path) -> None:
-    """`_Unresolvable` when a `..` of `relative` follows a part that is no folder; `_Refused`
-    when it follows a link (where the system's `..` and the lexical one part)."""
+    """`UnresolvablePath` when a `..` of `relative` follows a part that is no folder;
+    `AnswerRefused` when it follows a link (where the system's `..` and the lexical one part)."""
     walked = folder
     for part in relative.parts:
         if part == "..":
             if walked.is_symlink():
-                raise _Refused(f"{relative} steps back out of the link {walked.name}")
+                raise AnswerRefused(f"{relative} steps back out of the link {walked.name}")
             if not walked.is_dir():
                 there = walked.relative_to(folder)
-                raise _Unresolvable(
+                raise UnresolvablePath(
                     f"{relative} cannot be opened: {there}/ is no folder, so the system cannot "
                     f"resolve {there}/.. (officially unreadable)"
                 )
@@ -134,7 +119,7 @@ def official_verdict(instance: Answer) -> Verdict:
             return _official_file(instance)
         if kind == "files":
             return _official_files(instance)
-    except _Refused as exc:
+    except AnswerRefused as exc:
         return Verdict.fail(ErrorCode.BAD_PREDICTION_FILE, str(exc))
     return Verdict.fail(
         ErrorCode.BAD_PREDICTION_FILE, f"answer_type {kind!r} is none of answer, file, files"
@@ -249,7 +234,7 @@ def strict_verdict(instance: Answer) -> Verdict:
                     ErrorCode.BAD_PREDICTION_FILE, f"files {pred!r} is not a list of names"
                 )
             return _best(instance, {"tables_match"}, [instance.path(p) for p in pred], "files")
-    except _Refused as exc:
+    except AnswerRefused as exc:
         return Verdict.fail(ErrorCode.BAD_PREDICTION_FILE, str(exc))
     return Verdict.fail(
         ErrorCode.BAD_PREDICTION_FILE, f"answer_type {kind!r} is none of answer, file, files"
@@ -281,7 +266,7 @@ def _run_sql_answer(instance: Answer, name: str, *, official: bool) -> Path | Ve
     """The CSV a `.sql` answer's result is scored as (written to a private folder)."""
     try:
         source = instance.path(name)
-    except _Unresolvable as exc:  # officially `open()` outside any try: the run stops
+    except UnresolvablePath as exc:  # officially `open()` outside any try: the run stops
         return (
             stopped("crashes", str(exc))
             if official

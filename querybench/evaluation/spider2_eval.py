@@ -21,10 +21,9 @@ from typing import TYPE_CHECKING, Literal
 
 from querybench.engines.base import Result
 from querybench.engines.registry import emulation_spec
-from querybench.errors import DataError, ErrorCode
+from querybench.errors import DataError, ErrorCode, PredictionRefused
 from querybench.evaluation import csv_cache, verdict_cache
 from querybench.evaluation.prediction_file import (
-    PredictionRefused,
     ReadLimits,
     Scanned,
     check_result_shape,

@@ -25,11 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from querybench.evaluation.prediction_file import (
-    PredictionRefused,
-    ReadLimits,
-    read_prediction_text,
-)
+from querybench.errors import PredictionRefused
+from querybench.evaluation.prediction_file import ReadLimits, read_prediction_text
 
 METADATA = "results_metadata.jsonl"
 # What a warning that nothing is scored says the folder should hold.

@@ -27,7 +27,7 @@ from querybench.agent.oracle import AgentOracle
 from querybench.agent.status import AgentStatus
 from querybench.agent.submission import copy_example, dbt_line, save_submission
 from querybench.agent.workspace import Workspace, WorkspaceOptions
-from querybench.benchmarks import Family, family
+from querybench.benchmarks import Family, family, is_agentic
 from querybench.engines.isolated import connect_isolated
 from querybench.errors import EngineUnavailable
 from querybench.layout import benchmark_root
@@ -71,7 +71,7 @@ class SpiderAgent:
                 await run_agent(workspace, model, config, settings.sampling, self.driver, result)
                 system = self.driver.system_prompt(workspace, config)
                 line = None
-                if task.benchmark == "spider2" and settings.run_dir is not None:
+                if is_agentic(task.benchmark) and settings.run_dir is not None:
                     line = await asyncio.to_thread(_save_spider2, task, result, workspace, settings)
                 elif is_dbt_task(task) and settings.run_dir is not None:
                     folder = settings.run_dir / "predictions"
@@ -118,7 +118,7 @@ def open_workspace(task: Task, settings: MethodSettings, options: WorkspaceOptio
             "or for Spider 2.0 BigQuery/Snowflake tasks a built emulation)"
         )
     workspace = Workspace(task, connect_isolated(target), options)  # killable at its timeout
-    if task.benchmark == "spider2":
+    if is_agentic(task.benchmark):
         copy_example(task, workspace.path)  # the agentic setting's own task folder
     elif family(task.benchmark) is Family.SPIDER2:
         copy_materials(task, root, workspace.path)

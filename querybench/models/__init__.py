@@ -9,14 +9,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from querybench.errors import BudgetExhausted, EndpointUnavailable, ModelError
 from querybench.models.base import (
-    BudgetExhausted,
     ChatModel,
     ChatRequest,
     Completion,
-    EndpointUnavailable,
     Message,
-    ModelError,
     Sampling,
     Truncation,
     Usage,

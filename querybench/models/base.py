@@ -7,37 +7,10 @@ import json
 from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
-from querybench.errors import ErrorCode, QuerybenchError
 from querybench.models.tools import Tool, ToolCall, ToolChoice
 
 if TYPE_CHECKING:
     from querybench.tasks.model import Task
-
-
-class ModelError(QuerybenchError):
-    """The model could not answer (endpoint down, retries spent, bad reply); the instance is
-    recorded with `code`, the run goes on. `transient` marks a transport-level failure
-    (connection, timeout, 5xx, 429): no answer came back, so a re-run asks again; a reply that
-    came back unusable (a refusal, malformed JSON) is not transient. `status` is the last HTTP
-    status, when there was one."""
-
-    code: ErrorCode = ErrorCode.MODEL_ERROR
-
-    def __init__(self, message: str, *, transient: bool = False, status: int | None = None):
-        super().__init__(message)
-        self.transient = transient
-        self.status = status
-
-
-class EndpointUnavailable(ModelError):
-    """The endpoint cannot serve this run (unreachable, key refused, unknown model, or down
-    for several tasks in a row): the run stops at once, finished instances kept."""
-
-
-class BudgetExhausted(ModelError):
-    """The run's request budget is spent; unfinished instances stay unfinished (resumable)."""
-
-    code = ErrorCode.BUDGET_EXHAUSTED
 
 
 @dataclass(frozen=True)

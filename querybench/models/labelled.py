@@ -10,7 +10,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from querybench.context.tokens import count_tokens
-from querybench.models.base import ChatRequest, Completion, ModelError, Usage
+from querybench.errors import ModelError
+from querybench.models.base import ChatRequest, Completion, Usage
 
 if TYPE_CHECKING:
     from querybench.tasks.model import Task

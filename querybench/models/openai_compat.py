@@ -18,19 +18,18 @@ from typing import TYPE_CHECKING, Any
 import httpx
 
 from querybench.context.tokens import count_tokens
-from querybench.models.base import (
+from querybench.errors import (
     BudgetExhausted,
-    ChatRequest,
-    Completion,
     EndpointUnavailable,
+    MalformedToolCall,
     ModelError,
-    Truncation,
-    Usage,
+    RetryableReply,
 )
+from querybench.models.base import ChatRequest, Completion, Truncation, Usage
 from querybench.models.cache import ResponseCache, request_key
 from querybench.models.pricing import PriceTable
 from querybench.models.retry import RETRY_STATUS, RetryPolicy, parse_retry_after
-from querybench.models.tools import MalformedToolCall, ToolCall, tool_calls_from_api
+from querybench.models.tools import ToolCall, tool_calls_from_api
 from querybench.models.truncate import fit_messages
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"  # what `run` asks without --base-url
@@ -50,25 +49,6 @@ class RequestBudget:
         if self.limit is not None and self.used >= self.limit:
             raise BudgetExhausted(f"request budget of {self.limit} requests spent")
         self.used += 1
-
-
-class _Retryable(Exception):
-    def __init__(
-        self,
-        reason: str,
-        message: str,
-        retry_after: float | None = None,
-        status: int | None = None,
-    ) -> None:
-        super().__init__(message)
-        self.reason = reason
-        self.retry_after = retry_after
-        self.status = status
-
-    @property
-    def transient(self) -> bool:
-        """No answer came back (connection, timeout, 5xx, 429), as opposed to a malformed one."""
-        return self.reason != "malformed"
 
 
 class OpenAICompatibleModel:
@@ -143,7 +123,7 @@ class OpenAICompatibleModel:
                 async with self._slots:
                     data = await self._post(body)
                 break
-            except _Retryable as exc:
+            except RetryableReply as exc:
                 reasons.append(exc.reason)
                 if attempt == self.retry.max_retries:
                     raise ModelError(
@@ -240,14 +220,14 @@ class OpenAICompatibleModel:
         try:
             response = await self._client.post(url, json=body)
         except httpx.TimeoutException as exc:
-            raise _Retryable("timeout", f"no reply within the timeout ({exc!r})") from None
+            raise RetryableReply("timeout", f"no reply within the timeout ({exc!r})") from None
         except httpx.TransportError as exc:
-            raise _Retryable("connection", _transport_error(exc)) from None
+            raise RetryableReply("connection", _transport_error(exc)) from None
         if response.status_code in RETRY_STATUS:
             retry_after = parse_retry_after(response.headers.get("retry-after"))
             message = f"HTTP {response.status_code}: {_reply_message(response)}"
             status = response.status_code
-            raise _Retryable(str(status), message, retry_after, status)
+            raise RetryableReply(str(status), message, retry_after, status)
         if response.status_code >= 400:
             reason = _reply_message(response)
             raise ModelError(
@@ -257,9 +237,11 @@ class OpenAICompatibleModel:
         try:
             data = response.json()
         except ValueError:
-            raise _Retryable("malformed", f"reply is not JSON: {response.text[:120]!r}") from None
+            raise RetryableReply(
+                "malformed", f"reply is not JSON: {response.text[:120]!r}"
+            ) from None
         if not isinstance(data, dict) or not data.get("choices"):
-            raise _Retryable("malformed", f"reply has no choices: {str(data)[:120]}")
+            raise RetryableReply("malformed", f"reply has no choices: {str(data)[:120]}")
         return data
 
 

@@ -15,7 +15,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from querybench.errors import QuerybenchError
+from querybench.errors import MalformedToolCall
 
 ToolChoice = str | dict[str, Any]  # "auto" | "none" | "required" | {"type": "function", ...}
 
@@ -64,10 +64,6 @@ class ToolCall:
             "type": "function",
             "function": {"name": self.name, "arguments": self.raw},
         }
-
-
-class MalformedToolCall(QuerybenchError):
-    """A `tool_calls` entry without a function name: the reply itself is unusable."""
 
 
 def tool_calls_from_api(items: Any) -> tuple[ToolCall, ...]:

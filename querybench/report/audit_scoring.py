@@ -25,6 +25,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from querybench.benchmarks import spec
 from querybench.errors import DataError, ErrorCode
 from querybench.evaluation import spider2_official as official
 from querybench.evaluation.large_result import ResultTable, read_result
@@ -166,7 +167,7 @@ def gold_sql_findings(
     runnable: list[str] = []
     for iid in ids:
         family = engine_family(iid)
-        if gold.benchmark == "spider2-snow":
+        if spec(gold.benchmark).one_engine == "snowflake":
             family = "sf"  # every snow task runs on Snowflake, sf_local* included
         if run is None:
             skipped["not run"] += 1

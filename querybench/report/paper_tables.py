@@ -16,7 +16,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 
 from querybench.agent.status import AgentStatus
-from querybench.benchmarks import Family, family
+from querybench.benchmarks import Family, family, is_agentic
 from querybench.evaluation.record import InstanceResult
 from querybench.report.compare import Section
 from querybench.report.runs import RunData
@@ -196,7 +196,7 @@ def sections(runs: Sequence[RunData]) -> list[Section]:
     (steps, how episodes ended) from any run that kept trajectories."""
     spider2 = [run for run in runs if family(run.benchmark) is Family.SPIDER2]
     out: list[Section] = []
-    agentic = [run for run in spider2 if run.benchmark == "spider2"]
+    agentic = [run for run in spider2 if is_agentic(run.benchmark)]
     if agentic:
         out += [table3(agentic), table8(agentic)]
         if any(run.tasks for run in agentic):

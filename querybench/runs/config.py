@@ -27,7 +27,6 @@ from typing import Any, cast
 
 from querybench.declared import (
     Declared,
-    OptionError,
     Spec,
     absent_json,
     check_value,
@@ -38,7 +37,7 @@ from querybench.declared import (
     spec_of,
     to_json_value,
 )
-from querybench.errors import DataError
+from querybench.errors import DataError, OptionError
 from querybench.methods import MethodOptions, NoOptions, options_type
 
 # Oracle settings of the paper: they read gold material, so a run using one is labelled.

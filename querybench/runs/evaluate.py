@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Unpack, get_args, overload
 
 from querybench.benchmarks import Benchmark, BenchmarkSpec, lookup, names, resolve, spec, specs
+from querybench.errors import SubmissionWarning
 from querybench.evaluation.record import EvalEvents, InstanceResult, OnResult
 
 if TYPE_CHECKING:
@@ -39,10 +40,6 @@ EXECUTORS: tuple[str, ...] = get_args(Executor)
 Arguments = dict[str, Any]
 # Keywords the benchmark's name fixes, or `evaluate` sets itself.
 _FIXED = frozenset({"benchmark", "on_result"})
-
-
-class SubmissionWarning(UserWarning):
-    """A submission line `eval spider2` ignores or reads differently from what it says."""
 
 
 @overload

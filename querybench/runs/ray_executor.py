@@ -23,9 +23,8 @@ from dataclasses import replace
 from types import ModuleType
 from typing import Any, TypeVar
 
-from querybench.errors import QuerybenchError
+from querybench.errors import BudgetExhausted, QuerybenchError, RayUnavailable
 from querybench.methods import get_method
-from querybench.models.base import BudgetExhausted
 from querybench.runs.config import RunConfig
 from querybench.runs.solve import build_model, method_settings, solve_instance
 from querybench.runs.store import InstanceRecord
@@ -38,10 +37,6 @@ INSTALL = "pip install 'querybench[ray]'"
 FORWARDED_ENV = ("QUERYBENCH_DATA", "QUERYBENCH_CACHE", "OPENAI_BASE_URL")
 
 T = TypeVar("T")
-
-
-class RayUnavailable(QuerybenchError):
-    """`--executor ray` without Ray installed."""
 
 
 def require_ray() -> ModuleType:

@@ -24,11 +24,10 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
-from querybench.errors import QuerybenchError
+from querybench.errors import BudgetExhausted, EndpointUnavailable, QuerybenchError
 from querybench.evaluation.record import InstanceResult
 from querybench.methods import Method, get_method
 from querybench.models import ChatModel
-from querybench.models.base import BudgetExhausted, EndpointUnavailable
 from querybench.models.openai_compat import OpenAICompatibleModel
 from querybench.runs.config import RunConfig, check_resume
 from querybench.runs.layout import select_tasks

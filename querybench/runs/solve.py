@@ -10,11 +10,16 @@ from dataclasses import replace
 from typing import Any
 
 from querybench.engines.pool import run_one
-from querybench.errors import EngineUnavailable, ErrorCode, QuerybenchError
+from querybench.errors import (
+    BudgetExhausted,
+    EngineUnavailable,
+    ErrorCode,
+    ModelError,
+    QuerybenchError,
+)
 from querybench.evaluation.sampling import majority_vote, result_key
 from querybench.methods import Method, MethodOutput, MethodSettings
 from querybench.models import ChatModel, PriceTable, RetryPolicy, Sampling, make_model
-from querybench.models.base import BudgetExhausted, ModelError
 from querybench.runs.config import RunConfig
 from querybench.runs.store import InstanceRecord, RecordStatus
 from querybench.tasks.databases import task_database

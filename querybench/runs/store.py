@@ -21,16 +21,12 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from querybench.errors import DataError, ErrorCode, QuerybenchError
+from querybench.errors import DataError, ErrorCode, RunFolderBusy
 
 log = logging.getLogger(__name__)
 
 RECORDS = "records.jsonl"
 LOCK = "run.lock"
-
-
-class RunFolderBusy(QuerybenchError):
-    """Another process is writing this run folder."""
 
 
 class RunLock:

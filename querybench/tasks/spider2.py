@@ -16,7 +16,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from querybench.benchmarks import Benchmark, BenchmarkSpec
+from querybench.benchmarks import Benchmark, BenchmarkSpec, spec
 from querybench.engines.registry import EngineKind
 from querybench.errors import DataError
 from querybench.tasks.input_files import optional_str, read_jsonl, required_str, unique_ids
@@ -44,16 +44,15 @@ def load_spider2(
     root = spider2_dir / benchmark
     tasks_file = path or root / f"{benchmark}.jsonl"
     gold = _gold(root / "evaluation_suite" / "gold", benchmark) if with_gold else None
-    lite = _LiteIndex(spider2_dir, with_gold) if benchmark == "spider2-snow" else None
+    declared = spec(benchmark)
+    lite = _LiteIndex(spider2_dir, with_gold) if declared.translates is not None else None
+    question_key, db_key = declared.task_keys
     metadata = spider2_dir / "spider2-lite" / "resource" / "databases"
     tasks = []
     for where, item in read_jsonl(tasks_file):
         instance_id = required_str(item, "instance_id", where)
-        if benchmark == "spider2-lite":
-            question, db = required_str(item, "question", where), required_str(item, "db", where)
-        else:
-            question = required_str(item, "instruction", where)
-            db = required_str(item, "db_id", where)
+        question = required_str(item, question_key, where)
+        db = required_str(item, db_key, where)
         knowledge = optional_str(item, "external_knowledge", where)
         engine = _engine(benchmark, instance_id, where)
         traits_dir = find_database_dir(metadata, engine, db)
@@ -98,8 +97,8 @@ def lite_id(snow_id: str) -> str:
 
 
 def _engine(benchmark: Variant, instance_id: str, where: str) -> EngineKind:
-    if benchmark == "spider2-snow":
-        return EngineKind.SNOWFLAKE
+    if (one := spec(benchmark).one_engine) is not None:
+        return EngineKind(one)
     family = engine_family(instance_id)
     if family not in FAMILY_KINDS:
         raise DataError(

@@ -1,0 +1,64 @@
+"""The options `querybench eval <name>` shares between benchmarks, each declared once.
+
+A benchmark module declares its eval options as one `Declared` dataclass (its spec's
+`eval_options`), its fields in the order `--help` lists them; the options several benchmarks
+take are made here so their flag, default and help are spelled once. `cli.py` builds each eval
+command's flags from the class, and `tests/test_eval_options.py` holds the evaluators' defaults
+and docs/eval_options.md to it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from querybench.declared import Spec, option, required
+
+# Where the command line alone reads the option (the API has its own keyword or none).
+COMMAND_ONLY = frozenset({"predictions", "output", "executor", "address", "runnable"})
+
+
+def predictions(help: str) -> Any:
+    """The prediction file or folder: required, its shape said by each benchmark."""
+    return required(Spec(help=help))
+
+
+def location(help: str) -> Any:
+    """A file or folder left out to be found in the data layout."""
+    return option(None, help=help)
+
+
+def workers() -> Any:
+    return option(2, help="Queries run in parallel.", min=1)
+
+
+def timeout(default: float, help: str) -> Any:
+    return option(default, help=help, min=0.001)
+
+
+def output() -> Any:
+    return option(None, help="Write one JSON line per instance to this file.")
+
+
+def executor() -> Any:
+    return option(
+        "local",
+        help="local (this process) or ray (shards on a Ray cluster; "
+        "pip install 'querybench[ray]'); --workers then caps each engine cluster-wide.",
+    )
+
+
+def address() -> Any:
+    return option(None, help="Ray cluster to join (auto, ray://host:10001); default a local Ray.")
+
+
+def runnable() -> Any:
+    return option(
+        False,
+        help="Only the data's tasks that can run here (`querybench data status`): the others "
+        "are left out instead of scored engine_unavailable.",
+        flag="--runnable",
+    )
+
+
+def scoring() -> Any:
+    return option("official", help="Which score is `score`: official or strict (both reported).")
