@@ -46,7 +46,7 @@ _DIGEST = 32
 _TOUCH_AFTER_S = 86_400
 _PENDING_MAX_BYTES = 16 << 20  # held entries written past this, deferring or not
 _SCHEMA = (
-    "CREATE TABLE IF NOT EXISTS entries"
+    "CREATE TABLE IF NOT EXISTS sealed"
     " (key TEXT PRIMARY KEY, entry BLOB NOT NULL, used REAL NOT NULL)"
 )
 
@@ -204,14 +204,14 @@ class Store:
                 entry = self.pending.get(key)
                 if entry is None:
                     row = self.db.execute(
-                        "SELECT entry, used FROM entries WHERE key = ?", (key,)
+                        "SELECT entry, used FROM sealed WHERE key = ?", (key,)
                     ).fetchone()
                     if row is None:
                         return None
                     entry = row[0]
                     if isinstance(row[1], float | int) and row[1] < now - _TOUCH_AFTER_S:
                         with contextlib.suppress(sqlite3.Error):  # a read-only store serves
-                            self.db.execute("UPDATE entries SET used = ? WHERE key = ?", (now, key))
+                            self.db.execute("UPDATE sealed SET used = ? WHERE key = ?", (now, key))
         except sqlite3.Error as exc:
             warn_unusable(_log(), self.path, exc)
             return None
@@ -227,7 +227,7 @@ class Store:
             with self.lock:
                 if key in self.pending:
                     return True
-                row = self.db.execute("SELECT 1 FROM entries WHERE key = ?", (key,)).fetchone()
+                row = self.db.execute("SELECT 1 FROM sealed WHERE key = ?", (key,)).fetchone()
         except sqlite3.Error:
             return False
         return row is not None
@@ -267,7 +267,7 @@ class Store:
                 if not self.pruned:
                     self.pruned = True
                     self._prune()
-                self.db.executemany("INSERT OR REPLACE INTO entries VALUES (?, ?, ?)", rows)
+                self.db.executemany("INSERT OR REPLACE INTO sealed VALUES (?, ?, ?)", rows)
         except sqlite3.Error as exc:  # a full or read-only cache costs speed, never a value
             warn_unusable(_log(), self.path, exc)
 
@@ -279,12 +279,12 @@ class Store:
             return
         excess = pages * size - self.kind.max_bytes * 3 // 4
         doomed = []
-        for key, length in self.db.execute("SELECT key, length(entry) FROM entries ORDER BY used"):
+        for key, length in self.db.execute("SELECT key, length(entry) FROM sealed ORDER BY used"):
             doomed.append((key,))
             excess -= length
             if excess <= 0:
                 break
-        self.db.executemany("DELETE FROM entries WHERE key = ?", doomed)
+        self.db.executemany("DELETE FROM sealed WHERE key = ?", doomed)
 
 
 _SIZE_PRAGMAS = ("page_count", "page_size")

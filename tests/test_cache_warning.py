@@ -54,7 +54,7 @@ def test_another_versions_store_says_to_delete_it(
     (root / "verdicts").mkdir(parents=True)
     store = root / "verdicts" / "spider2.sqlite3"
     with sqlite3.connect(store) as db:  # a layout this version does not write
-        db.execute("CREATE TABLE entries (key TEXT PRIMARY KEY, entry BLOB)")
+        db.execute("CREATE TABLE sealed (key TEXT PRIMARY KEY, entry BLOB)")
     monkeypatch.setenv("QUERYBENCH_CACHE", str(root))
     monkeypatch.delenv("QUERYBENCH_VERDICT_CACHE", raising=False)
     said = _eval(tmp_path, monkeypatch, caplog)

@@ -35,22 +35,22 @@ def _entries(namespace: csv_cache.Namespace) -> list[str]:
     if not path.exists():
         return []
     with contextlib.closing(sqlite3.connect(path)) as db:
-        return sorted(key for (key,) in db.execute("SELECT key FROM entries"))
+        return sorted(key for (key,) in db.execute("SELECT key FROM sealed"))
 
 
 def _entry(namespace: csv_cache.Namespace, key: str) -> bytes:
     with contextlib.closing(sqlite3.connect(csv_cache.store_path(namespace))) as db:
-        return bytes(db.execute("SELECT entry FROM entries WHERE key = ?", (key,)).fetchone()[0])
+        return bytes(db.execute("SELECT entry FROM sealed WHERE key = ?", (key,)).fetchone()[0])
 
 
 def _replace(namespace: csv_cache.Namespace, key: str, data: bytes) -> None:
     with contextlib.closing(sqlite3.connect(csv_cache.store_path(namespace))) as db, db:
-        db.execute("UPDATE entries SET entry = ? WHERE key = ?", (data, key))
+        db.execute("UPDATE sealed SET entry = ? WHERE key = ?", (data, key))
 
 
 def _stored_bytes(namespace: csv_cache.Namespace) -> int:
     with contextlib.closing(sqlite3.connect(csv_cache.store_path(namespace))) as db:
-        return int(db.execute("SELECT sum(length(entry)) FROM entries").fetchone()[0] or 0)
+        return int(db.execute("SELECT sum(length(entry)) FROM sealed").fetchone()[0] or 0)
 
 
 def _same_cell(a: Any, b: Any) -> bool:

@@ -51,12 +51,12 @@ def _rows(kind: store.Kind) -> dict[str, bytes]:
     if not kind.path().exists():
         return {}
     with contextlib.closing(sqlite3.connect(kind.path())) as db:
-        return dict(db.execute("SELECT key, entry FROM entries"))
+        return dict(db.execute("SELECT key, entry FROM sealed"))
 
 
 def _replace(kind: store.Kind, key: str, entry: bytes) -> None:
     with contextlib.closing(sqlite3.connect(kind.path())) as db, db:
-        db.execute("UPDATE entries SET entry = ? WHERE key = ?", (entry, key))
+        db.execute("UPDATE sealed SET entry = ? WHERE key = ?", (entry, key))
 
 
 def test_an_entry_comes_back_as_put(kind: store.Kind, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -114,7 +114,7 @@ def test_a_planted_value_of_another_type_is_a_miss(
 ) -> None:
     _opened(kind).put("k", b"payload")
     with contextlib.closing(sqlite3.connect(kind.path())) as db, db:
-        db.execute("UPDATE entries SET entry = 'text', used = 'then'")
+        db.execute("UPDATE sealed SET entry = 'text', used = 'then'")
     assert _reopened(kind, monkeypatch).get("k") is None
 
 
@@ -165,7 +165,7 @@ def test_a_read_only_store_serves_its_entries_and_drops_new_ones(
 ) -> None:
     _opened(kind).put("k", b"payload")
     kept = _reopened(kind, monkeypatch)
-    kept.db.execute("UPDATE entries SET used = 0")  # unused for long: a read marks it used
+    kept.db.execute("UPDATE sealed SET used = 0")  # unused for long: a read marks it used
     kept.db.execute("PRAGMA query_only = ON")  # a shared cache nobody may write
     assert kept.get("k") == b"payload"
     with caplog.at_level(logging.WARNING, logger="querybench"):
@@ -259,7 +259,7 @@ def test_pruning_drops_the_entries_unused_longest(
     kept = _opened(kind)
     for i in range(8):
         kept.put(f"k{i}", bytes([i]) * 150_000)
-        kept.db.execute("UPDATE entries SET used = ? WHERE key = ?", (i, f"k{i}"))
+        kept.db.execute("UPDATE sealed SET used = ? WHERE key = ?", (i, f"k{i}"))
     small = dataclasses.replace(kind, max_bytes=800_000)
     kept = _reopened(small, monkeypatch)  # a new process: its first write prunes
     kept.put("new", b"n")
@@ -303,7 +303,7 @@ def test_a_write_racing_another_writer_keeps_its_entries(kind: store.Kind) -> No
     def racing_prune() -> None:
         prune()  # this transaction has read
         with contextlib.suppress(sqlite3.OperationalError):  # waits for none: locked is fine
-            other.execute("INSERT INTO entries VALUES ('theirs', x'00', 0)")
+            other.execute("INSERT INTO sealed VALUES ('theirs', x'00', 0)")
 
     kept._prune = racing_prune  # type: ignore[method-assign]
     kept.put("ours", b"entry")
@@ -321,3 +321,14 @@ def test_a_new_store_has_its_kind_s_pages_and_a_bounded_log(kind: store.Kind) ->
         assert db.execute("PRAGMA page_size").fetchone()[0] == kind.page_bytes
     pages = kept.db.execute("PRAGMA wal_autocheckpoint").fetchone()[0]
     assert pages == (4 << 20) // kind.page_bytes
+
+
+def test_a_store_left_by_an_older_layout_still_serves(kind: store.Kind) -> None:
+    """A cache folder an older version filled (its `entries` table of other columns) is not
+    an unusable store: the sealed entries go beside it."""
+    kind.path().parent.mkdir(parents=True)
+    with contextlib.closing(sqlite3.connect(kind.path())) as db, db:
+        db.execute("CREATE TABLE entries (key TEXT PRIMARY KEY, data BLOB NOT NULL, used REAL)")
+    kept = _opened(kind)
+    kept.put("k", b"payload")
+    assert kept.get("k") == b"payload"

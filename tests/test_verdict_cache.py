@@ -89,7 +89,7 @@ def _keys() -> list[str]:
     if not path.exists():
         return []
     with contextlib.closing(sqlite3.connect(path)) as db:
-        return sorted(key for (key,) in db.execute("SELECT key FROM entries"))
+        return sorted(key for (key,) in db.execute("SELECT key FROM sealed"))
 
 
 def _entries_count() -> int:
@@ -138,7 +138,7 @@ def _parsed_predictions() -> int:
     if not path.exists():
         return 0
     with contextlib.closing(sqlite3.connect(path)) as db:
-        return int(db.execute("SELECT count(*) FROM entries").fetchone()[0])
+        return int(db.execute("SELECT count(*) FROM sealed").fetchone()[0])
 
 
 def test_a_prediction_whose_verdicts_are_kept_leaves_no_parse(
