@@ -26,6 +26,8 @@ from tests.conftest import require_data
 def _own_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("QUERYBENCH_CACHE", str(tmp_path / "cache"))
     monkeypatch.delenv("QUERYBENCH_CSV_CACHE", raising=False)
+    # this process's parses start empty too: a frame another test keeps alive is not shared
+    monkeypatch.setattr(csv_cache, "_parsed", type(csv_cache._parsed)())
     return tmp_path / "cache"
 
 
