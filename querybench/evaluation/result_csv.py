@@ -297,3 +297,31 @@ def interleaved_dtype(arrays: Sequence[npt.NDArray[Any]]) -> np.dtype[Any]:
     if not arrays or "O" in kinds or ("b" in kinds and kinds != {"b"}):
         return np.dtype(object)
     return np.result_type(*arrays)
+
+
+def record_float_column(
+    tokens: list[str], parsed: npt.NDArray[np.float64]
+) -> npt.NDArray[np.float64] | None:
+    """pandas 2.2's values of a float column pandas 3 parsed as `parsed` from these raw tokens
+    (a part of a big file read in chunks, `large_result`), or `parsed` itself when they are
+    the same or when pandas 3 is not installed; None when pandas 2.2 would keep the column's
+    text (the caller then parses the whole file)."""
+    if not _NEW_NUMBERS:
+        return parsed
+    column = _record_column(tokens, pd.Series(parsed))
+    if column is None:
+        return parsed
+    return column if column.dtype == np.float64 else None
+
+
+def may_read_apart(source: BinaryIO) -> bool:
+    """Whether the file holds a number pandas 3 may parse otherwise than pandas 2.2 (always
+    False under pandas 2); read in blocks, so a big file is never held whole."""
+    if not _NEW_NUMBERS:
+        return False
+    tail = b""
+    while block := source.read(1 << 24):
+        if _has_long_number(tail + block):
+            return True
+        tail = block[-64:]  # a number the regular expression needs is shorter than this
+    return False
