@@ -1,8 +1,8 @@
 """The one content store: what querybench computes once and keeps on disk, and how.
 
 - Location: `$QUERYBENCH_CACHE`, else `~/.cache/querybench` (`cache_root`); a kind of entry
-  (`Kind`: parsed gold CSVs, parsed predictions, Spider 2.0 verdicts) lives in one SQLite file
-  under it. The result cache (`engines/cache.py`) keeps its own tables under the same root.
+  (`Kind`: query outcomes, parsed gold CSVs, parsed predictions, Spider 2.0 verdicts, whole
+  BIRD runs) lives in one SQLite file under it (or under a root its caller names).
 - Off-switch: `switched_on(*variables)`: a variable set to 0, off or no turns its caches off.
 - Keying: an entry's key is made of everything that decides its value, by content: the bytes
   of the inputs, the source bytes of the code that decides it (`add_sources`, read from disk,
@@ -12,14 +12,19 @@
 - Pruning: a store past its kind's `max_bytes` drops the entries unused longest, down to three
   quarters of it, checked at each process's first write; an entry unused for a day is marked
   used when read.
+- Creation: a new store is made whole in a private file, with no journal and no sync, then
+  linked to its name (one another process linked first is kept): SQLite making it in place
+  syncs a journal, the folder and the file, 10-30 ms on a VM disk, before a cold run's first
+  write. Where links cannot be made, SQLite makes it in place.
 - Damage: a store that is not a database is set aside (`<file>.damaged`) and started afresh; a
   read-only, full or foreign one is warned of once per cache folder and process
   (`warn_unusable`) and costs speed only, never a value: a read that fails is a miss, a write
   that fails is dropped.
 - Concurrency: WAL mode (readers never wait for a writer), writes in `BEGIN IMMEDIATE`
   transactions; two writers of one key write the same bytes. New entries are held and written
-  together (`Kind.batch` of them, or inside `deferred_writes` when the last block ends), so a
-  run's hundreds of entries cost a few commits.
+  together (`Kind.batch` of them, a `put_many`'s, or inside `deferred_writes` when the last
+  block ends), so a run's hundreds of entries cost a few commits; `get_many` reads hundreds
+  in a few queries.
 """
 
 from __future__ import annotations
@@ -27,15 +32,14 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import importlib.util
-import json
 import os
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     import logging
@@ -45,6 +49,7 @@ OFF_WORDS = ("0", "off", "no")
 _DIGEST = 32
 _TOUCH_AFTER_S = 86_400
 _PENDING_MAX_BYTES = 16 << 20  # held entries written past this, deferring or not
+_KEYS_PER_SELECT = 500  # below SQLite's oldest bound on bound parameters (999)
 _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS sealed"
     " (key TEXT PRIMARY KEY, entry BLOB NOT NULL, used REAL NOT NULL)"
@@ -101,21 +106,6 @@ def unseal(entry: bytes, key: str) -> memoryview | None:
     view = memoryview(entry)
     payload = view[_DIGEST:]
     return payload if len(entry) > _DIGEST and _digest(key, payload) == entry[:_DIGEST] else None
-
-
-def seal_json(key: str, body: Any) -> bytes:
-    return seal(key, json.dumps(body).encode())
-
-
-def unseal_json(entry: bytes, key: str) -> Any:
-    """The body `seal_json` put under `key`; None when the entry or its JSON is not whole."""
-    payload = unseal(entry, key)
-    if payload is None:
-        return None
-    try:
-        return json.loads(bytes(payload))
-    except ValueError:
-        return None
 
 
 _warned: set[tuple[str, int]] = set()
@@ -183,6 +173,8 @@ class Store:
             self.db = self._open()
 
     def _open(self) -> sqlite3.Connection:
+        if not self.path.exists():
+            self._create()
         db = sqlite3.connect(self.path, timeout=30, isolation_level=None, check_same_thread=False)
         try:
             db.execute(f"PRAGMA page_size={self.kind.page_bytes}")  # a new file's only
@@ -195,6 +187,62 @@ class Store:
             db.close()
             raise
         return db
+
+    def _create(self) -> None:
+        """An empty store in WAL mode put at its path whole (the module's Creation)."""
+        path = self.path
+        partial = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.new")
+        try:
+            with contextlib.closing(sqlite3.connect(partial, isolation_level=None)) as db:
+                db.execute(f"PRAGMA page_size={self.kind.page_bytes}")
+                db.execute("PRAGMA journal_mode=OFF")
+                db.execute("PRAGMA synchronous=OFF")
+                db.execute(_SCHEMA)
+                db.execute("PRAGMA journal_mode=WAL")
+            os.link(partial, path)
+        except (OSError, sqlite3.Error):  # linked first by another, or no links here
+            pass
+        finally:
+            with contextlib.suppress(OSError):
+                partial.unlink()
+
+    def get_many(self, keys: Sequence[str]) -> dict[str, memoryview]:
+        """`get` of each key, read in a few queries; the keys with a whole entry."""
+        now = time.time()
+        found: dict[str, memoryview] = {}
+        entries: dict[str, object] = {}
+        try:
+            with self.lock:
+                wanted = []
+                for key in keys:
+                    held = self.pending.get(key)
+                    if held is None:
+                        wanted.append(key)
+                    else:
+                        entries[key] = held
+                stale = []
+                for i in range(0, len(wanted), _KEYS_PER_SELECT):
+                    chunk = wanted[i : i + _KEYS_PER_SELECT]
+                    marks = ",".join("?" * len(chunk))
+                    query = f"SELECT key, entry, used FROM sealed WHERE key IN ({marks})"
+                    for key, entry, used in self.db.execute(query, chunk):
+                        entries[key] = entry
+                        if isinstance(used, float | int) and used < now - _TOUCH_AFTER_S:
+                            stale.append((now, key))
+                if stale:
+                    with contextlib.suppress(sqlite3.Error), self.db:  # a read-only one serves
+                        self.db.execute("BEGIN")
+                        self.db.executemany("UPDATE sealed SET used = ? WHERE key = ?", stale)
+        except sqlite3.Error as exc:
+            warn_unusable(_log(), self.path, exc)
+            return found
+        for key, entry in entries.items():
+            payload = unseal(entry, key) if isinstance(entry, bytes) else None
+            if payload is not None:
+                found[key] = payload
+            else:
+                _log().debug("cache entry %s in %s is not whole: a miss", key, self.path)
+        return found
 
     def get(self, key: str) -> memoryview | None:
         """The payload under `key`; None if absent or not a whole entry of this key."""
@@ -247,6 +295,24 @@ class Store:
             if due or self.pending_bytes >= _PENDING_MAX_BYTES:
                 self._write_pending()
 
+    def put_many(self, items: Iterable[tuple[str, bytes]]) -> None:
+        """Each entry held, then all those held written together now (or when the last
+        `deferred_writes` block ends)."""
+        entries = [(key, seal(key, payload)) for key, payload in items]
+        with self.lock:
+            for key, entry in entries:
+                self.pending[key] = entry
+                self.pending_bytes += len(entry)
+            if not _deferring() or self.pending_bytes >= _PENDING_MAX_BYTES:
+                self._write_pending()
+
+    def hold(self, key: str, payload: bytes) -> None:
+        """`put`, written with the next write (or `flush`), never on its own."""
+        entry = seal(key, payload)
+        with self.lock:
+            self.pending[key] = entry
+            self.pending_bytes += len(entry)
+
     def flush(self) -> None:
         with self.lock:
             self._write_pending()
@@ -290,23 +356,26 @@ class Store:
 _SIZE_PRAGMAS = ("page_count", "page_size")
 _stores: dict[tuple[str, int], Store | None] = {}
 _stores_lock = threading.Lock()
-_paths: dict[tuple[str | None, str | None, Kind], str] = {}  # where the cache is -> file
+_paths: dict[tuple[str | None, str | None, Kind, Path | None], str] = {}  # the cache -> file
 _deferral = (0, 0)  # (the process, its open `deferred_writes` blocks, in any thread)
 _deferral_lock = threading.Lock()
 
 
-def open_store(kind: Kind) -> Store | None:
-    """This process's connection to the kind's store under the current cache root (a forked
-    worker opens its own: a SQLite connection must not cross a fork); None when it is
-    switched off or cannot be opened (said once, `warn_unusable`)."""
+def open_store(kind: Kind, root: Path | None = None, *, create: bool = True) -> Store | None:
+    """This process's connection to the kind's store under `root`, else the current cache
+    root (a forked worker opens its own: a SQLite connection must not cross a fork); None
+    when it is switched off or cannot be opened (said once, `warn_unusable`), or when there
+    is no store yet and `create` is false (a read makes none)."""
     if not kind.on():
         return None
-    where = (os.environ.get("QUERYBENCH_CACHE"), os.environ.get("HOME"), kind)
+    where = (os.environ.get("QUERYBENCH_CACHE"), os.environ.get("HOME"), kind, root)
     if (name := _paths.get(where)) is None:  # a path built per lookup cost 20 µs each
-        name = _paths[where] = str(kind.path())
+        name = _paths[where] = str(kind.path() if root is None else root / kind.file)
     handle = (name, os.getpid())
     with _stores_lock:
         if handle not in _stores:
+            if not create and not os.path.exists(name):
+                return None
             path = Path(name)
             try:
                 _stores[handle] = Store(path, kind)
