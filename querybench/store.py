@@ -2,16 +2,17 @@
 
 - Location: `$QUERYBENCH_CACHE`, else `~/.cache/querybench` (`cache_root`); a kind of entry
   (`Kind`: query outcomes, parsed gold CSVs, parsed predictions, Spider 2.0 verdicts, whole
-  BIRD runs) lives in one SQLite file under it (or under a root its caller names).
+  BIRD runs) lives in one SQLite file under it (or under a root its caller names); a kind
+  written with another shares its file, in a table of its own (`Kind.table`).
 - Off-switch: `switched_on(*variables)`: a variable set to 0, off or no turns its caches off.
 - Keying: an entry's key is made of everything that decides its value, by content: the bytes
   of the inputs, the source bytes of the code that decides it (`add_sources`, read from disk,
   never imported), the libraries' versions; never a name, a size or a timestamp.
 - Sealing: an entry is the sha256 of its key and payload, then the payload (`seal`); one whose
   digest does not match the key it is read under (damaged, planted, moved) is a miss (`unseal`).
-- Pruning: a store past its kind's `max_bytes` drops the entries unused longest, down to three
-  quarters of it, checked at each process's first write; an entry unused for a day is marked
-  used when read.
+- Pruning: a store past its kind's `max_bytes` (its file, or a shared file's table's entries)
+  drops the entries unused longest, down to three quarters of it, checked at each process's
+  first write; an entry unused for a day is marked used when read.
 - Creation: a new store is made whole in a private file, with no journal and no sync, then
   linked to its name (one another process linked first is kept): SQLite making it in place
   syncs a journal, the folder and the file, 10-30 ms on a VM disk, before a cold run's first
@@ -47,12 +48,12 @@ if TYPE_CHECKING:
 
 OFF_WORDS = ("0", "off", "no")
 _DIGEST = 32
+_TABLE = "sealed"  # a kind's table unless it shares another's file (`Kind.table`)
 _TOUCH_AFTER_S = 86_400
 _PENDING_MAX_BYTES = 16 << 20  # held entries written past this, deferring or not
 _KEYS_PER_SELECT = 500  # below SQLite's oldest bound on bound parameters (999)
 _SCHEMA = (
-    "CREATE TABLE IF NOT EXISTS sealed"
-    " (key TEXT PRIMARY KEY, entry BLOB NOT NULL, used REAL NOT NULL)"
+    "CREATE TABLE IF NOT EXISTS {} (key TEXT PRIMARY KEY, entry BLOB NOT NULL, used REAL NOT NULL)"
 )
 
 
@@ -140,6 +141,9 @@ class Kind:
     max_bytes: int
     batch: int = 1
     page_bytes: int = 4096  # a new store's page size
+    # Its table: a kind written with another (a run's outcomes and its whole-run entry) can
+    # share that one's file, so a cold run creates, checkpoints and syncs one file, not two.
+    table: str = _TABLE
     wal_bytes: int = 4 << 20  # its write-ahead log checkpointed past this
 
     def path(self) -> Path:
@@ -159,6 +163,7 @@ class Store:
         self.pruned = False
         self.pending: dict[str, bytes] = {}  # sealed entries not yet written
         self.pending_bytes = 0
+        self._touch = f"UPDATE {kind.table} SET used = ? WHERE key = ?"
         path.parent.mkdir(parents=True, exist_ok=True)
         try:
             self.db = self._open()
@@ -182,7 +187,7 @@ class Store:
             page = db.execute("PRAGMA page_size").fetchone()[0]
             db.execute(f"PRAGMA wal_autocheckpoint={max(1, self.kind.wal_bytes // page)}")
             db.execute("PRAGMA synchronous=NORMAL")  # a crash may lose entries, never corrupt
-            db.execute(_SCHEMA)
+            db.execute(_SCHEMA.format(self.kind.table))
         except BaseException:
             db.close()
             raise
@@ -197,7 +202,7 @@ class Store:
                 db.execute(f"PRAGMA page_size={self.kind.page_bytes}")
                 db.execute("PRAGMA journal_mode=OFF")
                 db.execute("PRAGMA synchronous=OFF")
-                db.execute(_SCHEMA)
+                db.execute(_SCHEMA.format(self.kind.table))
                 db.execute("PRAGMA journal_mode=WAL")
             os.link(partial, path)
         except (OSError, sqlite3.Error):  # linked first by another, or no links here
@@ -224,7 +229,7 @@ class Store:
                 for i in range(0, len(wanted), _KEYS_PER_SELECT):
                     chunk = wanted[i : i + _KEYS_PER_SELECT]
                     marks = ",".join("?" * len(chunk))
-                    query = f"SELECT key, entry, used FROM sealed WHERE key IN ({marks})"
+                    query = f"SELECT key, entry, used FROM {self.kind.table} WHERE key IN ({marks})"
                     for key, entry, used in self.db.execute(query, chunk):
                         entries[key] = entry
                         if isinstance(used, float | int) and used < now - _TOUCH_AFTER_S:
@@ -232,7 +237,7 @@ class Store:
                 if stale:
                     with contextlib.suppress(sqlite3.Error), self.db:  # a read-only one serves
                         self.db.execute("BEGIN")
-                        self.db.executemany("UPDATE sealed SET used = ? WHERE key = ?", stale)
+                        self.db.executemany(self._touch, stale)
         except sqlite3.Error as exc:
             warn_unusable(_log(), self.path, exc)
             return found
@@ -252,14 +257,14 @@ class Store:
                 entry = self.pending.get(key)
                 if entry is None:
                     row = self.db.execute(
-                        "SELECT entry, used FROM sealed WHERE key = ?", (key,)
+                        f"SELECT entry, used FROM {self.kind.table} WHERE key = ?", (key,)
                     ).fetchone()
                     if row is None:
                         return None
                     entry = row[0]
                     if isinstance(row[1], float | int) and row[1] < now - _TOUCH_AFTER_S:
                         with contextlib.suppress(sqlite3.Error):  # a read-only store serves
-                            self.db.execute("UPDATE sealed SET used = ? WHERE key = ?", (now, key))
+                            self.db.execute(self._touch, (now, key))
         except sqlite3.Error as exc:
             warn_unusable(_log(), self.path, exc)
             return None
@@ -275,7 +280,8 @@ class Store:
             with self.lock:
                 if key in self.pending:
                     return True
-                row = self.db.execute("SELECT 1 FROM sealed WHERE key = ?", (key,)).fetchone()
+                query = f"SELECT 1 FROM {self.kind.table} WHERE key = ?"
+                row = self.db.execute(query, (key,)).fetchone()
         except sqlite3.Error:
             return False
         return row is not None
@@ -333,28 +339,35 @@ class Store:
                 if not self.pruned:
                     self.pruned = True
                     self._prune()
-                self.db.executemany("INSERT OR REPLACE INTO sealed VALUES (?, ?, ?)", rows)
+                insert = f"INSERT OR REPLACE INTO {self.kind.table} VALUES (?, ?, ?)"
+                self.db.executemany(insert, rows)
         except sqlite3.Error as exc:  # a full or read-only cache costs speed, never a value
             warn_unusable(_log(), self.path, exc)
 
     def _prune(self) -> None:
         """The entries unused longest deleted, down to three quarters of `max_bytes`, once the
         file outgrows it (freed pages are reused, so the file stays near that)."""
-        pages, size = (self.db.execute(f"PRAGMA {p}").fetchone()[0] for p in _SIZE_PRAGMAS)
-        if pages * size <= self.kind.max_bytes:
+        table = self.kind.table
+        if table == _TABLE:  # the file's own kind: its size
+            pages, size = (self.db.execute(f"PRAGMA {p}").fetchone()[0] for p in _SIZE_PRAGMAS)
+            held = pages * size
+        else:  # a kind beside another in its file: its entries' (their lengths, not read)
+            held = self.db.execute(f"SELECT coalesce(sum(length(entry)), 0) FROM {table}")
+            held = held.fetchone()[0]
+        if held <= self.kind.max_bytes:
             return
-        excess = pages * size - self.kind.max_bytes * 3 // 4
+        excess = held - self.kind.max_bytes * 3 // 4
         doomed = []
-        for key, length in self.db.execute("SELECT key, length(entry) FROM sealed ORDER BY used"):
+        for key, length in self.db.execute(f"SELECT key, length(entry) FROM {table} ORDER BY used"):
             doomed.append((key,))
             excess -= length
             if excess <= 0:
                 break
-        self.db.executemany("DELETE FROM sealed WHERE key = ?", doomed)
+        self.db.executemany(f"DELETE FROM {table} WHERE key = ?", doomed)
 
 
 _SIZE_PRAGMAS = ("page_count", "page_size")
-_stores: dict[tuple[str, int], Store | None] = {}
+_stores: dict[tuple[str, str, int], Store | None] = {}
 _stores_lock = threading.Lock()
 _paths: dict[tuple[str | None, str | None, Kind, Path | None], str] = {}  # the cache -> file
 _deferral = (0, 0)  # (the process, its open `deferred_writes` blocks, in any thread)
@@ -371,7 +384,7 @@ def open_store(kind: Kind, root: Path | None = None, *, create: bool = True) -> 
     where = (os.environ.get("QUERYBENCH_CACHE"), os.environ.get("HOME"), kind, root)
     if (name := _paths.get(where)) is None:  # a path built per lookup cost 20 µs each
         name = _paths[where] = str(kind.path() if root is None else root / kind.file)
-    handle = (name, os.getpid())
+    handle = (name, kind.table, os.getpid())
     with _stores_lock:
         if handle not in _stores:
             if not create and not os.path.exists(name):
@@ -390,7 +403,7 @@ def own_stores() -> list[Store]:
     are not its own)."""
     pid = os.getpid()
     with _stores_lock:
-        return [s for (_, owner), s in _stores.items() if owner == pid and s is not None]
+        return [s for (_, _, owner), s in _stores.items() if owner == pid and s is not None]
 
 
 def flush() -> None:

@@ -17,6 +17,7 @@ import pytest
 
 from querybench import store
 from querybench.engines import cache as cache_module
+from querybench.engines.cache import RESULTS
 from querybench.evaluation import bird as bird_module
 from querybench.evaluation import bird_run_cache
 from querybench.evaluation.bird import evaluate_bird
@@ -292,7 +293,8 @@ def test_a_read_only_cache_still_serves_its_outcomes(
     # A shared cache nobody may write, its outcomes there and no run kept: a run is scored
     # (no query runs) and nothing is kept.
     _scored(files, tmp_path / "cache", monkeypatch)
-    shutil.rmtree(tmp_path / "cache" / "runs")
+    with contextlib.closing(sqlite3.connect(tmp_path / "cache" / RESULTS.file)) as db, db:
+        db.execute("DROP TABLE runs")
     monkeypatch.setattr(store, "_stores", {})  # a new process
     real_open = store.Store._open
 

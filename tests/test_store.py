@@ -60,12 +60,12 @@ def _rows(kind: store.Kind) -> dict[str, bytes]:
     if not kind.path().exists():
         return {}
     with contextlib.closing(sqlite3.connect(kind.path())) as db:
-        return dict(db.execute("SELECT key, entry FROM sealed"))
+        return dict(db.execute(f"SELECT key, entry FROM {kind.table}"))
 
 
 def _replace(kind: store.Kind, key: str, entry: bytes) -> None:
     with contextlib.closing(sqlite3.connect(kind.path())) as db, db:
-        db.execute("UPDATE sealed SET entry = ? WHERE key = ?", (entry, key))
+        db.execute(f"UPDATE {kind.table} SET entry = ? WHERE key = ?", (entry, key))
 
 
 def test_an_entry_comes_back_as_put(kind: store.Kind, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -210,7 +210,7 @@ def test_a_planted_value_of_another_type_is_a_miss(
 ) -> None:
     _opened(kind).put("k", b"payload")
     with contextlib.closing(sqlite3.connect(kind.path())) as db, db:
-        db.execute("UPDATE sealed SET entry = 'text', used = 'then'")
+        db.execute(f"UPDATE {kind.table} SET entry = 'text', used = 'then'")
     assert _reopened(kind, monkeypatch).get("k") is None
 
 
@@ -261,7 +261,7 @@ def test_a_read_only_store_serves_its_entries_and_drops_new_ones(
 ) -> None:
     _opened(kind).put("k", b"payload")
     kept = _reopened(kind, monkeypatch)
-    kept.db.execute("UPDATE sealed SET used = 0")  # unused for long: a read marks it used
+    kept.db.execute(f"UPDATE {kind.table} SET used = 0")  # unused for long: a read marks it used
     kept.db.execute("PRAGMA query_only = ON")  # a shared cache nobody may write
     assert kept.get("k") == b"payload"
     with caplog.at_level(logging.WARNING, logger="querybench"):
@@ -355,7 +355,7 @@ def test_pruning_drops_the_entries_unused_longest(
     kept = _opened(kind)
     for i in range(8):
         kept.put(f"k{i}", bytes([i]) * 150_000)
-        kept.db.execute("UPDATE sealed SET used = ? WHERE key = ?", (i, f"k{i}"))
+        kept.db.execute(f"UPDATE {kind.table} SET used = ? WHERE key = ?", (i, f"k{i}"))
     small = dataclasses.replace(kind, max_bytes=800_000)
     kept = _reopened(small, monkeypatch)  # a new process: its first write prunes
     kept.put("new", b"n")
@@ -399,7 +399,7 @@ def test_a_write_racing_another_writer_keeps_its_entries(kind: store.Kind) -> No
     def racing_prune() -> None:
         prune()  # this transaction has read
         with contextlib.suppress(sqlite3.OperationalError):  # waits for none: locked is fine
-            other.execute("INSERT INTO sealed VALUES ('theirs', x'00', 0)")
+            other.execute(f"INSERT INTO {kind.table} VALUES ('theirs', x'00', 0)")
 
     kept._prune = racing_prune  # type: ignore[method-assign]
     kept.put("ours", b"entry")
@@ -428,3 +428,24 @@ def test_a_store_left_by_an_older_layout_still_serves(kind: store.Kind) -> None:
     kept = _opened(kind)
     kept.put("k", b"payload")
     assert kept.get("k") == b"payload"
+
+
+def test_a_kind_beside_another_in_its_file_is_bounded_by_its_own_entries(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    outcomes = result_cache.RESULTS
+    runs = dataclasses.replace(bird_run_cache.RUNS, max_bytes=500_000)
+    assert runs.file == outcomes.file and runs.table != outcomes.table
+    _opened(outcomes).put_many([(f"k{i}", bytes([i]) * 150_000) for i in range(8)])
+    _opened(runs).put("run", b"r" * 100_000)
+    kept = _reopened(runs, monkeypatch)  # a new process: its first write prunes
+    kept.put("another", b"a")
+    assert set(_rows(runs)) == {"run", "another"}  # 1.2 MB beside it, its own 100 kB
+    assert len(_rows(outcomes)) == 8
+    kept = _reopened(runs, monkeypatch)
+    kept.pruned = False
+    kept.put("big", b"b" * 450_000)
+    kept = _reopened(runs, monkeypatch)
+    kept.put("last", b"l")  # now past its bound: the oldest go
+    assert "run" not in _rows(runs) and "last" in _rows(runs)
+    assert len(_rows(outcomes)) == 8

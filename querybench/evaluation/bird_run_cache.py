@@ -18,8 +18,8 @@ Only a run whose every outcome the result cache would serve is stored: no timeou
 or other failure of the moment, no query that may read the clock or a random draw
 (`cache_values.volatile`), no R-VES (timed), no server (`db_url`). Entries are JSON (the
 results as `InstanceResult.to_json` writes them) kept in the content store (`querybench.store`,
-kind `RUNS`, under the result cache's root: its sealing, pruning, damage and concurrency
-rules); one that fails a check is a miss, and the run is scored again and the entry
+kind `RUNS`, a table of the result cache's file: its sealing, pruning, damage and
+concurrency rules); one that fails a check is a miss, and the run is scored again and the entry
 rewritten. `QUERYBENCH_VERDICT_CACHE=0` turns it off.
 """
 
@@ -33,7 +33,7 @@ from pathlib import Path
 
 from querybench import store
 from querybench.engines.base import Result, max_result_bytes
-from querybench.engines.cache import ResultCache, sqlite_build
+from querybench.engines.cache import RESULTS, ResultCache, sqlite_build
 from querybench.engines.cache_values import storable_error, volatile
 from querybench.errors import EngineError
 from querybench.evaluation.record import InstanceResult
@@ -62,7 +62,9 @@ SCORER_MODULES = tuple(
         "store",
     )
 )
-RUNS = store.Kind("runs/bird.sqlite3", ("QUERYBENCH_VERDICT_CACHE",), max_bytes=128 << 20)
+# Beside the run's outcomes, in their file: a file of its own cost a cold run its creation,
+# checkpoint and syncs (4 more fdatasyncs).
+RUNS = store.Kind(RESULTS.file, ("QUERYBENCH_VERDICT_CACHE",), max_bytes=128 << 20, table="runs")
 
 
 @functools.cache
