@@ -316,3 +316,28 @@ def test_an_empty_sidecar_holds_nothing(cache: ResultCache, sqlite_db: Path) -> 
     Path(f"{sqlite_db}-wal").touch()
     cache.get_or_compute(sqlite_db, COUNT, compute)
     assert compute.calls == 1
+
+
+def test_a_key_is_the_sha256_of_its_parts_as_one_json_list(tmp_path: Path) -> None:
+    # Entries stored by earlier versions stay hits: the key's text is the JSON list of the
+    # database's part, the SQL and what else decides the entry, one bulk call or not.
+    import json
+
+    from querybench.engines.base import max_result_bytes
+    from querybench.engines.cache import _driver_version
+
+    database = build_database("sqlite", tmp_path)
+    cache = ResultCache(tmp_path / "cache")
+    head = ["sqlite", _driver_version("sqlite"), max_result_bytes()]
+    head.append(database_fingerprint(database))
+    for sql in ("SELECT 1", "SELECT \"é\", '\\n'"):
+        for more in ([], ["error", 1000], ["error", None]):
+            text = json.dumps([*head, sql, *more])
+            expected = hashlib.sha256(text.encode()).hexdigest()
+            assert cache._key(database, sql, more) == expected
+            assert cache._key(database, sql, more, {}) == expected
+    assert (
+        cache.key(database, "SELECT 1")
+        == hashlib.sha256(json.dumps([*head, "SELECT 1"]).encode()).hexdigest()
+    )
+    cache.close()

@@ -165,19 +165,22 @@ class ResultCache:
         database: str | Path,
         sql: str,
         more: list[object],
-        seen: dict[str, list[object]] | None = None,
+        seen: dict[str, str] | None = None,
     ) -> str:
-        """The key; `seen` keeps each database's part across one bulk call (one `stat` of the
-        file per call, not per query)."""
-        parts = None if seen is None else seen.get(str(database))
-        if parts is None:
+        """The key: sha256 of the JSON list of the database's part, `sql` and `more`; `seen`
+        keeps each database's part, as JSON text, across one bulk call (one `stat` of the file
+        per call, not per query)."""
+        head = None if seen is None else seen.get(str(database))
+        if head is None:
             target = self._target(database)
             kind = target.kind
             fingerprint = self._fingerprint(target)
             parts = [kind, _driver_version(kind), max_result_bytes(), fingerprint]
+            head = json.dumps(parts)[:-1] + ", "  # the list's text up to its next item
             if seen is not None:
-                seen[str(database)] = parts
-        return hashlib.sha256(json.dumps([*parts, sql, *more]).encode()).hexdigest()
+                seen[str(database)] = head
+        tail = ", " + json.dumps(more)[1:] if more else "]"
+        return hashlib.sha256((head + json.dumps(sql) + tail).encode()).hexdigest()
 
     def get(self, database: str | Path, sql: str) -> Result | None:
         if volatile(sql):
@@ -205,7 +208,7 @@ class ResultCache:
         """`get_many` with the stored failures too, for queries run under `max_rows`: a
         result with more rows than that is left out (the capped query would fail)."""
         keys: dict[str, list[Q]] = {}
-        seen: dict[str, list[object]] = {}
+        seen: dict[str, str] = {}
         for query in queries:
             try:
                 database, sql = query
@@ -232,7 +235,7 @@ class ResultCache:
         `max_rows`; an entry over `max_bytes`, or of a database that cannot be fingerprinted
         (a server, a file gone), is left out."""
         rows = []
-        seen: dict[str, list[object]] = {}
+        seen: dict[str, str] = {}
         for (database, sql), outcome in items:
             if volatile(sql):
                 continue
@@ -257,7 +260,7 @@ class ResultCache:
         when a database cannot be fingerprinted or is unsettled (nothing is written then);
         a store that cannot be written is said once and costs speed (`querybench.store`)."""
         rows = []
-        seen: dict[str, list[object]] = {}
+        seen: dict[str, str] = {}
         for (database, sql), result in items:
             if volatile(sql):
                 continue
