@@ -27,6 +27,7 @@ from querybench.engines.base import (
     quote_identifier,
     too_many_bytes,
 )
+from querybench.engines.memory import duckdb_memory_limit, out_of_memory
 from querybench.engines.registry import ENGINES
 from querybench.engines.timeouts import WALL_CLOCK, Budget, runs_only_queries, timed_out
 from querybench.errors import (
@@ -55,9 +56,11 @@ class DuckDBEngine(EngineBase):
     dialect = spec.dialect
 
     def __init__(
-        self, path: str | Path, *, memory_limit: str = "4GB", threads: int | None = None
+        self, path: str | Path, *, memory_limit: str | None = None, threads: int | None = None
     ) -> None:
         self.path = Path(path)
+        if memory_limit is None:  # below the query child's memory cap, so DuckDB refuses first
+            memory_limit = duckdb_memory_limit()
         if not self.path.is_file():
             raise EngineError(f"database file not found: {self.path}")
         config: dict[str, str | bool | int | float | list[str]] = {
@@ -240,6 +243,8 @@ def _engine_error(exc: Exception, watchdog: _Watchdog) -> EngineError:
         return timed_out(watchdog.timeout, watchdog.decided)
     if "configuration has been locked" in message:
         return QueryRefused(f"refused: {message}")
+    if isinstance(exc, (duckdb.OutOfMemoryException, MemoryError)):
+        return out_of_memory(message)
     if isinstance(exc, duckdb.PermissionException):  # external access is off
         return QueryRefused(f"refused: {message}", EXTERNAL_ACCESS)
     if isinstance(exc, duckdb.Error):
