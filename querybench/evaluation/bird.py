@@ -18,6 +18,7 @@ databases may be on a MySQL or PostgreSQL server (`db_url`).
 
 from __future__ import annotations
 
+import functools
 import json
 import time
 from collections import Counter
@@ -186,9 +187,31 @@ class StreamMatcher:
     def result(self) -> StreamedMatch:
         gold = len(self.gold)
         if self.stopped_at:
-            return StreamedMatch(False, self.trivial, self.stopped_at, gold)
+            return streamed_match(False, self.trivial, self.stopped_at, gold)
         seen = self.seen
-        return StreamedMatch(len(seen) == gold, is_trivial_result(seen), self.read, gold)
+        return streamed_match(len(seen) == gold, is_trivial_result(seen), self.read, gold)
+
+
+@functools.lru_cache(maxsize=4096)
+def streamed_match(
+    matched: bool, trivial: bool, rows_read: int, gold_distinct: int
+) -> StreamedMatch:
+    """`StreamedMatch(...)`, one frozen instance per value: a reward makes one for every answer,
+    of few distinct values (a frozen dataclass costs microseconds to build)."""
+    return StreamedMatch(matched, trivial, rows_read, gold_distinct)
+
+
+@functools.lru_cache(maxsize=4096)
+def _streamed_mismatch(gold_distinct: int, rows_read: int) -> Verdict:
+    """The verdict of a streamed prediction stopped at its first foreign row, one frozen
+    instance per value (and so pickled once per batch of them)."""
+    # streamed: the prediction's first foreign row stopped the read, its size is unknown
+    return Verdict.fail(
+        ErrorCode.WRONG_RESULT,
+        f"different row sets: gold {gold_distinct} distinct rows, "
+        f"prediction differs by row {rows_read}",
+        VerdictDetail(Difference.WRONG_VALUES),
+    )
 
 
 def bird_verdict(
@@ -204,13 +227,7 @@ def bird_verdict(
     if isinstance(pred, StreamedMatch):
         if pred.matched:
             return Verdict.ok()
-        # streamed: the prediction's first foreign row stopped the read, its size is unknown
-        return Verdict.fail(
-            ErrorCode.WRONG_RESULT,
-            f"different row sets: gold {pred.gold_distinct} distinct rows, "
-            f"prediction differs by row {pred.rows_read}",
-            VerdictDetail(Difference.WRONG_VALUES),
-        )
+        return _streamed_mismatch(pred.gold_distinct, pred.rows_read)
     if bird_result_match(gold.rows, pred.rows):
         return Verdict.ok()
     gold_rows, pred_rows = hash_safe(gold.rows, pred.rows)
