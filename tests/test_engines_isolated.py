@@ -274,3 +274,49 @@ print(process._process.pid == child)
 process.close()
 """
     assert _in_fresh_interpreter(script) == ["[(1,)]", "True"]
+
+
+def test_a_batch_of_quick_queries_is_answered_in_one_message(databases: dict[str, Path]) -> None:
+    # The child holds its answers while they come within the group's span: three quick
+    # queries are one reply message; with no span, each is answered on its own.
+    script = f"""
+from querybench.engines.isolated import _serve
+class Pipe:
+    def __init__(self, group_s):
+        self.inbox = [("execute_many", {str(databases["sqlite"])!r},
+                       ["SELECT 1", "SELECT nope", "SELECT 2"], 5.0, 10, group_s)]
+        self.sent = []
+    def recv(self):
+        if not self.inbox:
+            raise EOFError
+        return self.inbox.pop(0)
+    def send(self, message):
+        self.sent.append(message)
+for group_s in (60.0, 0.0):
+    pipe = Pipe(group_s)
+    _serve(pipe, 1)
+    print(",".join(str(len(replies)) for _, replies in pipe.sent))
+    print(",".join(kind for _, replies in pipe.sent for kind, _ in replies))
+"""
+    assert _in_fresh_interpreter(script) == ["3", "ok,error,ok", "1,1,1", "ok,error,ok"]
+
+
+def test_a_reply_that_cannot_be_handed_over_fails_alone() -> None:
+    from querybench.engines.base import Result
+    from querybench.engines.isolated import _send_group
+
+    class Pipe:
+        def __init__(self) -> None:
+            self.sent: list[object] = []
+
+        def send(self, message: object) -> None:
+            import pickle
+
+            pickle.dumps(message)  # as `Connection.send`: nothing is written if this fails
+            self.sent.append(message)
+
+    pipe = Pipe()
+    good, bad = Result(("a",), [(1,)]), Result(("a",), [(lambda: 1,)])
+    assert _send_group(pipe, [("ok", good), ("ok", bad), ("ok", good)])  # type: ignore[arg-type]
+    kinds = [[(kind, type(value).__name__) for kind, value in m[1]] for m in pipe.sent]  # type: ignore[index]
+    assert kinds == [[("ok", "Result")], [("error", "EngineError")], [("ok", "Result")]]

@@ -147,3 +147,49 @@ def test_installed_versions_are_those_importlib_metadata_reads(tmp_path: Path) -
         assert installed_version("plain-pkg") == "4.5"
     finally:
         sys.path.remove(str(site))
+
+
+def test_the_platform_is_platforms_own_words() -> None:
+    import platform
+
+    from querybench.runs.manifest import platform_name
+
+    assert platform_name() == platform.platform()
+
+
+def _git(*args: str, cwd: Path) -> str:
+    import subprocess
+
+    done = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, check=True)
+    return done.stdout.strip()
+
+
+def test_the_commit_is_read_from_the_checkouts_files_as_git_reads_it(tmp_path: Path) -> None:
+    # A branch loose, then packed (`git pack-refs`), then a worktree's `.git` file, then a
+    # detached HEAD: the files say what `git rev-parse HEAD` says, without starting git.
+    import shutil
+
+    import pytest
+
+    from querybench.runs.manifest import head_commit
+
+    if shutil.which("git") is None:
+        pytest.skip("no git")
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    _git("init", "-q", "-b", "main", cwd=repo)
+    for n in range(2):
+        (repo / "f").write_text(str(n))
+        _git("add", "f", cwd=repo)
+        _git("-c", "user.name=q", "-c", "user.email=q@q", "commit", "-qm", str(n), cwd=repo)
+    assert head_commit(repo) == _git("rev-parse", "HEAD", cwd=repo)
+    _git("pack-refs", "--all", cwd=repo)
+    assert not (repo / ".git/refs/heads/main").exists()
+    assert head_commit(repo) == _git("rev-parse", "HEAD", cwd=repo)
+    _git("worktree", "add", "-q", "-b", "side", str(tmp_path / "side"), "HEAD~1", cwd=repo)
+    assert (tmp_path / "side/.git").is_file()
+    assert head_commit(tmp_path / "side") == _git("rev-parse", "HEAD~1", cwd=repo)
+    _git("checkout", "-q", "--detach", "HEAD~1", cwd=repo)
+    assert head_commit(repo) == _git("rev-parse", "HEAD", cwd=repo)
+    (repo / ".git/HEAD").write_text("ref: refs/heads/none\n")  # unborn: git is asked
+    assert head_commit(repo) is None

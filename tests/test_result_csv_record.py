@@ -14,6 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from querybench.evaluation import result_csv
+from querybench.evaluation.record_floats import plain_floats
 from querybench.evaluation.result_csv import precise_xstrtod, read_result_csv
 
 # (csv text, pandas 2.2's dtype of column "a", repr of each of its cells)
@@ -84,3 +85,52 @@ def test_pandas_2_reads_unchanged(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(result_csv, "_as_of_record", None)
     frame = read_result_csv(io.BytesIO(b"a\n1.5\n"))
     assert frame["a"].tolist() == [1.5]
+
+
+@given(
+    st.lists(
+        st.one_of(
+            st.text(alphabet="0123456789.eE+-", max_size=30),
+            st.floats(allow_nan=False).map(repr),
+            st.from_regex(r"-?[0-9]{1,24}\.[0-9]{0,24}(e-?[0-9]{1,3})?", fullmatch=True),
+        ),
+        max_size=40,
+    )
+)
+def test_the_column_float_reader_is_the_scalar_one(tokens: list[str]) -> None:
+    """Every token `plain_floats` reads has the value `precise_xstrtod` gives it, to the bit."""
+    values, plain = plain_floats(tokens)
+    for token, value, read in zip(tokens, values.tolist(), plain.tolist(), strict=True):
+        if read:
+            expected = precise_xstrtod(token)
+            assert expected is not None
+            assert (value, math.copysign(1.0, value)) == (expected, math.copysign(1.0, expected))
+
+
+def test_plain_tokens_are_read_at_once() -> None:
+    tokens = ["0.12345678901234568", "-1970700367141744.8123", "1e-30", "12.5E+3", "x", "1e400"]
+    _, plain = plain_floats(tokens)
+    assert plain.tolist() == [True, True, True, True, False, False]
+
+
+def test_suspect_columns_beside_an_implicit_index_parse_as_pandas_2_2_does() -> None:
+    """A header one field short makes the first column the index: the columns read again are
+    found by the frame's positions, not the file's."""
+    text = "a,b\nx,8230802305115241676.5,7\ny,1872426400702471369.5,8\n"
+    frame = read_result_csv(io.BytesIO(text.encode()))
+    assert frame["a"].tolist() == [8.230802305115241e18, 1.8724264007024717e18]
+    assert frame["b"].tolist() == [7, 8]
+
+
+def test_a_text_column_beside_a_long_integer_stays_text() -> None:
+    frame = read_result_csv(io.BytesIO(b"a,b\n1234567890123456789012,word\n5,other\n"))
+    assert frame["a"].tolist() == ["1234567890123456789012", "5"]
+    assert frame["b"].tolist() == ["word", "other"]
+
+
+@given(st.lists(st.text(alphabet="0123456789 +-.x\u0663\u00b2", max_size=22), max_size=20))
+def test_the_first_integer_error_is_the_scalar_scans(tokens: list[str]) -> None:
+    """Plain digits skip `_int_error`, which gives them "" (other digits, such as "٣" or
+    "²", still ask it)."""
+    expected = next((e for e in map(result_csv._int_error, tokens) if e), "")
+    assert result_csv._first_int_error(tokens) == expected

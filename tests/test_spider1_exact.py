@@ -14,7 +14,7 @@ from querybench.evaluation.spider1_exact import (
     foreign_key_map,
     score_exact,
 )
-from querybench.evaluation.spider1_sql import (
+from querybench.tasks.spider1_sql import (
     MAX_NESTING,
     ColUnit,
     CondUnit,
@@ -23,7 +23,7 @@ from querybench.evaluation.spider1_sql import (
     ValUnit,
     parse_spider_sql,
 )
-from querybench.evaluation.spider1_tokens import tokenize_sql
+from querybench.tasks.spider1_tokens import tokenize_sql
 
 SCHEMA = SpiderSchema.of(
     {

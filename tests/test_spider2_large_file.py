@@ -171,6 +171,9 @@ ACCEPTED = [
     "a,b\n1,\n2,\n3,y\n4,x\n",  # an all-missing chunk in a text column
     "a,b\n1,\n2,\n3,4\n4,5\n",  # ints with gaps -> float64
     "a,b\n1,2\n3,4\n5,6\n",
+    # floats pandas 2.2 (the record) reads otherwise than pandas 3, in every chunk
+    "a,b\n1,0.1234567890123456789\n2,1.5\n3,123456789.12345678901\n4,2.5e-300\n",
+    "a,b\n1,1\n2,\n3,0.30000000000000004441\n4,9.87654321012345678e22\n",
 ]
 
 

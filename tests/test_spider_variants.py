@@ -84,9 +84,21 @@ def root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
             "query": "SELECT name FROM singer WHERE age >= 22",
             "question": "Names of singers past their early twenties?",
         },
-        {"type": 1, "db_id": "wta_1", "query": "SELECT 1", "question": "Not here."},
+        {
+            "type": 1,
+            "db_id": "wta_1",
+            "query": "SELECT count(*) FROM players WHERE hand = 'L' GROUP BY country",
+            "question": "Not here.",
+        },
     ]
     (data / "spider-dk" / "Spider-DK.json").write_text(json.dumps(dk), encoding="utf-8")
+    # the schema of a database that is not here (its file absent), as Spider's tables.json has it
+    wta = {
+        "db_id": "wta_1",
+        "table_names_original": ["players"],
+        "column_names_original": [[-1, "*"], [0, "player_id"], [0, "hand"], [0, "country"]],
+    }
+    (data / "spider-dk" / "tables.json").write_text(json.dumps([wta]), encoding="utf-8")
     monkeypatch.setenv("QUERYBENCH_DATA", str(data))
     monkeypatch.setenv("QUERYBENCH_CACHE", str(tmp_path / "cache"))
     return data
@@ -103,11 +115,22 @@ def test_syn_tasks_read_the_substituted_question_and_dev_hardness(root: Path) ->
     assert {t.benchmark for t in tasks} == {"spider-syn"}
 
 
-def test_dk_tasks_carry_their_knowledge_type_and_matched_hardness(root: Path) -> None:
+def test_dk_tasks_carry_their_knowledge_type_and_official_hardness(root: Path) -> None:
     tasks = load_tasks("spider-dk")
     assert [t.extra["type"] for t in tasks] == ["none", "T3+T4", "T1"]
-    # the modified copy `new_concert_singer` of dev's database, same query up to case and `;`
-    assert [t.difficulty for t in tasks] == ["easy", None, None]
+    # each gold query parsed on its own database's schema, as the official evaluation grades
+    # it: the modified copy's file, dev's file for a rewritten query, tables.json for a
+    # database not here
+    assert [t.difficulty for t in tasks] == ["easy", "easy", "medium"]
+
+
+def test_dk_hardness_unrated_where_the_official_parse_fails(root: Path) -> None:
+    dk = [
+        {"type": 2, "db_id": "wta_1", "query": "SELECT nothing FROM players", "question": "?"},
+        {"type": 2, "db_id": "nowhere_1", "query": "SELECT count(*) FROM t", "question": "?"},
+    ]
+    (root / "spider-dk" / "Spider-DK.json").write_text(json.dumps(dk), encoding="utf-8")
+    assert [t.difficulty for t in load_tasks("spider-dk")] == [None, None]
 
 
 def _eval(

@@ -63,10 +63,9 @@ class QuestionFormat:
     kept: tuple[str, ...] = ()  # fields kept in `Task.extra` (Spider-DK's `type`)
     labels: tuple[tuple[str, str], ...] = ()  # a kept value's label (Spider-DK's 34: "T3+T4")
     # where difficulty comes from: "parsed", the file's own `sql` field; "spider1-position",
-    # the Spider 1.0 dev item at the same position; "spider1-query", the one with the same
-    # database (less `copy_prefix`, a modified copy's) and query
+    # the Spider 1.0 dev item at the same position; "query", the gold query parsed against its
+    # database's schema (as the official evaluation grades it)
     hardness: str = "parsed"
-    copy_prefix: str = ""
 
 
 @dataclass(frozen=True)

@@ -30,11 +30,8 @@ SPECS = (
             task_files=("spider-dk/Spider-DK.json",),
             # the authors' modified databases first (their README: merge the two folders)
             sqlite_files=("spider-dk/database/{db}/{db}.sqlite", *SPIDER1_DATABASES),
-            # difficulty: the hardness of the Spider 1.0 item with the same database and query
-            # (a modified copy is `new_<db>`); a rewritten query is unrated
-            questions=QuestionFormat(
-                kept=("type",), labels=_TYPES, hardness="spider1-query", copy_prefix="new_"
-            ),
+            # difficulty: the official hardness of the gold query on its database's schema
+            questions=QuestionFormat(kept=("type",), labels=_TYPES, hardness="query"),
             releases="querybench.releases:SPIDER_DK_PARTS",
             report_groups=(ReportGroup("by knowledge type", "type"),),
         )

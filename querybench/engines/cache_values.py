@@ -7,6 +7,7 @@ Anything else, a truncated or planted entry, reads as None: a miss.
 
 from __future__ import annotations
 
+import functools
 import io
 import json
 import pickle
@@ -115,6 +116,7 @@ def dump_result(result: Result) -> bytes:
     return buffer.getvalue()
 
 
+@functools.lru_cache(maxsize=4096)  # asked of every query by each lookup and write of a run
 def volatile(sql: str) -> bool:
     """Whether `sql` may read the clock, the time zone, a random draw, the file's path or the
     engine's settings (a word of those in a name or a string is taken for one too: it only

@@ -24,6 +24,7 @@ import pickle
 import signal
 import sys
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Generator, Iterator
 from multiprocessing.connection import Connection
@@ -54,6 +55,14 @@ from querybench.errors import EngineError
 # DuckDB database imports it itself.
 _PRELOAD = ["__main__", "querybench.engines", "querybench.engines.sqlite"]
 _PRELOAD_IF_LOADED = {"duckdb": "querybench.engines.duckdb"}
+
+# A batch's answers are sent together while they come within this many seconds of the first
+# (at most `REPLY_GROUP_MAX` of them): many short queries then cost the parent one read, not
+# one each. It is the most a query's kill can come early: a query is timed from the reply
+# before its group, so it is killed at `GRACE_S` - `REPLY_GROUP_S` past its timeout at the
+# earliest, and the queries of a killed group run again, each answered alone.
+REPLY_GROUP_S = 0.01
+REPLY_GROUP_MAX = 256
 
 
 class QueryProcess:
@@ -104,43 +113,54 @@ class QueryProcess:
         self, database: str, sqls: list[str], *, timeout: float | None, max_rows: int | None
     ) -> list[Result | EngineError]:
         """Each query's outcome, in order, the queries sent as one message: the child answers
-        each as it finishes and goes on without waiting to be asked for the next. Each is timed
-        from its own start; one still running `GRACE_S` past its timeout is a `QueryTimeout`
-        (its child killed), and the rest go to a fresh child."""
+        as they finish and goes on without waiting to be asked for the next, its answers sent
+        together while they come within `REPLY_GROUP_S` of each other (one write and one read
+        for many short queries). Each query is timed on its own, from at most `REPLY_GROUP_S`
+        before its start; one still running `GRACE_S` past its timeout has its child killed,
+        and the queries not answered then go to a fresh child, answered one by one, so that
+        only the query that was running is a `QueryTimeout` (or the crashed one)."""
         outcomes: list[Result | EngineError] = []
+        group_s = REPLY_GROUP_S
         with self._lock:
             while len(outcomes) < len(sqls):
                 rest = sqls[len(outcomes) :]
+                message = ("execute_many", database, rest, timeout, max_rows, group_s)
                 pipe = self._start()
                 try:
-                    pipe.send(("execute_many", database, rest, timeout, max_rows))
+                    pipe.send(message)
                 except OSError:  # the child ended since its last reply (killed from outside)
                     self._stop(kill=True)
                     pipe = self._start()
-                    pipe.send(("execute_many", database, rest, timeout, max_rows))
-                for _ in rest:
-                    outcome = self._next_outcome(pipe, self._budget(timeout, database), timeout)
-                    outcomes.append(outcome)
-                    if self._pipe is None:  # killed or gone: the rest to a fresh child
-                        break
+                    pipe.send(message)
+                while len(outcomes) < len(sqls):
+                    replied = self._next_replies(pipe, self._budget(timeout, database), timeout)
+                    if self._pipe is not None:
+                        outcomes += replied
+                        continue
+                    if group_s == 0:  # the one query running was the one killed (or crashed)
+                        outcomes += replied
+                    group_s = 0.0  # grouped: which one is not known, so they run alone again
+                    break
         return outcomes
 
-    def _next_outcome(
+    def _next_replies(
         self, pipe: Connection, budget: Budget | None, timeout: float | None
-    ) -> Result | EngineError:
-        """The next reply of a batch, waited for from now until its time is spent (+ grace)."""
+    ) -> list[Result | EngineError]:
+        """The next replies of a batch, waited for from now until their time is spent (+
+        grace): the outcome of each query answered, or, with the child killed or gone, the
+        error of the query it was running."""
         spent = self._wait(pipe, budget)
         if spent is not None:
             self._stop(kill=True)
-            return past_timeout(timeout, spent)
+            return [past_timeout(timeout, spent)]
         try:
-            _, value = pipe.recv()  # "ok" and its result, or "error" and its EngineError
+            _, replies = pipe.recv()  # "group" and its ("ok", result) / ("error", error) pairs
         except (EOFError, OSError):
             process = self._process
             self._stop(kill=True)
-            return EngineError(f"the query's process ended ({_exit_reason(process)})")
-        outcome: Result | EngineError = value
-        return outcome
+            return [EngineError(f"the query's process ended ({_exit_reason(process)})")]
+        outcomes: list[Result | EngineError] = [value for _, value in replies]
+        return outcomes
 
     def batches(
         self,
@@ -472,8 +492,17 @@ def _serve(pipe: Connection, open_databases: int, ignore_ctrl_c: bool = False) -
         if kind == "exit":
             break
         if kind == "execute_many":
-            database, sqls, timeout, max_rows = args
+            database, sqls, timeout, max_rows, group_s = args
+            held: list[tuple[str, Any]] = []
+            first = 0.0  # when the first query of those held started
             for sql in sqls:
+                now = time.monotonic()
+                if held and (now - first >= group_s or len(held) >= REPLY_GROUP_MAX):
+                    if not _send_group(pipe, held):
+                        return
+                    held = []
+                if not held:
+                    first = now
                 try:
                     reply: tuple[str, Any] = (
                         "ok",
@@ -481,8 +510,9 @@ def _serve(pipe: Connection, open_databases: int, ignore_ctrl_c: bool = False) -
                     )
                 except Exception as exc:
                     reply = ("error", _portable(exc))
-                if not _send(pipe, reply):
-                    return
+                held.append(reply)
+            if held and not _send_group(pipe, held):
+                return
             continue
         try:
             if kind == "open":
@@ -535,6 +565,30 @@ def _send(pipe: Connection, reply: tuple[str, Any]) -> bool:
         pipe.send(("error", EngineError(f"the result cannot be handed over: {exc}")))
     except (BrokenPipeError, OSError):
         return False
+    return True
+
+
+def _send_group(pipe: Connection, replies: list[tuple[str, Any]]) -> bool:
+    """Send the replies of a batch in one message; when one of them cannot be pickled, each
+    on its own (that one as an error). False once the parent is gone."""
+    try:
+        pipe.send(("group", replies))
+        return True
+    except (pickle.PicklingError, TypeError, AttributeError, MemoryError):
+        pass  # nothing was written: pickling comes first
+    except OSError:
+        return False
+    for reply in replies:
+        try:
+            pipe.send(("group", [reply]))
+        except (pickle.PicklingError, TypeError, AttributeError, MemoryError) as exc:
+            error = EngineError(f"the result cannot be handed over: {exc}")
+            try:
+                pipe.send(("group", [("error", error)]))
+            except OSError:
+                return False
+        except OSError:
+            return False
     return True
 
 

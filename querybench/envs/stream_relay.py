@@ -7,6 +7,10 @@ this relay in front of such an endpoint: each request is sent on without `stream
 JSON completion that comes back is served as the event stream a streaming endpoint sends (one
 delta chunk with the whole message, one with the finish reason, the usage, then `[DONE]`).
 Anything else (GET /models, an error reply) is passed through as it came.
+
+The relay passes on only what it is sent (no credential of its own), only to its upstream: a
+request path that is not absolute is refused (it could move the upstream URL's host), and a
+request or reply beyond `MAX_BODY_BYTES` is refused rather than held in memory.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from typing import Any
 import httpx
 
 _HOP_HEADERS = {"host", "content-length", "connection", "accept-encoding", "transfer-encoding"}
+MAX_BODY_BYTES = 64 << 20  # a chat request or completion far beyond any model's context
 
 
 def completion_events(completion: dict[str, Any]) -> bytes:
@@ -60,10 +65,23 @@ class StreamRelay:
                 self._relay("GET", None)
 
             def do_POST(self) -> None:
-                length = int(self.headers.get("Content-Length", "0"))
+                try:
+                    length = int(self.headers.get("Content-Length", "0"))
+                except ValueError:
+                    length = -1
+                if not 0 <= length <= MAX_BODY_BYTES:
+                    self._refuse(413 if length > 0 else 400, "a request body of unusable length")
+                    return
                 self._relay("POST", self.rfile.read(length))
 
+            def _refuse(self, status: int, why: str) -> None:
+                self.close_connection = True
+                self._send(status, json.dumps({"error": {"message": f"relay: {why}"}}).encode())
+
             def _relay(self, method: str, raw: bytes | None) -> None:
+                if not self.path.startswith("/"):
+                    self._refuse(400, f"not an absolute path: {self.path[:80]!r}")
+                    return
                 body: Any = None
                 streamed = False
                 if raw:
@@ -77,26 +95,28 @@ class StreamRelay:
                     raw = json.dumps(body).encode()
                 headers = {k: v for k, v in self.headers.items() if k.lower() not in _HOP_HEADERS}
                 path = self.path.removeprefix("/v1")  # relay.url ends in /v1, upstream its own
+                url = relay.upstream + path
                 try:
-                    reply = client.request(
-                        method, relay.upstream + path, content=raw, headers=headers
-                    )
+                    with client.stream(method, url, content=raw, headers=headers) as reply:
+                        content = _bounded(reply)
                 except httpx.HTTPError as exc:
-                    message = json.dumps({"error": {"message": f"relay: {exc}"}}).encode()
-                    self._send(502, message, "application/json")
+                    self._refuse(502, str(exc))
+                    return
+                if content is None:
+                    self._refuse(502, f"the upstream reply exceeds {MAX_BODY_BYTES} bytes")
                     return
                 kind = reply.headers.get("content-type", "application/json")
                 if streamed and reply.status_code == 200 and kind.startswith("application/json"):
                     try:
-                        events = completion_events(reply.json())
+                        events = completion_events(json.loads(content))
                     except (ValueError, AttributeError, TypeError):
-                        self._send(reply.status_code, reply.content, kind)
+                        self._send(reply.status_code, content, kind)
                         return
                     self._send(200, events, "text/event-stream")
                     return
-                self._send(reply.status_code, reply.content, kind)
+                self._send(reply.status_code, content, kind)
 
-            def _send(self, status: int, data: bytes, kind: str) -> None:
+            def _send(self, status: int, data: bytes, kind: str = "application/json") -> None:
                 self.send_response(status)
                 self.send_header("Content-Type", kind)
                 self.send_header("Content-Length", str(len(data)))
@@ -118,3 +138,15 @@ class StreamRelay:
         self._server.shutdown()
         self._server.server_close()
         self._client.close()
+
+
+def _bounded(reply: httpx.Response) -> bytes | None:
+    """The reply's body, or None past `MAX_BODY_BYTES` (read no further)."""
+    parts: list[bytes] = []
+    size = 0
+    for part in reply.iter_bytes():
+        size += len(part)
+        if size > MAX_BODY_BYTES:
+            return None
+        parts.append(part)
+    return b"".join(parts)

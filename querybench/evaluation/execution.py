@@ -13,6 +13,7 @@ from querybench.errors import EngineError
 
 if TYPE_CHECKING:
     from querybench.engines.cache import ResultCache
+    from querybench.engines.isolated import QueryProcess
 
 Jobs = dict[str, tuple[str | Path, str]]  # key -> (database file or server URL, SQL)
 Outcomes = dict[str, Result | EngineError]
@@ -111,20 +112,35 @@ def _run(
     """Each query's outcome into `out` as it comes (so an interrupted run keeps those that
     finished): in one child driven from this thread while the work stays under
     `POOL_AFTER_S` (no worker threads for a small job: they cost more than its queries), the
-    rest on a pool of `workers`."""
+    rest on a pool of `workers`, that child, its databases open, the first worker's."""
     if not queries:
         return
+    from querybench.engines.isolated import QueryProcess
+
     ordered = sorted(queries, key=lambda query: query[0])  # a batch stays on one database
+    first = QueryProcess()
+    process: QueryProcess | None = first
     try:
-        rest = _run_while_small(ordered, timeout, out, on_query)
+        rest = _run_while_small(first, ordered, timeout, out, on_query)
     except Exception:  # no child could be started here: the pool reports it query by query
-        rest = [query for query in ordered if query not in out]
+        first.close()
+        process, rest = None, [query for query in ordered if query not in out]
+    except BaseException:
+        first.close()
+        raise
     if not rest:
+        first.close()
         return
     from querybench.engines.pool import QueryJob, QueryPool
 
     jobs = [QueryJob(str(i), db, sql) for i, (db, sql) in enumerate(rest)]
-    with QueryPool(workers=workers, timeout=timeout, max_rows=MAX_ROWS) as pool:
+    children = () if process is None else (process,)  # its databases open: a worker's child
+    try:
+        pool = QueryPool(workers=workers, timeout=timeout, max_rows=MAX_ROWS, children=children)
+    except BaseException:
+        first.close()
+        raise
+    with pool:
         for outcome in pool.run(jobs, batch=_batch(len(jobs), workers)):
             value = outcome.result or outcome.error or EngineError("no outcome from the pool")
             out[rest[int(outcome.key)]] = value
@@ -133,50 +149,48 @@ def _run(
 
 
 def _run_while_small(
+    process: QueryProcess,
     queries: list[Query],
     timeout: float | None,
     out: dict[Query, Result | EngineError],
     on_query: Callable[[], None] | None,
 ) -> list[Query]:
-    """Run `queries` in order in one child (each timed from its own start, as on the pool),
-    in batches sized to what is left of `POOL_AFTER_S` at their pace so far, into `out`;
-    the queries not run once that time is spent."""
-    from querybench.engines.isolated import QueryProcess
-
+    """Run `queries` in order in `process`'s child (each timed from its own start, as on the
+    pool), in batches sized to what is left of `POOL_AFTER_S` at their pace so far, into
+    `out`; the queries not run once that time is spent (the child left running)."""
     done = 0
     opened: dict[str, EngineError | None] = {}
-    with QueryProcess() as process:
-        process.start()
-        start = time.monotonic()
-        while done < len(queries):
-            spent = time.monotonic() - start
-            if done and spent >= POOL_AFTER_S:
-                break  # a started child always gets its first query, however loaded we are
-            pace = spent / done if done else POOL_AFTER_S
-            size = max(1, min(BATCH, int((POOL_AFTER_S - spent) / max(pace, 1e-6))))
-            database = queries[done][0]
-            end = done + 1
-            while end < min(len(queries), done + size) and queries[end][0] == database:
-                end += 1
-            run = queries[done:end]
-            if database not in opened:
-                try:
-                    process.engine(database)
-                    opened[database] = None
-                except EngineError as exc:
-                    opened[database] = exc
-            failed = opened[database]
-            sqls = [sql for _, sql in run]
-            values = (
-                [failed] * len(run)
-                if failed is not None
-                else process.execute_many(database, sqls, timeout=timeout, max_rows=MAX_ROWS)
-            )
-            for query, value in zip(run, values, strict=True):
-                out[query] = value
-                if on_query is not None:
-                    on_query()
-            done += len(run)
+    process.start()
+    start = time.monotonic()
+    while done < len(queries):
+        spent = time.monotonic() - start
+        if done and spent >= POOL_AFTER_S:
+            break  # a started child always gets its first query, however loaded we are
+        pace = spent / done if done else POOL_AFTER_S
+        size = max(1, min(BATCH, int((POOL_AFTER_S - spent) / max(pace, 1e-6))))
+        database = queries[done][0]
+        end = done + 1
+        while end < min(len(queries), done + size) and queries[end][0] == database:
+            end += 1
+        run = queries[done:end]
+        if database not in opened:
+            try:
+                process.engine(database)
+                opened[database] = None
+            except EngineError as exc:
+                opened[database] = exc
+        failed = opened[database]
+        sqls = [sql for _, sql in run]
+        values = (
+            [failed] * len(run)
+            if failed is not None
+            else process.execute_many(database, sqls, timeout=timeout, max_rows=MAX_ROWS)
+        )
+        for query, value in zip(run, values, strict=True):
+            out[query] = value
+            if on_query is not None:
+                on_query()
+        done += len(run)
     return queries[done:]
 
 

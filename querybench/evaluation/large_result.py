@@ -18,6 +18,10 @@ parses the whole file as before:
 * no text value that pandas might type otherwise (a number, `inf`, `nan`, `True`/`False`):
   whole-file parsing splits the file at other places, and a part holding only such values
   would be typed as numbers or booleans there.
+
+Under pandas 3 a float column's long numbers are then made pandas 2.2's (the values of
+record, as `result_csv.read_result_csv` gives them) from a second chunked read of those
+columns' raw text, only when the file holds such a number.
 """
 
 from __future__ import annotations
@@ -36,7 +40,11 @@ import pyarrow.compute as pc
 
 from querybench.evaluation import prediction_file
 from querybench.evaluation.prediction_file import Scanned
-from querybench.evaluation.result_csv import read_result_csv
+from querybench.evaluation.result_csv import (
+    may_read_apart,
+    read_result_csv,
+    record_float_column,
+)
 
 log = logging.getLogger(__name__)
 
@@ -113,12 +121,50 @@ def read_compact(source: str | Path | Scanned, chunk_rows: int) -> CompactTable 
         expected_rows = source.lines + 1 if isinstance(source, Scanned) else _count_newlines(source)
         csv_source = source.handle if isinstance(source, Scanned) else source
         with pd.read_csv(csv_source, chunksize=chunk_rows) as reader:
-            return _compact(reader, expected_rows)
+            table = _compact(reader, expected_rows)
+        return _as_of_record(table, source, chunk_rows) if table is not None else None
     except Exception as exc:  # any doubt: the whole-file parse decides, errors included
         log.debug(
             "chunked CSV read gave up (%s: %s); parsing the whole file", type(exc).__name__, exc
         )
         return None
+
+
+def _as_of_record(
+    table: CompactTable, source: str | Path | Scanned, chunk_rows: int
+) -> CompactTable | None:
+    """`table` with its float columns' values pandas 2.2's (`result_csv.record_float_column`,
+    a chunk of raw text at a time); None when a column would be text there."""
+    floats = [j for j, c in enumerate(table.columns) if c.values.dtype == np.float64]
+    if not floats or not _may_read_apart(source):
+        return table
+    if isinstance(source, Scanned):
+        source.handle.seek(0)
+    csv_source = source.handle if isinstance(source, Scanned) else source
+    raw_options: dict[str, Any] = {"keep_default_na": False, "na_filter": False}
+    start = 0
+    with pd.read_csv(
+        csv_source, dtype=object, usecols=floats, chunksize=chunk_rows, **raw_options
+    ) as reader:
+        for chunk in reader:
+            end = start + len(chunk)
+            for k, j in enumerate(floats):
+                values = table.columns[j].values
+                tokens = chunk.iloc[:, k].tolist()
+                record = record_float_column(tokens, values[start:end])
+                if record is None:
+                    return None
+                values[start:end] = record
+            start = end
+    return table if start == table.rows else None
+
+
+def _may_read_apart(source: str | Path | Scanned) -> bool:
+    if isinstance(source, Scanned):
+        source.handle.seek(0)
+        return may_read_apart(source.handle)
+    with open(source, "rb") as f:
+        return may_read_apart(f)
 
 
 def _count_newlines(path: str | Path) -> int:

@@ -31,6 +31,7 @@ import pandas as pd
 from pandas._libs.parsers import STR_NA_VALUES  # type: ignore[import-not-found]
 
 from querybench.errors import DataError
+from querybench.evaluation.record_floats import plain_floats
 
 # Part of the parsed-CSV cache's key (`csv_cache`): bump it with any change to what
 # `read_result_csv` returns, and every cached parse is made again.
@@ -42,7 +43,14 @@ _NEW_NUMBERS = int(pd.__version__.split(".", 1)[0]) >= 3
 # 16 digits or dots (a mantissa beyond 2**53, an integer beyond 64 bits) or a number with a
 # two-digit exponent.
 _LONG_NUMBER = re.compile(rb'(?<![^,\n\r" \t])[+-]?(?:[0-9.]{16}|[0-9.]*[0-9][eE][+-]?[0-9]{2})')
-_BEYOND_INT64 = re.compile(rb"[0-9]{19}")
+# Byte maps for fast scans: digits to "0", everything else to "x" (19 digits in a row: an
+# integer beyond 64 bits); and digits and dots to "0", exponent marks to "e", signs to "s"
+# (what `_LONG_NUMBER` needs to match).
+_DIGIT_RUNS = bytes(48 if 48 <= b <= 57 else 120 for b in range(256))
+_NUMBER_SHAPES = bytes(
+    48 if 48 <= b <= 57 or b == 46 else 101 if b in b"eE" else 115 if b in b"+-" else 120
+    for b in range(256)
+)
 _SPACE = " \t\n\v\f\r"
 _INFINITIES = frozenset({"inf", "+inf", "-inf", "infinity", "+infinity", "-infinity"})
 _FLOAT_TOKEN = re.compile(
@@ -64,7 +72,7 @@ def read_result_csv(source: str | Path | BinaryIO, name: str | None = None) -> p
                 return pd.read_csv(source)
             data = _bytes_of(source)
             frame = pd.read_csv(io.BytesIO(data))
-            return _as_of_record(frame, data) if _LONG_NUMBER.search(data) else frame
+            return _as_of_record(frame, data) if _has_long_number(data) else frame
     except FileNotFoundError as exc:
         raise DataError(f"{path}: file not found") from exc
     except pd.errors.EmptyDataError as exc:
@@ -83,11 +91,21 @@ def _bytes_of(source: str | Path | BinaryIO) -> bytes:
     return data.encode() if isinstance(data, str) else bytes(data)
 
 
+def _has_long_number(data: bytes) -> bool:
+    """`_LONG_NUMBER.search(data)`, the regular expression run only where a fast scan finds
+    what it needs: 16 digits or dots in a row, or a digit, an exponent mark and two digits."""
+    shapes = data.translate(_NUMBER_SHAPES)
+    if b"0" * 16 not in shapes and b"0e00" not in shapes and b"0es00" not in shapes:
+        return False
+    return _LONG_NUMBER.search(data) is not None
+
+
 def _as_of_record(frame: pd.DataFrame, data: bytes) -> pd.DataFrame:
     """`frame` with each column pandas 3 may parse otherwise than pandas 2.2 (its floats, and
     text made Python ints) made again from its raw text by pandas 2.2's inference
-    (`_record_column`); the raw text is read once more only when such a column is there."""
-    overflows = _BEYOND_INT64.search(data) is not None
+    (`_record_column`); the raw text of those columns only is read once more, when there are
+    any."""
+    overflows = b"0" * 19 in data.translate(_DIGIT_RUNS)
     suspects = [
         j
         for j, dtype in enumerate(frame.dtypes)
@@ -95,10 +113,18 @@ def _as_of_record(frame: pd.DataFrame, data: bytes) -> pd.DataFrame:
     ]
     if not suspects:
         return frame
-    raw = pd.read_csv(io.BytesIO(data), dtype=object, keep_default_na=False, na_filter=False)
+    # with an implicit index column, positions in the file are not the frame's: read it all
+    implicit_index = not frame.index.equals(pd.RangeIndex(len(frame)))
+    raw = pd.read_csv(
+        io.BytesIO(data),
+        dtype=object,
+        keep_default_na=False,
+        na_filter=False,
+        usecols=None if implicit_index else suspects,
+    )
     out = frame.copy()
-    for j in suspects:
-        column = _record_column(raw.iloc[:, j].tolist(), frame.iloc[:, j])
+    for k, j in enumerate(suspects):
+        column = _record_column(raw.iloc[:, j if implicit_index else k].tolist(), frame.iloc[:, j])
         if column is not None:
             out.isetitem(j, column)
     return out
@@ -110,7 +136,7 @@ def _record_column(tokens: list[str], parsed: pd.Series) -> npt.NDArray[Any] | N
     each stopping at its first bad token, and keeps the text when a number overflows both
     integer types or no type takes every token."""
     present = [t for t in tokens if t not in _NA_TOKENS]
-    int_error = next((e for e in map(_int_error, present) if e), "")
+    int_error = _first_int_error(present)
     if int_error == "overflow":
         uint_error = next((e for e in map(_uint_error, present) if e), "")
         if uint_error == "overflow":
@@ -127,13 +153,23 @@ def _record_column(tokens: list[str], parsed: pd.Series) -> npt.NDArray[Any] | N
     elif not int_error:
         return None  # int64 alike
     if parsed.dtype.kind != "f":
-        floats = [math.nan if t in _NA_TOKENS else _record_float(t) for t in tokens]
-        return None if any(f is None for f in floats) else np.array(floats)
+        floats = []
+        for token in tokens:  # text, as a rule: its first word settles it
+            value = math.nan if token in _NA_TOKENS else _record_float(token)
+            if value is None:
+                return None
+            floats.append(value)
+        return np.array(floats)
     # Only a long token, or one with an exponent, can be read apart: the others' values are
     # pandas 3's, both parsers being exact on up to 15 digits scaled by 10**22 at most.
     out = parsed.to_numpy(dtype=np.float64, copy=True)
-    for i, token in enumerate(tokens):
-        if (len(token) > 15 or "e" in token or "E" in token) and token not in _NA_TOKENS:
+    at = np.array(
+        [i for i, t in enumerate(tokens) if len(t) > 15 or "e" in t or "E" in t], dtype=np.intp
+    )
+    values, plain = plain_floats([tokens[i] for i in at.tolist()])  # most of them, at once
+    out[at[plain]] = values[plain]
+    for i in at[~plain].tolist():
+        if (token := tokens[i]) not in _NA_TOKENS:
             value = _record_float(token)
             if value is None:
                 return _text(tokens, na_filter=True)
@@ -145,6 +181,17 @@ def _text(tokens: list[str], na_filter: bool) -> npt.NDArray[np.object_]:
     out = np.empty(len(tokens), dtype=object)
     out[:] = [math.nan if na_filter and t in _NA_TOKENS else t for t in tokens]
     return out
+
+
+def _first_int_error(tokens: list[str]) -> str:
+    """The first of the tokens' `_int_error`s ("" if none): plain digits, up to 18 of them,
+    are an int64 without a look."""
+    for token in tokens:
+        if len(token) <= 18 and token.isdigit() and token.isascii():
+            continue
+        if error := _int_error(token):
+            return error
+    return ""
 
 
 def _int_error(token: str, bound: int = (1 << 63) - 1) -> str:
@@ -261,3 +308,31 @@ def interleaved_dtype(arrays: Sequence[npt.NDArray[Any]]) -> np.dtype[Any]:
     if not arrays or "O" in kinds or ("b" in kinds and kinds != {"b"}):
         return np.dtype(object)
     return np.result_type(*arrays)
+
+
+def record_float_column(
+    tokens: list[str], parsed: npt.NDArray[np.float64]
+) -> npt.NDArray[np.float64] | None:
+    """pandas 2.2's values of a float column pandas 3 parsed as `parsed` from these raw tokens
+    (a part of a big file read in chunks, `large_result`), or `parsed` itself when they are
+    the same or when pandas 3 is not installed; None when pandas 2.2 would keep the column's
+    text (the caller then parses the whole file)."""
+    if not _NEW_NUMBERS:
+        return parsed
+    column = _record_column(tokens, pd.Series(parsed))
+    if column is None:
+        return parsed
+    return column if column.dtype == np.float64 else None
+
+
+def may_read_apart(source: BinaryIO) -> bool:
+    """Whether the file holds a number pandas 3 may parse otherwise than pandas 2.2 (always
+    False under pandas 2); read in blocks, so a big file is never held whole."""
+    if not _NEW_NUMBERS:
+        return False
+    tail = b""
+    while block := source.read(1 << 24):
+        if _has_long_number(tail + block):
+            return True
+        tail = block[-64:]  # a number the regular expression needs is shorter than this
+    return False

@@ -21,7 +21,8 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from querybench.errors import SqlParseError
-from querybench.evaluation.spider1_sql import (
+from querybench.tasks.spider1_hardness import spider1_hardness
+from querybench.tasks.spider1_sql import (
     EMPTY_SQL,
     WHERE_OPS,
     ColUnit,
@@ -35,7 +36,6 @@ from querybench.evaluation.spider1_sql import (
     ValUnit,
     parse_spider_sql,
 )
-from querybench.tasks.spider1_hardness import spider1_hardness
 
 PARTIAL_TYPES = (
     "select",

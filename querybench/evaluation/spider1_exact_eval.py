@@ -24,7 +24,7 @@ from querybench.evaluation.spider1_exact import (
     foreign_key_map,
     score_exact,
 )
-from querybench.evaluation.spider1_sql import SpiderSchema
+from querybench.tasks.spider1_sql import SpiderSchema
 
 
 @dataclass(frozen=True)

@@ -6,22 +6,23 @@ import logging
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cache
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy.typing as npt
 import pandas as pd
 
 from querybench.benchmarks import spec
 from querybench.errors import DataError, ErrorCode
-from querybench.evaluation import large_scoring as large
 from querybench.evaluation import spider2_official as official
 from querybench.evaluation import spider2_strict as strict
 from querybench.evaluation.detail import Shape, VerdictDetail
-from querybench.evaluation.large_result import ResultTable
 from querybench.evaluation.result_csv import column_arrays
 from querybench.evaluation.spider2_gold import Benchmark, EvalSpec
 from querybench.evaluation.spider2_verdicts import Verdicts
 from querybench.evaluation.verdict import Verdict
+
+if TYPE_CHECKING:  # results of 32 MiB or more only: their scorer loads with the first
+    from querybench.evaluation.large_result import ResultTable
 
 _log = logging.getLogger(__name__)
 PredArrays = Callable[[], list[npt.NDArray[Any]]]
@@ -133,6 +134,8 @@ def _official_verdict(
                 if not hit:
                     return False
             return True
+        from querybench.evaluation import large_scoring as large
+
         return large.official_match(pred, gold, condition_cols, spec.ignore_order, variant)
 
     try:
@@ -244,6 +247,8 @@ def _strict_verdict(
             invalid.append(f"condition_cols {cols} out of range for {gold.shape[1]} columns")
             continue
         if not isinstance(pred, pd.DataFrame) or not isinstance(gold, pd.DataFrame):
+            from querybench.evaluation import large_scoring as large
+
             if large.strict_match(pred, gold, cols, spec.ignore_order):
                 return Verdict.ok()
             continue

@@ -30,7 +30,13 @@ import numpy.typing as npt
 import pandas as pd
 
 from querybench.evaluation.result_csv import column_arrays
-from querybench.evaluation.spider2_official import ABS_TOL, REL_TOL, isclose  # never exceeded
+from querybench.evaluation.spider2_official import (  # never exceeded
+    ABS_TOL,
+    REL_TOL,
+    isclose,
+    text_fingerprint,
+    text_ranks,
+)
 
 MISSING, NUMBER, TEXT, BIG_INT = 0, 1, 2, 3  # BIG_INT: an int no float64 holds, as its digits
 _MAX_ASSIGNMENTS = 20_000
@@ -46,9 +52,22 @@ class StrictColumn:
     _rank: npt.NDArray[np.intp] | None = field(default=None, repr=False)
     _order: npt.NDArray[np.intp] | None = field(default=None, repr=False)
     _stats: tuple[int, int, float, float] | None = field(default=None, repr=False)
+    _fingerprint: int | None = field(default=None, repr=False)
 
     def __len__(self) -> int:
         return len(self.kind)
+
+    @property
+    def fingerprint(self) -> int:
+        """The multiset of its cells that are not numbers (their kinds and texts) as one
+        integer: a cell equals another only of its kind, and but for numbers by its text."""
+        if self._fingerprint is None:
+            other = self.kind != NUMBER
+            kinds = self.kind[other].astype(np.uint64)
+            # each kind weighted apart, so that a TEXT "" and a MISSING cell differ
+            by_kind = int((kinds * np.uint64(0x9E3779B97F4A7C15)).sum(dtype=np.uint64))
+            self._fingerprint = (text_fingerprint(self.text[other]) + by_kind) % (1 << 64)
+        return self._fingerprint
 
     @property
     def stats(self) -> tuple[int, int, float, float]:
@@ -69,7 +88,7 @@ class StrictColumn:
         """Position of each cell's text in sorted order (an integer sort key for the text)."""
         if self._rank is None:
             if (self.kind >= TEXT).any():
-                self._rank = np.unique(self.text, return_inverse=True)[1]
+                self._rank = text_ranks(self.text)
             else:
                 self._rank = np.zeros(len(self.kind), dtype=np.intp)
         return self._rank
@@ -293,6 +312,8 @@ def rows_match_as_multiset(pred: Sequence[StrictColumn], gold: Sequence[StrictCo
     n = len(gold[0])
     if all(_all_cells_equal(g, p) for g, p in zip(gold, pred, strict=True)):
         return True  # the rows pair up in their own order
+    if any(g.fingerprint != p.fingerprint for g, p in zip(gold, pred, strict=True)):
+        return False  # a column's cells that are not numbers differ as multisets
     if len(gold) == 1:
         gi, pi = gold[0].order(), pred[0].order()
     else:

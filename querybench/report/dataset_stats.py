@@ -27,6 +27,7 @@ from querybench.tasks.spider2_metadata import DatabaseSize, database_size
 from querybench.tasks.sql_functions import parsed_function_names
 
 DIFFICULTIES = ("easy", "medium", "hard")
+_LEVELS = (*DIFFICULTIES, "extra")  # Spider 1.0's hardness adds a fourth
 ANSWER_TYPES = ("table", "string", "database")
 FEATURES = ("nested", "partitioned", "multi_schema", "functions", "documentation", "dbt")
 PAPER = "paper"
@@ -164,7 +165,8 @@ def _level(task: Task) -> str:
 
 def _levels(tasks: Sequence[Task]) -> tuple[str, ...]:
     found = {_level(t) for t in tasks}
-    return (*DIFFICULTIES, *sorted(found - set(DIFFICULTIES)))
+    levels = tuple(level for level in _LEVELS if level in DIFFICULTIES or level in found)
+    return (*levels, *sorted(found - set(levels)))
 
 
 def _type_label(engine: str) -> str:
@@ -183,7 +185,7 @@ def _task_lines(benchmark: str, tasks: Sequence[Task]) -> list[Statistic]:
     levels = Counter(_level(t) for t in tasks)
     for level in _levels(tasks):
         note = ""
-        if level not in DIFFICULTIES:
+        if level == "unrated":
             note = "no gold-SQL token count in the release, so no difficulty (the paper rates all)"
         lines.append(Statistic("tasks by difficulty", level, levels.get(level, 0), n, note=note))
     return lines

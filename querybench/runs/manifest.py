@@ -24,7 +24,6 @@ import json
 import os
 import platform
 import re
-import subprocess
 import sys
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -88,9 +87,27 @@ class Machine:
             cores=os.cpu_count() or 1,
             usable_cores=len(os.sched_getaffinity(0)),
             load_at_start=(round(load[0], 2), round(load[1], 2), round(load[2], 2)),
-            platform=platform.platform(),
+            platform=platform_name(),
             python=platform.python_version(),
         )
+
+
+def platform_name() -> str:
+    """`platform.platform()`, on Linux without the `uname -p` process it starts for the
+    processor's name, which it leaves out when that is the machine's or unknown, as Linux's
+    `uname -p` gives it."""
+    uname = os.uname()
+    if uname.sysname != "Linux":
+        return platform.platform()
+    libc, version = platform.libc_ver()  # read from the C library: no process
+    parts = (uname.sysname, uname.release, uname.machine, "with", libc + version)
+    name = "-".join(part.strip() for part in parts if part)
+    for char, put in ((" ", "_"), ("/", "-"), ("\\", "-"), (":", "-"), (";", "-"), ('"', "-")):
+        name = name.replace(char, put)
+    name = name.replace("(", "-").replace(")", "-").replace("unknown", "")
+    while "--" in name:
+        name = name.replace("--", "-")
+    return name.rstrip("-")
 
 
 @dataclass(frozen=True)
@@ -111,8 +128,12 @@ class Manifest:
     format: int = FORMAT
 
     def to_json(self) -> dict[str, Any]:
-        out = dataclasses.asdict(self)
-        out["inputs"] = {k: dataclasses.asdict(v) for k, v in sorted(self.inputs.items())}
+        # the inputs (a few thousand) as plain dicts directly: `asdict` would copy them deeply
+        out = dataclasses.asdict(dataclasses.replace(self, inputs={}))
+        out["inputs"] = {
+            k: {"sha256": v.sha256, "role": v.role, "instances": v.instances}
+            for k, v in sorted(self.inputs.items())
+        }
         return out
 
     @classmethod
@@ -299,17 +320,19 @@ def _files(
         return
     if not where.is_dir():
         return
-    for path in sorted(where.rglob("*")):
+    depth = len(where.parts)
+    # by their parts, which is how paths compare (each part's key made once, not per pair)
+    for path in sorted(where.rglob("*"), key=lambda p: p.parts):
         if not path.is_file() or (path.is_symlink() and not path.resolve().is_file()):
             continue
-        relative = path.relative_to(where)
+        relative = path.parts[depth:]  # `rglob` yields `where` / relative parts
         if role == "database":
             if path.suffix.lower() in DATABASE_SUFFIXES:
-                yield f"{label}/{relative.as_posix()}", path, set()
+                yield f"{label}/{'/'.join(relative)}", path, set()
             continue
-        owners = {i for part in relative.parts for i in _owners(part, ids)}
-        if owners or len(relative.parts) == 1:
-            yield f"{label}/{relative.as_posix()}", path, owners
+        owners = {i for part in relative for i in _owners(part, ids)}
+        if owners or len(relative) == 1:
+            yield f"{label}/{'/'.join(relative)}", path, owners
 
 
 def _owners(part: str, ids: set[str]) -> Iterator[str]:
@@ -385,7 +408,12 @@ def _commit() -> str | None:
     root = Path(__file__).resolve().parents[2]
     if not (root / ".git").exists():
         return None
-    try:
+    found = head_commit(root)
+    if found is not None:
+        return found
+    import subprocess
+
+    try:  # a layout the files do not say plainly (reftable, a symbolic HEAD elsewhere): git
         done = subprocess.run(
             ["git", "-C", str(root), "rev-parse", "HEAD"],
             capture_output=True,
@@ -396,6 +424,42 @@ def _commit() -> str | None:
     except (OSError, subprocess.SubprocessError):
         return None
     return done.stdout.strip() or None if done.returncode == 0 else None
+
+
+_OBJECT_NAME = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
+
+
+def head_commit(root: Path) -> str | None:
+    """The commit HEAD names in the checkout at `root`, read from its files as git keeps them
+    (a `.git` folder, or a worktree's `.git` file naming its folder, whose `commondir` holds
+    the branches; loose refs, then `packed-refs`), without starting git; None when they do not
+    say (then git is asked)."""
+    try:
+        git_dir = root / ".git"
+        if git_dir.is_file():
+            pointer = git_dir.read_text(encoding="utf-8").strip()
+            if not pointer.startswith("gitdir:"):
+                return None
+            git_dir = root / pointer.removeprefix("gitdir:").strip()
+        head = (git_dir / "HEAD").read_text(encoding="utf-8").strip()
+        if not head.startswith("ref:"):
+            return head if _OBJECT_NAME.fullmatch(head) else None
+        ref = head.removeprefix("ref:").strip()
+        common = git_dir
+        if (git_dir / "commondir").is_file():
+            common = git_dir / (git_dir / "commondir").read_text(encoding="utf-8").strip()
+        for folder in dict.fromkeys((git_dir, common)):
+            if (folder / ref).is_file():
+                named = (folder / ref).read_text(encoding="utf-8").strip()
+                return named if _OBJECT_NAME.fullmatch(named) else None
+        if (common / "packed-refs").is_file():
+            for line in (common / "packed-refs").read_text(encoding="utf-8").splitlines():
+                name, _, packed_ref = line.partition(" ")
+                if packed_ref == ref and _OBJECT_NAME.fullmatch(name):
+                    return name
+    except (OSError, UnicodeDecodeError):
+        return None
+    return None
 
 
 def library_versions(resolved: Mapping[str, Any] | None = None) -> dict[str, str]:

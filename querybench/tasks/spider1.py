@@ -4,12 +4,15 @@ it is (Spider-Syn, Spider-DK), read as their spec's `QuestionFormat` says.
 `dev.json` entries carry no id: the instance id is the entry's index (`"0"` ... `"1033"`), the
 line of `dev_gold.sql` the official evaluator pairs it with. Difficulty is the official hardness
 of the parsed gold SQL that Spider ships as the `sql` field; a variant without that field takes
-the hardness of the Spider 1.0 item it was made from (the same position, or the same database
-and query), and leaves it unrated when no item matches.
+the hardness of the Spider 1.0 item it was made from (the same position), or, as the official
+`evaluation.py` grades it, of its gold query parsed against its own database's schema (the
+SQLite file, else the benchmark's `tables.json`); a query the official parser cannot read, or
+whose database is not here, is unrated.
 """
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -18,10 +21,12 @@ from querybench.benchmarks import BenchmarkSpec, QuestionFormat, spec
 from querybench.benchmarks.spec import Benchmark
 from querybench.data import data_roots, find_data
 from querybench.engines.registry import EngineKind
-from querybench.errors import DataError
+from querybench.errors import DataError, SqlParseError
+from querybench.layout import sqlite_candidates
 from querybench.tasks.input_files import read_json_array, required_str
 from querybench.tasks.model import GoldRef, Task
 from querybench.tasks.spider1_hardness import spider1_hardness
+from querybench.tasks.spider1_sql import SpiderSchema, parse_spider_sql
 from querybench.tasks.sql_functions import uses_dialect_functions
 
 
@@ -39,17 +44,18 @@ def load_spider1(spider1_dir: Path, *, path: Path | None = None) -> list[Task]:
 def read_spider1_file(benchmark: BenchmarkSpec, questions: Path, root: Path) -> list[Task]:
     form = benchmark.questions or QuestionFormat()
     entries = list(read_json_array(questions, "question file"))
-    reference = _reference_hardness(form, root) if form.hardness != "parsed" else None
+    reference = _reference_hardness(form, root) if form.hardness == "spider1-position" else None
+    schemas = _Schemas(benchmark, root) if form.hardness == "query" else None
     tasks = []
     for index, (where, item) in enumerate(entries):
         sql = required_str(item, "query", where)
         db = required_str(item, "db_id", where)
-        if reference is None:
-            difficulty = _parsed_hardness(item, where)
-        elif form.hardness == "spider1-position":
+        if reference is not None:
             difficulty = reference.by_position.get(index)
+        elif schemas is not None:
+            difficulty = schemas.hardness(db, sql)
         else:
-            difficulty = reference.by_query.get((db.removeprefix(form.copy_prefix), _words(sql)))
+            difficulty = _parsed_hardness(item, where)
         tasks.append(
             Task(
                 instance_id=str(index),
@@ -85,20 +91,59 @@ def _kept(item: Mapping[str, Any], key: str, form: QuestionFormat, where: str) -
     return labels.get(str(value), str(value)) if labels else value
 
 
-def _words(sql: str) -> str:
-    """A query as compared across the variants: case, spacing and a final `;` ignored."""
-    return " ".join(sql.lower().replace(";", " ").split())
-
-
 class _Reference:
-    """The hardness of each Spider 1.0 dev item, by position and by (database, query)."""
+    """The hardness of each Spider 1.0 dev item, by position."""
 
     def __init__(self, tasks: list[Task]) -> None:
         self.by_position = {i: t.difficulty for i, t in enumerate(tasks) if t.difficulty}
-        self.by_query: dict[tuple[str, str], str] = {}
-        for t in tasks:
-            if t.difficulty and t.gold.sql:
-                self.by_query.setdefault((t.db, _words(t.gold.sql)), t.difficulty)
+
+
+class _Schemas:
+    """Each database's schema as the official evaluation reads it for the gold: its SQLite file
+    (every table), else its `tables.json` entry; None for one neither gives."""
+
+    def __init__(self, benchmark: BenchmarkSpec, root: Path) -> None:
+        self.benchmark = benchmark
+        self.roots = [root, *data_roots()]
+        self.known: dict[str, SpiderSchema | None] = {}
+        self.tables: dict[str, Mapping[str, Any]] | None = None
+
+    def hardness(self, db: str, sql: str) -> str | None:
+        if db not in self.known:
+            self.known[db] = self._schema(db)
+        schema = self.known[db]
+        if schema is None:
+            return None
+        try:
+            return spider1_hardness(parse_spider_sql(schema, sql).to_json())
+        except SqlParseError:
+            return None
+
+    def _schema(self, db: str) -> SpiderSchema | None:
+        found = find_data(*sqlite_candidates(self.benchmark.name, db), roots=self.roots)
+        if found is not None and found.is_file():
+            try:
+                return SpiderSchema.from_sqlite(found)
+            except sqlite3.Error:
+                pass
+        entry = self._tables().get(db)
+        if entry is None:
+            return None
+        try:
+            return SpiderSchema.from_tables_json(entry)
+        except (KeyError, IndexError, TypeError, AttributeError):
+            return None
+
+    def _tables(self) -> dict[str, Mapping[str, Any]]:
+        if self.tables is None:
+            self.tables = {}
+            folder = self.benchmark.folder
+            path = find_data(f"{folder}/tables.json", roots=self.roots) if folder else None
+            if path is not None:
+                for _where, entry in read_json_array(path, "tables file"):
+                    if isinstance(entry, Mapping) and isinstance(entry.get("db_id"), str):
+                        self.tables[entry["db_id"]] = entry
+        return self.tables
 
 
 def _reference_hardness(form: QuestionFormat, root: Path) -> _Reference:

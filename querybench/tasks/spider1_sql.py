@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, NamedTuple, TypeAlias
 
 from querybench.errors import SqlParseError, SqlTokenError
-from querybench.evaluation.spider1_tokens import tokenize_sql
+from querybench.tasks.spider1_tokens import tokenize_sql
 
 CLAUSE_KEYWORDS = (
     "select",

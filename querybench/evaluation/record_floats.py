@@ -1,0 +1,100 @@
+"""pandas 2.2's float parse (`result_csv.precise_xstrtod`) of a column's tokens at once.
+
+A Spider 2.0 result column of floats printed at full precision has hundreds of thousands of
+17-digit tokens, each of which pandas 2.2 reads otherwise than a correctly rounded parser; one
+at a time in Python that is most of the cost of parsing such a file. Tokens of the plain shape
+(an optional sign, digits with at most one point, an optional exponent of at most three digits,
+nothing else) are read here by the very same steps on float64 arrays: the first 15 digits as
+one exact integer, the 16th and 17th each by a multiplication and an addition, then one
+multiplication or division by a power of ten. NumPy's float64 operations are IEEE 754's, as
+Python's are, so each value is bit for bit the scalar parse's. Any other token, and any whose
+scale falls outside 10**±308 or whose value overflows, is left to the scalar parse.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+_POW10 = np.array([float(f"1e{k}") for k in range(309)])
+_INT_POW10 = np.array([10**k for k in range(16)], dtype=np.int64)
+_DIGITS_TAKEN = 17  # pandas 2.2 gathers this many digits, leading zeros included
+_EXACT_DIGITS = 15  # gathered at once: below 2**53, so exact
+_MAX_POWER_DIGITS = 3
+
+
+def plain_floats(tokens: Sequence[str]) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.bool_]]:
+    """The values of `tokens` as `precise_xstrtod` gives them, and which of them were read
+    here (the others' values are unspecified: the caller parses them one at a time)."""
+    n = len(tokens)
+    values = np.zeros(n)
+    if n == 0:
+        return values, np.zeros(0, dtype=bool)
+    lengths = np.fromiter(map(len, tokens), dtype=np.int64, count=n)
+    text = np.array(tokens, dtype=np.str_)
+    width = text.dtype.itemsize // 4
+    if width == 0:
+        return values, np.zeros(n, dtype=bool)
+    chars = text.view(np.uint32).reshape(n, width).astype(np.int64)
+    cols = np.arange(width)[None, :]
+    # NumPy drops trailing NULs: a token longer than its stored text is never plain
+    inside = cols < np.minimum(lengths, width)[:, None]
+    digit = (chars >= 48) & (chars <= 57) & inside
+    dot = (chars == 46) & inside
+    exp_mark = ((chars == 101) | (chars == 69)) & inside
+    sign = ((chars == 43) | (chars == 45)) & inside
+    has_exp = exp_mark.any(axis=1)
+    exp_at = np.where(has_exp, exp_mark.argmax(axis=1), lengths)[:, None]
+    lead = sign[:, :1]
+    mantissa = (cols >= lead) & (cols < exp_at)
+    power_sign = sign & (cols == exp_at + 1)
+    power = inside & (cols > exp_at) & ~power_sign
+    allowed = (
+        (mantissa & (digit | dot))
+        | (power & digit)
+        | power_sign
+        | (lead & (cols == 0))
+        | (exp_mark & (cols == exp_at))
+    )
+    mantissa_digit = digit & mantissa
+    power_digit = digit & power
+    count = mantissa_digit.sum(axis=1)
+    power_count = power_digit.sum(axis=1)
+    plain = (
+        (lengths <= width)
+        & (allowed | ~inside).all(axis=1)
+        & ((dot & mantissa).sum(axis=1) <= 1)
+        & (count >= 1)
+        & np.where(has_exp, (power_count >= 1) & (power_count <= _MAX_POWER_DIGITS), True)
+    )
+    value = np.where(digit, chars - 48, 0)
+    rank = np.cumsum(mantissa_digit, axis=1)  # 1 for the first digit, 2 for the second, ...
+    # the first 15 digits as an integer, then rescaled to as many as there are
+    head = rank <= _EXACT_DIGITS
+    weight = _INT_POW10[np.clip(_EXACT_DIGITS - rank, 0, _EXACT_DIGITS)]
+    first = np.where(mantissa_digit & head, value * weight, 0).sum(axis=1)
+    first //= _INT_POW10[_EXACT_DIGITS - np.minimum(count, _EXACT_DIGITS)]
+    number = first.astype(np.float64)
+    for k in range(_EXACT_DIGITS + 1, _DIGITS_TAKEN + 1):
+        digit_k = np.where(mantissa_digit & (rank == k), value, 0).sum(axis=1)
+        number = np.where(count >= k, number * 10.0 + digit_k, number)
+    number = np.where(lead[:, 0] & (chars[:, 0] == 45), -number, number)
+    dot_at = np.where((dot & mantissa).any(axis=1), (dot & mantissa).argmax(axis=1), exp_at[:, 0])
+    whole = (mantissa_digit & (cols < dot_at[:, None])).sum(axis=1)
+    fraction = count - whole
+    power_rank = np.cumsum(power_digit, axis=1)
+    power_weight = _INT_POW10[np.clip(power_count[:, None] - power_rank, 0, _EXACT_DIGITS)]
+    power_value = np.where(power_digit, value * power_weight, 0).sum(axis=1)
+    negative_power = (power_sign & (chars == 45)).any(axis=1)
+    exponent = np.maximum(0, whole - _DIGITS_TAKEN) - np.maximum(
+        0, np.minimum(fraction, _DIGITS_TAKEN - whole)
+    )
+    exponent += np.where(negative_power, -power_value, power_value)
+    plain &= (exponent >= -308) & (exponent <= 308)
+    scale = _POW10[np.clip(np.abs(exponent), 0, 308)]
+    with np.errstate(over="ignore"):
+        values = np.where(exponent > 0, number * scale, number / scale)
+    plain &= np.isfinite(values)
+    return values, plain
