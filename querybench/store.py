@@ -145,6 +145,9 @@ class Kind:
     # share that one's file, so a cold run creates, checkpoints and syncs one file, not two.
     table: str = _TABLE
     wal_bytes: int = 4 << 20  # its write-ahead log checkpointed past this
+    # files an earlier layout of this kind left under the cache root, removed (with their
+    # sidecars) when its store is made, so an upgrade leaves no dead cache behind
+    retired: tuple[str, ...] = ()
 
     def path(self) -> Path:
         return cache_root() / self.file
@@ -210,6 +213,11 @@ class Store:
         finally:
             with contextlib.suppress(OSError):
                 partial.unlink()
+        root = path.parents[len(Path(self.kind.file).parts) - 1]
+        for name in self.kind.retired:
+            for suffix in ("", "-wal", "-shm", "-journal"):
+                with contextlib.suppress(OSError):
+                    (root / f"{name}{suffix}").unlink()
 
     def get_many(self, keys: Sequence[str]) -> dict[str, memoryview]:
         """`get` of each key, read in a few queries; the keys with a whole entry."""

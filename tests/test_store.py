@@ -133,6 +133,25 @@ def test_a_new_store_is_put_in_place_whole(
     assert _reopened(kind, monkeypatch).get("k") == b"1"
 
 
+def _reopened_entry(kind: store.Kind) -> bytes | None:
+    entry = _opened(kind).get("k")
+    return None if entry is None else bytes(entry)
+
+
+def test_a_new_store_removes_the_files_its_earlier_layout_left(tmp_path: Path) -> None:
+    kind = store.Kind("k/new.sqlite3", (), max_bytes=1 << 20, retired=("k/old.sqlite3",))
+    old = store.cache_root() / "k" / "old.sqlite3"
+    old.parent.mkdir(parents=True, exist_ok=True)
+    for suffix in ("", "-wal", "-shm"):
+        old.with_name(old.name + suffix).write_bytes(b"an earlier version's entries")
+    keep = old.with_name("other.sqlite3")
+    keep.write_bytes(b"another kind's")
+    _opened(kind).put("k", b"1")
+    left = {p.name for p in old.parent.iterdir()}
+    assert not left & {"old.sqlite3", "old.sqlite3-wal", "old.sqlite3-shm"}
+    assert keep.exists() and _reopened_entry(kind) == b"1"
+
+
 def test_a_store_another_process_linked_first_is_kept(
     kind: store.Kind, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:

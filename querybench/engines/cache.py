@@ -72,7 +72,10 @@ def _log() -> logging.Logger:
 
 
 _CHUNK = 1 << 20
-RESULTS = Kind("results/outcomes.sqlite3", (), max_bytes=4 << 30)
+# its own file before the content store (and the whole-run entries' table in it)
+RESULTS = Kind(
+    "results/outcomes.sqlite3", (), max_bytes=4 << 30, retired=("results/store.sqlite3",)
+)
 _FINGERPRINT = "fingerprint "  # the key of a database file's content hash, then its identity
 
 Identity = tuple[int, int, int, int, int]
