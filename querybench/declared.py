@@ -85,10 +85,18 @@ _DECLARED: dict[type, tuple[Declaration, ...]] = {}
 
 
 def declared_fields(cls: type) -> tuple[Declaration, ...]:
-    """(field, its spec, its resolved annotation) of a declared dataclass, in order."""
+    """(field, its spec, its resolved annotation) of a declared dataclass, in order: a base's
+    fields first, then the class's own, each named in its `placed_after` moved to follow the
+    field it names there."""
     if cls not in _DECLARED:
         hints = typing.get_type_hints(cls)
         found = [(f, spec_of(f), hints[f.name]) for f in dataclasses.fields(cls) if f.init]
+        for name, anchor in getattr(cls, "placed_after", {}).items():
+            names = [f.name for f, _, _ in found]
+            if name not in names or anchor not in names:
+                raise TypeError(f"{cls.__name__}.placed_after: {name} after {anchor}: no field")
+            moved = found.pop(names.index(name))
+            found.insert([f.name for f, _, _ in found].index(anchor) + 1, moved)
         _DECLARED[cls] = tuple(found)
     return _DECLARED[cls]
 

@@ -1,25 +1,31 @@
 """The one content store: what querybench computes once and keeps on disk, and how.
 
 - Location: `$QUERYBENCH_CACHE`, else `~/.cache/querybench` (`cache_root`); a kind of entry
-  (`Kind`: parsed gold CSVs, parsed predictions, Spider 2.0 verdicts) lives in one SQLite file
-  under it. The result cache (`engines/cache.py`) keeps its own tables under the same root.
+  (`Kind`: query outcomes, parsed gold CSVs, parsed predictions, Spider 2.0 verdicts, whole
+  BIRD runs) lives in one SQLite file under it (or under a root its caller names); a kind
+  written with another shares its file, in a table of its own (`Kind.table`).
 - Off-switch: `switched_on(*variables)`: a variable set to 0, off or no turns its caches off.
 - Keying: an entry's key is made of everything that decides its value, by content: the bytes
   of the inputs, the source bytes of the code that decides it (`add_sources`, read from disk,
   never imported), the libraries' versions; never a name, a size or a timestamp.
 - Sealing: an entry is the sha256 of its key and payload, then the payload (`seal`); one whose
   digest does not match the key it is read under (damaged, planted, moved) is a miss (`unseal`).
-- Pruning: a store past its kind's `max_bytes` drops the entries unused longest, down to three
-  quarters of it, checked at each process's first write; an entry unused for a day is marked
-  used when read.
+- Pruning: a store past its kind's `max_bytes` (its file, or a shared file's table's entries)
+  drops the entries unused longest, down to three quarters of it, checked at each process's
+  first write; an entry unused for a day is marked used when read.
+- Creation: a new store is made whole in a private file, with no journal and no sync, then
+  linked to its name (one another process linked first is kept): SQLite making it in place
+  syncs a journal, the folder and the file, 10-30 ms on a VM disk, before a cold run's first
+  write. Where links cannot be made, SQLite makes it in place.
 - Damage: a store that is not a database is set aside (`<file>.damaged`) and started afresh; a
   read-only, full or foreign one is warned of once per cache folder and process
   (`warn_unusable`) and costs speed only, never a value: a read that fails is a miss, a write
   that fails is dropped.
 - Concurrency: WAL mode (readers never wait for a writer), writes in `BEGIN IMMEDIATE`
   transactions; two writers of one key write the same bytes. New entries are held and written
-  together (`Kind.batch` of them, or inside `deferred_writes` when the last block ends), so a
-  run's hundreds of entries cost a few commits.
+  together (`Kind.batch` of them, a `put_many`'s, or inside `deferred_writes` when the last
+  block ends), so a run's hundreds of entries cost a few commits; `get_many` reads hundreds
+  in a few queries.
 """
 
 from __future__ import annotations
@@ -27,15 +33,14 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import importlib.util
-import json
 import os
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     import logging
@@ -43,11 +48,12 @@ if TYPE_CHECKING:
 
 OFF_WORDS = ("0", "off", "no")
 _DIGEST = 32
+_TABLE = "sealed"  # a kind's table unless it shares another's file (`Kind.table`)
 _TOUCH_AFTER_S = 86_400
 _PENDING_MAX_BYTES = 16 << 20  # held entries written past this, deferring or not
+_KEYS_PER_SELECT = 500  # below SQLite's oldest bound on bound parameters (999)
 _SCHEMA = (
-    "CREATE TABLE IF NOT EXISTS sealed"
-    " (key TEXT PRIMARY KEY, entry BLOB NOT NULL, used REAL NOT NULL)"
+    "CREATE TABLE IF NOT EXISTS {} (key TEXT PRIMARY KEY, entry BLOB NOT NULL, used REAL NOT NULL)"
 )
 
 
@@ -103,21 +109,6 @@ def unseal(entry: bytes, key: str) -> memoryview | None:
     return payload if len(entry) > _DIGEST and _digest(key, payload) == entry[:_DIGEST] else None
 
 
-def seal_json(key: str, body: Any) -> bytes:
-    return seal(key, json.dumps(body).encode())
-
-
-def unseal_json(entry: bytes, key: str) -> Any:
-    """The body `seal_json` put under `key`; None when the entry or its JSON is not whole."""
-    payload = unseal(entry, key)
-    if payload is None:
-        return None
-    try:
-        return json.loads(bytes(payload))
-    except ValueError:
-        return None
-
-
 _warned: set[tuple[str, int]] = set()
 
 
@@ -150,7 +141,13 @@ class Kind:
     max_bytes: int
     batch: int = 1
     page_bytes: int = 4096  # a new store's page size
+    # Its table: a kind written with another (a run's outcomes and its whole-run entry) can
+    # share that one's file, so a cold run creates, checkpoints and syncs one file, not two.
+    table: str = _TABLE
     wal_bytes: int = 4 << 20  # its write-ahead log checkpointed past this
+    # files an earlier layout of this kind left under the cache root, removed (with their
+    # sidecars) when its store is made, so an upgrade leaves no dead cache behind
+    retired: tuple[str, ...] = ()
 
     def path(self) -> Path:
         return cache_root() / self.file
@@ -169,6 +166,7 @@ class Store:
         self.pruned = False
         self.pending: dict[str, bytes] = {}  # sealed entries not yet written
         self.pending_bytes = 0
+        self._touch = f"UPDATE {kind.table} SET used = ? WHERE key = ?"
         path.parent.mkdir(parents=True, exist_ok=True)
         try:
             self.db = self._open()
@@ -183,6 +181,8 @@ class Store:
             self.db = self._open()
 
     def _open(self) -> sqlite3.Connection:
+        if not self.path.exists():
+            self._create()
         db = sqlite3.connect(self.path, timeout=30, isolation_level=None, check_same_thread=False)
         try:
             db.execute(f"PRAGMA page_size={self.kind.page_bytes}")  # a new file's only
@@ -190,11 +190,72 @@ class Store:
             page = db.execute("PRAGMA page_size").fetchone()[0]
             db.execute(f"PRAGMA wal_autocheckpoint={max(1, self.kind.wal_bytes // page)}")
             db.execute("PRAGMA synchronous=NORMAL")  # a crash may lose entries, never corrupt
-            db.execute(_SCHEMA)
+            db.execute(_SCHEMA.format(self.kind.table))
         except BaseException:
             db.close()
             raise
         return db
+
+    def _create(self) -> None:
+        """An empty store in WAL mode put at its path whole (the module's Creation)."""
+        path = self.path
+        partial = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.new")
+        try:
+            with contextlib.closing(sqlite3.connect(partial, isolation_level=None)) as db:
+                db.execute(f"PRAGMA page_size={self.kind.page_bytes}")
+                db.execute("PRAGMA journal_mode=OFF")
+                db.execute("PRAGMA synchronous=OFF")
+                db.execute(_SCHEMA.format(self.kind.table))
+                db.execute("PRAGMA journal_mode=WAL")
+            os.link(partial, path)
+        except (OSError, sqlite3.Error):  # linked first by another, or no links here
+            pass
+        finally:
+            with contextlib.suppress(OSError):
+                partial.unlink()
+        root = path.parents[len(Path(self.kind.file).parts) - 1]
+        for name in self.kind.retired:
+            for suffix in ("", "-wal", "-shm", "-journal"):
+                with contextlib.suppress(OSError):
+                    (root / f"{name}{suffix}").unlink()
+
+    def get_many(self, keys: Sequence[str]) -> dict[str, memoryview]:
+        """`get` of each key, read in a few queries; the keys with a whole entry."""
+        now = time.time()
+        found: dict[str, memoryview] = {}
+        entries: dict[str, object] = {}
+        try:
+            with self.lock:
+                wanted = []
+                for key in keys:
+                    held = self.pending.get(key)
+                    if held is None:
+                        wanted.append(key)
+                    else:
+                        entries[key] = held
+                stale = []
+                for i in range(0, len(wanted), _KEYS_PER_SELECT):
+                    chunk = wanted[i : i + _KEYS_PER_SELECT]
+                    marks = ",".join("?" * len(chunk))
+                    query = f"SELECT key, entry, used FROM {self.kind.table} WHERE key IN ({marks})"
+                    for key, entry, used in self.db.execute(query, chunk):
+                        entries[key] = entry
+                        if isinstance(used, float | int) and used < now - _TOUCH_AFTER_S:
+                            stale.append((now, key))
+                if stale:
+                    with contextlib.suppress(sqlite3.Error), self.db:  # a read-only one serves
+                        self.db.execute("BEGIN")
+                        self.db.executemany(self._touch, stale)
+        except sqlite3.Error as exc:
+            warn_unusable(_log(), self.path, exc)
+            return found
+        for key, entry in entries.items():
+            payload = unseal(entry, key) if isinstance(entry, bytes) else None
+            if payload is not None:
+                found[key] = payload
+            else:
+                _log().debug("cache entry %s in %s is not whole: a miss", key, self.path)
+        return found
 
     def get(self, key: str) -> memoryview | None:
         """The payload under `key`; None if absent or not a whole entry of this key."""
@@ -204,14 +265,14 @@ class Store:
                 entry = self.pending.get(key)
                 if entry is None:
                     row = self.db.execute(
-                        "SELECT entry, used FROM sealed WHERE key = ?", (key,)
+                        f"SELECT entry, used FROM {self.kind.table} WHERE key = ?", (key,)
                     ).fetchone()
                     if row is None:
                         return None
                     entry = row[0]
                     if isinstance(row[1], float | int) and row[1] < now - _TOUCH_AFTER_S:
                         with contextlib.suppress(sqlite3.Error):  # a read-only store serves
-                            self.db.execute("UPDATE sealed SET used = ? WHERE key = ?", (now, key))
+                            self.db.execute(self._touch, (now, key))
         except sqlite3.Error as exc:
             warn_unusable(_log(), self.path, exc)
             return None
@@ -227,7 +288,8 @@ class Store:
             with self.lock:
                 if key in self.pending:
                     return True
-                row = self.db.execute("SELECT 1 FROM sealed WHERE key = ?", (key,)).fetchone()
+                query = f"SELECT 1 FROM {self.kind.table} WHERE key = ?"
+                row = self.db.execute(query, (key,)).fetchone()
         except sqlite3.Error:
             return False
         return row is not None
@@ -246,6 +308,24 @@ class Store:
             due = len(self.pending) >= self.kind.batch and not _deferring()
             if due or self.pending_bytes >= _PENDING_MAX_BYTES:
                 self._write_pending()
+
+    def put_many(self, items: Iterable[tuple[str, bytes]]) -> None:
+        """Each entry held, then all those held written together now (or when the last
+        `deferred_writes` block ends)."""
+        entries = [(key, seal(key, payload)) for key, payload in items]
+        with self.lock:
+            for key, entry in entries:
+                self.pending[key] = entry
+                self.pending_bytes += len(entry)
+            if not _deferring() or self.pending_bytes >= _PENDING_MAX_BYTES:
+                self._write_pending()
+
+    def hold(self, key: str, payload: bytes) -> None:
+        """`put`, written with the next write (or `flush`), never on its own."""
+        entry = seal(key, payload)
+        with self.lock:
+            self.pending[key] = entry
+            self.pending_bytes += len(entry)
 
     def flush(self) -> None:
         with self.lock:
@@ -267,46 +347,56 @@ class Store:
                 if not self.pruned:
                     self.pruned = True
                     self._prune()
-                self.db.executemany("INSERT OR REPLACE INTO sealed VALUES (?, ?, ?)", rows)
+                insert = f"INSERT OR REPLACE INTO {self.kind.table} VALUES (?, ?, ?)"
+                self.db.executemany(insert, rows)
         except sqlite3.Error as exc:  # a full or read-only cache costs speed, never a value
             warn_unusable(_log(), self.path, exc)
 
     def _prune(self) -> None:
         """The entries unused longest deleted, down to three quarters of `max_bytes`, once the
         file outgrows it (freed pages are reused, so the file stays near that)."""
-        pages, size = (self.db.execute(f"PRAGMA {p}").fetchone()[0] for p in _SIZE_PRAGMAS)
-        if pages * size <= self.kind.max_bytes:
+        table = self.kind.table
+        if table == _TABLE:  # the file's own kind: its size
+            pages, size = (self.db.execute(f"PRAGMA {p}").fetchone()[0] for p in _SIZE_PRAGMAS)
+            held = pages * size
+        else:  # a kind beside another in its file: its entries' (their lengths, not read)
+            held = self.db.execute(f"SELECT coalesce(sum(length(entry)), 0) FROM {table}")
+            held = held.fetchone()[0]
+        if held <= self.kind.max_bytes:
             return
-        excess = pages * size - self.kind.max_bytes * 3 // 4
+        excess = held - self.kind.max_bytes * 3 // 4
         doomed = []
-        for key, length in self.db.execute("SELECT key, length(entry) FROM sealed ORDER BY used"):
+        for key, length in self.db.execute(f"SELECT key, length(entry) FROM {table} ORDER BY used"):
             doomed.append((key,))
             excess -= length
             if excess <= 0:
                 break
-        self.db.executemany("DELETE FROM sealed WHERE key = ?", doomed)
+        self.db.executemany(f"DELETE FROM {table} WHERE key = ?", doomed)
 
 
 _SIZE_PRAGMAS = ("page_count", "page_size")
-_stores: dict[tuple[str, int], Store | None] = {}
+_stores: dict[tuple[str, str, int], Store | None] = {}
 _stores_lock = threading.Lock()
-_paths: dict[tuple[str | None, str | None, Kind], str] = {}  # where the cache is -> file
+_paths: dict[tuple[str | None, str | None, Kind, Path | None], str] = {}  # the cache -> file
 _deferral = (0, 0)  # (the process, its open `deferred_writes` blocks, in any thread)
 _deferral_lock = threading.Lock()
 
 
-def open_store(kind: Kind) -> Store | None:
-    """This process's connection to the kind's store under the current cache root (a forked
-    worker opens its own: a SQLite connection must not cross a fork); None when it is
-    switched off or cannot be opened (said once, `warn_unusable`)."""
+def open_store(kind: Kind, root: Path | None = None, *, create: bool = True) -> Store | None:
+    """This process's connection to the kind's store under `root`, else the current cache
+    root (a forked worker opens its own: a SQLite connection must not cross a fork); None
+    when it is switched off or cannot be opened (said once, `warn_unusable`), or when there
+    is no store yet and `create` is false (a read makes none)."""
     if not kind.on():
         return None
-    where = (os.environ.get("QUERYBENCH_CACHE"), os.environ.get("HOME"), kind)
+    where = (os.environ.get("QUERYBENCH_CACHE"), os.environ.get("HOME"), kind, root)
     if (name := _paths.get(where)) is None:  # a path built per lookup cost 20 µs each
-        name = _paths[where] = str(kind.path())
-    handle = (name, os.getpid())
+        name = _paths[where] = str(kind.path() if root is None else root / kind.file)
+    handle = (name, kind.table, os.getpid())
     with _stores_lock:
         if handle not in _stores:
+            if not create and not os.path.exists(name):
+                return None
             path = Path(name)
             try:
                 _stores[handle] = Store(path, kind)
@@ -321,7 +411,7 @@ def own_stores() -> list[Store]:
     are not its own)."""
     pid = os.getpid()
     with _stores_lock:
-        return [s for (_, owner), s in _stores.items() if owner == pid and s is not None]
+        return [s for (_, _, owner), s in _stores.items() if owner == pid and s is not None]
 
 
 def flush() -> None:

@@ -15,7 +15,9 @@ from typing import Any
 
 import pytest
 
+from querybench import store
 from querybench.engines import cache as cache_module
+from querybench.engines.cache import RESULTS
 from querybench.evaluation import bird as bird_module
 from querybench.evaluation import bird_run_cache
 from querybench.evaluation.bird import evaluate_bird
@@ -285,83 +287,26 @@ def test_r_ves_is_never_kept(files: Files, tmp_path: Path, monkeypatch: pytest.M
         assert _scored(files, tmp_path / "cache", monkeypatch, **dict(options))[1]
 
 
-def test_the_switch_turns_it_off(
+def test_a_read_only_cache_still_serves_its_outcomes(
     files: Files, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("QUERYBENCH_VERDICT_CACHE", "0")
-    for _ in range(2):
-        assert _scored(files, tmp_path / "cache", monkeypatch)[1]
-    with contextlib.closing(
-        sqlite3.connect(tmp_path / "cache" / "results" / "store.sqlite3")
-    ) as db:
-        assert not db.execute("SELECT name FROM sqlite_master WHERE name = 'runs'").fetchall()
-
-
-@pytest.mark.parametrize(
-    "damage",
-    [
-        lambda entry: entry[:-1] + bytes([entry[-1] ^ 1]),  # a flipped bit
-        lambda entry: entry[:10],  # cut short
-        lambda entry: b"",
-        lambda entry: "text",  # a foreign store's value
-    ],
-)
-def test_a_damaged_entry_is_scored_again_and_rewritten(
-    files: Files, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, damage: Callable[[bytes], Any]
-) -> None:
-    expected, _, _ = _scored(files, tmp_path / "cache", monkeypatch)
-    store = tmp_path / "cache" / "results" / "store.sqlite3"
-    with contextlib.closing(sqlite3.connect(store)) as db, db:
-        for key, entry in db.execute("SELECT key, entry FROM runs").fetchall():
-            db.execute("UPDATE runs SET entry = ? WHERE key = ?", (damage(entry), key))
-    again, looked, _ = _scored(files, tmp_path / "cache", monkeypatch)
-    assert (again, looked) == (expected, True)
-    assert _scored(files, tmp_path / "cache", monkeypatch)[:2] == (expected, False)
-
-
-def _older_store(files: Files, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A store an older version made: results and fingerprints, no runs table."""
+    # A shared cache nobody may write, its outcomes there and no run kept: a run is scored
+    # (no query runs) and nothing is kept.
     _scored(files, tmp_path / "cache", monkeypatch)
-    store = tmp_path / "cache" / "results" / "store.sqlite3"
-    with contextlib.closing(sqlite3.connect(store)) as db, db:
+    with contextlib.closing(sqlite3.connect(tmp_path / "cache" / RESULTS.file)) as db, db:
         db.execute("DROP TABLE runs")
+    monkeypatch.setattr(store, "_stores", {})  # a new process
+    real_open = store.Store._open
 
+    def read_only(self: store.Store) -> sqlite3.Connection:
+        db = real_open(self)
+        db.execute("PRAGMA query_only = ON")
+        return db
 
-def test_a_store_without_the_table_is_a_miss_and_gets_it(
-    files: Files, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    _older_store(files, tmp_path, monkeypatch)
-    results, looked, _ = _scored(files, tmp_path / "cache", monkeypatch)
-    assert looked and results == _uncached(files, tmp_path)
-    assert _scored(files, tmp_path / "cache", monkeypatch)[:2] == (results, False)
-
-
-def test_a_read_only_store_still_serves_its_results(
-    files: Files, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # A shared cache nobody may write: a run is scored (no query runs: the outcomes are
-    # there) and nothing is kept.
-    _older_store(files, tmp_path, monkeypatch)
-    monkeypatch.setattr(cache_module.ResultCache, "put_run", _refuse)
+    monkeypatch.setattr(store.Store, "_open", read_only)
     ran: list[None] = []
-    results, looked, _ = _scored(
-        files, tmp_path / "cache", monkeypatch, _on_query=lambda: ran.append(None)
-    )
-    assert looked and not ran and results == _uncached(files, tmp_path)
-
-
-def _refuse(*args: object, **kwargs: object) -> None:
-    raise OSError("attempt to write a readonly database")
-
-
-def test_the_store_keeps_the_newest_runs(
-    files: Files, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(bird_run_cache, "MAX_ENTRIES", 2)
-    for subset in (["0"], ["1"], ["2"]):
-        _scored(files, tmp_path / "cache", monkeypatch, instance_ids=subset)
-    store = tmp_path / "cache" / "results" / "store.sqlite3"
-    with contextlib.closing(sqlite3.connect(store)) as db:
-        assert db.execute("SELECT count(*) FROM runs").fetchone() == (2,)
-    assert not _scored(files, tmp_path / "cache", monkeypatch, instance_ids=["2"])[1]
-    assert _scored(files, tmp_path / "cache", monkeypatch, instance_ids=["0"])[1]
+    for _ in range(2):
+        results, looked, _ = _scored(
+            files, tmp_path / "cache", monkeypatch, _on_query=lambda: ran.append(None)
+        )
+        assert looked and not ran and results == _uncached(files, tmp_path)

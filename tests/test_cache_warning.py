@@ -96,7 +96,7 @@ def test_a_damaged_store_that_cannot_be_set_aside_warns_once(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     # a read-only cache folder: it used to say "starting a new one" once per query, and never did
-    store = tmp_path / "cache" / "results" / "store.sqlite3"
+    store = tmp_path / "cache" / "results" / "outcomes.sqlite3"
     store.parent.mkdir(parents=True)
     store.write_bytes(b"not a database, not at all")
 
@@ -114,10 +114,10 @@ def test_another_versions_results_store_says_to_delete_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     # its failed write used to read as a full or read-only folder
-    store = tmp_path / "cache" / "results" / "store.sqlite3"
+    store = tmp_path / "cache" / "results" / "outcomes.sqlite3"
     store.parent.mkdir(parents=True)
     with sqlite3.connect(store) as db:  # a layout this version does not write
-        db.execute("CREATE TABLE results (key TEXT PRIMARY KEY, value BLOB, more BLOB)")
+        db.execute("CREATE TABLE sealed (key TEXT PRIMARY KEY, value BLOB, more BLOB)")
     db.close()
     monkeypatch.setenv("QUERYBENCH_CACHE", str(tmp_path / "cache"))
     _, said = _eval_spider1(tmp_path, monkeypatch, caplog)

@@ -18,7 +18,7 @@ from querybench.engines.cache import ResultCache, database_fingerprint
 from querybench.engines.cache_values import dump_result
 from querybench.engines.pool import QueryOutcome, run_one
 from querybench.errors import QueryTimeout, UnsettledDatabase
-from querybench.store import cache_root
+from querybench.store import cache_root, seal
 from tests.test_engines_conformance import build_database
 from tests.unsettled import duckdb_rows_in_wal, held_in_wal, hot_journal, to_wal
 
@@ -119,10 +119,12 @@ def test_a_missing_database_is_left_to_compute(cache: ResultCache, tmp_path: Pat
 
 
 def plant(cache: ResultCache, database: Path, sql: str, data: bytes) -> None:
+    """`data` as the value of `sql` on `database`, a whole entry of the store: what only the
+    value's own loader can refuse."""
     cache.put(database, sql, Result(("a",), [(0,)]))  # creates the store
-    with sqlite3.connect(cache.path) as db:
-        db.execute("UPDATE results SET value = ? WHERE key = ?", (data, cache.key(database, sql)))
-    db.close()
+    key = cache.key(database, sql)
+    with contextlib.closing(sqlite3.connect(cache.path)) as db, db:
+        db.execute("UPDATE sealed SET entry = ? WHERE key = ?", (seal(key, data), key))
 
 
 class _RunsCode:
@@ -175,7 +177,7 @@ def test_one_store_for_every_entry(cache: ResultCache, sqlite_db: Path) -> None:
     cache.put_many([(q, Result(("x",), [(i,)])) for i, q in enumerate(queries)])
     assert sorted(
         p.name for p in cache.directory.iterdir() if not p.name.endswith(("-wal", "-shm"))
-    ) == ["store.sqlite3"]
+    ) == ["outcomes.sqlite3"]
     found = ResultCache(cache.directory.parent).get_many([*queries, (sqlite_db, "SELECT 9")])
     assert {sql: r.rows for (_, sql), r in found.items()} == {
         "SELECT 0": [(0,)],
@@ -189,93 +191,9 @@ def test_a_missing_database_is_left_out_of_get_many(cache: ResultCache, tmp_path
     assert not cache.path.exists()  # a read creates no store
 
 
-def test_a_store_that_is_not_a_database_is_set_aside(
-    cache: ResultCache, sqlite_db: Path, caplog: pytest.LogCaptureFixture
-) -> None:
-    cache.directory.mkdir(parents=True)
-    cache.path.write_bytes(b"not a database at all" * 100)
-    with caplog.at_level("WARNING", logger="querybench.engines.cache"):
-        assert cache.get(sqlite_db, "SELECT 1") is None
-    assert "is damaged" in caplog.text
-    compute = Counter(sqlite_db, "SELECT 1")
-    assert cache.get_or_compute(sqlite_db, "SELECT 1", compute).result is not None
-    assert ResultCache(cache.directory.parent).get(sqlite_db, "SELECT 1") is not None
-    assert (cache.directory / "store.sqlite3.damaged").read_bytes().startswith(b"not a database")
-
-
-def _journal_mode(path: Path) -> str:
-    with contextlib.closing(sqlite3.connect(path)) as db:
-        return str(db.execute("PRAGMA journal_mode").fetchone()[0])
-
-
 def _rows(cache: ResultCache, database: Path, sql: str) -> object:
     found = cache.get(database, sql)
     return None if found is None else found.rows
-
-
-def test_a_new_store_is_put_in_place_whole(cache: ResultCache, sqlite_db: Path) -> None:
-    # Made aside without syncs and linked to its name: no private file left, WAL mode, the
-    # tables there, what was written read back by another cache.
-    cache.put(sqlite_db, "SELECT 1", Result(("x",), [(1,)]))
-    assert [p.name for p in cache.directory.iterdir() if p.name.startswith(".")] == []
-    assert _journal_mode(cache.path) == "wal"
-    assert _rows(ResultCache(cache.directory.parent), sqlite_db, "SELECT 1") == [(1,)]
-
-
-def test_a_store_another_process_linked_first_is_kept(
-    cache: ResultCache, sqlite_db: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    other = ResultCache(tmp_path / "other")
-    other.put(sqlite_db, "SELECT 2", Result(("x",), [(2,)]))
-    other.close()
-    real_link = os.link
-
-    def raced(source: str | Path, target: str | Path) -> None:
-        shutil.copy(other.path, target)  # the other process links its store first
-        real_link(source, target)
-
-    monkeypatch.setattr(os, "link", raced)
-    cache.put(sqlite_db, "SELECT 1", Result(("x",), [(1,)]))
-    fresh = ResultCache(cache.directory.parent)
-    assert _rows(fresh, sqlite_db, "SELECT 2") == [(2,)]  # theirs, kept
-    assert _rows(fresh, sqlite_db, "SELECT 1") == [(1,)]  # and ours, added
-    assert [p.name for p in cache.directory.iterdir() if p.name.startswith(".")] == []
-
-
-def test_where_links_cannot_be_made_sqlite_makes_the_store(
-    cache: ResultCache, sqlite_db: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    def refuse(source: str | Path, target: str | Path) -> None:
-        raise PermissionError(1, "Operation not permitted")
-
-    monkeypatch.setattr(os, "link", refuse)
-    cache.put(sqlite_db, "SELECT 1", Result(("x",), [(1,)]))
-    assert _journal_mode(cache.path) == "wal"
-    assert _rows(ResultCache(cache.directory.parent), sqlite_db, "SELECT 1") == [(1,)]
-    assert [p.name for p in cache.directory.iterdir() if p.name.startswith(".")] == []
-
-
-def _put_in_a_child(directory: str, database: str, start: int) -> None:
-    cache = ResultCache(directory)
-    for i in range(start, start + 50):
-        cache.put(database, f"SELECT {i}", Result(("x",), [(i,)]))
-
-
-def test_concurrent_writers_lose_nothing(tmp_path: Path, sqlite_db: Path) -> None:
-    import multiprocessing
-
-    context = multiprocessing.get_context("spawn")
-    children = [
-        context.Process(target=_put_in_a_child, args=(str(tmp_path / "c"), str(sqlite_db), n))
-        for n in (0, 50, 100)
-    ]
-    for child in children:
-        child.start()
-    for child in children:
-        child.join(60)
-        assert child.exitcode == 0
-    found = ResultCache(tmp_path / "c").get_many([(sqlite_db, f"SELECT {i}") for i in range(150)])
-    assert sorted(r.rows[0][0] for r in found.values()) == list(range(150))
 
 
 def test_a_stored_fingerprint_spares_reading_the_database(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -240,7 +241,56 @@ def test_a_query_past_the_heap_cap_fails_as_out_of_memory_and_the_engine_goes_on
     probe = [sys.executable, "-c", _HEAP_PROBE, str(database)]
     lines = subprocess.run(probe, env=env, capture_output=True, text=True, timeout=120).stdout
     assert lines.splitlines() == [
-        "EngineError MemoryError out of memory while running the query",
+        "QueryOutOfMemory MemoryError the query ran out of memory",
         "[(1,)]",
         str(64 * 1024**2),
     ]
+
+
+def pushed(engine: SQLiteEngine, sql: str, **options: Any) -> list[list[tuple[Any, ...]]]:
+    """The batches `feed_batches` pushes, all of them taken."""
+    batches: list[list[tuple[Any, ...]]] = []
+
+    def take(batch: list[tuple[Any, ...]]) -> bool:
+        batches.append(batch)
+        return True
+
+    engine.feed_batches(sql, take, **options)
+    return batches
+
+
+def test_feed_batches_pushes_the_batches_execute_batches_hands_out(engine: SQLiteEngine) -> None:
+    for sql, batch in (("SELECT v FROM mixed", 4), ("SELECT v FROM mixed", 100)):
+        assert pushed(engine, sql, batch=batch) == list(engine.execute_batches(sql, batch=batch))
+    broken = "SELECT t FROM broken ORDER BY rowid DESC"  # invalid UTF-8 after a valid row
+    assert [row for b in pushed(engine, broken, batch=1) for row in b] == [("héllo",), ("A",)]
+
+
+def test_feed_batches_keeps_the_guarantees_of_execute(
+    engine: SQLiteEngine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with pytest.raises(QueryRefused):
+        pushed(engine, "SELECT 1; SELECT 2")
+    with pytest.raises(QueryRefused):
+        pushed(engine, "SELECT load_extension('x')")
+    endless = "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n) SELECT max(i) FROM n"
+    with pytest.raises(QueryTimeout):
+        pushed(engine, endless, timeout=0.2)
+    many = "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n) SELECT i FROM n"
+    handed: list[int] = []
+    with pytest.raises(ResultTooLarge):  # the rows within the cap come out first
+        engine.feed_batches(many, lambda b: handed.append(len(b)) is None, max_rows=25, batch=10)
+    assert handed == [10, 10, 5]
+    monkeypatch.setenv("QUERYBENCH_MAX_RESULT_BYTES", "15000000")
+    blobs = many.replace("SELECT i FROM n", "SELECT zeroblob(9900000) FROM n")
+    with pytest.raises(ResultTooLarge) as info:  # row by row: the second row of ~10 MB
+        pushed(engine, blobs, timeout=30, batch=1000)
+    assert info.value.code == "too_large"
+
+
+def test_a_sink_that_says_stop_frees_the_connection(engine: SQLiteEngine) -> None:
+    endless = "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n) SELECT i FROM n"
+    taken: list[list[tuple[Any, ...]]] = []
+    engine.feed_batches(endless, lambda b: taken.append(b) is not None, batch=3)
+    assert taken == [[(1,), (2,), (3,)]]
+    assert engine.execute("SELECT 7").rows == [(7,)]

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from querybench.engines.base import FETCH_CHUNK, Result
+from querybench.engines.base import FETCH_CHUNK, Result, Sink
 from querybench.engines.sqlite import SQLiteEngine
 from querybench.engines.timeouts import wall_cap
 from querybench.envs import RewardItem, SQLReward, answer_sql, execution_match, sql_workers
@@ -356,6 +356,13 @@ class CountingEngine(SQLiteEngine):
                 yield batch
         finally:
             inner.close()
+
+    def feed_batches(self, sql: str, sink: Sink, **kwargs: Any) -> None:  # type: ignore[override]
+        def counted(batch: list[tuple[Any, ...]]) -> bool:
+            self.fetched += len(batch)
+            return sink(batch)
+
+        super().feed_batches(sql, counted, **kwargs)
 
 
 def test_a_huge_foreign_answer_stops_at_its_first_row(db: Path) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import sys
+import typing
 from pathlib import Path
 from typing import Any
 
@@ -151,3 +152,32 @@ def test_the_check_can_fail(monkeypatch: pytest.MonkeyPatch) -> None:
 if __name__ == "__main__":
     DOCS.write_text(options_table(), encoding="utf-8")
     print(f"wrote {DOCS}", file=sys.stderr)
+
+
+def test_the_bird_evals_share_their_options_in_their_flags_order() -> None:
+    from querybench.benchmarks.bird import BirdEvalOptions, MiniDevEvalOptions
+
+    shared = ["metrics", "ves_repeats", "timeout", "workers", "output", "executor", "address"]
+    assert [f.name for f, _, _ in declared_fields(BirdEvalOptions)] == [
+        *["predictions", "questions", "db_dir", *shared, "runnable"]
+    ]
+    assert [f.name for f, _, _ in declared_fields(MiniDevEvalOptions)] == [
+        *["predictions", "dialect", "questions", "db_dir", "db_url", *shared]
+    ]
+    helps = {
+        cls: {f.name: spec.help for f, spec, _ in declared_fields(cls)}
+        for cls in (BirdEvalOptions, MiniDevEvalOptions)
+    }
+    assert helps[BirdEvalOptions]["db_dir"] != helps[MiniDevEvalOptions]["db_dir"]  # its own
+
+
+def test_a_field_placed_after_no_field_is_refused() -> None:
+    from querybench.declared import Declared, option
+
+    @dataclasses.dataclass(frozen=True)
+    class Misplaced(Declared):
+        placed_after: typing.ClassVar[dict[str, str]] = {"late": "nowhere"}
+        late: int = option(1, help="")
+
+    with pytest.raises(TypeError, match="late after nowhere"):
+        declared_fields(Misplaced)

@@ -126,3 +126,11 @@ def test_a_text_column_beside_a_long_integer_stays_text() -> None:
     frame = read_result_csv(io.BytesIO(b"a,b\n1234567890123456789012,word\n5,other\n"))
     assert frame["a"].tolist() == ["1234567890123456789012", "5"]
     assert frame["b"].tolist() == ["word", "other"]
+
+
+@given(st.lists(st.text(alphabet="0123456789 +-.x\u0663\u00b2", max_size=22), max_size=20))
+def test_the_first_integer_error_is_the_scalar_scans(tokens: list[str]) -> None:
+    """Plain digits skip `_int_error`, which gives them "" (other digits, such as "٣" or
+    "²", still ask it)."""
+    expected = next((e for e in map(result_csv._int_error, tokens) if e), "")
+    assert result_csv._first_int_error(tokens) == expected

@@ -306,8 +306,8 @@ def test_evaluate_spider1_tiny(tmp_path: Path) -> None:
     assert "nowhere" in (results[5].message or "")
     # the queries that ran are in the default cache: 3 distinct gold results, 5 distinct
     # prediction results, and the gold's deterministic failure (no such column)
-    store = sqlite3.connect(tmp_path / "default-cache" / "results" / "store.sqlite3")
-    values = [bytes(v) for (v,) in store.execute("SELECT value FROM results")]
+    store = sqlite3.connect(tmp_path / "default-cache" / "results" / "outcomes.sqlite3")
+    values = [bytes(v)[32:] for (v,) in store.execute("SELECT entry FROM sealed")]
     store.close()
     assert sum(v.startswith(b"querybench result cache") for v in values) == 8
     assert [v for v in values if v.startswith(b"querybench error cache")] == [

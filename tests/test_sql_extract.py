@@ -1,8 +1,10 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from querybench.evaluation.sql_extract import extract_sql
+from querybench.evaluation.sql_extract import extract_sql, scanned_sql_block, sql_block
 
 FENCE = "```"
 
@@ -47,3 +49,26 @@ CASES = [
 @pytest.mark.parametrize(("answer", "expected"), CASES)
 def test_extract_sql(answer: str, expected: str | None) -> None:
     assert extract_sql(answer) == expected
+
+
+# Pieces an answer's text is made of: the shortcut `sql_block` takes for "```sql\n" at a line's
+# start must find what the general scan finds, whatever surrounds and follows it.
+_PIECES = ["```sql\n", "```", "````", "\n", " ", "\t", "x", "SELECT 1", "`", "```sql", "sql\n"]
+
+
+@given(st.lists(st.sampled_from(_PIECES), max_size=12))
+@settings(max_examples=600, deadline=None)
+def test_sql_block_s_shortcut_agrees_with_the_general_scan(pieces: list[str]) -> None:
+    text = "".join(pieces)
+    first = text.find("```")
+    expected = None if first < 0 else scanned_sql_block(text, first)
+    assert sql_block(text) == expected
+
+
+def test_sql_block_takes_the_usual_answer_and_its_cut_off_and_odd_closings() -> None:
+    assert sql_block("think\n```sql\nSELECT 1\n```\nmore") == "SELECT 1"
+    assert sql_block("```sql\nSELECT 1\n  ```  \n") == "SELECT 1"
+    assert sql_block("```sql\nSELECT 2") == "SELECT 2"  # cut off
+    # backticks inside a line do not close the block: the scan reads on
+    assert sql_block("```sql\nSELECT '```'\nFROM t\n```") == "SELECT '```'\nFROM t"
+    assert sql_block("x ```sql\nSELECT 3\n```") is None  # not at a line's start

@@ -1,5 +1,6 @@
-"""The content store's rules, once for every kind of entry kept in it: sealing, damage, a
-read-only or unusable folder, concurrent writers, deferred writes, pruning, the switches."""
+"""The content store's rules, once for every kind of entry kept in it: creation, sealing,
+damage, a read-only or unusable folder, concurrent writers, deferred writes, pruning, the
+switches."""
 
 from __future__ import annotations
 
@@ -7,6 +8,8 @@ import contextlib
 import dataclasses
 import logging
 import multiprocessing
+import os
+import shutil
 import sqlite3
 import threading
 from pathlib import Path
@@ -14,9 +17,15 @@ from pathlib import Path
 import pytest
 
 from querybench import store
-from querybench.evaluation import csv_cache, verdict_cache
+from querybench.engines import cache as result_cache
+from querybench.evaluation import bird_run_cache, csv_cache, verdict_cache
 
-KINDS = [verdict_cache.VERDICTS, *csv_cache.KINDS.values()]
+KINDS = [
+    result_cache.RESULTS,
+    bird_run_cache.RUNS,
+    verdict_cache.VERDICTS,
+    *csv_cache.KINDS.values(),
+]
 
 
 @pytest.fixture(autouse=True)
@@ -51,12 +60,12 @@ def _rows(kind: store.Kind) -> dict[str, bytes]:
     if not kind.path().exists():
         return {}
     with contextlib.closing(sqlite3.connect(kind.path())) as db:
-        return dict(db.execute("SELECT key, entry FROM sealed"))
+        return dict(db.execute(f"SELECT key, entry FROM {kind.table}"))
 
 
 def _replace(kind: store.Kind, key: str, entry: bytes) -> None:
     with contextlib.closing(sqlite3.connect(kind.path())) as db, db:
-        db.execute("UPDATE sealed SET entry = ? WHERE key = ?", (entry, key))
+        db.execute(f"UPDATE {kind.table} SET entry = ? WHERE key = ?", (entry, key))
 
 
 def test_an_entry_comes_back_as_put(kind: store.Kind, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -68,13 +77,119 @@ def test_an_entry_comes_back_as_put(kind: store.Kind, monkeypatch: pytest.Monkey
     assert kind.path().parent.parent == store.cache_root()
 
 
+def test_many_entries_come_back_as_put(kind: store.Kind, monkeypatch: pytest.MonkeyPatch) -> None:
+    keys = [f"k{i}" for i in range(1200)]  # past one query's bound on parameters
+    kept = _opened(kind)
+    kept.put_many([(key, key.encode()) for key in keys])
+    assert len(_rows(kind)) == 1200  # written at once
+    kept.put_many([("held", b"h")])
+    wanted = [*keys, "held", "absent"]
+    assert kept.get_many(wanted) == {**{key: key.encode() for key in keys}, "held": b"h"}
+    kept = _reopened(kind, monkeypatch)
+    assert kept.get_many(wanted) == {**{key: key.encode() for key in keys}, "held": b"h"}
+    _replace(kind, "k7", b"not an entry")
+    assert "k7" not in kept.get_many(["k7", "k8"])
+
+
+def test_a_held_entry_waits_for_the_next_write(kind: store.Kind) -> None:
+    kept = _opened(kind)
+    kept.hold("quiet", b"q")
+    assert kept.get("quiet") == b"q" and _rows(kind) == {}
+    kept.put_many([("loud", b"l")])
+    assert set(_rows(kind)) == {"quiet", "loud"}
+
+
+def test_a_read_makes_no_store(kind: store.Kind) -> None:
+    assert store.open_store(kind, create=False) is None
+    assert not kind.path().exists()
+    _opened(kind).put("k", b"1")
+    assert store.open_store(kind, create=False) is _opened(kind)
+
+
+def test_a_named_root_is_its_own_store(kind: store.Kind, tmp_path: Path) -> None:
+    _opened(kind).put("k", b"1")
+    elsewhere = store.open_store(kind, tmp_path / "elsewhere")
+    assert elsewhere is not None and elsewhere.path == tmp_path / "elsewhere" / kind.file
+    assert elsewhere.get("k") is None
+
+
+def _journal_mode(path: Path) -> str:
+    with contextlib.closing(sqlite3.connect(path)) as db:
+        return str(db.execute("PRAGMA journal_mode").fetchone()[0])
+
+
+def _private_files(kind: store.Kind) -> list[str]:
+    return [p.name for p in kind.path().parent.iterdir() if p.name.startswith(".")]
+
+
+def test_a_new_store_is_put_in_place_whole(
+    kind: store.Kind, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Made aside without syncs and linked to its name: no private file left, WAL mode, what
+    # was written read back by another process.
+    _opened(kind).put("k", b"1")
+    assert _private_files(kind) == []
+    assert _journal_mode(kind.path()) == "wal"
+    assert _reopened(kind, monkeypatch).get("k") == b"1"
+
+
+def _reopened_entry(kind: store.Kind) -> bytes | None:
+    entry = _opened(kind).get("k")
+    return None if entry is None else bytes(entry)
+
+
+def test_a_new_store_removes_the_files_its_earlier_layout_left(tmp_path: Path) -> None:
+    kind = store.Kind("k/new.sqlite3", (), max_bytes=1 << 20, retired=("k/old.sqlite3",))
+    old = store.cache_root() / "k" / "old.sqlite3"
+    old.parent.mkdir(parents=True, exist_ok=True)
+    for suffix in ("", "-wal", "-shm"):
+        old.with_name(old.name + suffix).write_bytes(b"an earlier version's entries")
+    keep = old.with_name("other.sqlite3")
+    keep.write_bytes(b"another kind's")
+    _opened(kind).put("k", b"1")
+    left = {p.name for p in old.parent.iterdir()}
+    assert not left & {"old.sqlite3", "old.sqlite3-wal", "old.sqlite3-shm"}
+    assert keep.exists() and _reopened_entry(kind) == b"1"
+
+
+def test_a_store_another_process_linked_first_is_kept(
+    kind: store.Kind, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    other = store.open_store(kind, tmp_path / "other")
+    assert other is not None
+    other.put("theirs", b"2")
+    other.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # all of it in the file copied
+    real_link = os.link
+
+    def raced(source: str | Path, target: str | Path) -> None:
+        shutil.copy(other.path, target)  # the other process links its store first
+        real_link(source, target)
+
+    monkeypatch.setattr(os, "link", raced)
+    _opened(kind).put("ours", b"1")
+    fresh = _reopened(kind, monkeypatch)
+    assert (fresh.get("theirs"), fresh.get("ours")) == (b"2", b"1")
+    assert _private_files(kind) == []
+
+
+def test_where_links_cannot_be_made_sqlite_makes_the_store(
+    kind: store.Kind, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def refuse(source: str | Path, target: str | Path) -> None:
+        raise PermissionError(1, "Operation not permitted")
+
+    monkeypatch.setattr(os, "link", refuse)
+    _opened(kind).put("k", b"1")
+    assert _journal_mode(kind.path()) == "wal"
+    assert _reopened(kind, monkeypatch).get("k") == b"1"
+    assert _private_files(kind) == []
+
+
 def test_an_entry_is_its_digest_of_key_and_payload_then_the_payload() -> None:
     entry = store.seal("k", b"payload")
     assert entry[32:] == b"payload"
     assert store.unseal(entry, "k") == b"payload"
     assert store.unseal(entry, "k2") is None
-    assert store.unseal_json(store.seal_json("k", {"a": [1]}), "k") == {"a": [1]}
-    assert store.unseal_json(store.seal("k", b"{not json"), "k") is None
 
 
 @pytest.mark.parametrize(
@@ -114,7 +229,7 @@ def test_a_planted_value_of_another_type_is_a_miss(
 ) -> None:
     _opened(kind).put("k", b"payload")
     with contextlib.closing(sqlite3.connect(kind.path())) as db, db:
-        db.execute("UPDATE sealed SET entry = 'text', used = 'then'")
+        db.execute(f"UPDATE {kind.table} SET entry = 'text', used = 'then'")
     assert _reopened(kind, monkeypatch).get("k") is None
 
 
@@ -165,7 +280,7 @@ def test_a_read_only_store_serves_its_entries_and_drops_new_ones(
 ) -> None:
     _opened(kind).put("k", b"payload")
     kept = _reopened(kind, monkeypatch)
-    kept.db.execute("UPDATE sealed SET used = 0")  # unused for long: a read marks it used
+    kept.db.execute(f"UPDATE {kind.table} SET used = 0")  # unused for long: a read marks it used
     kept.db.execute("PRAGMA query_only = ON")  # a shared cache nobody may write
     assert kept.get("k") == b"payload"
     with caplog.at_level(logging.WARNING, logger="querybench"):
@@ -259,7 +374,7 @@ def test_pruning_drops_the_entries_unused_longest(
     kept = _opened(kind)
     for i in range(8):
         kept.put(f"k{i}", bytes([i]) * 150_000)
-        kept.db.execute("UPDATE sealed SET used = ? WHERE key = ?", (i, f"k{i}"))
+        kept.db.execute(f"UPDATE {kind.table} SET used = ? WHERE key = ?", (i, f"k{i}"))
     small = dataclasses.replace(kind, max_bytes=800_000)
     kept = _reopened(small, monkeypatch)  # a new process: its first write prunes
     kept.put("new", b"n")
@@ -303,7 +418,7 @@ def test_a_write_racing_another_writer_keeps_its_entries(kind: store.Kind) -> No
     def racing_prune() -> None:
         prune()  # this transaction has read
         with contextlib.suppress(sqlite3.OperationalError):  # waits for none: locked is fine
-            other.execute("INSERT INTO sealed VALUES ('theirs', x'00', 0)")
+            other.execute(f"INSERT INTO {kind.table} VALUES ('theirs', x'00', 0)")
 
     kept._prune = racing_prune  # type: ignore[method-assign]
     kept.put("ours", b"entry")
@@ -332,3 +447,24 @@ def test_a_store_left_by_an_older_layout_still_serves(kind: store.Kind) -> None:
     kept = _opened(kind)
     kept.put("k", b"payload")
     assert kept.get("k") == b"payload"
+
+
+def test_a_kind_beside_another_in_its_file_is_bounded_by_its_own_entries(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    outcomes = result_cache.RESULTS
+    runs = dataclasses.replace(bird_run_cache.RUNS, max_bytes=500_000)
+    assert runs.file == outcomes.file and runs.table != outcomes.table
+    _opened(outcomes).put_many([(f"k{i}", bytes([i]) * 150_000) for i in range(8)])
+    _opened(runs).put("run", b"r" * 100_000)
+    kept = _reopened(runs, monkeypatch)  # a new process: its first write prunes
+    kept.put("another", b"a")
+    assert set(_rows(runs)) == {"run", "another"}  # 1.2 MB beside it, its own 100 kB
+    assert len(_rows(outcomes)) == 8
+    kept = _reopened(runs, monkeypatch)
+    kept.pruned = False
+    kept.put("big", b"b" * 450_000)
+    kept = _reopened(runs, monkeypatch)
+    kept.put("last", b"l")  # now past its bound: the oldest go
+    assert "run" not in _rows(runs) and "last" in _rows(runs)
+    assert len(_rows(outcomes)) == 8

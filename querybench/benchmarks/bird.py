@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from querybench.benchmarks import eval_options as eo
 from querybench.benchmarks.spec import Benchmark, BenchmarkSpec, Family
@@ -83,14 +83,13 @@ def _ves_repeats() -> Any:
 
 
 @dataclass(frozen=True)
-class BirdEvalOptions(Declared):
-    """`eval bird`."""
+class _BirdFamilyOptions(Declared):
+    """The options every BIRD eval takes, in the order of their flags (each benchmark words its
+    own `questions` and `db_dir`, which keep their place here)."""
 
     predictions: Path = eo.predictions(_PREDICTIONS)
-    questions: Path | None = eo.location("BIRD question file (dev.json); default the data's.")
-    db_dir: Path | None = eo.location(
-        "Databases at `DIR/<db_id>/<db_id>.sqlite`; default the data's."
-    )
+    questions: Path | None = eo.location("")
+    db_dir: Path | None = eo.location("")
     metrics: str = _metrics()
     ves_repeats: int = _ves_repeats()
     timeout: float = eo.timeout(30.0, "Seconds per query.")
@@ -98,22 +97,33 @@ class BirdEvalOptions(Declared):
     output: Path | None = eo.output()
     executor: str = eo.executor()
     address: str | None = eo.address()
+
+
+@dataclass(frozen=True)
+class BirdEvalOptions(_BirdFamilyOptions):
+    """`eval bird`."""
+
+    questions: Path | None = eo.location("BIRD question file (dev.json); default the data's.")
+    db_dir: Path | None = eo.location(
+        "Databases at `DIR/<db_id>/<db_id>.sqlite`; default the data's."
+    )
     runnable: bool = eo.runnable()
 
 
 @dataclass(frozen=True)
-class MiniDevEvalOptions(Declared):
+class MiniDevEvalOptions(_BirdFamilyOptions):
     """`eval bird-mini-dev`."""
 
-    predictions: Path = eo.predictions(_PREDICTIONS)
-    dialect: str = option(
-        "sqlite", help="sqlite, mysql or postgresql: which mini-dev file and engine."
-    )
+    placed_after: ClassVar[dict[str, str]] = {"dialect": "predictions", "db_url": "db_dir"}
+
     questions: Path | None = eo.location(
         "Questions file; default the data's mini_dev_DIALECT.json."
     )
     db_dir: Path | None = eo.location(
         "sqlite: databases at `DIR/<db_id>/<db_id>.sqlite`; default the data."
+    )
+    dialect: str = option(
+        "sqlite", help="sqlite, mysql or postgresql: which mini-dev file and engine."
     )
     db_url: str | None = option(
         None,
@@ -121,13 +131,6 @@ class MiniDevEvalOptions(Declared):
         "(every table in one database, as the official dumps) or …/bird_{db_id} (one per "
         "db_id); load it from the SQLite files with `querybench db load`.",
     )
-    metrics: str = _metrics()
-    ves_repeats: int = _ves_repeats()
-    timeout: float = eo.timeout(30.0, "Seconds per query.")
-    workers: int = eo.workers()
-    output: Path | None = eo.output()
-    executor: str = eo.executor()
-    address: str | None = eo.address()
 
 
 def _bird(name: Benchmark, title: str, **declared: object) -> BenchmarkSpec:

@@ -75,6 +75,8 @@ def _unique_names(names: tuple[str, ...]) -> list[str]:
 # Rows handed out batch by batch; a generator, so a consumer that stops early closes it and
 # the engine's cursor with it (`contextlib.closing`).
 Batches = Generator[list[tuple[Any, ...]], None, None]
+# Takes each batch of rows pushed to it (`feed_batches`) and says whether to read on.
+Sink = Callable[[list[tuple[Any, ...]]], bool]
 
 
 class Engine(Protocol):
@@ -146,6 +148,28 @@ class EngineBase(Closing):
     ) -> Batches:
         """The rows of `execute`, run now (so its errors raise here), in lists of `batch`."""
         return in_batches(self.execute(sql, timeout=timeout, max_rows=max_rows).rows, batch)
+
+    def feed_batches(
+        self,
+        sql: str,
+        sink: Sink,
+        *,
+        timeout: float | None = None,
+        max_rows: int | None = None,
+        batch: int = FETCH_CHUNK,
+    ) -> None:
+        """`execute_batches` pushed: each batch to `sink` until it returns False (an engine
+        that streams overrides this with a loop of its own)."""
+        batches = self.execute_batches(sql, timeout=timeout, max_rows=max_rows, batch=batch)
+        feed_batches(batches, sink)
+
+
+def feed_batches(batches: Batches, sink: Sink) -> None:
+    """Each of `batches` to `sink` until it returns False, then `batches` closed."""
+    with contextlib.closing(batches):
+        for rows in batches:
+            if not sink(rows):
+                return
 
 
 def in_batches(rows: list[tuple[Any, ...]], batch: int) -> Batches:
@@ -219,9 +243,19 @@ def positive_int_env(name: str) -> int | None:
 
 
 def max_result_bytes() -> int:
-    """The byte cap on one result: `$QUERYBENCH_MAX_RESULT_BYTES`, else 256 MiB."""
-    cap = positive_int_env(MAX_RESULT_BYTES_ENV)
-    return DEFAULT_MAX_RESULT_BYTES if cap is None else cap
+    """The byte cap on one result: `$QUERYBENCH_MAX_RESULT_BYTES`, else 256 MiB (read for
+    every result; parsed once per value it takes)."""
+    raw = os.environ.get(MAX_RESULT_BYTES_ENV)
+    cap = _CAPS.get(raw)
+    if cap is None:
+        given = positive_int_env(MAX_RESULT_BYTES_ENV)
+        if len(_CAPS) > 16:
+            _CAPS.clear()
+        cap = _CAPS[raw] = DEFAULT_MAX_RESULT_BYTES if given is None else given
+    return cap
+
+
+_CAPS: dict[str | None, int] = {}
 
 
 def row_bytes(row: Iterable[Any]) -> int:

@@ -10,16 +10,15 @@ can fail past row n only when it gets there); a timeout, a cap, a killed or cras
 anything environmental is never stored, nor is any outcome of a query that may read the clock,
 a random draw, the file's path or the engine's settings (`cache_values.volatile`).
 
-Every entry lives in one SQLite file (`<cache>/results/store.sqlite3`, WAL mode): a run reads
-all its gold in one query and writes what it computed in one transaction, where one file per
-result cost a syscall or three per entry and about 1 ms per created file on a VM disk.
-SQLite's locking keeps concurrent runs (and the RL reward's worker processes) safe. Values are a
-pickle of plain values, read back with an unpickler that can only build the value types the
-drivers return, so a planted entry can fail to load but cannot run code; such an entry, or a
-store that is not a database at all, is a miss (the store is set aside and started afresh).
+Every entry lives in the content store (`querybench.store`, kind `RESULTS`: its sealing,
+pruning, damage and concurrency rules, `<cache>/results/outcomes.sqlite3`): a run reads all its
+gold in a few queries and writes what it computed in one transaction. Values are a pickle of
+plain values, read back with an unpickler that can only build the value types the drivers
+return (`cache_values`), so a planted entry can fail to load but cannot run code: a miss.
 
-The content hash of a database file is remembered in the store too, by the file's identity
-(device, inode, size, mtime and ctime in ns): a warm run does not read every database again.
+The content hash of a database file is remembered in the store too (`fingerprint <identity>`),
+by the file's identity (device, inode, size, mtime and ctime in ns): a warm run does not read
+every database again.
 A database's state is its file and its sidecars (`EngineSpec.sidecars`: SQLite's `-wal` and
 `-journal`, DuckDB's `.wal`), which readers apply on top of the file while they hold data:
 rows committed to a `-wal` leave the file's bytes, size and times as they were. Such a
@@ -27,9 +26,6 @@ database is not cached at all, read or written (`UnsettledDatabase`, said once p
 process), rather than keyed by its sidecars' bytes too: which frames of a `-wal` a reader
 takes is decided by the `-shm` index beside it, which readers themselves rewrite, so no set
 of bytes short of a copy taken under the writer's lock names that state.
-So are whole BIRD runs (`get_run` / `put_run`, `evaluation/bird_run_cache.py`), in a table the
-first such write makes, through the same connection as the run's outcomes: a cold run creates
-and syncs one file.
 """
 
 from __future__ import annotations
@@ -42,10 +38,9 @@ import os
 import pickle
 import sqlite3
 import threading
-import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from querybench.engines import Target, parse_target
 from querybench.engines.base import Result, max_result_bytes
@@ -60,7 +55,7 @@ from querybench.engines.cache_values import (
 )
 from querybench.engines.registry import kind_spec
 from querybench.errors import EngineError, UnsettledDatabase
-from querybench.store import cache_root, warn_unusable
+from querybench.store import Kind, Store, cache_root, open_store
 
 if TYPE_CHECKING:  # the pool (and multiprocessing) loads only when a query must run
     import logging
@@ -77,18 +72,11 @@ def _log() -> logging.Logger:
 
 
 _CHUNK = 1 << 20
-_STORE = "store.sqlite3"
-_SCHEMA = (
-    "CREATE TABLE IF NOT EXISTS results (key TEXT PRIMARY KEY, value BLOB NOT NULL) WITHOUT ROWID;"
-    "CREATE TABLE IF NOT EXISTS fingerprints (identity TEXT PRIMARY KEY, sha256 TEXT NOT NULL)"
-    " WITHOUT ROWID;"
+# its own file before the content store (and the whole-run entries' table in it)
+RESULTS = Kind(
+    "results/outcomes.sqlite3", (), max_bytes=4 << 30, retired=("results/store.sqlite3",)
 )
-# Whole runs' entries (`evaluation/bird_run_cache.py`), the table made by their first write.
-_RUNS = (
-    "CREATE TABLE IF NOT EXISTS runs"
-    " (key TEXT PRIMARY KEY, entry BLOB NOT NULL, written REAL NOT NULL) WITHOUT ROWID"
-)
-_KEYS_PER_SELECT = 500  # below SQLite's oldest bound on bound parameters (999)
+_FINGERPRINT = "fingerprint "  # the key of a database file's content hash, then its identity
 
 Identity = tuple[int, int, int, int, int]
 Query = tuple[str | Path, str]  # (database, SQL)
@@ -159,19 +147,17 @@ def database_fingerprint(path: str | Path) -> str:
 
 
 class ResultCache:
-    """Results on disk in one SQLite store under `directory` (`directory/store.sqlite3`).
+    """Results on disk in the content store under `directory` (else the cache root).
 
-    Thread-safe; a process forked with an open cache reopens the store on first use.
+    Thread-safe; a process forked with an open cache opens its own connection on first use.
     """
 
     def __init__(self, directory: str | Path | None = None) -> None:
-        root = cache_root() if directory is None else Path(directory).expanduser()
-        self.directory = root / "results"
-        self.path = self.directory / _STORE
+        self.root = cache_root() if directory is None else Path(directory).expanduser()
+        self.directory = self.root / "results"
+        self.path = self.root / RESULTS.file
         self._targets: dict[str, Target] = {}  # parsed once per database (the stat is not)
-        self._lock = threading.RLock()
-        self._db: sqlite3.Connection | None = None
-        self._pid = 0
+        self._lock = threading.Lock()
         self._new_fingerprints: dict[str, str] = {}  # identity -> sha256, not yet stored
 
     def key(self, database: str | Path, sql: str) -> str:
@@ -236,10 +222,9 @@ class ResultCache:
                 keys.setdefault(failed, []).append(query)
             except (EngineError, OSError):
                 continue
-        rows = self._select("SELECT key, value FROM results WHERE key IN", list(keys))
         found: dict[Q, Outcome] = {}
-        for key, data in rows.items():
-            value = load_outcome(data) if isinstance(data, bytes) else None
+        for key, payload in self._entries(list(keys)).items():
+            value = load_outcome(bytes(payload))
             if isinstance(value, Result) and max_rows is not None and len(value.rows) > max_rows:
                 continue
             if value is not None:
@@ -273,9 +258,10 @@ class ResultCache:
         self.put_many([((database, sql), result)])
 
     def put_many(self, items: Iterable[tuple[Query, Result]]) -> None:
-        """Store the results in one transaction; a value the safe loader could not rebuild is
-        left out. Raises `OSError` when the store cannot be written, `EngineError` when a
-        database cannot be fingerprinted or is unsettled (nothing is written then)."""
+        """Store the results, with the content hashes computed since the last write, in one
+        transaction; a value the safe loader could not rebuild is left out. `EngineError`
+        when a database cannot be fingerprinted or is unsettled (nothing is written then);
+        a store that cannot be written is said once and costs speed (`querybench.store`)."""
         rows = []
         seen: dict[str, str] = {}
         for (database, sql), result in items:
@@ -289,33 +275,16 @@ class ResultCache:
         self._write(rows)
 
     def _write(self, rows: list[tuple[str, bytes]]) -> None:
-        if not rows and not self._new_fingerprints:
-            return
-        self._transaction(
-            lambda db: db.executemany("INSERT OR REPLACE INTO results VALUES (?, ?)", rows)
-        )
-
-    def _transaction(self, write: Callable[[sqlite3.Connection], object]) -> None:
-        """`write`, then the content hashes computed since the last write, in one transaction
-        (the store made first if need be); `OSError` when the store cannot be written."""
         with self._lock:
-            try:
-                db = self._connect(create=True)
-                assert db is not None
-                db.execute("BEGIN IMMEDIATE")
-                try:
-                    write(db)
-                    db.executemany(
-                        "INSERT OR REPLACE INTO fingerprints VALUES (?, ?)",
-                        self._new_fingerprints.items(),
-                    )
-                    db.execute("COMMIT")
-                except BaseException:
-                    db.execute("ROLLBACK")
-                    raise
-                self._new_fingerprints.clear()
-            except sqlite3.Error as exc:
-                raise OSError(f"{self.path}: {exc}") from exc
+            fingerprints = [
+                (_FINGERPRINT + k, v.encode()) for k, v in self._new_fingerprints.items()
+            ]
+            self._new_fingerprints.clear()
+        if not rows and not fingerprints:
+            return
+        kept = self._store(create=True)
+        if kept is not None:
+            kept.put_many([*rows, *fingerprints])
 
     def get_or_compute(
         self,
@@ -339,19 +308,13 @@ class ResultCache:
             return QueryOutcome(key, cached, None)
         outcome = compute()
         if outcome.result is not None:
-            try:
+            # unsettled since the lookup (already said), or gone: not cached
+            with contextlib.suppress(EngineError, OSError):
                 self.put(database, sql, outcome.result)
-            except OSError as exc:  # a full or read-only cache costs speed, not the result
-                warn_unusable(_log(), self.path, exc)
-            except EngineError:  # unsettled since the lookup: not cached, already said
-                pass
         return outcome
 
     def close(self) -> None:
-        with self._lock:
-            if self._db is not None and self._pid == os.getpid():
-                self._db.close()
-            self._db = None
+        """Nothing to release: the store's connection is the process's (`open_store`)."""
 
     def fingerprint(self, path: str | Path) -> str:
         """The content hash a database file's keys are made of (see `_fingerprint`)."""
@@ -363,28 +326,6 @@ class ResultCache:
         if target is None:
             target = self._targets[str(database)] = parse_target(database)
         return target
-
-    def get_run(self, key: str) -> bytes | None:
-        """The entry of a whole run (`evaluation/bird_run_cache.py`), if the store has one."""
-        found = self._select("SELECT key, entry FROM runs WHERE key IN", [key])
-        value = found.get(key)
-        return value if isinstance(value, bytes) else None
-
-    def put_run(self, key: str, entry: bytes, *, keep: int) -> None:
-        """Store a whole run's entry, with the content hashes computed meanwhile, keeping the
-        `keep` newest entries; `OSError` when the store cannot be written. The table is made
-        here, so a store that is only read (a shared read-only cache) never needs a write."""
-
-        def write(db: sqlite3.Connection) -> None:
-            db.execute(_RUNS)
-            db.execute("INSERT OR REPLACE INTO runs VALUES (?, ?, ?)", (key, entry, time.time()))
-            db.execute(
-                "DELETE FROM runs WHERE key NOT IN "
-                "(SELECT key FROM runs ORDER BY written DESC LIMIT ?)",
-                (keep,),
-            )
-
-        self._transaction(write)
 
     def _fingerprint(self, target: Target) -> str:
         """`database_fingerprint`, looked up in the store (by the file's identity) before the
@@ -398,9 +339,9 @@ class ResultCache:
         if known is not None:
             return known
         name = ":".join(map(str, identity))
-        stored = self._select("SELECT identity, sha256 FROM fingerprints WHERE identity IN", [name])
-        fingerprint = stored.get(name)
-        if isinstance(fingerprint, str) and len(fingerprint) == 64:
+        stored = self._entries([_FINGERPRINT + name]).get(_FINGERPRINT + name)
+        fingerprint = bytes(stored).decode("ascii", "replace") if stored is not None else ""
+        if len(fingerprint) == 64:
             with _fingerprints_lock:
                 _fingerprints[identity] = fingerprint
             return fingerprint
@@ -410,92 +351,21 @@ class ResultCache:
         return fingerprint
 
     def _read(self, keys: list[str]) -> dict[str, Result]:
-        rows = self._select("SELECT key, value FROM results WHERE key IN", keys)
         found = {}
-        for key, data in rows.items():
-            result = load_result(data) if isinstance(data, bytes) else None
+        for key, payload in self._entries(keys).items():
+            result = load_result(bytes(payload))
             if result is not None:
                 found[key] = result
         return found
 
-    def _select(self, head: str, names: list[str]) -> dict[str, Any]:
-        """`head (?, ?, ...)` over `names` in chunks; nothing when there is no store (or it
-        cannot be read: a miss costs speed, not results)."""
-        found: dict[str, Any] = {}
-        if not names:
-            return found
-        with self._lock:
-            try:
-                db = self._connect(create=False)
-                if db is None:
-                    return found
-                for i in range(0, len(names), _KEYS_PER_SELECT):
-                    chunk = names[i : i + _KEYS_PER_SELECT]
-                    marks = ",".join("?" * len(chunk))
-                    found.update(db.execute(f"{head} ({marks})", chunk).fetchall())
-            except sqlite3.Error as exc:
-                _log().debug("result cache %s not read: %s", self.path, exc)
-        return found
+    def _entries(self, keys: list[str]) -> dict[str, memoryview]:
+        """The payloads of `keys` the store has; nothing when there is no store (a read makes
+        none) or it cannot be read (a miss costs speed, not results)."""
+        kept = self._store(create=False) if keys else None
+        return {} if kept is None else kept.get_many(keys)
 
-    def _connect(self, *, create: bool) -> sqlite3.Connection | None:
-        """The store's connection (lock held), opened on first use in this process; None
-        when there is no store yet and `create` is false."""
-        if self._db is not None and self._pid == os.getpid():
-            return self._db
-        self._db = None  # a connection inherited through fork is never used
-        if not create and not self.path.is_file():
-            return None
-        self.directory.mkdir(parents=True, exist_ok=True)
-        try:
-            db = _open_store(self.path)
-        except sqlite3.DatabaseError as exc:
-            if isinstance(exc, sqlite3.OperationalError):
-                raise  # locked, read-only, ...: not a damaged store
-            try:
-                os.replace(self.path, self.path.with_name(f"{_STORE}.damaged"))
-            except OSError:
-                raise exc from None  # not set aside (a read-only folder): unusable as it is
-            _log().warning("result cache %s is damaged (%s): starting a new one", self.path, exc)
-            db = _open_store(self.path)
-        self._db, self._pid = db, os.getpid()
-        return db
-
-
-def _open_store(path: Path) -> sqlite3.Connection:
-    if not path.exists():
-        _create_store(path)
-    db = sqlite3.connect(path, timeout=60.0, isolation_level=None, check_same_thread=False)
-    try:
-        db.execute("PRAGMA journal_mode=WAL")
-        db.execute("PRAGMA synchronous=NORMAL")  # WAL keeps the store whole on a crash
-        db.executescript(_SCHEMA)
-    except BaseException:
-        db.close()
-        raise
-    return db
-
-
-def _create_store(path: Path) -> None:
-    """An empty store in WAL mode put at `path` whole: made in a private file with no journal
-    and no sync, then linked to its name (a store another process linked first is kept).
-    SQLite making it in place syncs a rollback journal, the folder and the file, four
-    fdatasyncs (10-30 ms on a VM disk) before a cold run's first write. Nothing is lost to a
-    crash: the first write's checkpoint syncs the file and the folder, and a file left
-    unreadable is set aside as damaged, as any other. Where links cannot be made, SQLite
-    makes the store itself."""
-    partial = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.new")
-    try:
-        with contextlib.closing(sqlite3.connect(partial, isolation_level=None)) as db:
-            db.execute("PRAGMA journal_mode=OFF")
-            db.execute("PRAGMA synchronous=OFF")
-            db.executescript(_SCHEMA)
-            db.execute("PRAGMA journal_mode=WAL")
-        os.link(partial, path)
-    except (OSError, sqlite3.Error):  # linked first by another, or no links here
-        pass
-    finally:
-        with contextlib.suppress(OSError):
-            partial.unlink()
+    def _store(self, *, create: bool) -> Store | None:
+        return open_store(RESULTS, self.root, create=create)
 
 
 def _driver_version(kind: str) -> str:

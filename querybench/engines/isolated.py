@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from querybench.engines.base import FETCH_CHUNK, Closing, Result, Table
+from querybench.engines.memory import cap_memory, out_of_memory, query_memory_bytes
 from querybench.engines.registry import ENGINES, EngineSpec
 from querybench.engines.supervision import (
     OPEN_TIMEOUT_S,
@@ -277,7 +278,7 @@ class QueryProcess:
             ours, theirs = context.Pipe()
             process = context.Process(
                 target=_serve,
-                args=(theirs, self._open_databases, _ignores_ctrl_c()),
+                args=(theirs, self._open_databases, _ignores_ctrl_c(), query_memory_bytes()),
                 name="querybench-query",
                 daemon=True,
             )
@@ -515,7 +516,12 @@ def _ignores_ctrl_c() -> bool:
     return signal.getsignal(signal.SIGINT) is signal.SIG_IGN
 
 
-def _serve(pipe: Connection, open_databases: int, ignore_ctrl_c: bool = False) -> None:
+def _serve(
+    pipe: Connection,
+    open_databases: int,
+    ignore_ctrl_c: bool = False,
+    memory_bytes: int | None = None,
+) -> None:
     """The child's loop: one message in, one reply out, until the parent closes the pipe."""
     # A terminal's Ctrl-C reaches the whole process group: the child dies of it at once, even
     # inside one long C call, and silently (Python's handler would print a KeyboardInterrupt
@@ -523,6 +529,7 @@ def _serve(pipe: Connection, open_databases: int, ignore_ctrl_c: bool = False) -
     # A parent that ignores it, and so goes on, keeps its children running too.
     signal.signal(signal.SIGINT, signal.SIG_IGN if ignore_ctrl_c else signal.SIG_DFL)
     mark_query_process()  # DuckDB's watchdog then counts this process's CPU time
+    cap_memory(memory_bytes)  # past it an allocation fails: `QueryOutOfMemory`, not a crash
     keep = query_environment()  # no API key or token is left where a model's SQL runs
     os.environ.clear()
     os.environ.update(keep)
@@ -620,7 +627,9 @@ def _send(pipe: Connection, reply: tuple[str, Any]) -> bool:
     is gone."""
     try:
         pipe.send(reply)
-    except (pickle.PicklingError, TypeError, AttributeError, MemoryError) as exc:
+    except MemoryError:
+        pipe.send(("error", out_of_memory("handing the result over")))
+    except (pickle.PicklingError, TypeError, AttributeError) as exc:
         pipe.send(("error", EngineError(f"the result cannot be handed over: {exc}")))
     except (BrokenPipeError, OSError):
         return False
@@ -641,7 +650,11 @@ def _send_group(pipe: Connection, replies: list[tuple[str, Any]]) -> bool:
         try:
             pipe.send(("group", [reply]))
         except (pickle.PicklingError, TypeError, AttributeError, MemoryError) as exc:
-            error = EngineError(f"the result cannot be handed over: {exc}")
+            error = (
+                out_of_memory("handing the result over")
+                if isinstance(exc, MemoryError)
+                else EngineError(f"the result cannot be handed over: {exc}")
+            )
             try:
                 pipe.send(("group", [("error", error)]))
             except OSError:
@@ -659,7 +672,10 @@ def _close(stream: Iterator[Any] | None) -> None:
 
 
 def _portable(exc: Exception) -> EngineError:
-    """`exc` as an `EngineError` that survives the pipe, its class (and so its code) kept."""
+    """`exc` as an `EngineError` that survives the pipe, its class (and so its code) kept; an
+    allocation refused by the memory cap is `QueryOutOfMemory`."""
+    if isinstance(exc, MemoryError):
+        return out_of_memory()
     if not isinstance(exc, EngineError):
         return EngineError(f"unexpected {type(exc).__name__}: {exc}")
     try:

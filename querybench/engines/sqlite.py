@@ -26,11 +26,13 @@ from querybench.engines.base import (
     Column,
     EngineBase,
     Result,
+    Sink,
     Table,
     fetch_capped,
     positive_int_env,
     quote_identifier,
 )
+from querybench.engines.memory import below_cap, out_of_memory
 from querybench.engines.registry import ENGINES
 from querybench.engines.timeouts import CHECK_EVERY_S, Budget, timed_out
 from querybench.errors import (
@@ -63,6 +65,8 @@ _READ_PRAGMAS = frozenset(
 _QUERY_PRAGMAS = frozenset(
     {"user_version", "application_id", "encoding", "page_size", "page_count", "journal_mode"}
 )
+_READ_ACTIONS = frozenset({sqlite3.SQLITE_SELECT, sqlite3.SQLITE_READ, sqlite3.SQLITE_RECURSIVE})
+_OK = sqlite3.SQLITE_OK
 _DENIED_FUNCTIONS = frozenset({"load_extension", "fts3_tokenizer"})
 # Statement kinds the authorizer never sees (REINDEX without a name) or that should be refused
 # with a clear message before SQLite is asked at all.
@@ -94,9 +98,9 @@ DEFAULT_HEAP_BYTES = 4 * 1024**3
 
 
 def _cap_heap(conn: sqlite3.Connection) -> None:
-    """SQLite's process-wide hard heap limit: `$QUERYBENCH_SQLITE_HEAP_BYTES` (4 GiB), unless a
-    lower one is already set."""
-    cap = positive_int_env(HEAP_BYTES_ENV) or DEFAULT_HEAP_BYTES
+    """SQLite's process-wide hard heap limit: `$QUERYBENCH_SQLITE_HEAP_BYTES` (4 GiB; half the
+    memory cap in a query child, `memory.below_cap`), unless a lower one is already set."""
+    cap = below_cap(positive_int_env(HEAP_BYTES_ENV) or DEFAULT_HEAP_BYTES)
     (current,) = conn.execute("PRAGMA hard_heap_limit").fetchone()
     if current == 0 or current > cap:
         conn.execute(f"PRAGMA hard_heap_limit={int(cap)}")
@@ -206,6 +210,66 @@ class SQLiteEngine(EngineBase):
         statement = single_statement(sql)  # refused before anything is read
         return self._batches(statement, timeout, max_rows, max(1, batch))
 
+    def feed_batches(
+        self,
+        sql: str,
+        sink: Sink,
+        *,
+        timeout: float | None = None,
+        max_rows: int | None = None,
+        batch: int = FETCH_CHUNK,
+    ) -> None:
+        """`execute_batches` pushed instead of pulled: each batch goes to `sink`, which says
+        whether to read on (False closes the cursor at once). The same guarantees and the
+        same batches, in one frame per query rather than a generator per layer: the reward
+        runs this for every answer."""
+        statement = single_statement(sql)
+        size = max(1, batch)
+        with _Running(self, timeout):
+            handed = [0]
+            try:
+                self._feed(statement, sink, size, max_rows, 0, handed)
+            except sqlite3.OperationalError as exc:
+                if not str(exc).startswith(_DECODE_ERROR):
+                    raise
+                with self._lenient_text():
+                    self._feed(statement, sink, size, max_rows, handed[0], handed)
+
+    def _feed(
+        self,
+        statement: str,
+        sink: Sink,
+        batch: int,
+        max_rows: int | None,
+        skip: int,
+        handed: list[int],
+    ) -> None:
+        """`_stream`'s batches handed to `sink` (`handed[0]` counts the rows it got), until it
+        says stop."""
+        cursor = self._conn.execute(statement)
+        cursor.row_factory = ByteBudget().row_factory  # the byte cap, row by row
+        try:
+            read = 0
+            while True:
+                size = batch if max_rows is None else min(batch, max_rows + 1 - read)
+                rows = cursor.fetchmany(size)
+                if not rows:
+                    return
+                start, read = read, read + len(rows)
+                if max_rows is not None and read > max_rows:
+                    rows = rows[: max_rows - start]
+                if start + len(rows) > skip:
+                    given = rows[skip - start :] if skip > start else rows
+                    handed[0] += len(given)
+                    if not sink(given):
+                        return
+                if max_rows is not None and read > max_rows:
+                    raise ResultTooLarge(f"the result has more than {max_rows} rows")
+                if read - start < size:  # `fetchmany` stops short only at the last row
+                    return
+        finally:
+            cursor.close()
+
     def _batches(
         self, statement: str, timeout: float | None, max_rows: int | None, batch: int
     ) -> Generator[list[tuple[Any, ...]], None, None]:
@@ -310,8 +374,8 @@ class SQLiteEngine(EngineBase):
     def _authorize(
         self, action: int, arg1: str | None, arg2: str | None, db: str | None, _src: str | None
     ) -> int:
-        if action in (sqlite3.SQLITE_SELECT, sqlite3.SQLITE_READ, sqlite3.SQLITE_RECURSIVE):
-            return sqlite3.SQLITE_OK
+        if action in _READ_ACTIONS:  # called for every column a statement reads
+            return _OK
         if action == sqlite3.SQLITE_FUNCTION:
             if (arg2 or "").lower() not in _DENIED_FUNCTIONS:
                 return sqlite3.SQLITE_OK
@@ -352,7 +416,7 @@ class _Running:
             if isinstance(exc, sqlite3.Error):
                 raise engine._engine_error(exc, self.timeout) from exc
             if isinstance(exc, MemoryError):
-                raise EngineError("out of memory while running the query") from exc
+                raise out_of_memory() from exc
         finally:
             engine._budget = engine._spent = None
             engine._lock.release()

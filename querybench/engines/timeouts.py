@@ -87,16 +87,24 @@ def process_cpu_s(pid: int) -> float | None:
 _CLOCK_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
 
-@dataclass(frozen=True)
 class Budget:
     """One query's time from its start: `timeout` of the clock `cpu` reads (None: the wall
-    clock only, as a server engine's), capped by the wall clock at `wall_s`."""
+    clock only, as a server engine's), capped by the wall clock at `wall_s`. Never changed
+    once made (a plain class with slots: one is made for every query, and a frozen
+    dataclass costs microseconds to build)."""
 
-    timeout: float
-    wall_s: float
-    started: float
-    cpu: Callable[[], float | None] | None = None
-    cpu_started: float = 0.0
+    __slots__ = ("cpu", "cpu_started", "started", "timeout", "wall_s")
+
+    def __init__(
+        self,
+        timeout: float,
+        wall_s: float,
+        started: float,
+        cpu: Callable[[], float | None] | None = None,
+        cpu_started: float = 0.0,
+    ) -> None:
+        self.timeout, self.wall_s, self.started = timeout, wall_s, started
+        self.cpu, self.cpu_started = cpu, cpu_started
 
     @classmethod
     def start(cls, timeout: float, cpu: Callable[[], float | None] | None = None) -> Budget:

@@ -6,15 +6,14 @@ toolbox; `execution_match` is BIRD's `bird_verdict` / `bird_metrics`, never a se
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from typing import Any
 
 from querybench.engines import Engine
-from querybench.engines.base import Result
+from querybench.engines.base import EngineBase, Result, feed_batches
 from querybench.errors import EngineError
-from querybench.evaluation.bird import StreamedMatch, bird_metrics, bird_stream_match, bird_verdict
+from querybench.evaluation.bird import StreamedMatch, StreamMatcher, bird_metrics, bird_verdict
 from querybench.evaluation.sql_extract import sql_block
 from querybench.evaluation.verdict import Verdict
 
@@ -60,13 +59,20 @@ def run_answer(
     results. Errors come back as values. `gold_rows` is the set of `gold`'s rows when the
     caller keeps it (one gold, many answers).
     """
+    matcher = None
     try:
         if engine.spec.capabilities.streams and isinstance(gold, Result):
-            batches = engine.execute_batches(sql, timeout=timeout, max_rows=max_rows)
-            with contextlib.closing(batches):
-                return bird_stream_match(gold.rows if gold_rows is None else gold_rows, batches)
+            matcher = StreamMatcher(gold.rows if gold_rows is None else gold_rows)
+            if isinstance(engine, EngineBase):  # pushed: no generator per batch
+                engine.feed_batches(sql, matcher.feed, timeout=timeout, max_rows=max_rows)
+            else:
+                batches = engine.execute_batches(sql, timeout=timeout, max_rows=max_rows)
+                feed_batches(batches, matcher.feed)
+            return matcher.result()
         return engine.execute(sql, timeout=timeout, max_rows=max_rows)
     except EngineError as exc:
+        if matcher is not None and matcher.mismatched:  # cut short after a mismatch
+            return matcher.result()
         return exc
     except Exception as exc:  # a bug on one answer must not take the others down
         return EngineError(f"unexpected {type(exc).__name__}: {exc}")

@@ -101,12 +101,17 @@ class _Worker:
         self.progress = progress
         self.cache = ResultCache(config.cache_dir) if config.disk_cache else None
         self.engines: OrderedDict[str, Engine] = OrderedDict()
-        self.gold: dict[tuple[str, str], Outcome] = {}
-        self.gold_rows: dict[tuple[str, str], frozenset[tuple[object, ...]]] = {}
+        # Each gold's outcome and the set of its rows, made once.
+        self.gold: dict[tuple[str, str], tuple[Outcome, frozenset[tuple[object, ...]] | None]]
+        self.gold = {}
 
     def score(self, task: Task) -> RewardOutcome:
         database, gold_sql, sql, gold_known, answer_known = task
-        gold = gold_known if gold_known is not None else self.gold_of(database, gold_sql)
+        gold: Outcome
+        if gold_known is not None:
+            gold, gold_rows = gold_known, None
+        else:
+            gold, gold_rows = self.gold_of(database, gold_sql)
         if answer_known is not None or sql is None:
             return execution_match(gold, answer_known)
         try:
@@ -119,12 +124,6 @@ class _Worker:
         cpu = counts_cpu(engine.spec.name)
         progress.step(ANSWER, config.answer_timeout, cpu=cpu)
         try:
-            gold_rows = None
-            if isinstance(gold, Result):  # the set of gold rows, built once per gold
-                key = (database, gold_sql)
-                gold_rows = self.gold_rows.get(key)
-                if gold_rows is None:
-                    gold_rows = self.gold_rows[key] = frozenset(gold.rows)
             answer = run_answer(
                 engine,
                 sql,
@@ -133,31 +132,38 @@ class _Worker:
                 max_rows=config.answer_max_rows,
                 gold_rows=gold_rows,
             )
-            # The answer's rows are compared under a deadline of their own: rows made to share
-            # one hash bucket (integers k * (2**61 - 1)) make the set comparison quadratic.
-            progress.step(ANSWER, config.answer_timeout, cpu=cpu)
+            if isinstance(answer, Result):
+                # Whole rows are compared under a deadline of their own: rows made to share
+                # one hash bucket (integers k * (2**61 - 1)) make the set comparison
+                # quadratic. Streamed rows were compared within the answer's own deadline.
+                progress.step(ANSWER, config.answer_timeout, cpu=cpu)
             return execution_match(gold, answer)
         finally:
             progress.done()
 
-    def gold_of(self, database: str, gold_sql: str) -> Outcome:
+    def gold_of(
+        self, database: str, gold_sql: str
+    ) -> tuple[Outcome, frozenset[tuple[object, ...]] | None]:
+        """The gold outcome and, when it has rows, their set (both made once per gold)."""
         key = (database, gold_sql)
         known = self.gold.get(key)
         if known is None:
+            outcome: Outcome | None = None
             cache, progress = self.cache, self.progress
             if cache is not None:
                 progress.step(OPENING, OPEN_TIMEOUT_S)
-                known = cache_get(cache, database, gold_sql)
+                outcome = cache_get(cache, database, gold_sql)
                 progress.done()
-            if known is None:
+            if outcome is None:
                 start = time.monotonic()
-                known = self.run(database, gold_sql)
+                outcome = self.run(database, gold_sql)
                 took = time.monotonic() - start
-                if cache is not None and isinstance(known, Result) and took >= DISK_CACHE_MIN_S:
+                if cache is not None and isinstance(outcome, Result) and took >= DISK_CACHE_MIN_S:
                     progress.step(OPENING, OPEN_TIMEOUT_S)
-                    cache_put(cache, database, gold_sql, known)
+                    cache_put(cache, database, gold_sql, outcome)
                     progress.done()
-            self.gold[key] = known
+            rows = frozenset(outcome.rows) if isinstance(outcome, Result) else None
+            known = self.gold[key] = (outcome, rows)
         return known
 
     def run(self, database: str, sql: str) -> Outcome:

@@ -18,6 +18,7 @@ databases may be on a MySQL or PostgreSQL server (`db_url`).
 
 from __future__ import annotations
 
+import functools
 import json
 import time
 from collections import Counter
@@ -127,41 +128,90 @@ def bird_stream_match(
     mismatch, reading goes on only while every row is the same single 0, 1 or NULL (stopping
     at the first other row); if the timeout or row cap cuts that short, the rows read decide.
     `gold_rows` may be given as the set of gold rows already (a reward scoring many answers
-    against one gold builds it once).
+    against one gold builds it once). `StreamMatcher` is the rule, for batches pushed to it.
     """
-    gold = gold_rows if isinstance(gold_rows, AbstractSet) else set(gold_rows)
-    seen: set[Row] = set()
-    read = 0
-    iterator = iter(batches)
-    for batch in iterator:
+    matcher = StreamMatcher(gold_rows)
+    try:
+        for batch in batches:
+            if not matcher.feed(batch):
+                break
+    except EngineError:
+        if not matcher.mismatched:  # timed out or capped after a mismatch: the rows read decide
+            raise
+    return matcher.result()
+
+
+class StreamMatcher:
+    """`bird_stream_match` fed one batch at a time: `feed` (an engine's `feed_batches` sink)
+    says whether to read on, `result` what was found. An error while reading fails the
+    prediction unless it comes after a mismatch (`mismatched`), when the rows read decide."""
+
+    __slots__ = ("gold", "last", "read", "seen", "stopped_at", "trivial")
+
+    def __init__(self, gold_rows: Sequence[Row] | AbstractSet[Row]) -> None:
+        self.gold = gold_rows if isinstance(gold_rows, AbstractSet) else set(gold_rows)
+        self.seen: set[Row] = set()
+        self.read = 0
+        self.stopped_at = 0  # rows compared up to the first foreign one (0: none yet)
+        self.trivial = False  # after a mismatch: the prediction is trivial so far
+        self.last: Row = ()
+
+    @property
+    def mismatched(self) -> bool:
+        return self.stopped_at > 0
+
+    def feed(self, batch: Sequence[Row]) -> bool:
+        if self.stopped_at:  # only to learn whether the prediction is trivial
+            self.trivial = is_trivial_result([self.last, *batch])
+            return self.trivial
+        gold = self.gold
         distinct = set(batch)  # a batch of gold rows, the common case, is checked at C speed
         if distinct <= gold:
-            seen |= distinct
-            read += len(batch)
-            continue
+            if self.seen:
+                self.seen |= distinct
+            else:
+                self.seen = distinct
+            self.read += len(batch)
+            return True
         for index, row in enumerate(batch):
             if row not in gold:
+                seen = self.seen
                 seen.update(batch[:index])
-                rest = _trivial_rest(seen, batch[index:], iterator)
-                return StreamedMatch(False, rest, read + index + 1, len(gold))
-    return StreamedMatch(len(seen) == len(gold), is_trivial_result(seen), read, len(gold))
+                self.stopped_at = self.read + index + 1
+                if len(seen) > 1 or not is_trivial_result([*seen, row]):
+                    return False
+                self.trivial, self.last = is_trivial_result(batch[index:]), row
+                return self.trivial
+        raise AssertionError("a batch with a foreign row has one")  # pragma: no cover
+
+    def result(self) -> StreamedMatch:
+        gold = len(self.gold)
+        if self.stopped_at:
+            return streamed_match(False, self.trivial, self.stopped_at, gold)
+        seen = self.seen
+        return streamed_match(len(seen) == gold, is_trivial_result(seen), self.read, gold)
 
 
-def _trivial_rest(seen: set[Row], batch: Sequence[Row], rest: Iterable[Sequence[Row]]) -> bool:
-    """`is_trivial_result` of a mismatched prediction: `seen` (its distinct rows so far), the
-    rest of the current batch and the batches after it, read only while it can still hold."""
-    if len(seen) > 1 or not is_trivial_result([*seen, batch[0]]):
-        return False
+@functools.lru_cache(maxsize=4096)
+def streamed_match(
+    matched: bool, trivial: bool, rows_read: int, gold_distinct: int
+) -> StreamedMatch:
+    """`StreamedMatch(...)`, one frozen instance per value: a reward makes one for every answer,
+    of few distinct values (a frozen dataclass costs microseconds to build)."""
+    return StreamedMatch(matched, trivial, rows_read, gold_distinct)
 
-    def remaining() -> Iterable[Row]:
-        yield from batch
-        try:
-            for more in rest:
-                yield from more
-        except EngineError:  # timed out or capped: the rows read so far decide
-            return
 
-    return is_trivial_result(remaining())
+@functools.lru_cache(maxsize=4096)
+def _streamed_mismatch(gold_distinct: int, rows_read: int) -> Verdict:
+    """The verdict of a streamed prediction stopped at its first foreign row, one frozen
+    instance per value (and so pickled once per batch of them)."""
+    # streamed: the prediction's first foreign row stopped the read, its size is unknown
+    return Verdict.fail(
+        ErrorCode.WRONG_RESULT,
+        f"different row sets: gold {gold_distinct} distinct rows, "
+        f"prediction differs by row {rows_read}",
+        VerdictDetail(Difference.WRONG_VALUES),
+    )
 
 
 def bird_verdict(
@@ -177,13 +227,7 @@ def bird_verdict(
     if isinstance(pred, StreamedMatch):
         if pred.matched:
             return Verdict.ok()
-        # streamed: the prediction's first foreign row stopped the read, its size is unknown
-        return Verdict.fail(
-            ErrorCode.WRONG_RESULT,
-            f"different row sets: gold {pred.gold_distinct} distinct rows, "
-            f"prediction differs by row {pred.rows_read}",
-            VerdictDetail(Difference.WRONG_VALUES),
-        )
+        return _streamed_mismatch(pred.gold_distinct, pred.rows_read)
     if bird_result_match(gold.rows, pred.rows):
         return Verdict.ok()
     gold_rows, pred_rows = hash_safe(gold.rows, pred.rows)

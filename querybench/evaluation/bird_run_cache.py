@@ -17,11 +17,10 @@ was read is never recorded.
 Only a run whose every outcome the result cache would serve is stored: no timeout, cap, crash
 or other failure of the moment, no query that may read the clock or a random draw
 (`cache_values.volatile`), no R-VES (timed), no server (`db_url`). Entries are JSON (the
-results as `InstanceResult.to_json` writes them) sealed as every entry of the content store is
-(`querybench.store.seal`); one that fails a check is a miss, and the run is scored again and
-the entry rewritten. Entries live in the result cache's own store (`ResultCache.get_run` /
-`put_run`), written through the run's one connection, so a cold run creates and syncs no
-second file; the `MAX_ENTRIES` newest are kept. `QUERYBENCH_VERDICT_CACHE=0` turns it off.
+results as `InstanceResult.to_json` writes them) kept in the content store (`querybench.store`,
+kind `RUNS`, a table of the result cache's file: its sealing, pruning, damage and
+concurrency rules); one that fails a check is a miss, and the run is scored again and the entry
+rewritten. `QUERYBENCH_VERDICT_CACHE=0` turns it off.
 """
 
 from __future__ import annotations
@@ -34,7 +33,7 @@ from pathlib import Path
 
 from querybench import store
 from querybench.engines.base import Result, max_result_bytes
-from querybench.engines.cache import ResultCache, sqlite_build
+from querybench.engines.cache import RESULTS, ResultCache, sqlite_build
 from querybench.engines.cache_values import storable_error, volatile
 from querybench.errors import EngineError
 from querybench.evaluation.record import InstanceResult
@@ -63,7 +62,9 @@ SCORER_MODULES = tuple(
         "store",
     )
 )
-MAX_ENTRIES = 64
+# Beside the run's outcomes, in their file: a file of its own cost a cold run its creation,
+# checkpoint and syncs (4 more fdatasyncs).
+RUNS = store.Kind(RESULTS.file, ("QUERYBENCH_VERDICT_CACHE",), max_bytes=128 << 20, table="runs")
 
 
 @functools.cache
@@ -84,7 +85,7 @@ def run_key(
     timeout: float | None,
 ) -> str | None:
     """The key of a run over these files' text and options; None when the store is off."""
-    if not store.switched_on("QUERYBENCH_VERDICT_CACHE"):
+    if not RUNS.on():
         return None
     identity = scorer_identity()
     if identity is None:
@@ -100,13 +101,12 @@ def run_key(
 
 def lookup(key: str, cache: ResultCache) -> list[InstanceResult] | None:
     """The stored results of `key`, if its databases are as they were; None otherwise."""
-    entry = cache.get_run(key)
-    if entry is None:
-        return None
-    data = store.unseal_json(entry, key)
-    if not isinstance(data, dict):
+    kept = store.open_store(RUNS, cache.root, create=False)
+    payload = kept.get(key) if kept is not None else None
+    if payload is None:
         return None
     try:
+        data = json.loads(bytes(payload))
         stored = {str(where): fingerprint for where, fingerprint in data["databases"]}
         if database_contents(stored, cache) != stored:
             return None
@@ -133,19 +133,17 @@ def remember(
     """Keep `results` under `key` with `contents`, the databases' content hashes taken before
     the run (`database_contents`), if they are still those now: a database edited while the
     run read it is never recorded with results of its old content. A database present but
-    unreadable keeps the run out too. A cache that cannot be written costs speed only."""
+    unreadable keeps the run out too. A store that cannot be written costs speed only."""
     if database_contents(contents, cache) != contents:
         return
     if any(fp is None and Path(where).is_file() for where, fp in contents.items()):
         return  # present but unreadable: its outcomes were not the cache's to decide
+    kept = store.open_store(RUNS, cache.root)
+    if kept is None:
+        return
     results_json = [r.to_json() for r in results]
-    entry = store.seal_json(key, {"databases": sorted(contents.items()), "results": results_json})
-    try:
-        cache.put_run(key, entry, keep=MAX_ENTRIES)
-    except OSError as exc:
-        import logging
-
-        store.warn_unusable(logging.getLogger(__name__), cache.path, exc)
+    entry = {"databases": sorted(contents.items()), "results": results_json}
+    kept.put_many([(key, json.dumps(entry).encode())])
 
 
 def database_contents(databases: Iterable[str | Path], cache: ResultCache) -> dict[str, str | None]:

@@ -136,7 +136,7 @@ def _record_column(tokens: list[str], parsed: pd.Series) -> npt.NDArray[Any] | N
     each stopping at its first bad token, and keeps the text when a number overflows both
     integer types or no type takes every token."""
     present = [t for t in tokens if t not in _NA_TOKENS]
-    int_error = next((e for e in map(_int_error, present) if e), "")
+    int_error = _first_int_error(present)
     if int_error == "overflow":
         uint_error = next((e for e in map(_uint_error, present) if e), "")
         if uint_error == "overflow":
@@ -181,6 +181,17 @@ def _text(tokens: list[str], na_filter: bool) -> npt.NDArray[np.object_]:
     out = np.empty(len(tokens), dtype=object)
     out[:] = [math.nan if na_filter and t in _NA_TOKENS else t for t in tokens]
     return out
+
+
+def _first_int_error(tokens: list[str]) -> str:
+    """The first of the tokens' `_int_error`s ("" if none): plain digits, up to 18 of them,
+    are an int64 without a look."""
+    for token in tokens:
+        if len(token) <= 18 and token.isdigit() and token.isascii():
+            continue
+        if error := _int_error(token):
+            return error
+    return ""
 
 
 def _int_error(token: str, bound: int = (1 << 63) - 1) -> str:

@@ -168,6 +168,9 @@ def _exec_result_mode(job: _Job, ids: list[str], workers: int) -> Iterator[Insta
     chunks = [ids[i : i + _CHUNK] for i in range(0, len(ids), _CHUNK)]
     context = multiprocessing.get_context("fork" if sys.platform == "linux" else "spawn")
     job.gold.result_paths(ids[0])  # list the gold folder once, before the workers start
+    # the scorers too: imported once here, each forked worker has them (a spawned one imports)
+    import querybench.evaluation.spider2  # noqa: F401
+
     lost: list[list[str]] = []
     with ProcessPoolExecutor(
         max_workers=workers, mp_context=context, initializer=_adopt_job, initargs=(job,)

@@ -43,6 +43,22 @@ def sql_block(text: str) -> str | None:
     first = text.find("```")
     if first < 0:
         return None
+    if text.startswith("```sql\n", first) and (first == 0 or text[first - 1] == "\n"):
+        # The answer asked for (a line "```sql" and, below it, a closing line): read at once,
+        # as the general scan below reads it; anything else takes the scan.
+        start = first + 7
+        hit = text.find("```", start)
+        if hit < 0:  # cut off mid-block
+            return _non_empty(text[start:])
+        close = text.rfind("\n", 0, hit) + 1
+        closing = _CLOSING.match(text, close)
+        if closing is not None and len(closing.group("fence")) >= 3:
+            return _non_empty(text[start:close])
+    return scanned_sql_block(text, first)
+
+
+def scanned_sql_block(text: str, first: int) -> str | None:
+    """`sql_block` by the general scan, from `first`, the first backticks of `text`."""
     # No fence opens before the line of the first backticks: skip the prose above it (an RL
     # answer's reasoning).
     for language, body in _fenced_blocks(text, text.rfind("\n", 0, first) + 1):

@@ -55,6 +55,7 @@ SCORER_MODULES = tuple(
         "evaluation.large_scoring",
         "evaluation.prediction_file",
         "evaluation.record",
+        "evaluation.record_floats",
         "evaluation.result_csv",
         "evaluation.spider1_exact",
         "tasks.spider1_sql",

@@ -128,8 +128,12 @@ class Manifest:
     format: int = FORMAT
 
     def to_json(self) -> dict[str, Any]:
-        out = dataclasses.asdict(self)
-        out["inputs"] = {k: dataclasses.asdict(v) for k, v in sorted(self.inputs.items())}
+        # the inputs (a few thousand) as plain dicts directly: `asdict` would copy them deeply
+        out = dataclasses.asdict(dataclasses.replace(self, inputs={}))
+        out["inputs"] = {
+            k: {"sha256": v.sha256, "role": v.role, "instances": v.instances}
+            for k, v in sorted(self.inputs.items())
+        }
         return out
 
     @classmethod
@@ -316,17 +320,19 @@ def _files(
         return
     if not where.is_dir():
         return
-    for path in sorted(where.rglob("*")):
+    depth = len(where.parts)
+    # by their parts, which is how paths compare (each part's key made once, not per pair)
+    for path in sorted(where.rglob("*"), key=lambda p: p.parts):
         if not path.is_file() or (path.is_symlink() and not path.resolve().is_file()):
             continue
-        relative = path.relative_to(where)
+        relative = path.parts[depth:]  # `rglob` yields `where` / relative parts
         if role == "database":
             if path.suffix.lower() in DATABASE_SUFFIXES:
-                yield f"{label}/{relative.as_posix()}", path, set()
+                yield f"{label}/{'/'.join(relative)}", path, set()
             continue
-        owners = {i for part in relative.parts for i in _owners(part, ids)}
-        if owners or len(relative.parts) == 1:
-            yield f"{label}/{relative.as_posix()}", path, owners
+        owners = {i for part in relative for i in _owners(part, ids)}
+        if owners or len(relative) == 1:
+            yield f"{label}/{'/'.join(relative)}", path, owners
 
 
 def _owners(part: str, ids: set[str]) -> Iterator[str]:
