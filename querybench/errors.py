@@ -12,6 +12,7 @@
     │   ├── QueryTimeout
     │   ├── ResultTooLarge          too many rows
     │   │   └── ResultTooManyBytes
+    │   │       └── QueryOutOfMemory  past the query child's memory cap
     │   ├── UnsettledDatabase       a sidecar (-wal, -journal) holds changes
     │   └── EngineUnavailable       no driver or no credentials here
     ├── FetchError                  a download not completed or verified
@@ -263,6 +264,11 @@ class ResultTooManyBytes(ResultTooLarge):
     """The statement returned more bytes than the result byte cap allows."""
 
     code = ErrorCode.TOO_LARGE
+
+
+class QueryOutOfMemory(ResultTooManyBytes):
+    """The statement needed more memory than the query child may take (its OS memory cap, or
+    DuckDB's `memory_limit` below it): a result or an intermediate too large, as a byte cap."""
 
 
 class UnsettledDatabase(EngineError):

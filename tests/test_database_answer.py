@@ -199,3 +199,20 @@ def test_eval_spider2_refuses_a_planted_view_and_a_link_to_the_gold(tmp_path: Pa
         assert (result.official_score, result.strict_score) == (0.0, 0.0), result
         assert result.error == "bad_prediction_file" and why in (result.message or ""), result
     assert (results["shop003"].official_score, results["shop003"].strict_score) == (1.0, 1.0)
+
+
+def test_a_huge_table_stops_at_the_byte_cap_before_it_is_read_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # 10 GB of text behind one view: read whole before its bytes were counted, it ran the
+    # child out of memory; fetched in chunks, it stops one chunk past the byte cap.
+    monkeypatch.setenv("QUERYBENCH_QUERY_MEMORY_BYTES", str(1024**3))
+    gold = build(tmp_path / "gold" / "shop001" / "shop.duckdb", GOLD_TABLE)
+    huge = (
+        "create view totals as select repeat('x', 10000) as name, 1.0 as total from range(1000000)"
+    )
+    pred = build(tmp_path / "pred" / "shop001" / "shop.duckdb", huge)
+    with DatabaseReader(timeout=120.0) as reader:
+        verdict = duckdb_match(pred, gold, **PARAMS, reader=reader)
+    assert verdict.error == "too_large", verdict
+    assert "holds more than 268435456 bytes (the cap" in (verdict.message or ""), verdict

@@ -96,3 +96,24 @@ def test_engines_on_one_file_share_its_instance(database: Path) -> None:
         assert second.execute("SELECT count(*) FROM singer").rows == [(3,)]
         with pytest.raises(EngineError, match="different configuration"):
             DuckDBEngine(database, memory_limit="1GB")
+
+
+def test_frames_fetched_in_chunks_are_fetchdfs_frames(tmp_path: Path) -> None:
+    # NULLs in one chunk only widen that column's dtype as a whole fetchdf widens it.
+    query = (
+        "SELECT i, CASE WHEN i = 5000 THEN NULL ELSE i END AS ni, i % 2 = 0 AS b,"
+        " CASE WHEN i = 5000 THEN NULL ELSE i % 2 = 0 END AS nb, 'x' || i AS s,"
+        " CASE WHEN i = 9000 THEN NULL ELSE 'y' END AS ns, i::DOUBLE AS d,"
+        " (i / 3)::DECIMAL(10, 2) AS dec, DATE '2020-01-01' + i::INT AS dt,"
+        " TIMESTAMP '2020-01-01' + INTERVAL (i) SECOND AS ts, [i, i + 1] AS l, {'a': i} AS st,"
+        " CASE WHEN i = 300000 THEN NULL ELSE (i % 100)::TINYINT END AS nt"
+        " FROM range(300001) t(i)"
+    )
+    path = tmp_path / "f.duckdb"
+    duckdb.connect(str(path)).close()
+    whole = duckdb.connect(str(path), read_only=True).execute(query).fetchdf()
+    with DuckDBEngine(path) as engine:
+        (frame,) = engine.execute_frames([query])
+    assert not isinstance(frame, EngineError)
+    assert list(frame.dtypes) == list(whole.dtypes)
+    assert frame.equals(whole)

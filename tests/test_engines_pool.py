@@ -185,20 +185,3 @@ def test_a_single_call_bomb_costs_its_timeout_on_the_pool_and_in_run_one(
     alone = run_one(*bombs["printf"], timeout=1.0)
     assert alone.error is not None and alone.error.code == "timeout"
     assert time.monotonic() - start < 2 * (1.0 + 10)
-
-
-def test_a_running_child_given_to_the_pool_serves_a_worker_and_ends_with_the_pool(
-    databases: dict[str, Path],
-) -> None:
-    given = QueryProcess()
-    given.start()
-    child = given._process
-    assert child is not None
-    jobs = [QueryJob(str(i), databases["sqlite"], f"SELECT {i}") for i in range(4)]
-    with QueryPool(workers=1, children=[given]) as pool:
-        outcomes = by_key(pool.run(jobs, batch=2))
-        assert given._process is child  # the jobs ran in it: no other child was started
-        assert pool._all_open == {given}
-    assert [outcomes[str(i)].result.rows for i in range(4)] == [[(i,)] for i in range(4)]  # type: ignore[union-attr]
-    child.join(5)
-    assert child.exitcode is not None  # closed with the pool

@@ -241,7 +241,7 @@ def test_a_query_past_the_heap_cap_fails_as_out_of_memory_and_the_engine_goes_on
     probe = [sys.executable, "-c", _HEAP_PROBE, str(database)]
     lines = subprocess.run(probe, env=env, capture_output=True, text=True, timeout=120).stdout
     assert lines.splitlines() == [
-        "EngineError MemoryError out of memory while running the query",
+        "QueryOutOfMemory MemoryError the query ran out of memory",
         "[(1,)]",
         str(64 * 1024**2),
     ]

@@ -179,11 +179,10 @@ def _pool_jobs(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     return runs
 
 
-def test_a_small_job_runs_in_one_child_without_a_pool(
+def test_queries_run_on_children_driven_from_this_thread_without_a_pool(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     db = _database(tmp_path) / "shop" / "shop.sqlite"
-    monkeypatch.setattr(execution, "POOL_AFTER_S", 60.0)  # however loaded the machine is
     runs = _pool_jobs(monkeypatch)
     gold, pred = run_gold_and_predictions(
         {"q1": (db, "SELECT name FROM item"), "q2": (db, "SELECT nope FROM item")},
@@ -198,21 +197,35 @@ def test_a_small_job_runs_in_one_child_without_a_pool(
     assert isinstance(pred["q1"], Result) and pred["q1"].rows == [(1,), (2,)]
 
 
-def test_work_past_its_budget_goes_to_the_pool(
+def test_the_batches_are_shared_by_the_children_and_a_missing_database_fails_its_own(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # The first query alone outlasts the budget: the other ten run on the pool's workers.
+    # A slow query holds back its own batch: the others go to the other child meanwhile.
+    import threading
+
+    from querybench.engines.isolated import QueryProcess
+
     db = _database(tmp_path) / "shop" / "shop.sqlite"
+    served: list[int] = []
+    original = QueryProcess.send_many
+
+    def send_many(self: QueryProcess, *args: Any, **options: Any) -> Any:
+        served.append(id(self))
+        assert threading.active_count() == 1  # no worker thread: children forked from here
+        return original(self, *args, **options)
+
+    monkeypatch.setattr(QueryProcess, "send_many", send_many)
     slow = counting_query(0.2, db)
-    monkeypatch.setattr(execution, "POOL_AFTER_S", 0.05)
-    runs = _pool_jobs(monkeypatch)
-    jobs = {"slow": (db, slow)} | {f"q{i}": (db, f"SELECT {i}") for i in range(10)}
+    jobs = {"slow": (db, slow)} | {f"q{i}": (db, f"SELECT {i}") for i in range(40)}
+    jobs["gone"] = (tmp_path / "gone" / "gone.sqlite", "SELECT 1")
     gold, _ = run_gold_and_predictions(
         jobs, {}, timeout=10, workers=2, cache_dir=tmp_path / "cache"
     )
-    assert runs == [10]
-    assert all(isinstance(gold[f"q{i}"], Result) for i in range(10))
+    assert len(set(served)) == 2
+    assert all(isinstance(gold[f"q{i}"], Result) for i in range(40))
     assert gold["q3"].rows == [(3,)]  # type: ignore[union-attr]
+    assert isinstance(gold["slow"], Result)
+    assert isinstance(gold["gone"], EngineError) and "not found" in str(gold["gone"])
 
 
 def test_a_child_that_cannot_be_forked_costs_no_result(

@@ -9,9 +9,11 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
+import pytest
 from typer.testing import Result
 
 from querybench.cli import app
+from querybench.runs import manifest as manifest_module
 from querybench.runs.manifest import manifest_path
 from querybench.runs.verify import NON_DETERMINISTIC
 from tests.reproduce_fixture import eval_spider1, read_json, runner, spider1_fixture
@@ -199,3 +201,37 @@ def test_a_hostile_manifest_is_refused_with_its_reason_never_a_traceback(tmp_pat
     manifest.write_text("[" * 100_000 + "]" * 100_000, encoding="utf-8")
     result = _verify(out)
     assert result.exit_code == 2 and "not JSON" in result.output, result.output
+
+
+def test_verify_hashes_only_the_databases_the_manifest_recorded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A manifest whose database folder is a huge tree (`/`, a home folder): only the databases
+    # the scored instances used are hashed, never every file under it.
+    files, out = _scored(tmp_path)
+    for n in range(50):  # unrelated databases, beside and below the one scored
+        for where in (files["db_dir"] / f"other{n}", files["db_dir"] / "deep" / "er" / str(n)):
+            where.mkdir(parents=True, exist_ok=True)
+            (where / f"other{n}.sqlite").write_bytes(b"x")
+    hashed: list[Path] = []
+    digest = manifest_module._database_digest
+
+    def recording(path: Path, cache: Any) -> str:
+        hashed.append(path)
+        return digest(path, cache)
+
+    monkeypatch.setattr(manifest_module, "_database_digest", recording)
+    result = _verify(out)
+    assert result.exit_code == 0, result.output
+    assert hashed == [files["db"]]
+
+
+def test_verify_of_a_manifest_naming_the_root_as_its_database_folder_walks_nothing(
+    tmp_path: Path,
+) -> None:
+    _files, out = _scored(tmp_path)
+    _edit_json(manifest_path(out), lambda data: data["options"].update(db_dir={"$path": "/"}))
+    result = _verify(out)
+    assert result.exit_code in (1, 2), result.output
+    assert "Traceback" not in result.output
+    assert "db_dir/concert/concert.sqlite" in result.output  # named as gone, not searched for

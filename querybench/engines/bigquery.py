@@ -59,7 +59,7 @@ class BigQueryLocalEngine(EngineBase):
     dialect = spec.dialect
 
     def __init__(
-        self, path: str | Path, *, memory_limit: str = "4GB", threads: int | None = None
+        self, path: str | Path, *, memory_limit: str | None = None, threads: int | None = None
     ) -> None:
         self._duckdb = DuckDBEngine(path, memory_limit=memory_limit, threads=threads)
         self.path = self._duckdb.path

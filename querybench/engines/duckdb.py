@@ -27,6 +27,7 @@ from querybench.engines.base import (
     quote_identifier,
     too_many_bytes,
 )
+from querybench.engines.memory import duckdb_memory_limit, out_of_memory
 from querybench.engines.registry import ENGINES
 from querybench.engines.timeouts import WALL_CLOCK, Budget, runs_only_queries, timed_out
 from querybench.errors import (
@@ -44,6 +45,13 @@ if TYPE_CHECKING:
     import pandas as pd
 
 
+# `execute_frames` fetches a first chunk of one vector (2,048 rows), then doubles the chunk
+# while chunks stay under `FRAME_CHUNK_BYTES`, up to `FRAME_VECTORS` vectors: wide rows are
+# then fetched a few MiB at a time, narrow ones 131,072 rows at a time.
+FRAME_VECTORS = 64
+FRAME_CHUNK_BYTES = 8 * 1024**2
+
+
 class DuckDBEngine(EngineBase):
     """A read-only connection to one DuckDB file.
 
@@ -55,9 +63,11 @@ class DuckDBEngine(EngineBase):
     dialect = spec.dialect
 
     def __init__(
-        self, path: str | Path, *, memory_limit: str = "4GB", threads: int | None = None
+        self, path: str | Path, *, memory_limit: str | None = None, threads: int | None = None
     ) -> None:
         self.path = Path(path)
+        if memory_limit is None:  # below the query child's memory cap, so DuckDB refuses first
+            memory_limit = duckdb_memory_limit()
         if not self.path.is_file():
             raise EngineError(f"database file not found: {self.path}")
         config: dict[str, str | bool | int | float | list[str]] = {
@@ -164,12 +174,8 @@ class DuckDBEngine(EngineBase):
             for sql in sqls:
                 try:
                     self._check_single_select(sql)
-                    frame = self._conn.execute(sql).fetchdf()
-                    if max_rows is not None and len(frame) > max_rows:
-                        raise ResultTooLarge(f"the result has more than {max_rows} rows")
-                    if int(frame.memory_usage(deep=True).sum()) > cap:
-                        raise too_many_bytes(cap)
-                    out.append(frame)
+                    self._conn.execute(sql)
+                    out.append(self._frame_capped(max_rows, cap))
                 except EngineError as exc:
                     out.append(exc)
                 except Exception as exc:
@@ -177,6 +183,34 @@ class DuckDBEngine(EngineBase):
                 if isinstance(out[-1], EngineError):
                     break
         return out
+
+    def _frame_capped(self, max_rows: int | None, cap: int) -> pd.DataFrame:
+        """The executed statement's frame, as `fetchdf()` makes it, fetched in chunks (DuckDB
+        streams them) and counted as they come: past `max_rows` rows or `cap` bytes it stops
+        one chunk over, never holding the whole result first. The chunks' frames joined are
+        `fetchdf()`'s (a column's dtype widens as one chunk's NULL widens it)."""
+        import pandas as pd
+
+        parts: list[pd.DataFrame] = []
+        rows = size = 0
+        vectors = 1
+        while True:
+            part = self._conn.fetch_df_chunk(vectors)
+            if parts and part.empty:
+                break
+            parts.append(part)
+            rows += len(part)
+            part_bytes = int(part.memory_usage(deep=True).sum())
+            size += part_bytes
+            if part_bytes < FRAME_CHUNK_BYTES:
+                vectors = min(2 * vectors, FRAME_VECTORS)
+            if max_rows is not None and rows > max_rows:
+                raise ResultTooLarge(f"the result has more than {max_rows} rows")
+            if size > cap:
+                raise too_many_bytes(cap)
+            if part.empty:
+                break
+        return parts[0] if len(parts) == 1 else pd.concat(parts, ignore_index=True)
 
     def _check_single_select(self, sql: str) -> None:
         try:
@@ -240,6 +274,8 @@ def _engine_error(exc: Exception, watchdog: _Watchdog) -> EngineError:
         return timed_out(watchdog.timeout, watchdog.decided)
     if "configuration has been locked" in message:
         return QueryRefused(f"refused: {message}")
+    if isinstance(exc, (duckdb.OutOfMemoryException, MemoryError)):
+        return out_of_memory(message)
     if isinstance(exc, duckdb.PermissionException):  # external access is off
         return QueryRefused(f"refused: {message}", EXTERNAL_ACCESS)
     if isinstance(exc, duckdb.Error):

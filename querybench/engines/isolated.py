@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from querybench.engines.base import FETCH_CHUNK, Closing, Result, Table
+from querybench.engines.memory import cap_memory, out_of_memory, query_memory_bytes
 from querybench.engines.registry import ENGINES, EngineSpec
 from querybench.engines.supervision import (
     OPEN_TIMEOUT_S,
@@ -112,55 +113,29 @@ class QueryProcess:
     def execute_many(
         self, database: str, sqls: list[str], *, timeout: float | None, max_rows: int | None
     ) -> list[Result | EngineError]:
-        """Each query's outcome, in order, the queries sent as one message: the child answers
-        as they finish and goes on without waiting to be asked for the next, its answers sent
-        together while they come within `REPLY_GROUP_S` of each other (one write and one read
-        for many short queries). Each query is timed on its own, from at most `REPLY_GROUP_S`
-        before its start; one still running `GRACE_S` past its timeout has its child killed,
-        and the queries not answered then go to a fresh child, answered one by one, so that
-        only the query that was running is a `QueryTimeout` (or the crashed one)."""
-        outcomes: list[Result | EngineError] = []
-        group_s = REPLY_GROUP_S
-        with self._lock:
-            while len(outcomes) < len(sqls):
-                rest = sqls[len(outcomes) :]
-                message = ("execute_many", database, rest, timeout, max_rows, group_s)
-                pipe = self._start()
-                try:
-                    pipe.send(message)
-                except OSError:  # the child ended since its last reply (killed from outside)
-                    self._stop(kill=True)
-                    pipe = self._start()
-                    pipe.send(message)
-                while len(outcomes) < len(sqls):
-                    replied = self._next_replies(pipe, self._budget(timeout, database), timeout)
-                    if self._pipe is not None:
-                        outcomes += replied
-                        continue
-                    if group_s == 0:  # the one query running was the one killed (or crashed)
-                        outcomes += replied
-                    group_s = 0.0  # grouped: which one is not known, so they run alone again
-                    break
-        return outcomes
+        """Each query's outcome, in order, the queries sent as one message (`send_many`)."""
+        with self.send_many(database, sqls, timeout=timeout, max_rows=max_rows) as answers:
+            while not answers.done:
+                answers.step(answers.pipe.poll(answers.wait_s()))
+            return answers.outcomes
 
-    def _next_replies(
-        self, pipe: Connection, budget: Budget | None, timeout: float | None
-    ) -> list[Result | EngineError]:
-        """The next replies of a batch, waited for from now until their time is spent (+
-        grace): the outcome of each query answered, or, with the child killed or gone, the
-        error of the query it was running."""
-        spent = self._wait(pipe, budget)
-        if spent is not None:
-            self._stop(kill=True)
-            return [past_timeout(timeout, spent)]
+    def send_many(
+        self, database: str, sqls: list[str], *, timeout: float | None, max_rows: int | None
+    ) -> Answers:
+        """The queries sent as one message, their `Answers` read as they come: the child
+        answers as they finish and goes on without waiting to be asked for the next, its
+        answers sent together while they come within `REPLY_GROUP_S` of each other (one write
+        and one read for many short queries). Each query is timed on its own, from at most
+        `REPLY_GROUP_S` before its start; one still running `GRACE_S` past its timeout has its
+        child killed, and the queries not answered then go to a fresh child, answered one by
+        one, so that only the query that was running is a `QueryTimeout` (or the crashed one).
+        The process serves nothing else until the answers are left (`with`)."""
+        self._lock.acquire()
         try:
-            _, replies = pipe.recv()  # "group" and its ("ok", result) / ("error", error) pairs
-        except (EOFError, OSError):
-            process = self._process
-            self._stop(kill=True)
-            return [EngineError(f"the query's process ended ({_exit_reason(process)})")]
-        outcomes: list[Result | EngineError] = [value for _, value in replies]
-        return outcomes
+            return Answers(self, database, sqls, timeout, max_rows)
+        except BaseException:
+            self._lock.release()
+            raise
 
     def batches(
         self,
@@ -303,7 +278,7 @@ class QueryProcess:
             ours, theirs = context.Pipe()
             process = context.Process(
                 target=_serve,
-                args=(theirs, self._open_databases, _ignores_ctrl_c()),
+                args=(theirs, self._open_databases, _ignores_ctrl_c(), query_memory_bytes()),
                 name="querybench-query",
                 daemon=True,
             )
@@ -327,6 +302,91 @@ class QueryProcess:
             if process.exitcode is None:
                 process.kill()
                 process.join()
+
+
+class Answers:
+    """The outcomes of a batch sent to a `QueryProcess` (`send_many`), read as they come, so
+    that one thread can wait on several children (`pipe`, `wait_s`, then `step`). Left (the
+    end of its `with`), the process serves again; left by an exception, its child is killed
+    first, since no one will read what it answers."""
+
+    def __init__(
+        self,
+        process: QueryProcess,
+        database: str,
+        sqls: list[str],
+        timeout: float | None,
+        max_rows: int | None,
+    ) -> None:
+        self._process = process
+        self.database, self.sqls, self.timeout, self.max_rows = database, sqls, timeout, max_rows
+        self.outcomes: list[Result | EngineError] = []
+        self._group_s = REPLY_GROUP_S
+        self._left = False
+        self.pipe = self._send()
+        self._budget = process._budget(timeout, database)
+
+    def __enter__(self) -> Answers:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, *exc: object) -> None:
+        if self._left:
+            return
+        self._left = True
+        try:
+            if kind is not None:
+                self._process._stop(kill=True)
+        finally:
+            self._process._lock.release()
+
+    @property
+    def done(self) -> bool:
+        return len(self.outcomes) == len(self.sqls)
+
+    def wait_s(self) -> float | None:
+        """How long to wait on `pipe` before `step` must look at the time (None: no limit)."""
+        return None if self._budget is None else self._budget.wait_s(GRACE_S)
+
+    def step(self, ready: bool) -> None:
+        """After `pipe` was ready (`ready`) or `wait_s` passed: the answers read, or the
+        child killed once the running query's time is spent (+ grace)."""
+        process = self._process
+        if ready:
+            try:
+                _, replies = self.pipe.recv()  # "group": ("ok", result) / ("error", error) pairs
+                replied: list[Result | EngineError] = [value for _, value in replies]
+            except (EOFError, OSError):
+                ended = process._process
+                process._stop(kill=True)
+                replied = [EngineError(f"the query's process ended ({_exit_reason(ended)})")]
+        else:
+            spent = None if self._budget is None else self._budget.spent(GRACE_S)
+            if spent is None:
+                return
+            process._stop(kill=True)
+            replied = [past_timeout(self.timeout, spent)]
+        if process._pipe is not None:
+            self.outcomes += replied
+        else:
+            if self._group_s == 0:  # the one query running was the one killed (or crashed)
+                self.outcomes += replied
+            self._group_s = 0.0  # grouped: which one is not known, so they run alone again
+            if not self.done:
+                self.pipe = self._send()
+        self._budget = process._budget(self.timeout, self.database)  # the next, from now
+
+    def _send(self) -> Connection:
+        process = self._process
+        rest = self.sqls[len(self.outcomes) :]
+        message = ("execute_many", self.database, rest, self.timeout, self.max_rows, self._group_s)
+        pipe = process._start()
+        try:
+            pipe.send(message)
+        except OSError:  # the child ended since its last reply (killed from outside)
+            process._stop(kill=True)
+            pipe = process._start()
+            pipe.send(message)
+        return pipe
 
 
 class IsolatedEngine(Closing):
@@ -456,7 +516,12 @@ def _ignores_ctrl_c() -> bool:
     return signal.getsignal(signal.SIGINT) is signal.SIG_IGN
 
 
-def _serve(pipe: Connection, open_databases: int, ignore_ctrl_c: bool = False) -> None:
+def _serve(
+    pipe: Connection,
+    open_databases: int,
+    ignore_ctrl_c: bool = False,
+    memory_bytes: int | None = None,
+) -> None:
     """The child's loop: one message in, one reply out, until the parent closes the pipe."""
     # A terminal's Ctrl-C reaches the whole process group: the child dies of it at once, even
     # inside one long C call, and silently (Python's handler would print a KeyboardInterrupt
@@ -464,6 +529,7 @@ def _serve(pipe: Connection, open_databases: int, ignore_ctrl_c: bool = False) -
     # A parent that ignores it, and so goes on, keeps its children running too.
     signal.signal(signal.SIGINT, signal.SIG_IGN if ignore_ctrl_c else signal.SIG_DFL)
     mark_query_process()  # DuckDB's watchdog then counts this process's CPU time
+    cap_memory(memory_bytes)  # past it an allocation fails: `QueryOutOfMemory`, not a crash
     keep = query_environment()  # no API key or token is left where a model's SQL runs
     os.environ.clear()
     os.environ.update(keep)
@@ -561,7 +627,9 @@ def _send(pipe: Connection, reply: tuple[str, Any]) -> bool:
     is gone."""
     try:
         pipe.send(reply)
-    except (pickle.PicklingError, TypeError, AttributeError, MemoryError) as exc:
+    except MemoryError:
+        pipe.send(("error", out_of_memory("handing the result over")))
+    except (pickle.PicklingError, TypeError, AttributeError) as exc:
         pipe.send(("error", EngineError(f"the result cannot be handed over: {exc}")))
     except (BrokenPipeError, OSError):
         return False
@@ -582,7 +650,11 @@ def _send_group(pipe: Connection, replies: list[tuple[str, Any]]) -> bool:
         try:
             pipe.send(("group", [reply]))
         except (pickle.PicklingError, TypeError, AttributeError, MemoryError) as exc:
-            error = EngineError(f"the result cannot be handed over: {exc}")
+            error = (
+                out_of_memory("handing the result over")
+                if isinstance(exc, MemoryError)
+                else EngineError(f"the result cannot be handed over: {exc}")
+            )
             try:
                 pipe.send(("group", [("error", error)]))
             except OSError:
@@ -600,7 +672,10 @@ def _close(stream: Iterator[Any] | None) -> None:
 
 
 def _portable(exc: Exception) -> EngineError:
-    """`exc` as an `EngineError` that survives the pipe, its class (and so its code) kept."""
+    """`exc` as an `EngineError` that survives the pipe, its class (and so its code) kept; an
+    allocation refused by the memory cap is `QueryOutOfMemory`."""
+    if isinstance(exc, MemoryError):
+        return out_of_memory()
     if not isinstance(exc, EngineError):
         return EngineError(f"unexpected {type(exc).__name__}: {exc}")
     try:

@@ -13,7 +13,7 @@ import itertools
 import logging
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
@@ -64,10 +64,7 @@ class QueryPool:
         max_rows: int | None = 1_000_000,
         *,
         open_per_worker: int = 8,
-        children: Sequence[QueryProcess] = (),
     ) -> None:
-        """`children`: query children already running (a caller's, its databases open in
-        them) that the pool's first workers take over and closes with its own."""
         if workers < 1:
             raise ValueError("workers must be at least 1")
         self.workers = workers
@@ -79,8 +76,6 @@ class QueryPool:
         self._all_open: set[QueryProcess] = set()
         self._all_open_lock = threading.Lock()
         self._spare: list[QueryProcess] | None = None  # children started before the workers
-        self._given = list(children)
-        self._all_open.update(self._given)
 
     def __enter__(self) -> QueryPool:
         return self
@@ -136,10 +131,10 @@ class QueryPool:
         worker that finds none (or needs another after a kill) starts its own."""
         if self._spare is not None:
             return
-        self._spare = self._given[::-1]  # taken from the end: the first given, first
+        self._spare = []
         if not may_fork():
             return  # they would come from the forkserver anyway: leave them to the workers
-        for _ in range(self.workers - len(self._given)):
+        for _ in range(self.workers):
             process = QueryProcess(open_databases=self._open_per_worker)
             with self._all_open_lock:
                 self._all_open.add(process)

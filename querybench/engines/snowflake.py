@@ -38,6 +38,7 @@ from querybench.engines.base import (
     quote_identifier,
 )
 from querybench.engines.duckdb import _Watchdog, duckdb_error_class
+from querybench.engines.memory import duckdb_memory_limit
 from querybench.engines.registry import ENGINES
 from querybench.engines.spider2_metadata_load import META_TABLE
 from querybench.engines.timeouts import timed_out
@@ -91,7 +92,7 @@ class SnowflakeLocalEngine(EngineBase):
         *,
         database: str | None = None,
         schema: str | None = None,
-        memory_limit: str = "4GB",
+        memory_limit: str | None = None,
         threads: int | None = None,
     ) -> None:
         try:
@@ -110,7 +111,7 @@ class SnowflakeLocalEngine(EngineBase):
             alias = quote_identifier(self.database)
             duck.execute(f"ATTACH '{_literal(str(self.path))}' AS {alias} (READ_ONLY)")
             for setting in (
-                f"memory_limit = '{_literal(memory_limit)}'",
+                f"memory_limit = '{_literal(memory_limit or duckdb_memory_limit())}'",
                 *([f"threads = {int(threads)}"] if threads is not None else []),
                 "temp_directory = ''",  # nothing spills to disk
                 "autoload_known_extensions = false",

@@ -32,6 +32,7 @@ from querybench.engines.base import (
     positive_int_env,
     quote_identifier,
 )
+from querybench.engines.memory import below_cap, out_of_memory
 from querybench.engines.registry import ENGINES
 from querybench.engines.timeouts import CHECK_EVERY_S, Budget, timed_out
 from querybench.errors import (
@@ -97,9 +98,9 @@ DEFAULT_HEAP_BYTES = 4 * 1024**3
 
 
 def _cap_heap(conn: sqlite3.Connection) -> None:
-    """SQLite's process-wide hard heap limit: `$QUERYBENCH_SQLITE_HEAP_BYTES` (4 GiB), unless a
-    lower one is already set."""
-    cap = positive_int_env(HEAP_BYTES_ENV) or DEFAULT_HEAP_BYTES
+    """SQLite's process-wide hard heap limit: `$QUERYBENCH_SQLITE_HEAP_BYTES` (4 GiB; half the
+    memory cap in a query child, `memory.below_cap`), unless a lower one is already set."""
+    cap = below_cap(positive_int_env(HEAP_BYTES_ENV) or DEFAULT_HEAP_BYTES)
     (current,) = conn.execute("PRAGMA hard_heap_limit").fetchone()
     if current == 0 or current > cap:
         conn.execute(f"PRAGMA hard_heap_limit={int(cap)}")
@@ -415,7 +416,7 @@ class _Running:
             if isinstance(exc, sqlite3.Error):
                 raise engine._engine_error(exc, self.timeout) from exc
             if isinstance(exc, MemoryError):
-                raise EngineError("out of memory while running the query") from exc
+                raise out_of_memory() from exc
         finally:
             engine._budget = engine._spent = None
             engine._lock.release()

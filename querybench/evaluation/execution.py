@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-import time
+from collections import deque
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -13,7 +13,6 @@ from querybench.errors import EngineError
 
 if TYPE_CHECKING:
     from querybench.engines.cache import ResultCache
-    from querybench.engines.isolated import QueryProcess
 
 Jobs = dict[str, tuple[str | Path, str]]  # key -> (database file or server URL, SQL)
 Outcomes = dict[str, Result | EngineError]
@@ -22,7 +21,6 @@ Query = tuple[str, str]  # (database, SQL) as text: what makes two jobs the same
 MAX_ROWS = 1_000_000  # the row cap of every query run here (the pool's default)
 MAX_ENTRY_BYTES = 16 * 1024**2  # the largest prediction result kept in the cache
 BATCH = 16  # the most queries a pool worker takes at a time
-POOL_AFTER_S = 0.05  # a job's queries run in one child until they take this long, then on a pool
 
 
 def run_gold_and_predictions(
@@ -110,37 +108,20 @@ def _run(
     out: dict[Query, Result | EngineError],
 ) -> None:
     """Each query's outcome into `out` as it comes (so an interrupted run keeps those that
-    finished): in one child driven from this thread while the work stays under
-    `POOL_AFTER_S` (no worker threads for a small job: they cost more than its queries), the
-    rest on a pool of `workers`, that child, its databases open, the first worker's."""
+    finished): on `workers` children driven from this thread (`_run_on_children`), or, where
+    no child can be started here, on a pool, which reports that query by query."""
     if not queries:
         return
-    from querybench.engines.isolated import QueryProcess
-
     ordered = sorted(queries, key=lambda query: query[0])  # a batch stays on one database
-    first = QueryProcess()
-    process: QueryProcess | None = first
     try:
-        rest = _run_while_small(first, ordered, timeout, out, on_query)
-    except Exception:  # no child could be started here: the pool reports it query by query
-        first.close()
-        process, rest = None, [query for query in ordered if query not in out]
-    except BaseException:
-        first.close()
-        raise
-    if not rest:
-        first.close()
+        _run_on_children(ordered, timeout, workers, out, on_query)
         return
+    except _NoChild:
+        rest = [query for query in ordered if query not in out]
     from querybench.engines.pool import QueryJob, QueryPool
 
     jobs = [QueryJob(str(i), db, sql) for i, (db, sql) in enumerate(rest)]
-    children = () if process is None else (process,)  # its databases open: a worker's child
-    try:
-        pool = QueryPool(workers=workers, timeout=timeout, max_rows=MAX_ROWS, children=children)
-    except BaseException:
-        first.close()
-        raise
-    with pool:
+    with QueryPool(workers=workers, timeout=timeout, max_rows=MAX_ROWS) as pool:
         for outcome in pool.run(jobs, batch=_batch(len(jobs), workers)):
             value = outcome.result or outcome.error or EngineError("no outcome from the pool")
             out[rest[int(outcome.key)]] = value
@@ -148,50 +129,85 @@ def _run(
                 on_query()
 
 
-def _run_while_small(
-    process: QueryProcess,
+class _NoChild(Exception):
+    """No query child could be started here."""
+
+
+def _run_on_children(
     queries: list[Query],
     timeout: float | None,
+    workers: int,
     out: dict[Query, Result | EngineError],
     on_query: Callable[[], None] | None,
-) -> list[Query]:
-    """Run `queries` in order in `process`'s child (each timed from its own start, as on the
-    pool), in batches sized to what is left of `POOL_AFTER_S` at their pace so far, into
-    `out`; the queries not run once that time is spent (the child left running)."""
-    done = 0
-    opened: dict[str, EngineError | None] = {}
-    process.start()
-    start = time.monotonic()
-    while done < len(queries):
-        spent = time.monotonic() - start
-        if done and spent >= POOL_AFTER_S:
-            break  # a started child always gets its first query, however loaded we are
-        pace = spent / done if done else POOL_AFTER_S
-        size = max(1, min(BATCH, int((POOL_AFTER_S - spent) / max(pace, 1e-6))))
-        database = queries[done][0]
-        end = done + 1
-        while end < min(len(queries), done + size) and queries[end][0] == database:
-            end += 1
-        run = queries[done:end]
-        if database not in opened:
-            try:
-                process.engine(database)
-                opened[database] = None
-            except EngineError as exc:
-                opened[database] = exc
-        failed = opened[database]
-        sqls = [sql for _, sql in run]
-        values = (
-            [failed] * len(run)
-            if failed is not None
-            else process.execute_many(database, sqls, timeout=timeout, max_rows=MAX_ROWS)
-        )
-        for query, value in zip(run, values, strict=True):
+) -> None:
+    """`queries` in batches of one database (`_batch`), each child taking the next batch
+    once its last is answered, all of them waited on from this thread: no worker threads, so
+    each child is forked from this process (`QueryProcess.start`) and an answer costs no
+    hand-over between threads. Each query is timed on its own (`QueryProcess.send_many`)."""
+    from multiprocessing.connection import wait
+
+    from querybench.engines.isolated import Answers, QueryProcess
+
+    size = _batch(len(queries), workers)
+    batches: deque[list[Query]] = deque()
+    for query in queries:
+        last = batches[-1] if batches else None
+        if last is None or len(last) >= size or last[0][0] != query[0]:
+            batches.append([query])
+        else:
+            last.append(query)
+    children = [QueryProcess() for _ in range(max(1, min(workers, len(batches))))]
+    opened: list[dict[str, EngineError | None]] = [{} for _ in children]
+    running: dict[int, tuple[list[Query], Answers]] = {}
+
+    def record(batch: list[Query], values: list[Result | EngineError]) -> None:
+        for query, value in zip(batch, values, strict=True):
             out[query] = value
             if on_query is not None:
                 on_query()
-        done += len(run)
-    return queries[done:]
+
+    try:
+        try:
+            for child in children:
+                child.start()
+        except Exception as exc:
+            raise _NoChild() from exc
+        while batches or running:
+            for index, child in enumerate(children):
+                while index not in running and batches:
+                    batch = batches.popleft()
+                    database = batch[0][0]
+                    if database not in opened[index]:
+                        try:
+                            child.engine(database)
+                            opened[index][database] = None
+                        except EngineError as exc:
+                            opened[index][database] = exc
+                    failed = opened[index][database]
+                    if failed is not None:
+                        record(batch, [failed] * len(batch))
+                        continue
+                    sqls = [sql for _, sql in batch]
+                    answers = child.send_many(database, sqls, timeout=timeout, max_rows=MAX_ROWS)
+                    running[index] = (batch, answers)
+            if not running:
+                continue
+            limits = [w for _, a in running.values() if (w := a.wait_s()) is not None]
+            ready = wait([a.pipe for _, a in running.values()], min(limits) if limits else None)
+            for index, (batch, answers) in list(running.items()):
+                before = len(answers.outcomes)
+                answers.step(answers.pipe in ready)
+                record(batch[before : len(answers.outcomes)], answers.outcomes[before:])
+                if answers.done:
+                    del running[index]
+                    answers.__exit__(None)
+    except BaseException as exc:
+        for _, answers in running.values():  # no one will read what they answer: killed
+            answers.__exit__(type(exc))
+        raise
+    finally:
+        for child in children:
+            child.close()
 
 
 def _batch(jobs: int, workers: int) -> int:

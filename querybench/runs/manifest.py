@@ -54,6 +54,9 @@ ROLES = {
     "records": "prediction",
 }
 DATABASE_SUFFIXES = (".sqlite", ".sqlite3", ".db", ".duckdb")
+# How deep database files sit in a database folder in every benchmark's layout: `<db>.sqlite`
+# (Spider 2.0's local databases) or `<db>/<db>.sqlite` (Spider 1.0, BIRD).
+DATABASE_DEPTH = 2
 _CHUNK = 1 << 20
 
 
@@ -282,10 +285,17 @@ def _task_file(benchmark: str, data_dir: Any) -> Path | None:
 # --- the files -----------------------------------------------------------------------------
 
 
-def input_files(located: Mapping[str, Any], instance_ids: Collection[str]) -> dict[str, InputFile]:
+def input_files(
+    located: Mapping[str, Any],
+    instance_ids: Collection[str],
+    databases: Collection[str] | None = None,
+) -> dict[str, InputFile]:
     """sha256 of every file under the located options that belongs to a verdict: a named file
     whole; in a gold or predictions folder its top-level files (the eval config, a submission's
-    metadata) and those named after an instance; in a database folder every database."""
+    metadata) and those named after an instance; in a database folder the databases where
+    every benchmark's layout keeps them (`<db>.sqlite`, `<db>/<db>.sqlite`: `DATABASE_DEPTH`),
+    or, given `databases` (the keys a manifest recorded, as `verify` passes them), only those:
+    a database folder of `/` is then never walked."""
     from querybench.engines.cache import ResultCache
 
     ids = set(instance_ids)
@@ -299,7 +309,7 @@ def input_files(located: Mapping[str, Any], instance_ids: Collection[str]) -> di
             paths = value if isinstance(value, list | tuple) else [value]
             for i, where in enumerate(paths):
                 label = name if len(paths) == 1 else f"{name}[{i}]"
-                for key, path, owners in _files(label, Path(where), role, ids):
+                for key, path, owners in _files(label, Path(where), role, ids, databases):
                     kind = "eval_config" if role == "gold" and _is_eval_config(path) else role
                     digest = (
                         _database_digest(path, cache) if role == "database" else file_sha256(path)
@@ -313,12 +323,19 @@ def input_files(located: Mapping[str, Any], instance_ids: Collection[str]) -> di
 
 
 def _files(
-    label: str, where: Path, role: str, ids: set[str]
+    label: str,
+    where: Path,
+    role: str,
+    ids: set[str],
+    databases: Collection[str] | None = None,
 ) -> Iterator[tuple[str, Path, set[str]]]:
     if where.is_file():
         yield label, where, set()
         return
     if not where.is_dir():
+        return
+    if role == "database":
+        yield from _databases(label, where, databases)
         return
     depth = len(where.parts)
     # by their parts, which is how paths compare (each part's key made once, not per pair)
@@ -326,13 +343,50 @@ def _files(
         if not path.is_file() or (path.is_symlink() and not path.resolve().is_file()):
             continue
         relative = path.parts[depth:]  # `rglob` yields `where` / relative parts
-        if role == "database":
-            if path.suffix.lower() in DATABASE_SUFFIXES:
-                yield f"{label}/{'/'.join(relative)}", path, set()
-            continue
         owners = {i for part in relative for i in _owners(part, ids)}
         if owners or len(relative) == 1:
             yield f"{label}/{'/'.join(relative)}", path, owners
+
+
+def _databases(
+    label: str, where: Path, recorded: Collection[str] | None
+) -> Iterator[tuple[str, Path, set[str]]]:
+    """The database files of the folder `where`: those `recorded` names (inside the folder,
+    within `DATABASE_DEPTH`), else those found at most `DATABASE_DEPTH` levels down, in order."""
+    if recorded is not None:
+        prefix = f"{label}/"
+        relatives = [key[len(prefix) :].split("/") for key in recorded if key.startswith(prefix)]
+        candidates = [
+            where.joinpath(*parts)
+            for parts in relatives
+            if len(parts) <= DATABASE_DEPTH and not {"", ".", ".."} & set(parts)
+        ]
+    else:
+        candidates = list(_walk(where, DATABASE_DEPTH))
+    depth = len(where.parts)
+    for path in sorted(candidates, key=lambda p: p.parts):
+        if path.suffix.lower() in DATABASE_SUFFIXES and path.is_file():
+            yield f"{label}/{'/'.join(path.parts[depth:])}", path, set()
+
+
+def _walk(where: Path, levels: int) -> Iterator[Path]:
+    """The entries of `where` and of its folders, `levels` deep, no folder link followed and
+    an unreadable folder skipped."""
+    try:
+        entries = list(os.scandir(where))
+    except OSError:
+        return
+    for entry in entries:
+        path = Path(entry.path)
+        try:
+            folder = entry.is_dir(follow_symlinks=False)
+        except OSError:
+            continue
+        if folder:
+            if levels > 1:
+                yield from _walk(path, levels - 1)
+        else:
+            yield path
 
 
 def _owners(part: str, ids: set[str]) -> Iterator[str]:

@@ -156,7 +156,8 @@ def _changes(
     if manifest.kind == "run":
         located["records"] = path / "records.jsonl"
     task_ids = manifest.run.get("task_ids", ids) if manifest.run else ids
-    found = input_files(located, task_ids)
+    recorded_databases = [k for k, f in manifest.inputs.items() if f.role == "database"]
+    found = input_files(located, task_ids, recorded_databases)
     changes = [
         Change(
             _file_change(key, manifest.inputs.get(key), found.get(key)),
