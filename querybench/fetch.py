@@ -42,6 +42,13 @@ Route = Callable[[PurePosixPath], PurePosixPath | None]  # member -> destination
 MAX_NESTING = 3
 MAX_UNPACK_BYTES_ENV = "QUERYBENCH_MAX_UNPACK_BYTES"
 DEFAULT_MAX_UNPACK_BYTES = 512 * 1024**3
+# An archive of more members than this is refused before its listing is read (the largest
+# official one, the Spider2 repository, holds some 60,000).
+MAX_MEMBERS = 1_000_000
+# A member that inflates more than this many times over, past `_RATIO_FROM_BYTES`, is a bomb:
+# deflate itself cannot pass 1,032:1, and no official database comes near it.
+MAX_RATIO = 1_000
+_RATIO_FROM_BYTES = 1024**2
 _COPY_CHUNK = 1 << 20
 
 
@@ -321,7 +328,7 @@ def _unpack(
     allowance: _ByteAllowance,
     layout: _Layout,
 ) -> None:
-    with _members(archive) as members:
+    with _members(archive, stage) as members:
         for name, is_dir, open_member in members:
             member = PurePosixPath(name)
             if member.is_absolute() or ".." in member.parts:
@@ -364,20 +371,78 @@ Member = tuple[str, bool, Callable[[], IO[bytes]]]
 
 
 @contextmanager
-def _members(archive: Path) -> Iterator[Iterator[Member]]:
+def _members(archive: Path, stage: Path | None = None) -> Iterator[Iterator[Member]]:
     if zipfile.is_zipfile(archive):
+        _check_member_count(archive, _zip_member_count(archive))
         with zipfile.ZipFile(archive) as zf:
-            yield ((i.filename, i.is_dir(), partial(zf.open, i)) for i in zf.infolist())
+            infos = zf.infolist()
+            _check_member_count(archive, len(infos))
+            _check_declared_sizes(archive, infos, stage or archive.parent)
+            yield ((i.filename, i.is_dir(), partial(zf.open, i)) for i in infos)
         return
     if tarfile.is_tarfile(archive):
         with tarfile.open(archive) as tf:
-            members = [m for m in tf.getmembers() if m.isfile() or m.isdir()]
+            members = []
+            for count, m in enumerate(tf, 1):  # counted as read: no listing past the bound
+                _check_member_count(archive, count)
+                if m.isfile() or m.isdir():
+                    members.append(m)
             yield ((m.name, m.isdir(), partial(_tar_member, tf, m)) for m in members)
         return
     title = html_title(archive)
     if title is not None:
         raise HtmlPageError(str(archive), title)
     raise FetchError(f"{archive} is neither a zip nor a tar archive (truncated or not the file?)")
+
+
+def _zip_member_count(archive: Path) -> int:
+    """The member count a zip's end record declares, read before its listing is (0 when it
+    cannot be read: the listing's own errors then say why)."""
+    with archive.open("rb") as f:
+        record = zipfile._EndRecData(f)  # type: ignore[attr-defined]  # stdlib since 2.x
+    if not record:
+        return 0
+    return int(record[zipfile._ECD_ENTRIES_TOTAL])  # type: ignore[attr-defined]
+
+
+def _check_member_count(archive: Path, count: int) -> None:
+    if count > MAX_MEMBERS:
+        raise FetchError(
+            f"{archive}: holds more than {MAX_MEMBERS:,} members ({count:,} listed or counted so "
+            "far): refused as a bomb"
+        )
+
+
+def _check_declared_sizes(archive: Path, infos: list[zipfile.ZipInfo], stage: Path) -> None:
+    """Refuse a zip whose members inflate past `MAX_RATIO`, or whose declared sizes pass the
+    unpacking allowance or the free disk, before a byte is written (a member never inflates
+    past its declared size: `zipfile` stops it there)."""
+    total = sum(info.file_size for info in infos)
+    cap = max_unpack_bytes()
+    if total > cap:
+        raise FetchError(
+            f"{archive}: its members declare {total:,} bytes, which passes {cap:,} bytes in all "
+            f"(a zip bomb, or raise ${MAX_UNPACK_BYTES_ENV})"
+        )
+    for info in infos:
+        if info.file_size > _RATIO_FROM_BYTES and info.file_size > MAX_RATIO * max(
+            1, info.compress_size
+        ):
+            ratio = info.file_size // max(1, info.compress_size)
+            raise FetchError(
+                f"{archive}: member {info.filename!r} inflates {ratio:,} times over "
+                f"({info.compress_size:,} to {info.file_size:,} bytes; the bound is "
+                f"{MAX_RATIO:,}): refused as a zip bomb"
+            )
+    try:
+        free = shutil.disk_usage(stage).free
+    except OSError:
+        return
+    if total > free:
+        raise FetchError(
+            f"{archive}: its members declare {total:,} bytes, more than the {free:,} free "
+            "on the disk"
+        )
 
 
 def _tar_member(tf: tarfile.TarFile, member: tarfile.TarInfo) -> IO[bytes]:

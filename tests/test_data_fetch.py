@@ -6,14 +6,15 @@ import hashlib
 import io
 import json
 import socket
+import tarfile
 import warnings
 import zipfile
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
+from typer.testing import CliRunner, Result
 
-from querybench import releases
+from querybench import fetch, releases
 from querybench.cli import app
 from querybench.errors import FetchError, HtmlPageError
 from querybench.fetch import download, html_title, unpack, unpack_routed
@@ -363,3 +364,78 @@ def test_a_collision_through_data_fetch_exits_2_and_writes_nothing(tmp_path: Pat
     assert result.exception is None or isinstance(result.exception, SystemExit)
     assert "under spider1/dev.json, an earlier file" in " ".join(result.output.split())
     assert [p for p in _tree(data) if not p.startswith(".downloads")] == []
+
+
+def _fetch_spider1_from(downloads: Path, data: Path) -> Result:
+    args = ["data", "fetch", "spider1", "--from", str(downloads), "--to", str(data)]
+    return CliRunner().invoke(app, [*args, "--no-verify"])
+
+
+def _refused_writing_nothing(result: Result, data: Path, words: str) -> None:
+    assert result.exit_code == 2, result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit)
+    assert words in " ".join(result.output.split())
+    assert [p for p in _tree(data) if not p.startswith(".downloads")] == []
+
+
+def test_a_zip_bomb_is_refused_before_a_byte_is_written(tmp_path: Path) -> None:
+    # 64 MiB of zeros in 45 bytes: declared, it would fill the disk many times over as a
+    # thousand such members; each inflating past 1,000:1 is refused from its header.
+    downloads = tmp_path / "Downloads"
+    downloads.mkdir()
+    with zipfile.ZipFile(downloads / "spider_data.zip", "w", zipfile.ZIP_BZIP2) as zf:
+        zf.writestr("spider_data/dev.json", b"[]")
+        zf.writestr("spider_data/database/a/a.sqlite", bytes(64 * 1024**2))
+    data = tmp_path / "data"
+    result = _fetch_spider1_from(downloads, data)
+    _refused_writing_nothing(result, data, "times over")
+    assert "refused as a zip bomb" in " ".join(result.output.split())
+
+
+def test_an_archive_of_absurdly_many_members_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(fetch, "MAX_MEMBERS", 10)
+    downloads = tmp_path / "Downloads"
+    downloads.mkdir()
+    members = [(f"spider_data/database/d{n}/d{n}.sqlite", b"x") for n in range(11)]
+    _zip_members(downloads / "spider_data.zip", [("spider_data/dev.json", b"[]"), *members])
+    data = tmp_path / "data"
+    _refused_writing_nothing(
+        _fetch_spider1_from(downloads, data), data, "holds more than 10 members"
+    )
+
+
+def test_a_tar_of_absurdly_many_members_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(fetch, "MAX_MEMBERS", 10)
+    archive = tmp_path / "many.tar"
+    with tarfile.open(archive, "w") as tf:
+        for n in range(11):
+            info = tarfile.TarInfo(f"m{n}")
+            tf.addfile(info, io.BytesIO(b""))
+    with pytest.raises(FetchError, match="holds more than 10 members"):
+        unpack(archive, tmp_path / "out")
+    assert not (tmp_path / "out" / "m0").exists()
+
+
+@pytest.mark.parametrize(
+    "members",
+    [
+        [("spider_data/dev.json", b"[]"), ("spider_data/dev.json", b"{}")],
+        [("spider_data/a", b"1"), ("spider_data/a/b", b"2")],
+        [("spider_data/a/b", b"2"), ("spider_data/a", b"1")],
+    ],
+    ids=["duplicate", "a-then-a/b", "a/b-then-a"],
+)
+def test_colliding_members_through_data_fetch_exit_2_writing_nothing(
+    tmp_path: Path, members: list[tuple[str, bytes]]
+) -> None:
+    downloads = tmp_path / "Downloads"
+    downloads.mkdir()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # zipfile warns of the duplicate name
+        _zip_members(downloads / "spider_data.zip", members)
+    data = tmp_path / "data"
+    _refused_writing_nothing(_fetch_spider1_from(downloads, data), data, "member")

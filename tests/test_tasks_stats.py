@@ -34,6 +34,11 @@ DDL = {
 
 @pytest.fixture
 def root(tmp_path: Path) -> Path:
+    return build_root(tmp_path)
+
+
+def build_root(tmp_path: Path) -> Path:
+    """A small Spider 2.0-Lite data root: three tasks, their gold and one database's DDL."""
     data = tmp_path / "data"
     lite = data / "spider2" / "spider2-lite"
     gold = lite / "evaluation_suite" / "gold"
@@ -130,3 +135,50 @@ def test_the_release_against_the_paper() -> None:
     assert all(
         s.difference == "" for (group, _), s in stats.items() if group == "tasks by type"
     )  # the README's 214/198/135/68/10/7
+
+
+LITE = Path("spider2") / "spider2-lite"
+EVAL = LITE / "evaluation_suite" / "gold" / "spider2lite_eval.jsonl"
+SCHEMA = LITE / "resource" / "databases" / "bigquery" / "cloudy" / "ds_a"
+DEEP = "[" * 100_000 + "]" * 100_000
+# Each damage a task file, eval config or metadata file can hold, and the words said of it.
+DAMAGED: dict[str, tuple[Path, str, str]] = {
+    "a task line cut off": (LITE / "spider2-lite.jsonl", '{"instance_id": "bq901",', "not valid"),
+    "a task nested past the reader": (
+        LITE / "spider2-lite.jsonl",
+        '{"instance_id": "bq901", "db": "cloudy", "question": ' + DEEP + "}",
+        "nested past the reader",
+    ),
+    "a task's db a number": (
+        LITE / "spider2-lite.jsonl",
+        '{"instance_id": "bq901", "db": 5, "question": "q"}',
+        "field 'db' must be a string",
+    ),
+    "an eval line not an object": (EVAL, '"x"', "bad eval config line"),
+    "toks past any integer": (EVAL, '{"instance_id": "bq901", "toks": 1e400}', "infinity"),
+    "toks of 5,000 digits": (
+        EVAL,
+        '{"instance_id": "bq901", "toks": "' + "9" * 5000 + '"}',
+        "digits",
+    ),
+    "table metadata of the wrong type": (SCHEMA / "t.json", '{"column_types": 5}', "unreadable"),
+    "table metadata nested past the reader": (SCHEMA / "t.json", DEEP, "nested past the reader"),
+    "table metadata cut off": (SCHEMA / "t.json", '{"table_name": ', "unreadable"),
+}
+
+
+@pytest.mark.parametrize("damage", DAMAGED, ids=list(DAMAGED))
+def test_damaged_metadata_is_one_clear_error(tmp_path: Path, damage: str) -> None:
+    data = build_root(tmp_path)
+    where, text, words = DAMAGED[damage]
+    if where.parent == SCHEMA:
+        (data / SCHEMA / "DDL.csv").unlink()  # the JSON files are read where no DDL is
+    (data / where).write_text(text + "\n", encoding="utf-8")
+    args = ["tasks", "stats", "spider2-lite", "--data-dir", str(data), "--json"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 2, result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit)
+    assert "Traceback" not in result.output
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error: "), result.output
+    assert words in " ".join(result.output.split())

@@ -56,6 +56,8 @@ def read_jsonl(path: Path, what: str = "task file") -> Iterator[tuple[str, dict[
             item = json.loads(line)
         except json.JSONDecodeError as exc:
             raise DataError(f"{where}: not valid JSON ({exc.msg} at column {exc.colno})") from None
+        except RecursionError:
+            raise DataError(f"{where}: not valid JSON (nested past the reader)") from None
         if not isinstance(item, dict):
             raise DataError(f"{where}: expected a JSON object, got {type(item).__name__}")
         yield where, item
@@ -80,6 +82,8 @@ def read_json_array(path: Path, what: str = "task file") -> Iterator[tuple[str, 
             item, index = decoder.raw_decode(text, index)
         except json.JSONDecodeError as exc:
             raise DataError(f"{path}:{exc.lineno}: not valid JSON ({exc.msg})") from None
+        except RecursionError:
+            raise DataError(f"{where}: not valid JSON (nested past the reader)") from None
         if not isinstance(item, dict):
             raise DataError(f"{where}: expected a JSON object, got {type(item).__name__}")
         yield where, item

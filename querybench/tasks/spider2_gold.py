@@ -135,6 +135,8 @@ def _read_specs(path: Path) -> dict[str, EvalSpec]:
             continue
         try:
             item = json.loads(line)
+            if not isinstance(item, dict):
+                raise TypeError(f"a JSON {type(item).__name__}, not an object")
             toks = item.get("toks")
             spec = EvalSpec(
                 instance_id=item["instance_id"],
@@ -143,7 +145,11 @@ def _read_specs(path: Path) -> dict[str, EvalSpec]:
                 toks=int(toks) if toks not in (None, "") else None,
                 temporal=bool(item.get("temporal", False)),
             )
-        except (json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
+        except (json.JSONDecodeError, KeyError, TypeError, ValueError, OverflowError) as exc:
             raise DataError(f"{path}:{number}: bad eval config line ({exc})") from exc
+        except RecursionError:
+            raise DataError(
+                f"{path}:{number}: bad eval config line (nested past the reader)"
+            ) from None
         specs[spec.instance_id] = spec
     return specs

@@ -118,8 +118,10 @@ def _schema_tables(schema: Path) -> list[tuple[str, str]]:
             info = json.loads(path.read_text(encoding="utf-8"))
             types = "\n".join(str(t) for t in info.get("column_types", []))
             name = str(info.get("table_name") or path.stem)
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError, AttributeError) as exc:
+        except (OSError, ValueError, AttributeError, TypeError) as exc:  # ValueError: JSON, UTF-8
             raise DataError(f"{path}: unreadable table metadata ({exc})") from exc
+        except RecursionError:
+            raise DataError(f"{path}: unreadable table metadata (nested past the reader)") from None
         tables.append((name, types))
     return tables
 
