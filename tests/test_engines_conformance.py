@@ -17,6 +17,7 @@ from querybench.engines import Engine, connect
 from querybench.errors import (
     EngineError,
     ErrorCode,
+    QueryOutOfMemory,
     QueryRefused,
     QueryTimeout,
     ResultTooLarge,
@@ -275,8 +276,7 @@ def test_a_finished_query_is_never_interrupted_later(engine: Engine) -> None:
 # The limit each exploding query meets, and its timeout: the cross join streams past the
 # 100,000-row cap in well under a second at idle (a long timeout keeps a loaded machine from
 # timing it out first); the count and the sort run past a 1 s timeout (DuckDB's sort may meet
-# its 512 MB memory limit first on a fast machine: that plain exec error is the one other
-# outcome).
+# its memory limit first on a fast machine: the instance's too_large is the one other outcome).
 EXPLODING_LIMIT: dict[str, tuple[type[EngineError], float]] = {
     EXPLODING[0]: (ResultTooLarge, 30.0),
     EXPLODING[1]: (QueryTimeout, 1.0),
@@ -290,8 +290,8 @@ def test_exploding_queries_stop_at_a_limit(kind: str, engine: Engine, sql: str) 
     start = time.monotonic()
     with pytest.raises(EngineError) as info:
         engine.execute(sql, timeout=timeout, max_rows=100_000)
-    if kind == "duckdb" and sql == EXPLODING[2] and type(info.value) is EngineError:
-        assert "Out of Memory" in str(info.value) and info.value.code == ErrorCode.EXEC_ERROR
+    if kind == "duckdb" and sql == EXPLODING[2] and type(info.value) is QueryOutOfMemory:
+        assert "Out of Memory" in str(info.value) and info.value.code == ErrorCode.TOO_LARGE
     else:
         assert type(info.value) is expected
         assert info.value.code == expected.code
@@ -299,15 +299,21 @@ def test_exploding_queries_stop_at_a_limit(kind: str, engine: Engine, sql: str) 
     assert engine.execute("SELECT 1").rows == [(1,)]
 
 
-HUGE_MESSAGE = {"sqlite": "string or blob too big", "duckdb": "Out of Memory Error"}
+# SQLite refuses a value past its length limit (an exec error); DuckDB meets its memory limit,
+# which is the instance's too_large, as the query child's memory cap is.
+HUGE_OUTCOME: dict[str, tuple[type[EngineError], str]] = {
+    "sqlite": (EngineError, "string or blob too big"),
+    "duckdb": (QueryOutOfMemory, "Out of Memory Error"),
+}
 
 
 @pytest.mark.parametrize(("kind", "sql"), [(k, s) for k in KINDS for s in HUGE[k]])
 def test_huge_values_fail_instead_of_allocating(kind: str, engine: Engine, sql: str) -> None:
+    expected, words = HUGE_OUTCOME[kind]
     with pytest.raises(EngineError) as info:
         engine.execute(sql, timeout=10.0)
-    assert type(info.value) is EngineError and info.value.code == ErrorCode.EXEC_ERROR
-    assert HUGE_MESSAGE[kind] in str(info.value)
+    assert type(info.value) is expected and info.value.code == expected.code
+    assert words in str(info.value)
 
 
 @pytest.mark.parametrize(("kind", "sql"), [(k, s) for k in KINDS for s in HOSTILE[k]])

@@ -208,10 +208,12 @@ def test_the_batches_are_shared_by_the_children_and_a_missing_database_fails_its
     db = _database(tmp_path) / "shop" / "shop.sqlite"
     served: list[int] = []
     original = QueryProcess.send_many
+    here, threads = threading.current_thread(), threading.active_count()
 
     def send_many(self: QueryProcess, *args: Any, **options: Any) -> Any:
         served.append(id(self))
-        assert threading.active_count() == 1  # no worker thread: children forked from here
+        # no worker thread (other tests may leave threads of their own): forked from here
+        assert threading.current_thread() is here and threading.active_count() == threads
         return original(self, *args, **options)
 
     monkeypatch.setattr(QueryProcess, "send_many", send_many)

@@ -113,11 +113,9 @@ def _run(
     if not queries:
         return
     ordered = sorted(queries, key=lambda query: query[0])  # a batch stays on one database
-    try:
-        _run_on_children(ordered, timeout, workers, out, on_query)
+    if _run_on_children(ordered, timeout, workers, out, on_query):
         return
-    except _NoChild:
-        rest = [query for query in ordered if query not in out]
+    rest = [query for query in ordered if query not in out]
     from querybench.engines.pool import QueryJob, QueryPool
 
     jobs = [QueryJob(str(i), db, sql) for i, (db, sql) in enumerate(rest)]
@@ -129,21 +127,18 @@ def _run(
                 on_query()
 
 
-class _NoChild(Exception):
-    """No query child could be started here."""
-
-
 def _run_on_children(
     queries: list[Query],
     timeout: float | None,
     workers: int,
     out: dict[Query, Result | EngineError],
     on_query: Callable[[], None] | None,
-) -> None:
+) -> bool:
     """`queries` in batches of one database (`_batch`), each child taking the next batch
     once its last is answered, all of them waited on from this thread: no worker threads, so
     each child is forked from this process (`QueryProcess.start`) and an answer costs no
-    hand-over between threads. Each query is timed on its own (`QueryProcess.send_many`)."""
+    hand-over between threads. Each query is timed on its own (`QueryProcess.send_many`).
+    False, with nothing run, where no child can be started here."""
     from multiprocessing.connection import wait
 
     from querybench.engines.isolated import Answers, QueryProcess
@@ -170,8 +165,8 @@ def _run_on_children(
         try:
             for child in children:
                 child.start()
-        except Exception as exc:
-            raise _NoChild() from exc
+        except Exception:
+            return False
         while batches or running:
             for index, child in enumerate(children):
                 while index not in running and batches:
@@ -201,6 +196,7 @@ def _run_on_children(
                 if answers.done:
                     del running[index]
                     answers.__exit__(None)
+        return True
     except BaseException as exc:
         for _, answers in running.values():  # no one will read what they answer: killed
             answers.__exit__(type(exc))
