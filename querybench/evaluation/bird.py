@@ -434,7 +434,7 @@ def evaluate_bird(
             instance_ids=instance_ids,
             timeout=timeout,
         )
-    cache = ResultCache(cache_dir)  # one connection: the run's lookup, its outcomes, its entry
+    cache = ResultCache(cache_dir)  # the run lookup, the outcomes and the run entry: one file
     try:
         if memo is not None and (known := bird_run_cache.lookup(memo, cache)) is not None:
             for result in known:
