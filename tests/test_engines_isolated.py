@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from querybench.engines.isolated import QueryProcess, query_environment
+from querybench.engines.isolated import QueryProcess
+from querybench.engines.supervision import query_environment
 from querybench.engines.timeouts import wall_cap
 from querybench.errors import EngineError, QueryRefused, QueryTimeout, ResultTooLarge
 from tests.test_engines_conformance import ENDLESS, build_database

@@ -102,3 +102,23 @@ def test_a_bird_answer_past_the_memory_cap_is_its_own_too_large(tmp_path: Path) 
     assert (by_id[first].error, by_id[first].score) == ("too_large", 0.0)
     assert f"memory cap of {CAP:,} bytes" in (by_id[first].message or "")
     assert sum(r.score for r in results) > 0  # the others are scored
+
+
+@pytest.mark.parametrize("processes", [True, False])
+def test_a_reward_answer_past_the_memory_cap_is_its_own_too_large(
+    tmp_path: Path, processes: bool
+) -> None:
+    # The reward's own children (`processes=True`) enter the boundary as every query child
+    # does: capped, the hog is that answer's too_large and the next answers still score.
+    from querybench.envs import RewardItem, SQLReward
+
+    database = _sqlite(tmp_path)
+    gold = "SELECT count(*) FROM t"
+    answers = [SQLITE_HOG, gold, "SELECT 2"]
+    items = [RewardItem(database, gold, f"```sql\n{sql}\n```") for sql in answers]
+    with SQLReward(workers=1, cache_dir=tmp_path / "r", processes=processes) as reward:
+        outcomes = reward.score_many(items)
+    hog, right, wrong = outcomes
+    assert hog.reward == 0.0 and hog.verdict.error == ErrorCode.TOO_LARGE, hog.verdict
+    assert f"the query memory cap of {CAP:,} bytes" in (hog.verdict.message or "")
+    assert (right.reward, wrong.reward) == (1.0, 0.0)

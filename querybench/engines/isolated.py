@@ -33,19 +33,18 @@ from pathlib import Path
 from typing import Any
 
 from querybench.engines.base import FETCH_CHUNK, Closing, Result, Table
-from querybench.engines.memory import cap_memory, out_of_memory, query_memory_bytes
+from querybench.engines.memory import out_of_memory, query_memory_bytes
 from querybench.engines.registry import ENGINES, EngineSpec
 from querybench.engines.supervision import (
     OPEN_TIMEOUT_S,
+    enter_query_child,
     exit_reason,
     past_timeout,
-    query_environment,
 )
 from querybench.engines.timeouts import (
     GRACE_S,
     Budget,
     counts_cpu,
-    mark_query_process,
     process_cpu_s,
 )
 from querybench.errors import EngineError
@@ -523,16 +522,9 @@ def _serve(
     memory_bytes: int | None = None,
 ) -> None:
     """The child's loop: one message in, one reply out, until the parent closes the pipe."""
-    # A terminal's Ctrl-C reaches the whole process group: the child dies of it at once, even
-    # inside one long C call, and silently (Python's handler would print a KeyboardInterrupt
-    # traceback, and only once that call returned); an interrupted parent kills it anyway.
-    # A parent that ignores it, and so goes on, keeps its children running too.
-    signal.signal(signal.SIGINT, signal.SIG_IGN if ignore_ctrl_c else signal.SIG_DFL)
-    mark_query_process()  # DuckDB's watchdog then counts this process's CPU time
-    cap_memory(memory_bytes)  # past it an allocation fails: `QueryOutOfMemory`, not a crash
-    keep = query_environment()  # no API key or token is left where a model's SQL runs
-    os.environ.clear()
-    os.environ.update(keep)
+    # A terminal's Ctrl-C kills the child at once, even inside one long C call (an
+    # interrupted parent kills it anyway); a parent that ignores it keeps its children going.
+    enter_query_child(ignore_ctrl_c=ignore_ctrl_c, memory_bytes=memory_bytes)
     engines: OrderedDict[str, Any] = OrderedDict()
     stream: Iterator[list[tuple[Any, ...]]] | None = None
 

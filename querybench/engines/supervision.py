@@ -12,8 +12,11 @@ work is framed, never in what a child may do or how it is stopped:
   (the rest of a batch goes to a fresh child). An engine's own interrupt may stop a query
   sooner; nothing inside the child is trusted to stop it.
 * **Opening is bounded too**, by `OPEN_TIMEOUT_S`: no engine has an open timeout of its own.
-* **The child's environment is `query_environment()`**: the parent's without API keys,
-  tokens and passwords (the engines' own password variables kept).
+* **A child enters the boundary in one way** (`enter_query_child`, its first act): its
+  environment becomes `query_environment()` (the parent's without API keys, tokens and
+  passwords, the engines' own password variables kept), its memory is capped by the OS
+  (`memory.cap_memory`: past it a query is `too_large`, never a crash), and its CPU time is
+  the running query's (`timeouts.mark_query_process`).
 * **Databases are opened only through `engines.connect`**: read-only, one statement per
   query, results capped in rows and bytes, DuckDB with external access off and its
   configuration locked.
@@ -28,9 +31,11 @@ from __future__ import annotations
 
 import os
 import re
+import signal
 
+from querybench.engines.memory import cap_memory
 from querybench.engines.registry import ENGINES
-from querybench.engines.timeouts import WALL_CLOCK, timed_out
+from querybench.engines.timeouts import WALL_CLOCK, mark_query_process, timed_out
 from querybench.errors import QueryTimeout
 
 # Opening a database has no timeout of its own; a child that takes longer is killed.
@@ -54,6 +59,20 @@ def query_environment(environ: dict[str, str] | None = None) -> dict[str, str]:
         for name, value in source.items()
         if name in keep or name.startswith("SNOWFLAKE_") or not _SECRET_NAME.search(name)
     }
+
+
+def enter_query_child(*, ignore_ctrl_c: bool, memory_bytes: int | None) -> None:
+    """What a child does before it runs any untrusted SQL, the same in every supervisor:
+    Ctrl-C (a terminal's SIGINT reaches the whole group) kills it at once and silently, or is
+    ignored where its parent goes on; its CPU time is its query's; its memory is capped
+    (`memory_bytes`, None: `$QUERYBENCH_QUERY_MEMORY_BYTES` or the default); no API key or
+    token is left in its environment."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN if ignore_ctrl_c else signal.SIG_DFL)
+    mark_query_process()
+    cap_memory(memory_bytes)
+    keep = query_environment()
+    os.environ.clear()
+    os.environ.update(keep)
 
 
 def past_timeout(timeout: float | None, decided: str = WALL_CLOCK) -> QueryTimeout:

@@ -12,6 +12,7 @@ from typing import Any
 
 from querybench.engines import Engine
 from querybench.engines.base import EngineBase, Result, feed_batches
+from querybench.engines.memory import out_of_memory
 from querybench.errors import EngineError
 from querybench.evaluation.bird import StreamedMatch, StreamMatcher, bird_metrics, bird_verdict
 from querybench.evaluation.sql_extract import sql_block
@@ -74,6 +75,8 @@ def run_answer(
         if matcher is not None and matcher.mismatched:  # cut short after a mismatch
             return matcher.result()
         return exc
+    except MemoryError:  # past a query child's memory cap, in this process's own work
+        return out_of_memory("comparing the answer's rows")
     except Exception as exc:  # a bug on one answer must not take the others down
         return EngineError(f"unexpected {type(exc).__name__}: {exc}")
 

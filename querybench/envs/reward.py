@@ -38,6 +38,7 @@ from pathlib import Path
 from querybench.engines import Engine
 from querybench.engines.base import positive_int_env
 from querybench.engines.cache import ResultCache
+from querybench.engines.memory import query_memory_bytes
 from querybench.engines.pool import QueryJob, QueryOutcome, QueryPool
 from querybench.envs.coalesce import Coalescer
 from querybench.envs.match import (
@@ -175,6 +176,7 @@ class SQLReward:
             answer_max_rows,
             None if cache_dir is None else str(cache_dir),
             disk_cache,
+            memory_bytes=query_memory_bytes(),  # read here: a bad value fails the caller
         )
         # Started now, so the children start while the caller does whatever comes first;
         # stopped by `close`, or when the reward is collected (or the interpreter exits).

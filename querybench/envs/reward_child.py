@@ -15,7 +15,6 @@ from __future__ import annotations
 import contextlib
 import mmap
 import os
-import signal
 import struct
 import time
 from collections import OrderedDict
@@ -26,8 +25,9 @@ from pathlib import Path
 from querybench.engines import Engine, connect
 from querybench.engines.base import Result
 from querybench.engines.cache import ResultCache
-from querybench.engines.supervision import OPEN_TIMEOUT_S
-from querybench.engines.timeouts import counts_cpu, mark_query_process, wall_cap
+from querybench.engines.memory import out_of_memory
+from querybench.engines.supervision import OPEN_TIMEOUT_S, enter_query_child
+from querybench.engines.timeouts import counts_cpu, wall_cap
 from querybench.envs.match import Outcome, RewardOutcome, execution_match, run_answer
 from querybench.errors import EngineError
 
@@ -56,6 +56,8 @@ class WorkerConfig:
     disk_cache: bool
     # Spider 1.0 dev has 20 databases, BIRD dev 11: a smaller LRU reopens them in turn.
     open_databases: int = 64
+    # The child's memory cap (`engines/memory.py`), read by the parent: None, the default.
+    memory_bytes: int | None = None
 
 
 def cache_get(cache: ResultCache, database: str | Path, sql: str) -> Result | None:
@@ -173,6 +175,8 @@ class _Worker:
             return engine.execute(sql, timeout=self.config.gold_timeout, max_rows=None)
         except EngineError as exc:
             return exc
+        except MemoryError:
+            return out_of_memory()
         except Exception as exc:  # a bug on one answer must not take the batch down
             return EngineError(f"unexpected {type(exc).__name__}: {exc}")
         finally:
@@ -197,14 +201,14 @@ class _Worker:
 def serve(requests_fd: int, replies_fd: int, progress_fd: int) -> None:
     """The child's loop: the config, then batches of tasks in and their outcomes out, until
     the parent closes the pipe."""
-    # The parent decides when this process ends: a Ctrl-C meant for it is not for us.
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    mark_query_process()  # DuckDB's watchdog then counts this process's CPU time
     requests = Connection(requests_fd, writable=False)
     replies = Connection(replies_fd, readable=False)
     progress = _Progress(progress_fd)
     os.close(progress_fd)
-    worker = _Worker(requests.recv(), progress)
+    config: WorkerConfig = requests.recv()
+    # The parent (a trainer) decides when this process ends: a Ctrl-C is not for it.
+    enter_query_child(ignore_ctrl_c=True, memory_bytes=config.memory_bytes)
+    worker = _Worker(config, progress)
     progress.done()
     while True:
         try:
