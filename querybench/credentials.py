@@ -13,7 +13,6 @@ repository ships (`your_username`, `your_private_key`) are recognised and never 
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +20,7 @@ from typing import Any
 
 import platformdirs
 
+from querybench import json_input
 from querybench.data import data_roots
 
 SNOWFLAKE_FILE = "snowflake_credential.json"
@@ -66,7 +66,7 @@ def candidate_files(name: str) -> list[Path]:
 
 def read_json(path: Path) -> dict[str, Any] | None:
     try:
-        values = json.loads(path.read_text(encoding="utf-8"))
+        values = json_input.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
     return values if isinstance(values, dict) else None

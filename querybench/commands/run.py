@@ -7,7 +7,6 @@ panel per concern, then the methods' own options): a field added there is a flag
 from __future__ import annotations
 
 import inspect
-import json
 import time
 import tomllib
 import typing
@@ -26,6 +25,7 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
+from querybench import json_input
 from querybench.commands.declared_flags import parameter
 from querybench.declared import declared_fields
 from querybench.errors import OptionError, QuerybenchError
@@ -161,7 +161,7 @@ def _read_config_file(path: Path | None) -> dict[str, Any]:
         return {}
     try:
         text = path.read_text(encoding="utf-8")
-        data = tomllib.loads(text) if path.suffix == ".toml" else json.loads(text)
+        data = tomllib.loads(text) if path.suffix == ".toml" else json_input.loads(text)
     except (OSError, ValueError) as exc:  # TOMLDecodeError is a ValueError
         _fail(f"--config {path}: {exc}")
     if not isinstance(data, dict):

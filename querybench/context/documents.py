@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
+from querybench import json_input
 from querybench.context.function_docs import BY_DIALECT, COMMON
 from querybench.context.rank import BM25, terms
 from querybench.context.tokens import count_tokens
@@ -64,7 +64,7 @@ def bigquery_functions(syntax_dir: Path) -> tuple[FunctionDoc, ...]:
     """BigQuery function docs from `resource/syntax/bigquery_functions/bigquery_functions.json`."""
     path = syntax_dir / "bigquery_functions" / "bigquery_functions.json"
     try:
-        categories = json.loads(path.read_text(encoding="utf-8"))
+        categories = json_input.loads(path.read_text(encoding="utf-8"))
         docs = []
         for category in categories:
             for fn in category["functions"].values():

@@ -3,10 +3,10 @@ DuckDB) from the type text, VARIANT/OBJECT (Snowflake) from the keys of sampled 
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from typing import Any
 
+from querybench import json_input
 from querybench.context.schema import ColumnInfo
 
 _MAX_FIELDS = 200  # a pathological type should not flood the prompt
@@ -100,7 +100,7 @@ def variant_paths(name: str, samples: Iterable[Any], limit: int = 40) -> list[Co
         value = raw
         if isinstance(raw, str):
             try:
-                value = json.loads(raw)
+                value = json_input.loads(raw)
             except ValueError:
                 continue
         walk(name, value, 0)

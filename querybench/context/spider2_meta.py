@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import ast
 import csv
-import json
 import re
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from querybench import json_input
 from querybench.context.nested import flatten_type, split_top_level, variant_paths
 from querybench.context.schema import ColumnInfo, DatabaseSchema, ForeignKey, TableInfo
 from querybench.errors import DataError
@@ -132,7 +132,7 @@ def _read_table_json(
     path: Path, db_dir: Path, folder: Path, dialect: str, ddl_rows: dict[str, tuple[str, str, str]]
 ) -> TableInfo:
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json_input.loads(path.read_text(encoding="utf-8"))
     except (ValueError, UnicodeDecodeError) as exc:
         raise DataError(f"{path}: malformed table metadata JSON ({exc})") from exc
     if not isinstance(data, dict):

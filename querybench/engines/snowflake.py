@@ -15,7 +15,6 @@ query scanned read back from the session's query history when `accounting=True`.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import threading
@@ -29,6 +28,7 @@ import duckdb
 import sqlglot
 from sqlglot import exp
 
+from querybench import json_input
 from querybench.engines.base import (
     EngineBase,
     Result,
@@ -247,7 +247,7 @@ class SnowflakeCredentials:
                 credentials_file = found.source
         if credentials_file is not None:
             try:
-                values = json.loads(Path(credentials_file).read_text(encoding="utf-8"))
+                values = json_input.loads(Path(credentials_file).read_text(encoding="utf-8"))
             except (OSError, ValueError) as exc:
                 raise EngineUnavailable(f"cannot read Snowflake credentials: {exc}") from exc
             if not isinstance(values, dict):

@@ -32,6 +32,7 @@ import pyarrow as pa
 import sqlglot
 from sqlglot import exp
 
+from querybench import json_input
 from querybench.engines.base import quote_identifier
 from querybench.errors import DataError
 
@@ -142,7 +143,7 @@ def _read_specs(source: Path, dialect: Dialect) -> list[_TableSpec]:
         seen: set[str] = set()
         for path in sorted(folder.glob("*.json")):
             try:
-                meta = json.loads(path.read_text(encoding="utf-8"))
+                meta = json_input.loads(path.read_text(encoding="utf-8"))
                 columns = tuple(zip(meta["column_names"], meta["column_types"], strict=True))
                 name = str(meta.get("table_name") or path.stem).strip()
             except (OSError, ValueError, KeyError, TypeError) as exc:
@@ -261,7 +262,7 @@ def _cell(value: Any, dt: exp.DataType, type_sql: str) -> str | None:
     if dt.this == _JSON:
         if isinstance(value, str):
             try:
-                json.loads(value)
+                json_input.loads(value)
                 return value
             except ValueError:
                 pass

@@ -22,6 +22,8 @@ from typing import Any
 
 import httpx
 
+from querybench import json_input
+
 _HOP_HEADERS = {"host", "content-length", "connection", "accept-encoding", "transfer-encoding"}
 MAX_BODY_BYTES = 64 << 20  # a chat request or completion far beyond any model's context
 
@@ -86,7 +88,7 @@ class StreamRelay:
                 streamed = False
                 if raw:
                     try:
-                        body = json.loads(raw)
+                        body = json_input.loads(raw)
                     except ValueError:
                         body = None
                 if isinstance(body, dict) and body.get("stream"):
@@ -108,7 +110,7 @@ class StreamRelay:
                 kind = reply.headers.get("content-type", "application/json")
                 if streamed and reply.status_code == 200 and kind.startswith("application/json"):
                     try:
-                        events = completion_events(json.loads(content))
+                        events = completion_events(json_input.loads(content))
                     except (ValueError, AttributeError, TypeError):
                         self._send(reply.status_code, content, kind)
                         return

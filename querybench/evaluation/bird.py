@@ -29,6 +29,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+from querybench import json_input
 from querybench.engines.base import Result
 from querybench.engines.cache import ResultCache
 from querybench.engines.registry import EngineKind, spec_for_scheme
@@ -381,7 +382,7 @@ def _read_text(path: str | Path, what: str) -> str:
 
 def _parsed(text: str, path: str | Path, what: str) -> Any:
     try:
-        return json.loads(text)
+        return json_input.loads(text)
     except json.JSONDecodeError as exc:
         raise DataError(f"the {what} file {path} is not valid JSON: {exc}") from exc
 

@@ -22,7 +22,6 @@ written. Where both readings give the same SQL the scores are one verdict.
 
 from __future__ import annotations
 
-import json
 import re
 from collections import Counter
 from collections.abc import Callable, Collection, Sequence
@@ -30,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from querybench import json_input
 from querybench.engines.base import Result
 from querybench.errors import DataError, EngineError, ErrorCode
 from querybench.evaluation.detail import Difference, Shape, VerdictDetail
@@ -358,7 +358,7 @@ def _lines(path: str | Path, what: str) -> list[str]:
 
 def _hardness_by_line(questions_json: str | Path, gold_lines: list[str]) -> dict[int, str]:
     try:
-        entries = json.loads(Path(questions_json).read_text(encoding="utf-8"))
+        entries = json_input.loads(Path(questions_json).read_text(encoding="utf-8"))
         pairs = [(e["query"], e["db_id"], e["sql"]) for e in entries]
     except (OSError, UnicodeDecodeError, ValueError, TypeError, KeyError) as exc:
         raise DataError(f"cannot read parsed SQL from {questions_json}: {exc!r}") from exc

@@ -10,13 +10,13 @@ says why.
 
 from __future__ import annotations
 
-import json
 import sqlite3
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from querybench import json_input
 from querybench.errors import DataError, SqlParseError
 from querybench.evaluation.spider1_exact import (
     ExactMatch,
@@ -45,7 +45,7 @@ def default_tables_json(gold: Path, db_dir: Path) -> Path | None:
 
 def read_tables_json(path: Path) -> dict[str, Mapping[str, Any]]:
     try:
-        entries = json.loads(path.read_text(encoding="utf-8"))
+        entries = json_input.loads(path.read_text(encoding="utf-8"))
         return {str(e["db_id"]): e for e in entries}
     except (OSError, UnicodeDecodeError, ValueError, TypeError, KeyError) as exc:
         raise DataError(f"cannot read tables.json {path}: {exc!r}") from exc

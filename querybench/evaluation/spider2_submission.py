@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from querybench import json_input
 from querybench.errors import PredictionRefused
 from querybench.evaluation.prediction_file import ReadLimits, read_prediction_text
 
@@ -83,10 +84,9 @@ def read_submission(folder: Path) -> Submission:
     stopped: int | None = None
     for number, line in enumerate(lines, start=1):
         try:
-            item = json.loads(line.strip())
-        except (json.JSONDecodeError, RecursionError) as error:
-            # a line nested past the parser's recursion limit is as unreadable as a broken one
-            reason = error.msg if isinstance(error, json.JSONDecodeError) else "nested too deep"
+            item = json_input.loads(line.strip())
+        except json.JSONDecodeError as error:  # nested past the reader, too (`json_input`)
+            reason = error.msg
             if stopped is None:
                 stopped = number
                 rest = sum(1 for later in lines[number:] if later.strip())

@@ -18,7 +18,6 @@ Selection follows DAIL-SQL (Gao et al., 2023) with lexical similarity instead of
 
 from __future__ import annotations
 
-import json
 import re
 import threading
 from collections.abc import Iterable, Sequence
@@ -27,6 +26,7 @@ from difflib import SequenceMatcher
 from pathlib import Path
 from typing import Any
 
+from querybench import json_input
 from querybench.context.rank import BM25, terms
 from querybench.errors import DataError
 
@@ -92,12 +92,12 @@ def _read_file(path: Path) -> list[Example]:
         parsed = []
         for line_no, line in items:
             try:
-                parsed.append((f"{path}:{line_no}", json.loads(line)))
+                parsed.append((f"{path}:{line_no}", json_input.loads(line)))
             except ValueError as exc:
                 raise DataError(f"{path}:{line_no}: not JSON ({exc})") from None
     else:
         try:
-            data = json.loads(text)
+            data = json_input.loads(text)
         except ValueError as exc:
             raise DataError(f"{path}: not JSON ({exc})") from None
         if not isinstance(data, list):

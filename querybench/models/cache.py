@@ -16,6 +16,8 @@ from typing import Any
 
 from platformdirs import user_cache_dir
 
+from querybench import json_input
+
 log = logging.getLogger(__name__)
 
 
@@ -39,7 +41,7 @@ class ResponseCache:
 
     def get(self, key: str) -> dict[str, Any] | None:
         try:
-            value = json.loads(self._path(key).read_text(encoding="utf-8"))
+            value = json_input.loads(self._path(key).read_text(encoding="utf-8"))
         except (OSError, ValueError):
             return None
         return value if isinstance(value, dict) else None

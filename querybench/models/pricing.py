@@ -7,10 +7,10 @@ anything that must be exact. A model not in the table costs 0 and is reported as
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from querybench import json_input
 from querybench.errors import DataError
 from querybench.models.base import Usage
 
@@ -49,7 +49,7 @@ class PriceTable:
     @classmethod
     def from_file(cls, path: str | Path, *, with_defaults: bool = True) -> PriceTable:
         try:
-            data = json.loads(Path(path).read_text(encoding="utf-8"))
+            data = json_input.loads(Path(path).read_text(encoding="utf-8"))
             prices = {
                 str(name): Price(float(p["prompt"]), float(p["completion"]))
                 for name, p in data.items()

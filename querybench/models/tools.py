@@ -15,6 +15,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from querybench import json_input
 from querybench.errors import MalformedToolCall
 
 ToolChoice = str | dict[str, Any]  # "auto" | "none" | "required" | {"type": "function", ...}
@@ -48,8 +49,8 @@ class ToolCall:
     @classmethod
     def parse(cls, id: str, name: str, raw: str) -> ToolCall:
         try:
-            value = json.loads(raw) if raw.strip() else {}
-        except (ValueError, RecursionError) as exc:  # a hostile reply may nest past the limit
+            value = json_input.loads(raw) if raw.strip() else {}
+        except ValueError as exc:  # nested past the reader, too (`json_input`)
             return cls(id, name, raw, None, f"arguments of {name!r} are not valid JSON: {exc}")
         if not isinstance(value, dict):
             kind = type(value).__name__

@@ -37,6 +37,7 @@ from typing import Any
 
 import pandas as pd
 
+from querybench import json_input
 from querybench.errors import DataError, ErrorCode
 from querybench.evaluation.large_result import ResultTable
 from querybench.evaluation.spider2 import strict_condition_cols
@@ -191,7 +192,7 @@ def _config_shapes(config: Path) -> Iterator[Finding]:
     for line in config.read_text(encoding="utf-8").splitlines():
         if not line.strip():
             continue
-        item = json.loads(line)  # Spider2Gold has already refused a bad line
+        item = json_input.loads(line)  # Spider2Gold has already refused a bad line
         iid = str(item["instance_id"])
         if not isinstance(item.get("ignore_order"), bool):
             shown = json.dumps(item["ignore_order"]) if "ignore_order" in item else "missing"

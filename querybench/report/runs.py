@@ -13,13 +13,13 @@ code, an answer as `not_scored`); a run that never recorded anything says so.
 
 from __future__ import annotations
 
-import json
 import logging
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from querybench import json_input
 from querybench.errors import DataError, ErrorCode
 from querybench.evaluation.record import InstanceResult
 from querybench.runs.store import InstanceRecord, RecordStore
@@ -79,7 +79,9 @@ class RunData:
         out = []
         for instance_id in self.trajectory_ids():
             try:
-                data = json.loads((self.trajectory_dir / f"{instance_id}.json").read_text("utf-8"))
+                data = json_input.loads(
+                    (self.trajectory_dir / f"{instance_id}.json").read_text("utf-8")
+                )
             except (OSError, ValueError) as exc:
                 log.warning("trajectory of %s left out of the tables: %s", instance_id, exc)
                 continue
@@ -121,7 +123,7 @@ def read_results(path: Path) -> list[InstanceResult]:
         if not line.strip():
             continue
         try:
-            results.append(result_from_json(json.loads(line)))
+            results.append(result_from_json(json_input.loads(line)))
         except (ValueError, DataError) as exc:
             raise DataError(f"{path}:{number}: {exc}") from exc
     return results
@@ -131,7 +133,7 @@ def _json_file(path: Path) -> dict[str, Any]:
     if not path.is_file():
         return {}
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json_input.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         raise DataError(f"{path} is unreadable ({exc})") from exc
     return data if isinstance(data, dict) else {}

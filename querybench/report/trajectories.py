@@ -11,6 +11,7 @@ import json
 from html import escape
 from typing import Any
 
+from querybench import json_input
 from querybench.report.runs import RunData
 
 CSS = """
@@ -64,7 +65,7 @@ def _task(run: RunData, instance_id: str) -> str:
     verdict = "" if result is None else f"score {result.score:g} {result.error or ''}"
     path = run.trajectory_dir / f"{instance_id}.json"
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json_input.loads(path.read_text(encoding="utf-8"))
         steps: list[dict[str, Any]] = list(data.get("steps") or [])
     except (OSError, ValueError, AttributeError) as exc:
         body = f"<p>unreadable trajectory: {escape(str(exc))}</p>"

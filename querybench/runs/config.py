@@ -25,6 +25,7 @@ from dataclasses import Field, dataclass, field, fields
 from pathlib import Path
 from typing import Any, cast
 
+from querybench import json_input
 from querybench.declared import (
     Declared,
     Spec,
@@ -320,7 +321,7 @@ def check_resume(config: RunConfig) -> None:
     current = config.to_json()
     if path.is_file():
         try:
-            earlier = json.loads(path.read_text(encoding="utf-8"))
+            earlier = json_input.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError) as exc:
             raise DataError(f"{path} is unreadable ({exc}); use a new --out folder") from exc
         changes = identity_changes(config, earlier)

@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from querybench import json_input
 from querybench.benchmarks import BenchmarkSpec, Family
 from querybench.errors import DataError
 
@@ -63,10 +64,8 @@ def dev_locations(spec: BenchmarkSpec, options: Arguments, layout: Arguments) ->
 def _parsed_questions(path: Path) -> Path | None:
     """The data's Spider 1.0 dev.json for the gold's hardness, when it carries the official
     parse (`sql`) hardness is read from; else None (no hardness, as without --questions)."""
-    import json
-
     try:
-        entries = json.loads(path.read_text(encoding="utf-8"))
+        entries = json_input.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
     parsed = isinstance(entries, list) and bool(entries) and isinstance(entries[0], dict)

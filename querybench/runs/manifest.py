@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from querybench import json_input
 from querybench.benchmarks import spec
 from querybench.errors import DataError
 
@@ -166,10 +167,10 @@ class Manifest:
     @classmethod
     def read(cls, path: Path) -> Manifest:
         try:
-            return cls.from_json(json.loads(path.read_text(encoding="utf-8")))
+            return cls.from_json(json_input.loads(path.read_text(encoding="utf-8")))
         except OSError as exc:
             raise DataError(f"cannot read the manifest {path}: {exc.strerror or exc}") from exc
-        except (ValueError, RecursionError) as exc:  # RecursionError: nested past the reader
+        except ValueError as exc:
             raise DataError(f"{path} is not JSON: {exc}") from exc
 
 

@@ -24,6 +24,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol
 
+from querybench import json_input
 from querybench.benchmarks import Benchmark, resolve, spec
 from querybench.errors import DataError, ErrorCode
 from querybench.evaluation.detail import VerdictDetail
@@ -408,7 +409,7 @@ def _wall(run_dir: Path) -> float:
     try:
         for line in text_lines((run_dir / "sessions.jsonl").read_text(encoding="utf-8")):
             try:
-                total += float(json.loads(line)["wall_s"])
+                total += float(json_input.loads(line)["wall_s"])
             except (ValueError, KeyError, TypeError):
                 continue
     except OSError:

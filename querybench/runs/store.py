@@ -21,6 +21,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
+from querybench import json_input
 from querybench.errors import DataError, ErrorCode, RunFolderBusy
 
 log = logging.getLogger(__name__)
@@ -138,7 +139,7 @@ class RecordStore:
             if not line.strip():
                 continue
             try:
-                record = InstanceRecord.from_json(json.loads(line))
+                record = InstanceRecord.from_json(json_input.loads(line))
             except (ValueError, TypeError) as exc:  # a torn line: its instance is done again
                 log.debug("%s: unreadable record line skipped: %s", self.path, exc)
                 continue

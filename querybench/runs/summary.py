@@ -12,6 +12,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from querybench import json_input
 from querybench.errors import ErrorCode
 from querybench.evaluation.record import InstanceResult
 from querybench.runs.config import RunConfig
@@ -103,7 +104,7 @@ class RunSummary:
         path = run_dir / SUMMARY
         if not path.is_file():
             return None
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json_input.loads(path.read_text(encoding="utf-8"))
         return cls.from_json(data) if isinstance(data, dict) else None
 
     def __getitem__(self, key: str) -> Any:

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from querybench import json_input
 from querybench.benchmarks import Family, spec
 from querybench.errors import DataError
 from querybench.evaluation.record import InstanceResult
@@ -87,13 +88,12 @@ def locate(path: Path) -> tuple[Path, Path]:
 
 
 def read_results(path: Path) -> dict[str, InstanceResult]:
-    import json
 
     out: dict[str, InstanceResult] = {}
     for n, line in enumerate(text_lines(path.read_text(encoding="utf-8")), 1):
         if line.strip():
             try:
-                result = InstanceResult.from_json(json.loads(line))
+                result = InstanceResult.from_json(json_input.loads(line))
             except ValueError as exc:
                 raise DataError(f"{path}:{n}: {exc}") from exc
             out[result.instance_id] = result

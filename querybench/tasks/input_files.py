@@ -11,6 +11,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from querybench import json_input
 from querybench.errors import DataError
 
 _WHITESPACE = " \t\n\r"
@@ -53,11 +54,9 @@ def read_jsonl(path: Path, what: str = "task file") -> Iterator[tuple[str, dict[
             continue
         where = f"{path}:{number}"
         try:
-            item = json.loads(line)
+            item = json_input.loads(line)
         except json.JSONDecodeError as exc:
             raise DataError(f"{where}: not valid JSON ({exc.msg} at column {exc.colno})") from None
-        except RecursionError:
-            raise DataError(f"{where}: not valid JSON (nested past the reader)") from None
         if not isinstance(item, dict):
             raise DataError(f"{where}: expected a JSON object, got {type(item).__name__}")
         yield where, item
@@ -66,7 +65,6 @@ def read_jsonl(path: Path, what: str = "task file") -> Iterator[tuple[str, dict[
 def read_json_array(path: Path, what: str = "task file") -> Iterator[tuple[str, dict[str, Any]]]:
     """(`path:line`, object) for every entry of a JSON array of objects."""
     text = read_text(path, what)
-    decoder = json.JSONDecoder()
     index = _skip(text, 0)
     if not text.startswith("[", index):
         raise DataError(f"{path}:{_line(text, index)}: expected a JSON array ({what})")
@@ -79,11 +77,9 @@ def read_json_array(path: Path, what: str = "task file") -> Iterator[tuple[str, 
         counted_to = index
         where = f"{path}:{line}"
         try:
-            item, index = decoder.raw_decode(text, index)
+            item, index = json_input.raw_decode(text, index)
         except json.JSONDecodeError as exc:
             raise DataError(f"{path}:{exc.lineno}: not valid JSON ({exc.msg})") from None
-        except RecursionError:
-            raise DataError(f"{where}: not valid JSON (nested past the reader)") from None
         if not isinstance(item, dict):
             raise DataError(f"{where}: expected a JSON object, got {type(item).__name__}")
         yield where, item

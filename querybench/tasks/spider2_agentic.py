@@ -24,6 +24,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from querybench import json_input
 from querybench.benchmarks import BenchmarkSpec
 from querybench.engines.registry import EngineKind
 from querybench.errors import DataError
@@ -102,7 +103,7 @@ def local_map(root: Path) -> dict[str, str]:
     if not path.is_file():
         return {}
     try:
-        mapping = json.loads(read_text(path, "local map"))
+        mapping = json_input.loads(read_text(path, "local map"))
     except json.JSONDecodeError as exc:
         raise DataError(f"{path}:{exc.lineno}: not JSON: {exc.msg}") from None
     if not isinstance(mapping, dict) or not all(

@@ -13,6 +13,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from querybench import json_input
 from querybench.benchmarks import Benchmark as Name
 from querybench.errors import DataError
 from querybench.layout import GOLD_DIRS, benchmark_root
@@ -134,7 +135,7 @@ def _read_specs(path: Path) -> dict[str, EvalSpec]:
         if not line.strip():
             continue
         try:
-            item = json.loads(line)
+            item = json_input.loads(line)
             if not isinstance(item, dict):
                 raise TypeError(f"a JSON {type(item).__name__}, not an object")
             toks = item.get("toks")
@@ -147,9 +148,5 @@ def _read_specs(path: Path) -> dict[str, EvalSpec]:
             )
         except (json.JSONDecodeError, KeyError, TypeError, ValueError, OverflowError) as exc:
             raise DataError(f"{path}:{number}: bad eval config line ({exc})") from exc
-        except RecursionError:
-            raise DataError(
-                f"{path}:{number}: bad eval config line (nested past the reader)"
-            ) from None
         specs[spec.instance_id] = spec
     return specs

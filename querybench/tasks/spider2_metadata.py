@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import re
 import sys
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
+from querybench import json_input
 from querybench.errors import DataError
 
 csv.field_size_limit(min(sys.maxsize, 2**31 - 1))  # a DDL cell can be megabytes long
@@ -115,13 +115,11 @@ def _schema_tables(schema: Path) -> list[tuple[str, str]]:
     tables = []
     for path in sorted(schema.glob("*.json")):
         try:
-            info = json.loads(path.read_text(encoding="utf-8"))
+            info = json_input.loads(path.read_text(encoding="utf-8"))
             types = "\n".join(str(t) for t in info.get("column_types", []))
             name = str(info.get("table_name") or path.stem)
         except (OSError, ValueError, AttributeError, TypeError) as exc:  # ValueError: JSON, UTF-8
             raise DataError(f"{path}: unreadable table metadata ({exc})") from exc
-        except RecursionError:
-            raise DataError(f"{path}: unreadable table metadata (nested past the reader)") from None
         tables.append((name, types))
     return tables
 
