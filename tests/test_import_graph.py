@@ -19,8 +19,8 @@ LAYERS: tuple[frozenset[str], ...] = tuple(
     frozenset(names.split())
     for names in (
         # the foundation: the errors, where data lives, declared options, the registry, the
-        # content store
-        "errors data declared benchmarks store",
+        # content store, the one JSON decoder
+        "errors data declared benchmarks store json_input",
         "layout credentials fetch",
         "engines",  # a shared service: every layer above may run SQL
         "tasks",
@@ -48,28 +48,31 @@ DEPENDS: dict[str, frozenset[str]] = {
         "errors": "",
         "data": "",
         "store": "",
+        "json_input": "",
         "benchmarks": "declared errors",
         "declared": "errors",
         "layout": "benchmarks data",
-        "credentials": "data",
+        "credentials": "data json_input",
         "fetch": "errors",
-        "engines": "credentials errors store",
-        "tasks": "benchmarks data errors layout engines",
+        "engines": "credentials errors store json_input",
+        "tasks": "benchmarks data errors layout engines json_input",
         "releases": "benchmarks errors fetch layout tasks",
         "data_status": "benchmarks credentials data errors layout engines tasks",
         "data_fetch": "data errors fetch releases",
-        "context": "benchmarks errors layout engines tasks",
-        "models": "errors tasks context",
+        "context": "benchmarks errors layout engines tasks json_input",
+        "models": "errors tasks context json_input",
         "agent": "benchmarks declared errors engines tasks context models",
-        "evaluation": "benchmarks errors layout engines tasks store",  # no context, model or agent
+        # no context, model or agent
+        "evaluation": "benchmarks errors layout engines tasks store json_input",
         "methods": "benchmarks data declared errors layout engines tasks context models agent "
-        "evaluation",
-        "envs": "benchmarks data errors engines tasks context models evaluation methods store",
+        "evaluation json_input",
+        "envs": "benchmarks data errors engines tasks context models evaluation methods store "
+        "json_input",
         "runs": "benchmarks data declared errors layout engines tasks models evaluation methods "
-        "store",
-        "report": "benchmarks data errors engines tasks agent evaluation runs",
+        "store json_input",
+        "report": "benchmarks data errors engines tasks agent evaluation runs json_input",
         "commands": "benchmarks data declared errors layout engines data_fetch data_status "
-        "releases tasks "
+        "releases tasks json_input "
         "context evaluation methods runs report",
         "cli": "benchmarks commands",
         "_entry": "commands cli",
