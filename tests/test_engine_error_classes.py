@@ -131,6 +131,7 @@ def test_fakesnow_errors_are_classed_by_duckdbs_class_under_them(tmp_path: Path)
 
 
 def test_snowflake_errnos_name_the_mistake() -> None:
+    pytest.importorskip("snowflake.connector", reason="the snowflake extra is not installed")
     from snowflake.connector.errors import ProgrammingError
 
     from querybench.engines.snowflake import snowflake_error_class
