@@ -32,6 +32,7 @@ from pandas._libs.parsers import STR_NA_VALUES  # type: ignore[import-not-found]
 
 from querybench.errors import DataError
 from querybench.evaluation.record_floats import plain_floats
+from querybench.evaluation.simple_csv import read_simple
 
 # Part of the parsed-CSV cache's key (`csv_cache`): bump it with any change to what
 # `read_result_csv` returns, and every cached parse is made again.
@@ -67,10 +68,13 @@ def read_result_csv(source: str | Path | BinaryIO, name: str | None = None) -> p
     """
     path = name if name is not None else source
     try:
+        data = _bytes_of(source)
+        simple = read_simple(data)
+        if simple is not None:
+            return _frame(*simple)
         with _text_as_objects():
             if not _NEW_NUMBERS:
-                return pd.read_csv(source)
-            data = _bytes_of(source)
+                return pd.read_csv(io.BytesIO(data))
             frame = pd.read_csv(io.BytesIO(data))
             return _as_of_record(frame, data) if _has_long_number(data) else frame
     except FileNotFoundError as exc:
@@ -82,6 +86,18 @@ def read_result_csv(source: str | Path | BinaryIO, name: str | None = None) -> p
     except (pd.errors.ParserError, ValueError, OSError) as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise DataError(f"{path}: unreadable CSV ({first})") from exc
+
+
+def _frame(names: list[str], arrays: list[npt.NDArray[Any]]) -> pd.DataFrame:
+    """The frame `pd.read_csv` gives for these distinct names and typed columns (`simple_csv`),
+    built without pandas' inference (which would make text its `str` dtype under pandas 3)."""
+    frame: pd.DataFrame = pd.DataFrame._from_arrays(  # type: ignore[attr-defined]
+        arrays,
+        columns=pd.Index(names, dtype=object),
+        index=pd.RangeIndex(len(arrays[0])),
+        verify_integrity=False,
+    )
+    return frame
 
 
 def _bytes_of(source: str | Path | BinaryIO) -> bytes:
