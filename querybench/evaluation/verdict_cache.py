@@ -57,6 +57,7 @@ SCORER_MODULES = tuple(
         "evaluation.record",
         "evaluation.record_floats",
         "evaluation.result_csv",
+        "evaluation.simple_csv",
         "evaluation.spider1_exact",
         "tasks.spider1_sql",
         "tasks.spider1_tokens",
