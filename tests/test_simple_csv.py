@@ -151,6 +151,25 @@ def test_left_to_pandas() -> None:
         assert read_simple(data) is None, data
 
 
+def test_a_long_integer_beside_missing_cells_keeps_pandas_raw_texts(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # pandas' numeric inference, having seen an integer past int64, then a minus or a missing
+    # cell, gives the column's raw texts back, a missing text among them; read here the same
+    # files would make that cell NaN
+    first = b"a\n9223372036854775808\n--1\nn/a\n"
+    expected = _by_pandas(first, monkeypatch)
+    assert expected is not None and expected["a"].tolist() == ["9223372036854775808", "--1", "n/a"]
+    for data in [
+        first,
+        b"a\n9223372036854775808\n-5\nN/A\n",
+        b"a,b\n-9223372036854775809,x\n12345678901234567890,\n-,y\n",
+    ]:
+        expected = _by_pandas(data, monkeypatch)
+        assert expected is not None
+        _frames_identical(result_csv.read_result_csv(io.BytesIO(data)), expected)
+
+
 @pytest.mark.parametrize(("text", "dtype", "cells"), RECORD)
 def test_record_fixtures(text: str, dtype: str, cells: list[str]) -> None:
     simple = read_simple(text.encode())

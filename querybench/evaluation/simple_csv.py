@@ -12,7 +12,8 @@ record (`result_csv`) with it:
   before the point (pandas 2.2 reads a longer run as an integer overflow and keeps the text),
   integers beside them, missing cells: float64, pandas 2.2's values;
 * text with at least one cell that no parse of pandas takes for a number or a boolean (so
-  the column is text, every cell as it is), missing cells as NaN: objects of `str`.
+  the column is text, every cell as it is), missing cells as NaN: objects of `str` (not
+  beside a run of 19 digits: pandas may then keep the missing texts as they are).
 
 Anything else (a quote, a `\\r`, a control character, a blank line, a header alone, a name
 repeated, empty or with a space around it, a boolean column, an all-missing column, an integer
@@ -64,6 +65,9 @@ _NUMBERS = re.compile(f"{_NUMBER}(?:\\n{_NUMBER})*")
 # an exponent) or as infinity, NaN or a boolean
 _MAYBE_NUMBER = re.compile(r" *[-+]?[0-9]*\.?[0-9]*(?:[eE][-+]?[0-9]*)? *")
 _WORDS = frozenset({"inf", "infinity", "nan", "true", "false"})
+# a run of digits that may lie past int64: pandas' inference, having seen one, may give back
+# the column's raw texts, missing ones too, so text beside missing cells with one is left to it
+_LONG_DIGITS = re.compile(r"[0-9]{19}")
 
 
 def _refused(token: str) -> bool:
@@ -127,6 +131,8 @@ def _column(tokens: list[str]) -> npt.NDArray[Any] | None:
         return _floats(tokens, missing)
     if not any(map(_refused, present)):
         return None  # no cell that every parse of pandas refuses: left to pandas
+    if missing and _LONG_DIGITS.search(joined):
+        return None
     out = np.empty(len(tokens), dtype=object)
     out[:] = [np.nan if t in NA_TEXTS else t for t in tokens] if missing else tokens
     return out
