@@ -52,6 +52,7 @@ def test_a_spider2_manifest_ties_gold_and_prediction_files_to_their_instance(
     pred = tmp_path / "pred"
     pred.mkdir()
     (pred / "bq001.csv").write_text("a,b\n1,x\n2,y\n")
+    (pred / "sf002.csv").write_text("n\n5\n")
     out = tmp_path / "scores.jsonl"
     result = runner.invoke(
         app,
@@ -61,6 +62,9 @@ def test_a_spider2_manifest_ties_gold_and_prediction_files_to_their_instance(
     assert result.exit_code == 0, result.output
     inputs: dict[str, Any] = read_json(manifest_path(out))["inputs"]
     assert inputs["gold_dir/exec_result/sf002_a.csv"]["instances"] == ["sf002"]
+    # local003 has no prediction: its verdict read no gold, so its gold is not hashed
+    assert "gold_dir/exec_result/local003.csv" not in inputs
+    assert read_json(manifest_path(out))["task_set"]["instances"] == 3
     assert inputs["gold_dir/spider2lite_eval.jsonl"]["role"] == "eval_config"
     assert inputs["predictions/bq001.csv"] == {
         "sha256": _sha(pred / "bq001.csv"),

@@ -235,3 +235,23 @@ def test_verify_of_a_manifest_naming_the_root_as_its_database_folder_walks_nothi
     assert result.exit_code in (1, 2), result.output
     assert "Traceback" not in result.output
     assert "db_dir/concert/concert.sqlite" in result.output  # named as gone, not searched for
+
+
+def test_a_prediction_added_where_none_was_is_named(tmp_path: Path) -> None:
+    # The manifest hashes no gold of an instance without a prediction (its verdict read none);
+    # verify takes the same instances, and names the prediction that appeared since.
+    gold = _gold(tmp_path)
+    pred = tmp_path / "pred"
+    pred.mkdir()
+    (pred / "bq001.csv").write_text("a,b\n1,x\n2,y\n")
+    out = tmp_path / "scores.jsonl"
+    args = ["eval", "spider2-lite", "--predictions", str(pred), "--gold-dir", str(gold)]
+    assert runner.invoke(app, [*args, "--output", str(out)]).exit_code == 0
+    unchanged = _verify(out)
+    assert unchanged.exit_code == 0, unchanged.output
+    assert "reproduced: all 3 verdicts are the same" in unchanged.output
+    (pred / "local003.csv").write_text("v\n1\n")
+    result = _verify(out)
+    assert result.exit_code == 1, result.output
+    assert _differing(result.output) == ["local003"]
+    assert "predictions/local003.csv (prediction) is new" in result.output

@@ -184,7 +184,14 @@ class Scored:
         resolved = resolved_options(self.benchmark, self.options)
         ids = [r.instance_id for r in self.results]
         return manifest.build(
-            "eval", self.benchmark, self.predictions, self.options, resolved, ids, self.machine
+            "eval",
+            self.benchmark,
+            self.predictions,
+            self.options,
+            resolved,
+            ids,
+            self.machine,
+            decided=manifest.deciding_ids(self.results),
         )
 
 

@@ -25,17 +25,18 @@ import os
 import platform
 import re
 import sys
-from collections.abc import Collection, Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from querybench import json_input
 from querybench.benchmarks import spec
-from querybench.errors import DataError
+from querybench.errors import DataError, ErrorCode
 
 if TYPE_CHECKING:
     from querybench.engines.cache import ResultCache
+    from querybench.evaluation.record import InstanceResult
 
 FORMAT = 1
 MANIFEST_NAME = "manifest.json"  # in a run folder
@@ -223,10 +224,12 @@ def build(
     run: dict[str, Any] | None = None,
     extra_files: Mapping[str, Path] | None = None,
     unavailable: Mapping[str, str] | None = None,
+    decided: Collection[str] | None = None,
 ) -> Manifest:
     """The manifest of verdicts on `instance_ids` scored by `evaluate(benchmark, predictions,
     **options)`, whose evaluator got `resolved` (the options with the data layout's locations
-    filled in: the files hashed)."""
+    filled in: the files hashed); the files named after an instance are hashed for those of
+    `decided` (`deciding_ids`; default all)."""
     located = {"predictions": predictions, **resolved, **(extra_files or {})}
     if not isinstance(located.get("gold"), str | Path | None):  # a Spider 1.0 variant's tasks
         located["gold"] = _task_file(benchmark, options.get("data_dir"))
@@ -240,7 +243,7 @@ def build(
             "instances": len(instance_ids),
             "ids_sha256": hashlib.sha256("\n".join(instance_ids).encode()).hexdigest(),
         },
-        inputs=input_files(located, instance_ids),
+        inputs=input_files(located, instance_ids if decided is None else decided),
         scorer=scorer_identity(),
         libraries=library_versions(resolved),
         timeout_policy=policy_of(benchmark, resolved),
@@ -248,6 +251,13 @@ def build(
         run=run,
         unavailable=dict(unavailable or {}),
     )
+
+
+def deciding_ids(results: Iterable[InstanceResult]) -> list[str]:
+    """The instances whose verdict read the files named after them: all but those with no
+    prediction, whose verdict reads no gold (a 6-file submission's manifest does not hash the
+    gold of every task). `eval` and `verify` take the same ones."""
+    return [r.instance_id for r in results if r.error is not ErrorCode.MISSING_PREDICTION]
 
 
 def policy_of(benchmark: str, resolved: Mapping[str, Any]) -> dict[str, Any] | None:

@@ -26,6 +26,7 @@ from querybench.runs.manifest import (
     UNRECORDED,
     InputFile,
     Manifest,
+    deciding_ids,
     decode,
     input_files,
     library_versions,
@@ -115,7 +116,7 @@ def verify(path: Path) -> Verification:
 
     resolved = resolved_options(manifest.benchmark, options)
     predictions = Path(manifest.predictions_path)
-    changes = _changes(manifest, predictions, resolved, path, list(recorded))
+    changes = _changes(manifest, predictions, resolved, path, deciding_ids(recorded.values()))
     with _cold_caches():
         now = _rescored(manifest, predictions, resolved, path)
     differing = []
