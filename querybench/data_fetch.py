@@ -25,7 +25,8 @@ import httpx
 from querybench import releases
 from querybench.data import data_roots
 from querybench.errors import FetchError, HtmlPageError
-from querybench.fetch import Progress, download, file_sha256, html_title, unpack_routed, zip_commit
+from querybench.fetch import Progress, download, html_title, unpack_routed, zip_commit
+from querybench.file_digests import file_sha256
 from querybench.releases import Archive, Part
 
 # a server holding every archive under its official name (a local mirror, an air-gapped copy)

@@ -16,7 +16,6 @@ where is `releases.py`'s table.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 import shutil
@@ -34,6 +33,7 @@ from urllib.parse import urlsplit
 import httpx
 
 from querybench.errors import FetchError, HtmlPageError
+from querybench.file_digests import file_sha256
 
 Progress = Callable[[int, int | None], None]  # (bytes so far, total bytes or None)
 Route = Callable[[PurePosixPath], PurePosixPath | None]  # member -> destination, None: skip
@@ -139,14 +139,6 @@ def _transport_error(url: str, part: Path, exc: httpx.TransportError) -> FetchEr
 
 def _host(url: str) -> str:
     return urlsplit(url).netloc or url
-
-
-def file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 _TITLE = re.compile(rb"<title[^>]*>(.*?)</title>", re.IGNORECASE | re.DOTALL)

@@ -19,8 +19,8 @@ LAYERS: tuple[frozenset[str], ...] = tuple(
     frozenset(names.split())
     for names in (
         # the foundation: the errors, where data lives, declared options, the registry, the
-        # content store, the one JSON decoder
-        "errors data declared benchmarks store json_input",
+        # content store, the one JSON decoder, the one file digest
+        "errors data declared benchmarks store json_input file_digests",
         "layout credentials fetch",
         "engines",  # a shared service: every layer above may run SQL
         "tasks",
@@ -49,27 +49,28 @@ DEPENDS: dict[str, frozenset[str]] = {
         "data": "",
         "store": "",
         "json_input": "",
+        "file_digests": "",
         "benchmarks": "declared errors",
         "declared": "errors",
         "layout": "benchmarks data",
         "credentials": "data json_input",
-        "fetch": "errors",
+        "fetch": "errors file_digests",
         "engines": "credentials errors store json_input",
         "tasks": "benchmarks data errors layout engines json_input",
         "releases": "benchmarks errors fetch layout tasks",
         "data_status": "benchmarks credentials data errors layout engines tasks",
-        "data_fetch": "data errors fetch releases",
+        "data_fetch": "data errors fetch file_digests releases",
         "context": "benchmarks errors layout engines tasks json_input",
         "models": "errors tasks context json_input",
         "agent": "benchmarks declared errors engines tasks context models",
         # no context, model or agent
-        "evaluation": "benchmarks errors layout engines tasks store json_input",
+        "evaluation": "benchmarks errors layout engines tasks store json_input file_digests",
         "methods": "benchmarks data declared errors layout engines tasks context models agent "
         "evaluation json_input",
         "envs": "benchmarks data errors engines tasks context models evaluation methods store "
         "json_input",
         "runs": "benchmarks data declared errors layout engines tasks models evaluation methods "
-        "store json_input",
+        "store json_input file_digests",
         "report": "benchmarks data errors engines tasks agent evaluation runs json_input",
         "commands": "benchmarks data declared errors layout engines data_fetch data_status "
         "releases tasks json_input "

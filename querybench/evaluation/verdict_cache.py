@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from querybench import store
+from querybench import file_digests, store
 from querybench.errors import ErrorCode
 from querybench.evaluation import prediction_file
 from querybench.evaluation.detail import VerdictDetail
@@ -143,12 +143,14 @@ def instance_key(
     for path in gold_paths:
         try:
             with open(path, "rb") as f:
-                if os.fstat(f.fileno()).st_size >= prediction_file.LARGE_FILE_BYTES:
+                before = os.fstat(f.fileno())
+                if before.st_size >= prediction_file.LARGE_FILE_BYTES:
                     return None
                 golds.append(f.read())
+                gold_digests.append(hashlib.sha256(golds[-1]).digest())
+                file_digests.remember(before, os.fstat(f.fileno()), gold_digests[-1])
         except OSError:
             return None
-        gold_digests.append(hashlib.sha256(golds[-1]).digest())
         digest.update(gold_digests[-1])
     prediction_digest = hashlib.sha256(prediction).digest()
     digest.update(prediction_digest)

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 from querybench import json_input
 from querybench.benchmarks import spec
 from querybench.errors import DataError, ErrorCode
+from querybench.file_digests import file_sha256
 
 if TYPE_CHECKING:
     from querybench.engines.cache import ResultCache
@@ -59,7 +60,6 @@ DATABASE_SUFFIXES = (".sqlite", ".sqlite3", ".db", ".duckdb")
 # How deep database files sit in a database folder in every benchmark's layout: `<db>.sqlite`
 # (Spider 2.0's local databases) or `<db>/<db>.sqlite` (Spider 1.0, BIRD).
 DATABASE_DEPTH = 2
-_CHUNK = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -348,15 +348,28 @@ def _files(
     if role == "database":
         yield from _databases(label, where, databases)
         return
-    depth = len(where.parts)
-    # by their parts, which is how paths compare (each part's key made once, not per pair)
-    for path in sorted(where.rglob("*"), key=lambda p: p.parts):
-        if not path.is_file() or (path.is_symlink() and not path.resolve().is_file()):
-            continue
-        relative = path.parts[depth:]  # `rglob` yields `where` / relative parts
+    # by their parts, which is how paths compare
+    for relative in sorted(_file_parts(str(where), ())):
         owners = {i for part in relative for i in _owners(part, ids)}
         if owners or len(relative) == 1:
-            yield f"{label}/{'/'.join(relative)}", path, owners
+            yield f"{label}/{'/'.join(relative)}", where.joinpath(*relative), owners
+
+
+def _file_parts(top: str, parts: tuple[str, ...]) -> Iterator[tuple[str, ...]]:
+    """The parts below `top` of every file in it (a link to a file too), not entering linked
+    folders or unreadable ones: `rglob("*")`'s files, from the directory entries' own types."""
+    try:
+        entries = list(os.scandir(top))
+    except OSError:
+        return
+    for entry in entries:
+        try:
+            if entry.is_dir(follow_symlinks=False):
+                yield from _file_parts(entry.path, (*parts, entry.name))
+            elif entry.is_file():
+                yield (*parts, entry.name)
+        except OSError:
+            continue
 
 
 def _databases(
@@ -416,14 +429,6 @@ def _owners(part: str, ids: set[str]) -> Iterator[str]:
 
 def _is_eval_config(path: Path) -> bool:
     return path.suffix == ".jsonl" and "eval" in path.stem
-
-
-def file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as f:
-        while chunk := f.read(_CHUNK):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def _database_digest(path: Path, cache: ResultCache) -> str:

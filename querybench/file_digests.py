@@ -1,0 +1,41 @@
+"""sha256 of a file's bytes, and of the files this process has read whole already.
+
+A scorer that reads a file whole and hashes it (the verdict store hashes every gold file it
+reads) remembers the digest under the file's identity at that read: device, inode, size, and
+the modification and change times in nanoseconds, the same before and after the read. The
+manifest then names those bytes without reading the folder again. A file written since has
+another change time, so it is read and hashed anew.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+_CHUNK = 1 << 20
+_KNOWN: dict[tuple[int, int, int, int, int], str] = {}
+
+
+def _identity(info: os.stat_result) -> tuple[int, int, int, int, int]:
+    return (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
+
+
+def remember(before: os.stat_result, after: os.stat_result, digest: bytes) -> None:
+    """`digest` (sha256) is of the bytes read whole between `before` and `after`, the file's
+    `fstat` on each side of the read; kept only when nothing changed between them."""
+    if _identity(before) == _identity(after):
+        _KNOWN[_identity(after)] = digest.hex()
+
+
+def file_sha256(path: Path) -> str:
+    """The hex sha256 of `path`'s bytes: remembered if this process read them whole, else read
+    a chunk at a time."""
+    with path.open("rb") as f:
+        known = _KNOWN.get(_identity(os.fstat(f.fileno())))
+        if known is not None:
+            return known
+        digest = hashlib.sha256()
+        while chunk := f.read(_CHUNK):
+            digest.update(chunk)
+    return digest.hexdigest()

@@ -1,0 +1,69 @@
+"""A file's sha256, taken from the read that hashed it when nothing changed since."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from querybench import file_digests
+from querybench.evaluation import verdict_cache
+from querybench.tasks.spider2_gold import EvalSpec
+
+_real_sha256 = hashlib.sha256
+
+
+def _sha(data: bytes) -> str:
+    return _real_sha256(data).hexdigest()
+
+
+def test_a_file_read_by_the_verdict_store_is_not_read_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("QUERYBENCH_CACHE", str(tmp_path / "cache"))
+    gold = tmp_path / "g1.csv"
+    gold.write_bytes(b"a\n1\n")
+    spec = EvalSpec("g1", [], True)
+    assert verdict_cache.instance_key("spider2-lite", spec, [gold], True, b"a\n1\n") is not None
+    hashed: list[bytes] = []
+
+    class Counting:
+        def __init__(self) -> None:
+            self.real = _real_sha256()
+
+        def update(self, data: bytes) -> None:
+            hashed.append(bytes(data))
+            self.real.update(data)
+
+        def hexdigest(self) -> str:
+            return str(self.real.hexdigest())
+
+    monkeypatch.setattr(file_digests.hashlib, "sha256", Counting)
+    assert file_digests.file_sha256(gold) == _sha(b"a\n1\n")
+    assert hashed == []  # not read again: the digest is the verdict store's
+
+
+def test_a_file_written_since_is_hashed_anew(tmp_path: Path) -> None:
+    path = tmp_path / "f.csv"
+    path.write_bytes(b"a\n1\n")
+    with path.open("rb") as f:
+        before = os.fstat(f.fileno())
+        data = f.read()
+        after = os.fstat(f.fileno())
+    file_digests.remember(before, after, hashlib.sha256(data).digest())
+    assert file_digests.file_sha256(path) == _sha(b"a\n1\n")
+    time.sleep(0.05)  # past the change time's granularity
+    path.write_bytes(b"a\n2\n")  # the same size
+    assert file_digests.file_sha256(path) == _sha(b"a\n2\n")
+
+
+def test_a_digest_of_a_file_changing_during_its_read_is_not_kept(tmp_path: Path) -> None:
+    path = tmp_path / "f.csv"
+    path.write_bytes(b"a\n1\n")
+    before = os.stat(path)
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns + 1_000_000))
+    file_digests.remember(before, os.stat(path), hashlib.sha256(b"other bytes").digest())
+    assert file_digests.file_sha256(path) == _sha(b"a\n1\n")
