@@ -197,3 +197,26 @@ def test_the_commit_is_read_from_the_checkouts_files_as_git_reads_it(tmp_path: P
     assert head_commit(repo) == _git("rev-parse", "HEAD", cwd=repo)
     (repo / ".git/HEAD").write_text("ref: refs/heads/none\n")  # unborn: git is asked
     assert head_commit(repo) is None
+
+
+def test_a_folder_nested_past_the_recursion_limit_is_walked(tmp_path: Path) -> None:
+    # A predictions folder is the submitter's: nesting it 1,100 deep must not end the eval in
+    # a RecursionError after its scoring
+    gold = _gold(tmp_path)
+    pred = tmp_path / "pred"
+    pred.mkdir()
+    (pred / "bq001.csv").write_text("a,b\n1,x\n2,y\n")
+    deep = pred
+    for _ in range(1100):
+        deep = deep / "d"
+        os.mkdir(deep)
+    (deep / "bq001.csv").write_text("x\n")
+    out = tmp_path / "scores.jsonl"
+    result = runner.invoke(
+        app,
+        ["eval", "spider2-lite", "--predictions", str(pred), "--gold-dir", str(gold),
+         "--output", str(out)],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    inputs: dict[str, Any] = read_json(manifest_path(out))["inputs"]
+    assert inputs[f"predictions/{'d/' * 1100}bq001.csv"]["instances"] == ["bq001"]

@@ -349,27 +349,33 @@ def _files(
         yield from _databases(label, where, databases)
         return
     # by their parts, which is how paths compare
-    for relative in sorted(_file_parts(str(where), ())):
+    for relative in sorted(_file_parts(str(where))):
         owners = {i for part in relative for i in _owners(part, ids)}
         if owners or len(relative) == 1:
             yield f"{label}/{'/'.join(relative)}", where.joinpath(*relative), owners
 
 
-def _file_parts(top: str, parts: tuple[str, ...]) -> Iterator[tuple[str, ...]]:
+def _file_parts(top: str) -> list[tuple[str, ...]]:
     """The parts below `top` of every file in it (a link to a file too), not entering linked
-    folders or unreadable ones: `rglob("*")`'s files, from the directory entries' own types."""
-    try:
-        entries = list(os.scandir(top))
-    except OSError:
-        return
-    for entry in entries:
+    folders or unreadable ones: `rglob("*")`'s files, from the directory entries' own types,
+    walked with a list (a submitted folder may nest deeper than the recursion limit)."""
+    found: list[tuple[str, ...]] = []
+    folders: list[tuple[str, tuple[str, ...]]] = [(top, ())]
+    while folders:
+        where, parts = folders.pop()
         try:
-            if entry.is_dir(follow_symlinks=False):
-                yield from _file_parts(entry.path, (*parts, entry.name))
-            elif entry.is_file():
-                yield (*parts, entry.name)
+            entries = list(os.scandir(where))
         except OSError:
             continue
+        for entry in entries:
+            try:
+                if entry.is_dir(follow_symlinks=False):
+                    folders.append((entry.path, (*parts, entry.name)))
+                elif entry.is_file():
+                    found.append((*parts, entry.name))
+            except OSError:
+                continue
+    return found
 
 
 def _databases(
