@@ -54,20 +54,20 @@ def _exit(code: int) -> NoReturn:
 
     run_handlers = getattr(atexit, "_run_exitfuncs", None)
     others = [t for t in threading.enumerate() if t is not threading.main_thread()]
-    if run_handlers is None or any(not t.daemon for t in others):
-        sys.exit(code)
-    try:
-        sys.stdout.flush()
-        sys.stderr.flush()
-    except (OSError, ValueError):  # a closed or failing stream: the normal exit says so
-        sys.exit(code)
+    if run_handlers is None or any(not t.daemon for t in others) or not _flushed():
+        sys.exit(code)  # a closed or failing stream: the normal exit says so
     run_handlers()
+    _flushed()  # what the handlers wrote
+    os._exit(code)
+
+
+def _flushed() -> bool:
     try:
         sys.stdout.flush()
         sys.stderr.flush()
     except (OSError, ValueError):
-        pass
-    os._exit(code)
+        return False
+    return True
 
 
 def _is_devnull() -> bool:

@@ -4,7 +4,9 @@ A scorer that reads a file whole and hashes it (the verdict store hashes every g
 reads) remembers the digest under the file's identity at that read: device, inode, size, and
 the modification and change times in nanoseconds, the same before and after the read. The
 manifest then names those bytes without reading the folder again. A file written since has
-another change time, so it is read and hashed anew.
+another change time, so it is read and hashed anew; a write within the same tick of the
+kernel's clock as the read (a few ms) may keep the identity, and the digest is then still that
+of the bytes the scorer read.
 """
 
 from __future__ import annotations
