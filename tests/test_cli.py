@@ -28,6 +28,16 @@ def _gold(root: Path) -> Path:
     return gold
 
 
+def _lite_submission(root: Path) -> tuple[Path, list[str]]:
+    """`_gold`, a predictions folder answering bq001 alone (the gold's own rows), and the
+    `eval spider2-lite` arguments scoring the one with the other."""
+    gold = _gold(root)
+    pred = root / "pred"
+    pred.mkdir()
+    (pred / "bq001.csv").write_text("a,b\n1,x\n2,y\n")
+    return pred, ["eval", "spider2-lite", "--predictions", str(pred), "--gold-dir", str(gold)]
+
+
 def test_eval_spider2_writes_every_task_and_exits_zero(tmp_path: Path) -> None:
     gold = _gold(tmp_path)
     pred = tmp_path / "pred"

@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.test_cli import _gold
+from tests.test_cli import _lite_submission
 
 SCRIPT = Path(sys.prefix) / "bin" / "querybench"
 
@@ -17,12 +17,8 @@ def _python(code: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_an_eval_through_a_pipe_writes_all_it_says(tmp_path: Path) -> None:
-    gold = _gold(tmp_path)
-    pred = tmp_path / "pred"
-    pred.mkdir()
-    (pred / "bq001.csv").write_text("a,b\n1,x\n2,y\n")
+    _, argv = _lite_submission(tmp_path)
     out = tmp_path / "scores.jsonl"
-    argv = ["eval", "spider2-lite", "--predictions", str(pred), "--gold-dir", str(gold)]
     done = subprocess.run(
         [str(SCRIPT), *argv, "--output", str(out)], capture_output=True, text=True, timeout=120
     )

@@ -12,7 +12,7 @@ from typing import Any
 from querybench.cli import app
 from querybench.runs.manifest import Manifest, decode, encode, manifest_path
 from tests.reproduce_fixture import eval_spider1, read_json, spider1_fixture
-from tests.test_cli import _gold
+from tests.test_cli import _lite_submission
 from tests.test_eval_output import runner
 
 
@@ -48,17 +48,10 @@ def test_eval_writes_the_manifest_beside_its_output(tmp_path: Path) -> None:
 def test_a_spider2_manifest_ties_gold_and_prediction_files_to_their_instance(
     tmp_path: Path,
 ) -> None:
-    gold = _gold(tmp_path)
-    pred = tmp_path / "pred"
-    pred.mkdir()
-    (pred / "bq001.csv").write_text("a,b\n1,x\n2,y\n")
+    pred, args = _lite_submission(tmp_path)
     (pred / "sf002.csv").write_text("n\n5\n")
     out = tmp_path / "scores.jsonl"
-    result = runner.invoke(
-        app,
-        ["eval", "spider2-lite", "--predictions", str(pred), "--gold-dir", str(gold),
-         "--output", str(out)],
-    )  # fmt: skip
+    result = runner.invoke(app, [*args, "--output", str(out)])
     assert result.exit_code == 0, result.output
     inputs: dict[str, Any] = read_json(manifest_path(out))["inputs"]
     assert inputs["gold_dir/exec_result/sf002_a.csv"]["instances"] == ["sf002"]
@@ -202,21 +195,18 @@ def test_the_commit_is_read_from_the_checkouts_files_as_git_reads_it(tmp_path: P
 def test_a_folder_nested_past_the_recursion_limit_is_walked(tmp_path: Path) -> None:
     # A predictions folder is the submitter's: nesting it 1,100 deep must not end the eval in
     # a RecursionError after its scoring
-    gold = _gold(tmp_path)
-    pred = tmp_path / "pred"
-    pred.mkdir()
-    (pred / "bq001.csv").write_text("a,b\n1,x\n2,y\n")
-    deep = pred
-    for _ in range(1100):
-        deep = deep / "d"
-        os.mkdir(deep)
-    (deep / "bq001.csv").write_text("x\n")
+    pred, args = _lite_submission(tmp_path)
+    folders = [pred / ("d/" * k) for k in range(1, 1101)]
+    for folder in folders:
+        os.mkdir(folder)
+    (folders[-1] / "bq001.csv").write_text("x\n")
     out = tmp_path / "scores.jsonl"
-    result = runner.invoke(
-        app,
-        ["eval", "spider2-lite", "--predictions", str(pred), "--gold-dir", str(gold),
-         "--output", str(out)],
-    )  # fmt: skip
-    assert result.exit_code == 0, result.output
-    inputs: dict[str, Any] = read_json(manifest_path(out))["inputs"]
-    assert inputs[f"predictions/{'d/' * 1100}bq001.csv"]["instances"] == ["bq001"]
+    try:
+        result = runner.invoke(app, [*args, "--output", str(out)])
+        assert result.exit_code == 0, result.output
+        inputs: dict[str, Any] = read_json(manifest_path(out))["inputs"]
+        assert inputs[f"predictions/{'d/' * 1100}bq001.csv"]["instances"] == ["bq001"]
+    finally:  # pytest's own clean-up recurses: the tree goes here, deepest first
+        (folders[-1] / "bq001.csv").unlink()
+        for folder in reversed(folders):
+            os.rmdir(folder)

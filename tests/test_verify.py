@@ -17,7 +17,7 @@ from querybench.runs import manifest as manifest_module
 from querybench.runs.manifest import manifest_path
 from querybench.runs.verify import NON_DETERMINISTIC
 from tests.reproduce_fixture import eval_spider1, read_json, runner, spider1_fixture
-from tests.test_cli import _gold
+from tests.test_cli import _lite_submission
 
 
 def _scored(tmp_path: Path) -> tuple[dict[str, Path], Path]:
@@ -90,16 +90,11 @@ def test_a_changed_prediction_is_named(tmp_path: Path) -> None:
 def test_a_changed_prediction_file_of_one_instance_explains_that_instance_only(
     tmp_path: Path,
 ) -> None:
-    gold = _gold(tmp_path)
-    pred = tmp_path / "pred"
-    pred.mkdir()
-    (pred / "bq001.csv").write_text("a,b\n1,x\n2,y\n")
+    pred, args = _lite_submission(tmp_path)
     (pred / "local003.csv").write_text("v\n1\n")
     out = tmp_path / "scores.jsonl"
-    args = ["eval", "spider2-lite", "--predictions", str(pred), "--gold-dir", str(gold),
-            "--output", str(out)]  # fmt: skip
-    assert runner.invoke(app, args).exit_code == 0
-    (gold / "exec_result" / "local003.csv").write_text("v\n2\n")
+    assert runner.invoke(app, [*args, "--output", str(out)]).exit_code == 0
+    (tmp_path / "gold" / "exec_result" / "local003.csv").write_text("v\n2\n")
     result = _verify(out)
     assert result.exit_code == 1, result.output
     assert _differing(result.output) == ["local003"]
@@ -240,12 +235,8 @@ def test_verify_of_a_manifest_naming_the_root_as_its_database_folder_walks_nothi
 def test_a_prediction_added_where_none_was_is_named(tmp_path: Path) -> None:
     # The manifest hashes no gold of an instance without a prediction (its verdict read none);
     # verify takes the same instances, and names the prediction that appeared since.
-    gold = _gold(tmp_path)
-    pred = tmp_path / "pred"
-    pred.mkdir()
-    (pred / "bq001.csv").write_text("a,b\n1,x\n2,y\n")
+    pred, args = _lite_submission(tmp_path)
     out = tmp_path / "scores.jsonl"
-    args = ["eval", "spider2-lite", "--predictions", str(pred), "--gold-dir", str(gold)]
     assert runner.invoke(app, [*args, "--output", str(out)]).exit_code == 0
     unchanged = _verify(out)
     assert unchanged.exit_code == 0, unchanged.output
