@@ -210,3 +210,24 @@ def test_a_folder_nested_past_the_recursion_limit_is_walked(tmp_path: Path) -> N
         (folders[-1] / "bq001.csv").unlink()
         for folder in reversed(folders):
             os.rmdir(folder)
+
+
+def test_a_link_out_of_the_predictions_folder_is_not_read_for_the_manifest(
+    tmp_path: Path,
+) -> None:
+    # Scoring refuses a prediction that links out of its folder; the manifest must not read
+    # the host file behind it either (its sha256 would land in the manifest)
+    secret = tmp_path / "host-secret.txt"
+    secret.write_text("a host file\n")
+    pred, args = _lite_submission(tmp_path)
+    (pred / "sf002.csv").symlink_to(secret)
+    (pred / "notes.txt").symlink_to(secret)
+    out = tmp_path / "scores.jsonl"
+    result = runner.invoke(app, [*args, "--output", str(out)])
+    assert result.exit_code == 0, result.output
+    inputs: dict[str, Any] = read_json(manifest_path(out))["inputs"]
+    assert {inputs["predictions/sf002.csv"]["sha256"], inputs["predictions/notes.txt"]["sha256"]}
+    assert _sha(secret) not in {v["sha256"] for v in inputs.values()}
+    assert inputs["predictions/bq001.csv"]["sha256"] == _sha(pred / "bq001.csv")
+    verified = runner.invoke(app, ["verify", str(out)])
+    assert verified.exit_code == 0, verified.output

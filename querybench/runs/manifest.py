@@ -320,11 +320,18 @@ def input_files(
             paths = value if isinstance(value, list | tuple) else [value]
             for i, where in enumerate(paths):
                 label = name if len(paths) == 1 else f"{name}[{i}]"
+                # a submission's folder: its links out are not followed (the gold's are data)
+                folder = (
+                    Path(where).resolve() if role == "prediction" and Path(where).is_dir() else None
+                )
                 for key, path, owners in _files(label, Path(where), role, ids, databases):
                     kind = "eval_config" if role == "gold" and _is_eval_config(path) else role
-                    digest = (
-                        _database_digest(path, cache) if role == "database" else file_sha256(path)
-                    )
+                    if role == "database":
+                        digest = _database_digest(path, cache)
+                    elif folder is not None and _links_out(path, folder):
+                        digest = _link_digest(path)
+                    else:
+                        digest = file_sha256(path)
                     out[key] = InputFile(digest, kind, tuple(sorted(owners)))
         with contextlib.suppress(OSError):  # the hashes read here, for the next manifest
             cache.put_many([])
@@ -431,6 +438,17 @@ def _owners(part: str, ids: set[str]) -> Iterator[str]:
             yield head
             return
         head, sep, _ = head.rpartition("_")
+
+
+def _links_out(path: Path, folder: Path) -> bool:
+    """Whether `path`, found in `folder`, is a link to a file outside it: a submission's link to
+    a host file, which scoring refuses, and whose bytes the manifest must not read either."""
+    return path.is_symlink() and not path.resolve().is_relative_to(folder)
+
+
+def _link_digest(path: Path) -> str:
+    """sha256 of a link's own text (`readlink`), never of what it points to."""
+    return hashlib.sha256(b"link to " + os.fsencode(os.readlink(path))).hexdigest()
 
 
 def _is_eval_config(path: Path) -> bool:
