@@ -55,7 +55,7 @@ DEPENDS: dict[str, frozenset[str]] = {
         "layout": "benchmarks data",
         "credentials": "data json_input",
         "fetch": "errors file_digests",
-        "engines": "credentials errors store json_input",
+        "engines": "credentials errors store json_input file_digests",
         "tasks": "benchmarks data errors layout engines json_input",
         "releases": "benchmarks errors fetch layout tasks",
         "data_status": "benchmarks credentials data errors layout engines tasks",
