@@ -253,7 +253,7 @@ def test_a_results_file_edited_to_hide_its_predictions_still_names_the_changed_g
 ) -> None:
     # The instances whose files are compared come from the re-score too, never only from the
     # results file: one edited to say `missing_prediction` everywhere hides nothing.
-    pred, args = _lite_submission(tmp_path)
+    _pred, args = _lite_submission(tmp_path)
     out = tmp_path / "scores.jsonl"
     assert runner.invoke(app, [*args, "--output", str(out)]).exit_code == 0
     lines = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
