@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from querybench import file_digests
-from querybench.evaluation import verdict_cache
+from querybench.evaluation.spider2 import verdict_cache
 from querybench.tasks.spider2_gold import EvalSpec
 
 _real_sha256 = hashlib.sha256
