@@ -106,10 +106,10 @@ def benchmark_status(
         for engine in sorted({t.engine for t in cloud}):
             state = find_bigquery() if engine == "bigquery" else find_snowflake()
             text = f"found: {state.source}" if state.ok else f"not found: {state.problem}"
-            if state.ok:  # honest about what they do: `run` and `eval` never use them
+            if state.ok:  # what they do: the tasks with no emulation run on the warehouse
                 text += (
-                    f" (for `db check` and the {dialect_label(engine)} engine; `run` and `eval` "
-                    "run cloud SQL on the emulation only, so these do not make a task runnable)"
+                    f" (`run` and `eval` run the {dialect_label(engine)} tasks with no built "
+                    "emulation on the warehouse itself)"
                 )
             items.append(Item(f"{dialect_label(engine)} credentials", text, state.hint))
     dbt = [t for t in tasks if t.engine == "duckdb"]

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from querybench.engines.base import Result
+from querybench.engines.cloud import cloud_target
 from querybench.engines.registry import emulation_spec
 from querybench.errors import DataError, ErrorCode, PredictionRefused
 from querybench.evaluation.prediction_file import (
@@ -397,15 +398,26 @@ def _sql_mode(
             continue
         database = databases.get(instance_id)
         dirs = [Path(db_dir)] if isinstance(db_dir, str | Path) else [Path(d) for d in db_dir or ()]
-        if not dirs or database is None:
-            reason = "task has no database name" if dirs else "no --db-dir given"
+        if database is None or (not dirs and emulation is None):
+            reason = "task has no database name" if database is None else "no --db-dir given"
             yield job.failed(instance_id, ErrorCode.ENGINE_UNAVAILABLE, reason)
             continue
         name = f"{database}{'.sqlite' if family == 'local' else '.duckdb'}"  # first folder wins
-        db_path = next((d / name for d in dirs if (d / name).is_file()), dirs[0] / name)
-        if not db_path.is_file():
+        db_path = next((d / name for d in dirs if (d / name).is_file()), None)
+        target: str | Path | None = db_path
+        if db_path is not None and emulation is not None:
+            target = emulation.url_for(db_path.resolve())
+        elif db_path is None and emulation is not None:  # no emulation built: the warehouse
+            warehouse = cloud_target(emulation.kind.value, database)
+            if warehouse.url is None:
+                missing = f"no emulation {name} built and {warehouse.problem}"
+                yield job.failed(instance_id, ErrorCode.ENGINE_UNAVAILABLE, missing)
+                continue
+            target = warehouse.url
+        if target is None:
+            where = dirs[0] / name if dirs else name
             yield job.failed(
-                instance_id, ErrorCode.ENGINE_UNAVAILABLE, f"database not found: {db_path}"
+                instance_id, ErrorCode.ENGINE_UNAVAILABLE, f"database not found: {where}"
             )
             continue
         if not os.path.lexists(path):  # after the engine: a task that cannot run here says so
@@ -422,7 +434,6 @@ def _sql_mode(
                 instance_id, Verdict.statement_failed(ErrorCode.PARSE_ERROR, "empty SQL")
             )
             continue
-        target = db_path if emulation is None else emulation.url_for(db_path.resolve())
         jobs.append(QueryJob(instance_id, target, sql))
     with QueryPool(workers=workers, timeout=timeout) as pool:
         for outcome in pool.run(jobs):
