@@ -58,7 +58,7 @@ DEPENDS: dict[str, frozenset[str]] = {
         "data.layout": "benchmarks data.roots",
         "data.credentials": "data.roots json_input",
         "data.download": "errors file_digests",
-        "engines": "data.credentials errors store json_input",
+        "engines": "data.credentials errors store json_input file_digests",
         "tasks": "benchmarks data.roots errors data.layout engines json_input",
         "data.releases": "benchmarks errors data.download data.layout tasks",
         "data.status": "benchmarks data.credentials data.roots errors data.layout engines tasks",

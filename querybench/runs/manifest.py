@@ -326,12 +326,15 @@ def input_files(
                 )
                 for key, path, owners in _files(label, Path(where), role, ids, databases):
                     kind = "eval_config" if role == "gold" and _is_eval_config(path) else role
-                    if role == "database":
-                        digest = _database_digest(path, cache)
-                    elif folder is not None and _links_out(path, folder):
-                        digest = _link_digest(path)
-                    else:
-                        digest = file_sha256(path)
+                    try:
+                        if role == "database":
+                            digest = _database_digest(path, cache)
+                        elif folder is not None and _links_out(path, folder):
+                            digest = _link_digest(path)
+                        else:
+                            digest = file_sha256(path)
+                    except OSError as exc:  # gone or swapped (a FIFO) since it was scored
+                        digest = f"unreadable: {exc.strerror or exc}"
                     out[key] = InputFile(digest, kind, tuple(sorted(owners)))
         with contextlib.suppress(OSError):  # the hashes read here, for the next manifest
             cache.put_many([])

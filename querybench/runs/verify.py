@@ -116,9 +116,12 @@ def verify(path: Path) -> Verification:
 
     resolved = resolved_options(manifest.benchmark, options)
     predictions = Path(manifest.predictions_path)
-    changes = _changes(manifest, predictions, resolved, path, deciding_ids(recorded.values()))
     with _cold_caches():
         now = _rescored(manifest, predictions, resolved, path)
+    # the instances whose files decided: the results file's, and the re-score's (which the
+    # results file cannot hide by claiming no prediction was there)
+    decided = sorted({*deciding_ids(recorded.values()), *deciding_ids(now.values())})
+    changes = _changes(manifest, predictions, resolved, path, decided)
     differing = []
     for instance_id in sorted(set(recorded) | set(now)):
         before = recorded.get(instance_id)
