@@ -12,7 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from querybench.cli import app
-from querybench.data_status import benchmark_status
+from querybench.data.status import benchmark_status
 from tests.conftest import as_new_user, require_data
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from querybench import file_digests
-from querybench.evaluation import verdict_cache
+from querybench.evaluation.spider2 import verdict_cache
 from querybench.file_digests import file_sha256
 from querybench.tasks.spider2_gold import EvalSpec
 

@@ -12,7 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from querybench.cli import app
-from querybench.data_status import benchmark_status
+from querybench.data.status import benchmark_status
 from querybench.runs.config import RunConfig, Selection
 from querybench.runs.layout import select_tasks
 from querybench.tasks import load_tasks
@@ -176,7 +176,7 @@ def test_eval_bird_finds_questions_and_databases_in_the_data(
 def test_a_missing_gold_names_querybench_data(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import querybench.data as data
+    import querybench.data.roots as data
 
     as_new_user(monkeypatch, tmp_path, tmp_path / "empty")
     monkeypatch.setattr(data, "shared_data_dir", lambda: None)  # an installed tool's roots
@@ -195,7 +195,7 @@ def test_an_installed_package_has_no_shared_data_root(tmp_path: Path) -> None:
     no checkout's: that root is not searched there."""
     import importlib.util
 
-    import querybench.data as data
+    import querybench.data.roots as data
 
     assert data.shared_data_dir() is not None  # this checkout has one
     site = tmp_path / "lib" / "python3" / "site-packages" / "querybench"

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote, urlencode
 
-from querybench.credentials import find_bigquery, find_snowflake, read_json
+from querybench.data.credentials import find_bigquery, find_snowflake, read_json
 from querybench.engines.registry import EngineKind
 
 

@@ -299,7 +299,7 @@ def _default_timeout(benchmark: str) -> float | None:
 
 def _task_file(benchmark: str, data_dir: Any) -> Path | None:
     """The task file a benchmark's tasks were read from (the gold of a Spider 1.0 variant)."""
-    from querybench.data import data_roots, find_data
+    from querybench.data.roots import data_roots, find_data
 
     where = Path(data_dir) if data_dir is not None else None
     return find_data(*spec(benchmark).task_files, roots=data_roots(where))
@@ -502,7 +502,8 @@ def scorer_identity() -> dict[str, Any]:
     modules: list[str] = ["querybench.errors"]
     for package in SCORER_PACKAGES:
         path = importlib.import_module(package).__path__
-        modules += sorted(f"{package}.{m.name}" for m in pkgutil.iter_modules(path))
+        # walk_packages: the benchmarks' sub-packages and their modules too
+        modules += sorted(m.name for m in pkgutil.walk_packages(path, prefix=f"{package}."))
     digest = hashlib.sha256()
     readable = add_sources(digest, modules)
     return {

@@ -9,15 +9,15 @@ from __future__ import annotations
 from pathlib import Path
 
 from querybench.benchmarks import Family, family
-from querybench.data import Roots, data_roots, find_data
-from querybench.engines.cloud import cloud_target
-from querybench.engines.registry import emulation_spec
-from querybench.layout import (
+from querybench.data.layout import (
     SPIDER2_LOCAL_DIRS,
     database_folders,
     emulation_candidates,
     sqlite_candidates,
 )
+from querybench.data.roots import Roots, data_roots, find_data
+from querybench.engines.cloud import cloud_target
+from querybench.engines.registry import emulation_spec
 from querybench.tasks.model import Task
 
 Where = Path | Roots | None  # one data folder, several, or None for every data root

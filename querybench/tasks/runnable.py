@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from querybench.benchmarks import Family, lookup
-from querybench.data import Roots
+from querybench.data.roots import Roots
 from querybench.engines.cloud import cloud_target
 from querybench.engines.registry import emulated_kinds
 from querybench.tasks.databases import emulation_file, roots_of, task_database
