@@ -35,7 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from querybench.agent import AgentConfig, Workspace, WorkspaceOptions, run_agent
 from querybench.agent.actions import Action, ExecuteSQL, GetTabInfo, GetTables, SampleRows
 from querybench.agent.protocol import format_action
-from querybench.data import data_root
+from querybench.data.roots import data_root
 from querybench.engines import connect
 from querybench.models.base import ChatRequest, Completion, Sampling, Usage
 from querybench.tasks import load_tasks

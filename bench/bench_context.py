@@ -16,7 +16,7 @@ from pathlib import Path
 
 from querybench.context import build_context
 from querybench.context.spider2_meta import find_database_dir
-from querybench.data import data_root
+from querybench.data.roots import data_root
 from querybench.errors import DataError
 from querybench.tasks.model import Task
 

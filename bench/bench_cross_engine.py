@@ -25,14 +25,14 @@ from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
 
-from querybench.data import data_root
+from querybench.data.roots import data_root
 from querybench.engines import connect
 from querybench.engines.affinity import storage_value
 from querybench.engines.load import load
 from querybench.engines.sqlite import SQLiteEngine
 from querybench.engines.transpile import engine_schema, transpile
 from querybench.errors import EngineError
-from querybench.evaluation.spider1 import spider1_result_match
+from querybench.evaluation.spider1.evaluate import spider1_result_match
 
 TARGETS = {
     "duckdb": "duckdb:///{tmp}/{db}.duckdb",

@@ -34,7 +34,7 @@ from typing import Any
 
 from bench.spider1_em_mutations import near_misses
 from querybench.errors import SqlParseError
-from querybench.evaluation.spider1_exact import foreign_key_map, score_exact
+from querybench.evaluation.spider1.exact import foreign_key_map, score_exact
 from querybench.tasks.spider1_sql import SpiderSchema, parse_spider_sql
 
 

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import sqlglot
 
-from querybench.data import data_root
+from querybench.data.roots import data_root
 from querybench.engines.bigquery import BigQueryLocalEngine
 from querybench.engines.snowflake import SnowflakeLocalEngine
 from querybench.engines.spider2_metadata_load import Dialect, build_emulation

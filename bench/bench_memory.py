@@ -57,7 +57,7 @@ def write_tables(
 # carries the pre-exec image's peak into it, i.e. this parent's, which holds the tables it wrote.
 CHILD = """
 import re, sys, time
-from querybench.evaluation.spider2_eval import evaluate_spider2
+from querybench.evaluation.spider2.evaluate import evaluate_spider2
 start = time.perf_counter()
 [r] = evaluate_spider2(sys.argv[2], benchmark="spider2-lite", gold_dir=sys.argv[1], workers=1)
 seconds = round(time.perf_counter() - start, 1)

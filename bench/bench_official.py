@@ -74,7 +74,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from querybench.data import data_root
+from querybench.data.roots import data_root
 
 # The console script a user runs (`python -m querybench.cli` does not call main()).
 QUERYBENCH = [str(Path(sys.executable).parent / "querybench")]

@@ -24,7 +24,7 @@ import tempfile
 from pathlib import Path
 
 from bench.bench_official import _first_gold_csvs, _fresh_csvs, _perturbed_csvs
-from querybench.data import data_root
+from querybench.data.roots import data_root
 
 
 def _corpora(tmp: Path) -> dict[str, tuple[str, Path, Path]]:

@@ -22,7 +22,7 @@ import resource
 import sqlite3
 import time
 
-from querybench.data import data_root
+from querybench.data.roots import data_root
 
 BATCH = 16  # evaluation/execution.py's BATCH
 

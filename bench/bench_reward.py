@@ -51,7 +51,7 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 
-from querybench.data import data_root
+from querybench.data.roots import data_root
 from querybench.envs import RewardItem, SQLReward, answer_sql
 
 Timing = dict[str, float]

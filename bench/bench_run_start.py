@@ -14,7 +14,7 @@ import statistics
 import time
 from collections.abc import Callable
 
-from querybench.data_status import benchmark_status
+from querybench.data.status import benchmark_status
 from querybench.tasks import load_tasks
 
 

@@ -1,9 +1,9 @@
 """Speed of Spider 2.0 exec_result scoring: querybench vs a plain pandas official scorer.
 
 Every gold CSV of lite and snow is scored as a prediction of its own instance (the first gold
-file of each instance), once by `querybench.evaluation.spider2_eval.evaluate_spider2` and once by
-`bench.official_baseline` (single process, cell by cell, as the official `evaluate.py`). The
-verdicts must be identical; the script exits 1 otherwise.
+file of each instance), once by `querybench.evaluation.spider2.evaluate.evaluate_spider2`
+and once by `bench.official_baseline` (single process, cell by cell, as the official
+`evaluate.py`). The verdicts must be identical; the script exits 1 otherwise.
 
     python -m bench.bench_spider2_scoring [--benchmarks spider2-lite spider2-snow]
 """
@@ -18,8 +18,8 @@ import time
 from pathlib import Path
 
 from bench.official_baseline import score_instance
-from querybench.evaluation.spider2_eval import evaluate_spider2
-from querybench.evaluation.spider2_gold import Spider2Gold, default_gold_dir
+from querybench.evaluation.spider2.evaluate import evaluate_spider2
+from querybench.evaluation.spider2.gold import Spider2Gold, default_gold_dir
 
 
 def gold_as_predictions(gold: Spider2Gold, into: Path) -> None:

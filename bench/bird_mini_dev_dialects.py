@@ -37,13 +37,13 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from querybench.data import data_root
+from querybench.data.roots import data_root
 from querybench.engines.base import Result
 from querybench.engines.load import load
 from querybench.engines.pool import QueryJob, QueryPool
 from querybench.errors import EngineError
-from querybench.evaluation.bird import BIRD_SEPARATOR, bird_database, evaluate_bird
-from querybench.evaluation.bird_metrics import BirdMetric
+from querybench.evaluation.bird.evaluate import BIRD_SEPARATOR, bird_database, evaluate_bird
+from querybench.evaluation.bird.metrics import BirdMetric
 
 URLS = {
     "mysql": "mysql://root@127.0.0.1:3306/birdmetrics_minidev",

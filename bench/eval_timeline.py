@@ -24,7 +24,7 @@ START = time.perf_counter()
 def main(argv: list[str]) -> None:
     import querybench.cli as cli
     from querybench.commands import eval_run
-    from querybench.evaluation import spider2_eval
+    from querybench.evaluation.spider2 import evaluate as spider2_eval
 
     marks: dict[str, float] = {"command line imported": time.perf_counter()}
 

@@ -41,7 +41,8 @@ cpu = time.process_time
 start = cpu()
 import querybench.cli as cli
 after_cli = cpu()
-from querybench.evaluation import csv_cache, prediction_file, spider2_eval, verdict_cache
+from querybench.evaluation.spider2 import csv_cache, evaluate as spider2_eval, verdict_cache
+from querybench.evaluation import prediction_file
 after_eval = cpu()
 spent = {"read": 0.0, "key": 0.0, "imports": 0.0, "prediction": 0.0, "gold": 0.0, "score": 0.0}
 
@@ -70,10 +71,10 @@ def timed(module, name, bucket, by_namespace=False):
 # parse key (`_key_prefix`, cached): those imports are timed apart.
 timed(csv_cache, "_key_prefix", "imports")
 parse = csv_cache.parse
-import_parser = wrapped(lambda: __import__("querybench.evaluation.result_csv"), "imports")
+import_parser = wrapped(lambda: __import__("querybench.evaluation.spider2.result_csv"), "imports")
 
 def parse_after_import(*args, **kwargs):
-    if "querybench.evaluation.result_csv" not in sys.modules:
+    if "querybench.evaluation.spider2.result_csv" not in sys.modules:
         import_parser()
     return parse(*args, **kwargs)
 

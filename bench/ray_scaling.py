@@ -32,8 +32,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from querybench.data import data_root
-from querybench.evaluation.spider1 import evaluate_spider1
+from querybench.data.roots import data_root
+from querybench.evaluation.spider1.evaluate import evaluate_spider1
 from querybench.runs.config import Execution, RunConfig, Selection
 from querybench.runs.evaluate import evaluate
 from querybench.runs.runner import run

@@ -40,8 +40,8 @@ from typing import Any
 
 import pandas as pd
 
-from querybench.data import data_root
-from querybench.evaluation.spider2_agentic_eval import evaluate_spider2_agentic
+from querybench.data.roots import data_root
+from querybench.evaluation.spider2.agentic.evaluate import evaluate_spider2_agentic
 from querybench.tasks import load_tasks
 from querybench.tasks.model import Task
 from querybench.tasks.spider2_agentic import gold_dir, with_eval_config

@@ -17,12 +17,12 @@ from querybench.errors import DataError, EngineError, ErrorCode, QuerybenchError
 if TYPE_CHECKING:
     from querybench.engines import connect
     from querybench.engines.base import Engine, Result
-    from querybench.evaluation.bird import evaluate_bird
+    from querybench.evaluation.bird.evaluate import evaluate_bird
     from querybench.evaluation.record import InstanceResult
-    from querybench.evaluation.spider1 import evaluate_spider1
-    from querybench.evaluation.spider2_agentic_eval import evaluate_spider2_agentic
-    from querybench.evaluation.spider2_dbt import evaluate_spider2_dbt
-    from querybench.evaluation.spider2_eval import evaluate_spider2
+    from querybench.evaluation.spider1.evaluate import evaluate_spider1
+    from querybench.evaluation.spider2.agentic.dbt import evaluate_spider2_dbt
+    from querybench.evaluation.spider2.agentic.evaluate import evaluate_spider2_agentic
+    from querybench.evaluation.spider2.evaluate import evaluate_spider2
     from querybench.evaluation.verdict import Verdict
     from querybench.runs.config import RunConfig
     from querybench.runs.evaluate import evaluate
@@ -38,11 +38,11 @@ _LAZY = {
     "Engine": "querybench.engines.base",
     "Result": "querybench.engines.base",
     "evaluate": "querybench.runs.evaluate",
-    "evaluate_bird": "querybench.evaluation.bird",
-    "evaluate_spider1": "querybench.evaluation.spider1",
-    "evaluate_spider2": "querybench.evaluation.spider2_eval",
-    "evaluate_spider2_agentic": "querybench.evaluation.spider2_agentic_eval",
-    "evaluate_spider2_dbt": "querybench.evaluation.spider2_dbt",
+    "evaluate_bird": "querybench.evaluation.bird.evaluate",
+    "evaluate_spider1": "querybench.evaluation.spider1.evaluate",
+    "evaluate_spider2": "querybench.evaluation.spider2.evaluate",
+    "evaluate_spider2_agentic": "querybench.evaluation.spider2.agentic.evaluate",
+    "evaluate_spider2_dbt": "querybench.evaluation.spider2.agentic.dbt",
     "InstanceResult": "querybench.evaluation.record",
     "Verdict": "querybench.evaluation.verdict",
     "RunConfig": "querybench.runs.config",

@@ -11,8 +11,10 @@ of the bytes the scorer read.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
+import stat
 from pathlib import Path
 
 _CHUNK = 1 << 20
@@ -32,9 +34,16 @@ def remember(before: os.stat_result, after: os.stat_result, digest: bytes) -> No
 
 def file_sha256(path: Path) -> str:
     """The hex sha256 of `path`'s bytes: remembered if this process read them whole, else read
-    a chunk at a time."""
-    with path.open("rb") as f:
-        known = _KNOWN.get(_identity(os.fstat(f.fileno())))
+    a chunk at a time. Anything but a regular file is an `OSError`, raised at once: opened
+    without blocking, so a FIFO swapped in after a check never waits for a writer."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode):
+        os.close(fd)
+        raise OSError(errno.EINVAL, "not a regular file", str(path))
+    os.set_blocking(fd, True)
+    with os.fdopen(fd, "rb") as f:
+        known = _KNOWN.get(_identity(info))
         if known is not None:
             return known
         digest = hashlib.sha256()

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from querybench.data import data_root
+from querybench.data.roots import data_root
 
 
 def require_data(*parts: str) -> Path:

@@ -20,7 +20,7 @@ from typing import Any
 
 import duckdb
 
-from querybench.releases import SPIDER2_AGENTIC_COMMIT, SPIDER2_COMMIT
+from querybench.data.releases import SPIDER2_AGENTIC_COMMIT, SPIDER2_COMMIT
 
 APPLEDOUBLE = b"\x00\x05\x16\x07\x00\x02\x00\x00Mac OS X        "  # what a ._ stub starts with
 

@@ -25,7 +25,7 @@ from querybench.agent.protocol import format_action
 from querybench.agent.sandbox import Limits, run_shell
 from querybench.agent.workspace import WorkspaceOptions
 from querybench.cli import app
-from querybench.evaluation.spider2_dbt import evaluate_spider2_dbt, with_gold_summary
+from querybench.evaluation.spider2.agentic.dbt import evaluate_spider2_dbt, with_gold_summary
 from querybench.models.base import ChatRequest, Completion
 from querybench.runs.config import Execution, RunConfig, Selection
 from querybench.runs.runner import run

@@ -10,7 +10,7 @@ import duckdb
 import pytest
 
 from querybench.errors import DataError, ErrorCode
-from querybench.evaluation.agentic import (
+from querybench.evaluation.spider2.agentic.score import (
     MATCHERS,
     AgenticCheck,
     check_parameters,

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from querybench.evaluation.agentic_compare import (
+from querybench.evaluation.spider2.agentic.compare import (
     AGENTIC_TOLERANCE,
     has_injective_assignment,
     official_compare,

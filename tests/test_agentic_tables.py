@@ -11,7 +11,8 @@ import duckdb
 import pytest
 
 from querybench.errors import ErrorCode
-from querybench.evaluation.agentic_tables import (
+from querybench.evaluation.database_answer import DatabaseReader
+from querybench.evaluation.spider2.agentic.tables import (
     duckdb_match,
     strict_duckdb_match,
     strict_table_match,
@@ -19,7 +20,6 @@ from querybench.evaluation.agentic_tables import (
     table_match,
     tables_match,
 )
-from querybench.evaluation.database_answer import DatabaseReader
 from querybench.evaluation.verdict import Verdict
 
 MISSING = None  # no file at all

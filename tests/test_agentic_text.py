@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from querybench.errors import ErrorCode
-from querybench.evaluation.agentic_text import (
+from querybench.evaluation.spider2.agentic.text import (
     number_match,
     official_numbers,
     strict_number_match,

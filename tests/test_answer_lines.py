@@ -17,9 +17,9 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from querybench.cli import app
-from querybench.evaluation.bird import evaluate_bird
+from querybench.evaluation.bird.evaluate import evaluate_bird
 from querybench.evaluation.prediction_file import MAX_ANSWER_BYTES
-from querybench.evaluation.spider1 import evaluate_spider1
+from querybench.evaluation.spider1.evaluate import evaluate_spider1
 from querybench.models import OpenAICompatibleModel
 from querybench.runs.config import RunConfig, Selection
 from querybench.runs.runner import run

@@ -10,7 +10,7 @@ import pytest
 
 from querybench.engines.base import Result
 from querybench.errors import DataError, EngineError, QueryTimeout
-from querybench.evaluation.bird import (
+from querybench.evaluation.bird.evaluate import (
     BIRD_SEPARATOR,
     BirdPrediction,
     bird_metrics,

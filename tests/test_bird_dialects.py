@@ -20,8 +20,8 @@ from typer.testing import CliRunner
 
 from querybench.cli import app
 from querybench.engines.load import load
-from querybench.evaluation.bird import BIRD_SEPARATOR, evaluate_bird
-from querybench.evaluation.bird_metrics import BirdMetric
+from querybench.evaluation.bird.evaluate import BIRD_SEPARATOR, evaluate_bird
+from querybench.evaluation.bird.metrics import BirdMetric
 from querybench.evaluation.record import InstanceResult
 from tests.server_databases import drop, require_server
 

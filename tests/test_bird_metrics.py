@@ -17,8 +17,8 @@ import pytest
 from typer.testing import CliRunner
 
 from querybench.cli import app
-from querybench.evaluation.bird import BIRD_SEPARATOR, evaluate_bird, load_bird_questions
-from querybench.evaluation.bird_metrics import (
+from querybench.evaluation.bird.evaluate import BIRD_SEPARATOR, evaluate_bird, load_bird_questions
+from querybench.evaluation.bird.metrics import (
     BirdMetric,
     LevelScores,
     TimedPair,

@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 import querybench
 from querybench.cli import app
 from querybench.errors import DataError
-from querybench.evaluation.bird import BIRD_SEPARATOR
+from querybench.evaluation.bird.evaluate import BIRD_SEPARATOR
 from querybench.tasks import load_tasks
 from querybench.tasks.databases import task_database
 from tests.conftest import as_new_user

@@ -1,4 +1,4 @@
-"""A whole BIRD run kept by its inputs (`evaluation/bird_run_cache.py`): a re-score of
+"""A whole BIRD run kept by its inputs (`evaluation/bird/run_cache.py`): a re-score of
 unchanged inputs runs nothing and returns the same results; any changed input, option,
 database or code is a miss; a run with an outcome of the moment is never kept."""
 
@@ -18,10 +18,10 @@ import pytest
 from querybench import store
 from querybench.engines import cache as cache_module
 from querybench.engines.cache import RESULTS
-from querybench.evaluation import bird as bird_module
-from querybench.evaluation import bird_run_cache
-from querybench.evaluation.bird import evaluate_bird
-from querybench.evaluation.bird_metrics import BirdMetric
+from querybench.evaluation.bird import evaluate as bird_module
+from querybench.evaluation.bird import run_cache as bird_run_cache
+from querybench.evaluation.bird.evaluate import evaluate_bird
+from querybench.evaluation.bird.metrics import BirdMetric
 from querybench.evaluation.record import InstanceResult
 from tests.test_bird import _official, _tiny_files, _write
 from tests.test_import_graph import evaluation_modules_reached
@@ -251,7 +251,7 @@ def test_the_scorer_code_and_the_byte_cap_are_in_the_key(
 
 def test_the_scorer_modules_cover_what_scoring_imports() -> None:
     """Every evaluation module BIRD's scoring reaches, the result cache and `errors`."""
-    reached = evaluation_modules_reached("querybench.evaluation.bird")
+    reached = evaluation_modules_reached("querybench.evaluation.bird.evaluate")
     reached |= {"querybench.errors", "querybench.engines.cache", "querybench.engines.cache_values"}
     assert reached - set(bird_run_cache.SCORER_MODULES) == set()
 

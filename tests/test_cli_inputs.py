@@ -290,7 +290,7 @@ def test_no_gold_in_any_data_root_says_how_to_get_it(
 ) -> None:
     # An installed tool with no data yet (no checkout beside it, nothing fetched): the gold's
     # absence is said with the fix, not as a folder "with no spider2lite_eval.jsonl".
-    import querybench.data as data
+    import querybench.data.roots as data
 
     monkeypatch.delenv("QUERYBENCH_DATA", raising=False)
     monkeypatch.setattr(data, "shared_data_dir", lambda: tmp_path / "no-shared")

@@ -17,8 +17,8 @@ import pandas as pd
 import pytest
 
 from querybench import store
-from querybench.evaluation import csv_cache, result_csv
-from querybench.evaluation.result_csv import read_result_csv
+from querybench.evaluation.spider2 import csv_cache, result_csv
+from querybench.evaluation.spider2.result_csv import read_result_csv
 from tests.conftest import require_data
 
 

@@ -14,10 +14,11 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner, Result
 
-from querybench import fetch, releases
 from querybench.cli import app
+from querybench.data import download as download_module
+from querybench.data import releases
+from querybench.data.download import download, html_title, unpack, unpack_routed
 from querybench.errors import FetchError, HtmlPageError
-from querybench.fetch import download, html_title, unpack, unpack_routed
 from tests.file_server import FileHandler as _Handler
 from tests.file_server import server
 
@@ -227,7 +228,7 @@ def test_cli_data_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_zips_nested_past_the_bound_fail_with_the_reason(tmp_path: Path) -> None:
-    from querybench.fetch import MAX_NESTING
+    from querybench.data.download import MAX_NESTING
 
     data = _zip_of("data.txt", b"hi")
     for _ in range(MAX_NESTING + 1):
@@ -238,7 +239,7 @@ def test_zips_nested_past_the_bound_fail_with_the_reason(tmp_path: Path) -> None
 
 
 def test_zips_nested_to_the_bound_unpack(tmp_path: Path) -> None:
-    from querybench.fetch import MAX_NESTING
+    from querybench.data.download import MAX_NESTING
 
     data = _zip_of("data.txt", b"hi")
     for _ in range(MAX_NESTING):
@@ -395,7 +396,7 @@ def test_a_zip_bomb_is_refused_before_a_byte_is_written(tmp_path: Path) -> None:
 def test_an_archive_of_absurdly_many_members_is_refused(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(fetch, "MAX_MEMBERS", 10)
+    monkeypatch.setattr(download_module, "MAX_MEMBERS", 10)
     downloads = tmp_path / "Downloads"
     downloads.mkdir()
     members = [(f"spider_data/database/d{n}/d{n}.sqlite", b"x") for n in range(11)]
@@ -409,7 +410,7 @@ def test_an_archive_of_absurdly_many_members_is_refused(
 def test_a_tar_of_absurdly_many_members_is_refused(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(fetch, "MAX_MEMBERS", 10)
+    monkeypatch.setattr(download_module, "MAX_MEMBERS", 10)
     archive = tmp_path / "many.tar"
     with tarfile.open(archive, "w") as tf:
         for n in range(11):

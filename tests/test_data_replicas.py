@@ -14,9 +14,9 @@ import duckdb
 import pytest
 from typer.testing import CliRunner
 
-from querybench import releases
 from querybench.cli import app
-from querybench.data_fetch import MIRROR_ENV, fetch_benchmark
+from querybench.data import releases
+from querybench.data.fetch import MIRROR_ENV, fetch_benchmark
 from querybench.envs.tasks import located_tasks
 from querybench.errors import FetchError
 from querybench.tasks import load_tasks
@@ -31,11 +31,11 @@ __all__ = ["server"]
 def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A new user's machine: QUERYBENCH_DATA is an empty folder; no user data, no credentials,
     no shared data folder beside the checkout (a part there would be in place)."""
-    import querybench.data
+    import querybench.data.roots
 
     data = tmp_path / "data"
     as_new_user(monkeypatch, tmp_path, data)
-    monkeypatch.setattr(querybench.data, "shared_data_dir", lambda: None)
+    monkeypatch.setattr(querybench.data.roots, "shared_data_dir", lambda: None)
     return data
 
 
@@ -410,7 +410,7 @@ def test_from_a_folder_with_the_dbt_archives_fetches_only_what_is_missing(
 def test_a_part_in_another_data_root_is_in_place(
     env: Path, official: dict[str, bytes], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import querybench.data as data
+    import querybench.data.roots as data
 
     _cli("data", "fetch", "spider2-snow")  # the repository, into what becomes the shared root
     monkeypatch.setattr(data, "shared_data_dir", lambda: env)

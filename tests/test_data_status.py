@@ -12,7 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from querybench.cli import app
-from querybench.data_status import benchmark_status
+from querybench.data.status import benchmark_status
 from tests.conftest import as_new_user, require_data
 
 
@@ -67,7 +67,7 @@ def test_spider2_lite_counts(shared: Path) -> None:
     gaps = {g.reason: g.count for g in status.gaps}
     assert gaps == {
         f"of {len(local)} local tasks lack their database": len(local) - with_db,
-        "BigQuery / Snowflake tasks have no built emulation": described,
+        "BigQuery / Snowflake tasks have neither a built emulation nor credentials": described,
         "tasks have no schema metadata here": len(cloud) - described,
     }
     items = {i.what: i.state for i in status.items}

@@ -15,10 +15,10 @@ from typing import Any
 import duckdb
 import pytest
 
-from querybench.evaluation.agentic_tables import duckdb_match, strict_duckdb_match
 from querybench.evaluation.database_answer import DatabaseReader
-from querybench.evaluation.spider2_agentic_eval import evaluate_spider2_agentic
-from querybench.evaluation.spider2_dbt import evaluate_spider2_dbt
+from querybench.evaluation.spider2.agentic.dbt import evaluate_spider2_dbt
+from querybench.evaluation.spider2.agentic.evaluate import evaluate_spider2_agentic
+from querybench.evaluation.spider2.agentic.tables import duckdb_match, strict_duckdb_match
 from querybench.tasks.model import GoldRef, Task
 from querybench.tasks.spider2_agentic import checks
 

@@ -14,7 +14,7 @@ import pytest
 from typer.testing import CliRunner
 
 from querybench.cli import app
-from querybench.credentials import find_bigquery, find_snowflake
+from querybench.data.credentials import find_bigquery, find_snowflake
 from querybench.engines.check import explain
 from querybench.engines.snowflake import SnowflakeCredentials
 from tests.conftest import as_new_user

@@ -17,7 +17,7 @@ import pytest
 from typer.testing import CliRunner
 
 from querybench.cli import app
-from querybench.evaluation.spider1 import spider1_result_match
+from querybench.evaluation.spider1.evaluate import spider1_result_match
 from tests.conftest import require_data
 from tests.server_databases import URLS, drop, require_server
 

@@ -253,7 +253,7 @@ def test_an_answer_streams_where_its_engine_declares_it(
     from querybench.engines.base import Result
     from querybench.engines.isolated import connect_isolated
     from querybench.envs.match import run_answer
-    from querybench.evaluation.bird import StreamedMatch
+    from querybench.evaluation.bird.evaluate import StreamedMatch
 
     path = build_database(name, tmp_path)
     gold = Result(("n",), [(0,), (1,)])
@@ -299,6 +299,6 @@ def test_the_cloud_kinds_emulation_entries_come_from_the_registry(tmp_path: Path
     ],
 )
 def test_birds_dialect_names_are_read_through_the_registry(url: str | None, dialect: str) -> None:
-    from querybench.evaluation.bird import bird_dialect
+    from querybench.evaluation.bird.evaluate import bird_dialect
 
     assert bird_dialect(url) == dialect

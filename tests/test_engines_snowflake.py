@@ -24,7 +24,7 @@ from querybench.errors import (
     QueryRefused,
     QueryTimeout,
 )
-from querybench.evaluation.spider2_eval import evaluate_spider2
+from querybench.evaluation.spider2.evaluate import evaluate_spider2
 from tests.test_engines_bigquery import write_metadata
 from tests.test_engines_conformance import ENDLESS, HOSTILE
 

@@ -15,7 +15,7 @@ import pytest
 from querybench.engines import connect
 from querybench.engines.sqlite import SQLiteEngine
 from querybench.engines.transpile import transpile
-from querybench.evaluation.spider1 import spider1_result_match
+from querybench.evaluation.spider1.evaluate import spider1_result_match
 from tests.server_databases import server_database
 
 # Ids as TEXT in one table and INTEGER in the other, as in Spider's concert_singer.

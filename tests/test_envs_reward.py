@@ -19,7 +19,7 @@ from querybench.engines.timeouts import wall_cap
 from querybench.envs import RewardItem, SQLReward, answer_sql, execution_match, sql_workers
 from querybench.envs.match import run_answer
 from querybench.errors import EngineError, QueryTimeout
-from querybench.evaluation.bird import (
+from querybench.evaluation.bird.evaluate import (
     StreamedMatch,
     bird_result_match,
     bird_stream_match,

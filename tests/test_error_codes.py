@@ -28,7 +28,7 @@ NOT_A_CODE = {
     ("runs/manifest.py", "timeout"),  # the same option, read back for the score manifest
     ("runs/outputs.py", "timeout"),  # the same option, recorded for a run's manifest
     ("commands/eval_flags.py", "timeout"),  # the same option, in the eval fast path's table
-    ("evaluation/bird.py", "gold_error"),  # BIRD's metric, a flag named after the code
+    ("evaluation/bird/evaluate.py", "gold_error"),  # BIRD's metric, a flag named after the code
     ("envs/reward_workers.py", "gold_error"),  # the same BIRD metric
 }
 

@@ -21,7 +21,7 @@ import pytest
 from querybench.engines.base import Result
 from querybench.errors import EngineError
 from querybench.evaluation import execution
-from querybench.evaluation.bird import bird_verdict
+from querybench.evaluation.bird.evaluate import bird_verdict
 from querybench.evaluation.execution import run_gold_and_predictions
 from tests.test_engines_pool import counting_query
 

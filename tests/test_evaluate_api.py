@@ -16,7 +16,7 @@ import querybench
 import querybench.runs.evaluate
 from querybench.cli import app
 from querybench.errors import DataError, ErrorCode
-from querybench.evaluation.bird import BIRD_SEPARATOR
+from querybench.evaluation.bird.evaluate import BIRD_SEPARATOR
 from querybench.evaluation.record import InstanceResult
 from tests.conftest import require_data
 
@@ -123,7 +123,7 @@ def test_bird_on_a_fixture_scores_as_the_cli(tmp_path: Path) -> None:
 def test_mini_dev_questions_and_databases_default_to_the_data(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from querybench.evaluation.bird import load_bird_questions
+    from querybench.evaluation.bird.evaluate import load_bird_questions
     from querybench.tasks.bird import mini_dev_dir, mini_dev_file
 
     # a data root with questions on three databases, mini-dev's own folder holding one of them

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import hashlib
 import os
+import threading
 import time
 from pathlib import Path
 
 import pytest
 
 from querybench import file_digests
-from querybench.evaluation import verdict_cache
+from querybench.evaluation.spider2 import verdict_cache
+from querybench.file_digests import file_sha256
 from querybench.tasks.spider2_gold import EvalSpec
 
 _real_sha256 = hashlib.sha256
@@ -67,3 +69,29 @@ def test_a_digest_of_a_file_changing_during_its_read_is_not_kept(tmp_path: Path)
     os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns + 1_000_000))
     file_digests.remember(before, os.stat(path), hashlib.sha256(b"other bytes").digest())
     assert file_digests.file_sha256(path) == _sha(b"a\n1\n")
+
+
+@pytest.mark.parametrize("kind", ["fifo", "folder"])
+def test_a_path_that_is_no_regular_file_is_refused_without_blocking(
+    tmp_path: Path, kind: str
+) -> None:
+    """A FIFO put where a hashed file was (a swap after the scorer's check) would block a
+    plain open until a writer came; it is refused at once, as is a folder."""
+    path = tmp_path / "a.csv"
+    if kind == "fifo":
+        os.mkfifo(path)
+    else:
+        path.mkdir()
+    outcome: list[BaseException] = []
+
+    def digest() -> None:
+        try:
+            file_sha256(path)
+        except OSError as exc:
+            outcome.append(exc)
+
+    worker = threading.Thread(target=digest, daemon=True)
+    worker.start()
+    worker.join(10)
+    assert not worker.is_alive(), "file_sha256 blocked on a FIFO"
+    assert len(outcome) == 1 and "not a regular file" in str(outcome[0])

@@ -23,9 +23,9 @@ from querybench.evaluation.prediction_file import (
     read_prediction_text,
     whole_file_text,
 )
-from querybench.evaluation.spider2_agentic_eval import evaluate_spider2_agentic
-from querybench.evaluation.spider2_dbt import evaluate_spider2_dbt
-from querybench.evaluation.spider2_eval import evaluate_spider2
+from querybench.evaluation.spider2.agentic.dbt import evaluate_spider2_dbt
+from querybench.evaluation.spider2.agentic.evaluate import evaluate_spider2_agentic
+from querybench.evaluation.spider2.evaluate import evaluate_spider2
 from tests.test_database_answer import GOLD_TABLE, build, dbt_layout
 from tests.test_spider2_agentic import Case, scores
 from tests.test_spider2_eval_input import by_id, make_gold

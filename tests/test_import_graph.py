@@ -4,7 +4,9 @@ from a lower layer up to a higher one, and no module cycle beyond the allow-list
 
 `LAYERS` is the dependency order `docs/architecture.md` draws, bottom first: a module may import
 its own layer and the layers below it. Adding a top-level module or subpackage means placing it
-here (and in the map).
+here (and in the map). A layer is a subpackage, except in `data` (`SPLIT_PACKAGES`): where data
+is looked up sits at the bottom and `data status` above the tasks it reads, so each of its
+modules is a layer of its own, `data.<module>`.
 """
 
 from __future__ import annotations
@@ -20,12 +22,12 @@ LAYERS: tuple[frozenset[str], ...] = tuple(
     for names in (
         # the foundation: the errors, where data lives, declared options, the registry, the
         # content store, the one JSON decoder, the one file digest
-        "errors data declared benchmarks store json_input file_digests",
-        "layout credentials fetch",
+        "errors data data.roots declared benchmarks store json_input file_digests",
+        "data.layout data.credentials data.download",
         "engines",  # a shared service: every layer above may run SQL
         "tasks",
-        "releases data_status",
-        "data_fetch",
+        "data.releases data.status",
+        "data.fetch",
         "context",
         "models",
         "agent",
@@ -46,35 +48,35 @@ DEPENDS: dict[str, frozenset[str]] = {
     layer: frozenset(names.split())
     for layer, names in {
         "errors": "",
-        "data": "",
+        "data": "",  # the package's `__init__`
+        "data.roots": "",
         "store": "",
         "json_input": "",
         "file_digests": "",
         "benchmarks": "declared errors",
         "declared": "errors",
-        "layout": "benchmarks data",
-        "credentials": "data json_input",
-        "fetch": "errors file_digests",
-        "engines": "credentials errors store json_input",
-        "tasks": "benchmarks data errors layout engines json_input",
-        "releases": "benchmarks errors fetch layout tasks",
-        "data_status": "benchmarks credentials data errors layout engines tasks",
-        "data_fetch": "data errors fetch file_digests releases",
-        "context": "benchmarks errors layout engines tasks json_input",
+        "data.layout": "benchmarks data.roots",
+        "data.credentials": "data.roots json_input",
+        "data.download": "errors file_digests",
+        "engines": "data.credentials errors store json_input file_digests",
+        "tasks": "benchmarks data.roots errors data.layout engines json_input",
+        "data.releases": "benchmarks errors data.download data.layout tasks",
+        "data.status": "benchmarks data.credentials data.roots errors data.layout engines tasks",
+        "data.fetch": "data.roots errors data.download file_digests data.releases",
+        "context": "benchmarks errors data.layout engines tasks json_input",
         "models": "errors tasks context json_input",
         "agent": "benchmarks declared errors engines tasks context models",
         # no context, model or agent
-        "evaluation": "benchmarks errors layout engines tasks store json_input file_digests",
-        "methods": "benchmarks data declared errors layout engines tasks context models agent "
-        "evaluation json_input",
-        "envs": "benchmarks data errors engines tasks context models evaluation methods store "
-        "json_input",
-        "runs": "benchmarks data declared errors layout engines tasks models evaluation methods "
-        "store json_input file_digests",
-        "report": "benchmarks data errors engines tasks agent evaluation runs json_input",
-        "commands": "benchmarks data declared errors layout engines data_fetch data_status "
-        "releases tasks json_input "
-        "context evaluation methods runs report",
+        "evaluation": "benchmarks errors data.layout engines tasks store json_input file_digests",
+        "methods": "benchmarks data.roots declared errors data.layout engines tasks context "
+        "models agent evaluation json_input",
+        "envs": "benchmarks data.roots errors engines tasks context models evaluation methods "
+        "store json_input",
+        "runs": "benchmarks data.roots declared errors data.layout engines tasks models "
+        "evaluation methods store json_input file_digests",
+        "report": "benchmarks data.roots errors engines tasks agent evaluation runs json_input",
+        "commands": "benchmarks data.roots declared errors data.layout engines data.fetch "
+        "data.status data.releases tasks json_input context evaluation methods runs report",
         "cli": "benchmarks commands",
         "_entry": "commands cli",
         "querybench": "errors engines tasks evaluation runs",
@@ -154,9 +156,16 @@ def cycles(graph: Mapping[str, Iterable[str]]) -> list[frozenset[str]]:
     return found
 
 
+# Packages whose modules sit on layers of their own, each named `<package>.<module>` in LAYERS.
+SPLIT_PACKAGES = frozenset({"data"})
+
+
 def layer_of(module: str) -> str:
-    """`querybench.engines.sqlite` -> `engines`; the package itself -> `querybench`."""
+    """`querybench.engines.sqlite` -> `engines`; `querybench.data.layout` -> `data.layout` (a
+    split package's module); the package itself -> `querybench`."""
     parts = module.split(".")
+    if len(parts) > 2 and parts[1] in SPLIT_PACKAGES:
+        return f"{parts[1]}.{parts[2]}"
     return parts[1] if len(parts) > 1 else parts[0]
 
 
@@ -178,7 +187,7 @@ def _layer_graph(graph: Mapping[str, Iterable[str]]) -> dict[str, set[str]]:
 
 def test_the_graph_is_read() -> None:
     graph = import_graph()
-    assert "querybench.engines" in graph["querybench.engines.isolated"]  # a function-level import
+    assert "querybench.engines" in graph["querybench.engines.child"]  # a function-level import
     assert "querybench.errors" in graph["querybench.evaluation.verdict"]
     assert "querybench.agent.files" in graph["querybench.agent.loop"]  # `from pkg import mod`
 
@@ -234,6 +243,8 @@ def test_the_checks_can_fail() -> None:
     layered = {"querybench.tasks.x": {"querybench.evaluation.y"}, "querybench.evaluation.y": set()}
     assert _layer_graph(layered) == {"tasks": {"evaluation"}, "evaluation": set()}
     assert _rank("evaluation") > _rank("tasks")
+    assert layer_of("querybench.data.status") == "data.status"
+    assert layer_of("querybench.evaluation.spider2.official") == "evaluation"
     reaching = _layer_graph({"querybench.evaluation.y": {"querybench.context.z"}})
     assert reaching["evaluation"] - _allowed("evaluation") == {"context"}  # below, not declared
 

@@ -21,8 +21,8 @@ PACKAGE = Path(__file__).resolve().parent.parent / "querybench"
 DEEP = "[" * 100_000 + "]" * 100_000
 # Modules that decode only bytes they wrote themselves into their own SQLite stores.
 OWN_STORES = {
-    "evaluation/verdict_cache.py",
-    "evaluation/bird_run_cache.py",
+    "evaluation/spider2/verdict_cache.py",
+    "evaluation/bird/run_cache.py",
     "engines/cache_values.py",
 }
 

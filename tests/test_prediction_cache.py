@@ -26,7 +26,7 @@ from querybench.errors import (
     ResultTooLarge,
     ResultTooManyBytes,
 )
-from querybench.evaluation.bird import evaluate_bird
+from querybench.evaluation.bird.evaluate import evaluate_bird
 from querybench.evaluation.record import InstanceResult
 from tests.test_bird import _official, _tiny_files, _write
 

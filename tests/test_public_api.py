@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def test_every_public_name_resolves_to_its_definition() -> None:
     from querybench.engines.base import Engine
-    from querybench.evaluation.spider2_eval import evaluate_spider2
+    from querybench.evaluation.spider2.evaluate import evaluate_spider2
     from querybench.runs.evaluate import evaluate
     from querybench.tasks.model import Task
 

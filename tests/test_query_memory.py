@@ -17,7 +17,7 @@ from querybench.cli import app
 from querybench.engines.memory import QUERY_MEMORY_ENV, query_memory_bytes
 from querybench.engines.pool import run_one
 from querybench.errors import ErrorCode, QueryOutOfMemory
-from querybench.evaluation.bird import evaluate_bird
+from querybench.evaluation.bird.evaluate import evaluate_bird
 from tests.test_bird import _official, _tiny_files, _write
 
 CAP = 256 * 1024**2

@@ -11,8 +11,8 @@ import pytest
 from typer.testing import CliRunner
 
 from querybench.cli import app
-from querybench.data import data_root
-from querybench.evaluation.spider2_gold import Spider2Gold
+from querybench.data.roots import data_root
+from querybench.evaluation.spider2.gold import Spider2Gold
 from querybench.report.audit import KINDS, Finding, audit_gold
 from querybench.report.audit_scoring import GoldSqlRun
 from tests.conftest import require_data

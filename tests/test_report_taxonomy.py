@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 
 from querybench.errors import DataError, EngineError, ErrorCode, QueryRefused, QueryTimeout
-from querybench.evaluation.bird import BIRD_SEPARATOR, evaluate_bird
+from querybench.evaluation.bird.evaluate import BIRD_SEPARATOR, evaluate_bird
 from querybench.evaluation.detail import Difference, Shape, VerdictDetail
 from querybench.evaluation.record import InstanceResult
-from querybench.evaluation.spider1 import evaluate_spider1
-from querybench.evaluation.spider2_eval import evaluate_spider2
+from querybench.evaluation.spider1.evaluate import evaluate_spider1
+from querybench.evaluation.spider2.evaluate import evaluate_spider2
 from querybench.evaluation.verdict import Verdict
 from querybench.report.linking import schema_linking, tables_read
 from querybench.report.runs import result_from_json
@@ -162,7 +162,7 @@ def test_spider2_names_the_closest_gold_and_its_columns(tmp_path: Path) -> None:
 
 
 def test_agentic_tables_keep_their_category_and_carry_shapes(tmp_path: Path) -> None:
-    from querybench.evaluation.agentic_tables import table_match
+    from querybench.evaluation.spider2.agentic.tables import table_match
 
     gold = tmp_path / "gold.csv"
     gold.write_text("a,b\n1,2\n3,4\n")

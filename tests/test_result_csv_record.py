@@ -13,9 +13,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from querybench.evaluation import result_csv
-from querybench.evaluation.record_floats import plain_floats
-from querybench.evaluation.result_csv import precise_xstrtod, read_result_csv
+from querybench.evaluation.spider2 import result_csv
+from querybench.evaluation.spider2.record_floats import plain_floats
+from querybench.evaluation.spider2.result_csv import precise_xstrtod, read_result_csv
 
 # (csv text, pandas 2.2's dtype of column "a", repr of each of its cells)
 RECORD = [

@@ -16,9 +16,9 @@ from uuid import UUID
 
 import pytest
 
-from querybench.evaluation.bird import bird_result_match, bird_verdict
+from querybench.evaluation.bird.evaluate import bird_result_match, bird_verdict
 from querybench.evaluation.row_keys import CHECK_ABOVE, cell_key, crowded, hash_safe
-from querybench.evaluation.spider1 import spider1_result_match
+from querybench.evaluation.spider1.evaluate import spider1_result_match
 
 MODULUS = 2**61 - 1  # Python's hash of an int is the int modulo this
 comparisons = 0

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from querybench import data as data_module
-from querybench.data_status import benchmark_status
+from querybench.data import roots as data_module
+from querybench.data.layout import reference_plan_candidates
+from querybench.data.status import benchmark_status
 from querybench.errors import DataError
-from querybench.layout import reference_plan_candidates
 from querybench.methods.paper_settings import gold_function_names
 from querybench.runs.config import Prompt, RunConfig, Selection
 from querybench.runs.runner import run

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from querybench.evaluation.spider2_eval import evaluate_spider2
+from querybench.evaluation.spider2.evaluate import evaluate_spider2
 from querybench.runs.config import Cache, RunConfig, Selection
 from querybench.runs.outputs import finish_run
 from querybench.runs.runner import run

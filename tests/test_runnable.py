@@ -6,12 +6,13 @@ from __future__ import annotations
 import json
 import sqlite3
 from pathlib import Path
+from urllib.parse import quote
 
 import pytest
 from typer.testing import CliRunner
 
 from querybench.cli import app
-from querybench.data_status import benchmark_status
+from querybench.data.status import benchmark_status
 from querybench.runs.config import RunConfig, Selection
 from querybench.runs.layout import select_tasks
 from querybench.tasks import load_tasks
@@ -175,7 +176,7 @@ def test_eval_bird_finds_questions_and_databases_in_the_data(
 def test_a_missing_gold_names_querybench_data(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import querybench.data as data
+    import querybench.data.roots as data
 
     as_new_user(monkeypatch, tmp_path, tmp_path / "empty")
     monkeypatch.setattr(data, "shared_data_dir", lambda: None)  # an installed tool's roots
@@ -194,7 +195,7 @@ def test_an_installed_package_has_no_shared_data_root(tmp_path: Path) -> None:
     no checkout's: that root is not searched there."""
     import importlib.util
 
-    import querybench.data as data
+    import querybench.data.roots as data
 
     assert data.shared_data_dir() is not None  # this checkout has one
     site = tmp_path / "lib" / "python3" / "site-packages" / "querybench"
@@ -280,16 +281,72 @@ def test_report_counts_runnable_here_by_the_same_rule(shared: Path, tmp_path: Pa
     assert status.runnable == 29
 
 
-def test_credentials_alone_do_not_make_a_cloud_task_runnable(
-    shared: Path, monkeypatch: pytest.MonkeyPatch
+def _bigquery_key(folder: Path) -> Path:
+    """A service-account key file shaped as Google issues them, with a key that does not
+    parse: the client fails at once, offline, and says why."""
+    key = folder / "key.json"
+    fields = {
+        "type": "service_account",
+        "project_id": "my-billing-project",
+        "private_key_id": "0123abcd",
+        "private_key": "-----BEGIN PRIVATE KEY-----\nbm90IGEga2V5\n-----END PRIVATE KEY-----\n",
+        "client_email": "scorer@my-billing-project.iam.gserviceaccount.com",
+        "token_uri": "https://oauth2.googleapis.com/token",
+    }
+    key.write_text(json.dumps(fields), encoding="utf-8")
+    return key
+
+
+def test_credentials_make_the_cloud_tasks_with_metadata_runnable(
+    shared: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """`run` and `eval` run cloud SQL on the emulation only: fixture credentials are reported
-    found, say so, and leave the count as it was."""
-    before = benchmark_status("spider2-lite")
+    """With no emulation built, a cloud task with schema metadata runs on the warehouse itself
+    when its credentials are here: every count says so, and so does the target."""
+    from querybench.tasks.databases import task_target
+
+    tasks = load_tasks("spider2-lite", with_gold=False)
+    before = runnability(tasks)
+    cloud = [t for t in tasks if t.engine in ("bigquery", "snowflake")]
+    with_metadata = {t.instance_id for t in cloud if t.extra.get("metadata_dir")}
+    assert with_metadata and not with_metadata & {t.instance_id for t in before.runnable}
     for name, value in (("ACCOUNT", "AB12345"), ("USER", "alice"), ("PASSWORD", "pat-token")):
         monkeypatch.setenv(f"SNOWFLAKE_{name}", value)
-    after = benchmark_status("spider2-lite")
-    found = next(i for i in after.items if i.what == "Snowflake credentials")
+    monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(_bigquery_key(tmp_path)))
+    after = runnability(tasks)
+    gained = {t.instance_id for t in after.runnable} - {t.instance_id for t in before.runnable}
+    assert gained == with_metadata
+    status = benchmark_status("spider2-lite")
+    assert status.runnable == len(after.runnable)
+    found = next(i for i in status.items if i.what == "Snowflake credentials")
     assert found.state.startswith("found: SNOWFLAKE_* variables")
-    assert "do not make a task runnable" in found.state
-    assert after.runnable == before.runnable
+    assert "on the warehouse itself" in found.state
+    bq = next(t for t in cloud if t.engine == "bigquery" and t.instance_id in gained)
+    sf = next(t for t in cloud if t.engine == "snowflake" and t.instance_id in gained)
+    key = quote(str((tmp_path / "key.json").resolve()), safe="")
+    assert task_target(bq) == f"bigquery://my-billing-project?credentials={key}"
+    assert task_target(sf) == f"snowflake:///{sf.db}"
+
+
+def test_sql_mode_runs_a_cloud_task_on_the_warehouse_its_credentials_name(
+    shared: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`eval --mode sql` opens the warehouse for a cloud task with no emulation: with a key
+    that cannot sign, that one task fails as engine_unavailable with the client's words, and
+    the task without credentials says what is missing."""
+    tasks = load_tasks("spider2-lite", with_gold=False)
+    bq = next(t for t in tasks if t.engine == "bigquery" and t.extra.get("metadata_dir"))
+    sf = next(t for t in tasks if t.engine == "snowflake" and t.extra.get("metadata_dir"))
+    monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(_bigquery_key(tmp_path)))
+    sqls = tmp_path / "sqls"
+    sqls.mkdir()
+    for task in (bq, sf):
+        (sqls / f"{task.instance_id}.sql").write_text("SELECT 1\n", encoding="utf-8")
+    out = tmp_path / "scores.jsonl"
+    args = ["eval", "spider2-lite", "--predictions", str(sqls), "--mode", "sql"]
+    result = runner.invoke(app, [*args, "--output", str(out)], env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    lines = {s["instance_id"]: s for s in map(json.loads, out.read_text().splitlines())}
+    assert lines[bq.instance_id]["error"] == "engine_unavailable"
+    assert "cannot create a BigQuery client" in lines[bq.instance_id]["message"]
+    assert lines[sf.instance_id]["error"] == "engine_unavailable"
+    assert "no Snowflake credentials" in lines[sf.instance_id]["message"]

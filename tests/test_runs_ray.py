@@ -15,7 +15,7 @@ import pytest
 from typer.testing import CliRunner
 
 from querybench.cli import app
-from querybench.data import data_root
+from querybench.data.roots import data_root
 from querybench.runs.config import Cache, Endpoint, Execution, RunConfig, Selection
 from querybench.runs.runner import run
 from querybench.runs.store import InstanceRecord, RecordStore
@@ -242,7 +242,7 @@ def test_evaluate_api_on_ray_scores_bird_as_local(ray_cluster: None, tmp_path: P
     import sqlite3
 
     import querybench
-    from querybench.evaluation.bird import BIRD_SEPARATOR
+    from querybench.evaluation.bird.evaluate import BIRD_SEPARATOR
 
     db = tmp_path / "db" / "shop" / "shop.sqlite"
     db.parent.mkdir(parents=True)

@@ -13,8 +13,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pandas._libs.parsers import STR_NA_VALUES  # type: ignore[import-not-found]
 
-from querybench.evaluation import result_csv
-from querybench.evaluation.simple_csv import NA_TEXTS, read_simple
+from querybench.evaluation.spider2 import result_csv
+from querybench.evaluation.spider2.simple_csv import NA_TEXTS, read_simple
 from tests.test_result_csv_record import RECORD
 
 # cells meant to reach every branch of pandas' typing, its missing texts and their neighbours

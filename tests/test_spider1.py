@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from querybench.engines.base import Result
 from querybench.errors import DataError, EngineError, ErrorCode, QueryTimeout
-from querybench.evaluation.spider1 import (
+from querybench.evaluation.spider1.evaluate import (
     evaluate_spider1,
     prepare_spider1,
     remove_distinct,

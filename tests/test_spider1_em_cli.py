@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from querybench.cli import app
 from querybench.evaluation.record import InstanceResult
-from querybench.evaluation.spider1_exact import ExactMatch, ExactMatchFailure, PartialScore
+from querybench.evaluation.spider1.exact import ExactMatch, ExactMatchFailure, PartialScore
 from querybench.report.spider1_tables import spider1_tables
 
 runner = CliRunner()

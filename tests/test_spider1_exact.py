@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from querybench.errors import SqlParseError, SqlTokenError
-from querybench.evaluation.spider1_exact import (
+from querybench.evaluation.spider1.exact import (
     MAX_PARSED_CHARS,
     PartialScore,
     foreign_key_map,

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from querybench.evaluation.spider1 import evaluate_spider1
-from querybench.evaluation.spider1_values import plugged_predictions, value_slots
+from querybench.evaluation.spider1.evaluate import evaluate_spider1
+from querybench.evaluation.spider1.values import plugged_predictions, value_slots
 
 
 @pytest.fixture(autouse=True)

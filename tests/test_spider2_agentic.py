@@ -16,12 +16,12 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from querybench.data import data_root
+from querybench.data.roots import data_root
 from querybench.engines import connect
 from querybench.engines.base import Result
 from querybench.errors import QueryTimeout
 from querybench.evaluation.record import InstanceResult
-from querybench.evaluation.spider2_agentic_eval import (
+from querybench.evaluation.spider2.agentic.evaluate import (
     denominators,
     evaluate_spider2_agentic,
     has_gold,
@@ -432,7 +432,7 @@ def test_a_sql_answer_stops_at_its_timeout_with_verdict_timeout(tmp_path: Path) 
     import dataclasses
     import time
 
-    from querybench.evaluation.spider2_agentic import engine_runner
+    from querybench.evaluation.spider2.agentic.instance import engine_runner
 
     database = tmp_path / "db.sqlite"
     with sqlite3.connect(database) as con:

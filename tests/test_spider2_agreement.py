@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from bench.official_baseline import score_instance
-from querybench.evaluation.spider2_eval import evaluate_spider2
-from querybench.evaluation.spider2_gold import Spider2Gold
+from querybench.evaluation.spider2.evaluate import evaluate_spider2
+from querybench.evaluation.spider2.gold import Spider2Gold
 from tests.conftest import require_data
 from tests.perturb import ALL_NAMES, write_perturbed
 

@@ -22,9 +22,9 @@ from querybench.cli import app
 from querybench.errors import ErrorCode
 from querybench.evaluation.prediction_file import ReadLimits
 from querybench.evaluation.record import InstanceResult
-from querybench.evaluation.spider2 import score_frame
-from querybench.evaluation.spider2_eval import evaluate_spider2
-from querybench.evaluation.spider2_gold import EvalSpec
+from querybench.evaluation.spider2.evaluate import evaluate_spider2
+from querybench.evaluation.spider2.gold import EvalSpec
+from querybench.evaluation.spider2.instance import score_frame
 
 BIG = "9" * 400  # pandas reads it as a Python int, which float() cannot take
 runner = CliRunner()
@@ -315,8 +315,9 @@ def test_a_big_file_is_parsed_as_scanned_though_it_changes_after_the_scan(
 ) -> None:
     """The system under test may append to (or rewrite) a big prediction between the bounded
     scan and the parse: the parse must see exactly the bytes the bounds were checked on."""
-    from querybench.evaluation import large_result, prediction_file
+    from querybench.evaluation import prediction_file
     from querybench.evaluation.prediction_file import open_prediction
+    from querybench.evaluation.spider2 import large_result
 
     monkeypatch.setattr(prediction_file, "LARGE_FILE_BYTES", 64)  # the streamed path, small
     path = tmp_path / "local001.csv"
@@ -562,7 +563,7 @@ def test_a_scoring_worker_that_dies_fails_only_its_own_instance(
 ) -> None:
     # A worker process killed mid-chunk (the OOM killer, a crash in a C extension) is
     # simulated by the process exiting for real when it reaches local007.
-    from querybench.evaluation import spider2_eval
+    from querybench.evaluation.spider2 import evaluate as spider2_eval
 
     ids, gold, pred = _forty_right_answers(tmp_path)
     real = spider2_eval._score_ids
@@ -593,7 +594,7 @@ def _cold_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path,
 
 
 def test_a_cold_run_takes_an_idle_core(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from querybench.evaluation import spider2_eval
+    from querybench.evaluation.spider2 import evaluate as spider2_eval
 
     pred, ids = _cold_folder(tmp_path, monkeypatch)
     monkeypatch.setattr(spider2_eval, "_idle_core", lambda: True)
@@ -603,7 +604,8 @@ def test_a_cold_run_takes_an_idle_core(tmp_path: Path, monkeypatch: pytest.Monke
 
 
 def test_a_warm_run_stays_in_process(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from querybench.evaluation import csv_cache, spider2_eval
+    from querybench.evaluation.spider2 import csv_cache
+    from querybench.evaluation.spider2 import evaluate as spider2_eval
 
     pred, ids = _cold_folder(tmp_path, monkeypatch)
     monkeypatch.setattr(spider2_eval, "_idle_core", lambda: True)
@@ -617,7 +619,7 @@ def test_a_warm_run_stays_in_process(tmp_path: Path, monkeypatch: pytest.MonkeyP
 def test_the_cold_probe_never_waits_on_a_fifo(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from querybench.evaluation import spider2_eval
+    from querybench.evaluation.spider2 import evaluate as spider2_eval
 
     pred, ids = _cold_folder(tmp_path, monkeypatch)
     monkeypatch.setattr(spider2_eval, "_idle_core", lambda: True)
@@ -628,7 +630,7 @@ def test_the_cold_probe_never_waits_on_a_fifo(
 
 
 def test_the_idle_core_check_reads_the_instant_count(monkeypatch: pytest.MonkeyPatch) -> None:
-    from querybench.evaluation import spider2_eval
+    from querybench.evaluation.spider2 import evaluate as spider2_eval
 
     real_open = open
 
@@ -666,7 +668,7 @@ def test_a_pool_broken_while_its_chunks_are_sent_costs_no_instance(
     from concurrent.futures import ProcessPoolExecutor
     from concurrent.futures.process import BrokenProcessPool
 
-    from querybench.evaluation import spider2_eval
+    from querybench.evaluation.spider2 import evaluate as spider2_eval
 
     ids, gold, pred = _forty_right_answers(tmp_path)
     pools: list[object] = []

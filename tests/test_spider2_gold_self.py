@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from querybench.evaluation.result_csv import read_result_csv
-from querybench.evaluation.spider2 import score_frame, strict_condition_cols, variant_of
-from querybench.evaluation.spider2_eval import evaluate_spider2
-from querybench.evaluation.spider2_gold import Benchmark, Spider2Gold
+from querybench.evaluation.spider2.evaluate import evaluate_spider2
+from querybench.evaluation.spider2.gold import Benchmark, Spider2Gold
+from querybench.evaluation.spider2.instance import score_frame, strict_condition_cols, variant_of
+from querybench.evaluation.spider2.result_csv import read_result_csv
 from tests.conftest import require_data
 
 
@@ -70,7 +70,7 @@ def test_difficulty_for_every_task_snow_borrowing_lite_token_counts() -> None:
 
 
 def test_difficulty_thresholds() -> None:
-    from querybench.evaluation.spider2_gold import difficulty_from_tokens
+    from querybench.evaluation.spider2.gold import difficulty_from_tokens
 
     assert [difficulty_from_tokens(t) for t in (0, 79, 80, 159, 160, None)] == [
         "easy",

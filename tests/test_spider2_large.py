@@ -14,8 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from bench.official_baseline import compare_table
-from querybench.evaluation import spider2_official as official
-from querybench.evaluation import spider2_strict as strict
+from querybench.evaluation.spider2 import official, strict
 
 
 def frame(text: str) -> pd.DataFrame:

@@ -16,13 +16,12 @@ from hypothesis import strategies as st
 
 from bench.official_baseline import compare_table
 from querybench.errors import DataError, ErrorCode
-from querybench.evaluation import large_order, large_result, large_scoring, prediction_file
-from querybench.evaluation import spider2_official as official
-from querybench.evaluation import spider2_strict as strict
-from querybench.evaluation.large_result import CompactTable, read_compact, read_result
-from querybench.evaluation.result_csv import column_arrays, read_result_csv
-from querybench.evaluation.spider2 import score_frame
-from querybench.evaluation.spider2_gold import EvalSpec
+from querybench.evaluation import prediction_file
+from querybench.evaluation.spider2 import large_order, large_result, large_scoring, official, strict
+from querybench.evaluation.spider2.gold import EvalSpec
+from querybench.evaluation.spider2.instance import score_frame
+from querybench.evaluation.spider2.large_result import CompactTable, read_compact, read_result
+from querybench.evaluation.spider2.result_csv import column_arrays, read_result_csv
 
 
 def force_large_path(

@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from bench.official_baseline import compare_multi, compare_table
-from querybench.evaluation import spider2_official as official
+from querybench.evaluation.spider2 import official
 
 
 def frame(text: str) -> pd.DataFrame:

@@ -15,11 +15,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from bench.official_baseline import compare_table
-from querybench.evaluation import spider2_official as official
-from querybench.evaluation import spider2_strict as strict
-from querybench.evaluation.result_csv import column_arrays
-from querybench.evaluation.spider2 import score_frame
-from querybench.evaluation.spider2_gold import EvalSpec
+from querybench.evaluation.spider2 import official, strict
+from querybench.evaluation.spider2.gold import EvalSpec
+from querybench.evaluation.spider2.instance import score_frame
+from querybench.evaluation.spider2.result_csv import column_arrays
 from tests.test_spider2_official import EDGE_CELLS
 
 

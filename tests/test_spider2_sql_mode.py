@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from bench.official_baseline import score_sql_instance
-from querybench.evaluation.spider2_eval import evaluate_spider2, extract_official_sql
+from querybench.evaluation.spider2.evaluate import evaluate_spider2, extract_official_sql
 from tests.conftest import require_data
 
 # SQL rewrites of a gold query: same result, a different one, or no result at all.

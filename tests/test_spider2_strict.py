@@ -8,9 +8,9 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from querybench.evaluation.spider2 import score_frame, strict_condition_cols
-from querybench.evaluation.spider2_gold import EvalSpec
-from querybench.evaluation.spider2_strict import strict_columns, strict_table_match
+from querybench.evaluation.spider2.gold import EvalSpec
+from querybench.evaluation.spider2.instance import score_frame, strict_condition_cols
+from querybench.evaluation.spider2.strict import strict_columns, strict_table_match
 
 
 def frame(text: str) -> pd.DataFrame:

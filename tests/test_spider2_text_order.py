@@ -9,9 +9,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from querybench.evaluation import spider2_official as official
-from querybench.evaluation import spider2_strict as strict
-from querybench.evaluation.spider2_official import (
+from querybench.evaluation.spider2 import official, strict
+from querybench.evaluation.spider2.official import (
     stable_text_order,
     text_fingerprint,
     text_ranks,

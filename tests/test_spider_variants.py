@@ -233,7 +233,7 @@ def test_data_status_and_context(root: Path) -> None:
 )
 def test_the_shared_data(benchmark: str, total: int, runnable: int) -> None:
     """On the published files: every task loads and the counts the MANIFESTs give."""
-    from querybench.data_status import benchmark_status
+    from querybench.data.status import benchmark_status
 
     require_data(benchmark)
     tasks = load_tasks(benchmark)

@@ -18,7 +18,8 @@ import pytest
 
 from querybench import store
 from querybench.engines import cache as result_cache
-from querybench.evaluation import bird_run_cache, csv_cache, verdict_cache
+from querybench.evaluation.bird import run_cache as bird_run_cache
+from querybench.evaluation.spider2 import csv_cache, verdict_cache
 
 KINDS = [
     result_cache.RESULTS,

@@ -17,14 +17,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from querybench.evaluation.agentic_text import (
+from querybench.evaluation.spider2.agentic.text import (
     number_match,
     strict_number_match,
     strict_string_match,
     string_match,
 )
-from querybench.evaluation.spider2 import score_frame
-from querybench.evaluation.spider2_gold import EvalSpec
+from querybench.evaluation.spider2.gold import EvalSpec
+from querybench.evaluation.spider2.instance import score_frame
 from tests.conftest import require_data
 from tests.perturb import PERTURBATIONS
 from tests.test_agentic_text import NUMBER_CASES, STRING_CASES, outcome
@@ -267,7 +267,7 @@ def test_generated_tables(case: tuple[str, str, EvalSpec, str]) -> None:
 def test_generated_tables_of_the_dbt_and_agentic_scorer(
     case: tuple[str, str, EvalSpec, str],
 ) -> None:
-    from querybench.evaluation import agentic_compare as agentic
+    from querybench.evaluation.spider2.agentic import compare as agentic
 
     pred, gold, spec, _ = case
     p, g = _frame(pred), _frame(gold)
@@ -318,8 +318,8 @@ def _known_table_false_negative(
     pred: Path, gold_dir: Path, benchmark: str, iid: str, variant: str
 ) -> str | None:
     """The documented official false negative an official failure under a strict pass is."""
-    from querybench.evaluation.spider2 import strict_condition_cols
-    from querybench.evaluation.spider2_gold import Spider2Gold
+    from querybench.evaluation.spider2.gold import Spider2Gold
+    from querybench.evaluation.spider2.instance import strict_condition_cols
 
     gold = Spider2Gold(gold_dir, benchmark)  # type: ignore[arg-type]
     paths, single = gold.result_paths(iid)
@@ -345,7 +345,7 @@ def _known_table_false_negative(
 def test_perturbed_golds_pass_strictly_only_where_they_pass_officially(
     benchmark: str, tmp_path: Path
 ) -> None:
-    from querybench.evaluation.spider2_eval import evaluate_spider2
+    from querybench.evaluation.spider2.evaluate import evaluate_spider2
 
     gold_dir = require_data("spider2", benchmark, "evaluation_suite", "gold")
     rng = random.Random(23)

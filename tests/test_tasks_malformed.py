@@ -139,7 +139,7 @@ def test_bird_train_when_present(tmp_path: Path) -> None:
 def test_dbt_check_its_matcher_does_not_take_fails_that_instance(tmp_path: Path) -> None:
     """The loader reads the checks' shape only (tasks know no scorer); the scorer refuses an
     unknown matcher for that one instance, with the reason, as every broken gold entry."""
-    from querybench.evaluation.spider2_dbt import score_dbt_task
+    from querybench.evaluation.spider2.agentic.dbt import score_dbt_task
 
     dbt = tmp_path / "spider2" / "spider2-dbt"
     (dbt / "examples").mkdir(parents=True)

@@ -26,8 +26,8 @@ from querybench.engines.timeouts import timeout_policy, wall_cap
 from querybench.envs.reward_child import WorkerConfig
 from querybench.envs.reward_workers import RewardProcess
 from querybench.errors import ErrorCode, QueryTimeout
-from querybench.evaluation.bird import bird_verdict
-from querybench.evaluation.spider1 import spider1_verdict
+from querybench.evaluation.bird.evaluate import bird_verdict
+from querybench.evaluation.spider1.evaluate import spider1_verdict
 
 ROOT = Path(__file__).resolve().parents[1]
 # 2^31 steps inside one call, which SQLite's progress handler never sees: only the kill stops it.

@@ -15,10 +15,11 @@ from typing import Any, ClassVar
 
 import pytest
 
-from querybench.evaluation import csv_cache, spider2_strict, verdict_cache
 from querybench.evaluation.record import InstanceResult
-from querybench.evaluation.spider2_eval import Scoring, evaluate_spider2
-from querybench.evaluation.spider2_gold import Spider2Gold
+from querybench.evaluation.spider2 import csv_cache, verdict_cache
+from querybench.evaluation.spider2 import strict as spider2_strict
+from querybench.evaluation.spider2.evaluate import Scoring, evaluate_spider2
+from querybench.evaluation.spider2.gold import Spider2Gold
 from tests.test_import_graph import evaluation_modules_reached
 
 REPO = Path(__file__).resolve().parent.parent
@@ -244,7 +245,7 @@ def test_a_changed_scorer_source_or_library_is_a_new_key(
 
 def test_the_scorer_modules_cover_what_scoring_imports() -> None:
     """Every evaluation module the exec_result scoring reaches (and `errors`) is hashed."""
-    reached = evaluation_modules_reached("querybench.evaluation.spider2_eval")
+    reached = evaluation_modules_reached("querybench.evaluation.spider2.evaluate")
     reached |= {"querybench.errors"}
     assert reached - set(verdict_cache.SCORER_MODULES) == set()
 
@@ -319,7 +320,7 @@ def test_the_scorer_parses_the_gold_bytes_the_key_was_made_of(tmp_path: Path) ->
 
 _RUN = """
 import json, sys
-from querybench.evaluation.spider2_eval import Scoring, evaluate_spider2
+from querybench.evaluation.spider2.evaluate import Scoring, evaluate_spider2
 results = evaluate_spider2(sys.argv[1], benchmark="spider2-lite", gold_dir=sys.argv[2], workers=1)
 print(json.dumps({"lines": [r.to_json() for r in results],
                   "loaded": [m for m in ("pandas", "numpy", "pyarrow") if m in sys.modules]}))
@@ -355,7 +356,7 @@ def test_a_warm_run_imports_no_pandas(tmp_path: Path) -> None:
 
 _RUN_IDLE = """
 import json, sys
-from querybench.evaluation import spider2_eval
+from querybench.evaluation.spider2 import evaluate as spider2_eval
 spider2_eval._idle_core = lambda: True  # a core free: a cold run of this size takes a pool
 pools = []
 real = spider2_eval.ProcessPoolExecutor

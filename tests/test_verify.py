@@ -246,3 +246,21 @@ def test_a_prediction_added_where_none_was_is_named(tmp_path: Path) -> None:
     assert result.exit_code == 1, result.output
     assert _differing(result.output) == ["local003"]
     assert "predictions/local003.csv (prediction) is new" in result.output
+
+
+def test_a_results_file_edited_to_hide_its_predictions_still_names_the_changed_gold(
+    tmp_path: Path,
+) -> None:
+    # The instances whose files are compared come from the re-score too, never only from the
+    # results file: one edited to say `missing_prediction` everywhere hides nothing.
+    _pred, args = _lite_submission(tmp_path)
+    out = tmp_path / "scores.jsonl"
+    assert runner.invoke(app, [*args, "--output", str(out)]).exit_code == 0
+    lines = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+    index = next(i for i, line in enumerate(lines) if line["instance_id"] == "bq001")
+    _edit_result(out, index, score=0.0, error="missing_prediction")
+    (tmp_path / "gold" / "exec_result" / "bq001.csv").write_text("a,b\n1,x\n3,y\n")
+    result = _verify(out)
+    assert result.exit_code == 1, result.output
+    assert _differing(result.output) == ["bq001"]
+    assert "gold_dir/exec_result/bq001.csv (gold) changed" in result.output

@@ -144,7 +144,7 @@ def _bird(name: Benchmark, title: str, **declared: object) -> BenchmarkSpec:
         sqlite_files=tuple(f"{folder}/{{db}}/{{db}}.sqlite" for folder in paths.databases),
         loader="querybench.tasks.bird:load",
         writer="querybench.runs.outputs:score_bird",
-        releases=f"querybench.releases:{name.name}_PARTS",
+        releases=f"querybench.data.releases:{name.name}_PARTS",
         runs_queries="always",
         **declared,  # type: ignore[arg-type]
     )
@@ -154,7 +154,7 @@ SPECS = (
     _bird(
         Benchmark.BIRD,
         "BIRD dev (1,534 questions)",
-        evaluator="querybench.evaluation.bird:evaluate_bird",
+        evaluator="querybench.evaluation.bird.evaluate:evaluate_bird",
         options="querybench.runs.evaluate_options:BirdOptions",
         eval_options=BirdEvalOptions,
         resolver="querybench.runs.eval_locations:dev_locations",
@@ -165,7 +165,7 @@ SPECS = (
     _bird(
         Benchmark.BIRD_MINI_DEV,
         "BIRD mini-dev (500 questions; SQLite, MySQL, PostgreSQL)",
-        evaluator="querybench.evaluation.bird:evaluate_bird",
+        evaluator="querybench.evaluation.bird.evaluate:evaluate_bird",
         options="querybench.runs.evaluate_options:MiniDevOptions",
         eval_options=MiniDevEvalOptions,
         layout_options=(("dialect", "sqlite"),),

@@ -88,7 +88,7 @@ def spider1_variant(declared: BenchmarkSpec) -> BenchmarkSpec:
 
 _SPIDER1_BEHAVIOUR: dict[str, Any] = {
     "loader": "querybench.tasks.spider1:load",
-    "evaluator": "querybench.evaluation.spider1:evaluate_spider1",
+    "evaluator": "querybench.evaluation.spider1.evaluate:evaluate_spider1",
     "options": "querybench.runs.evaluate_options:Spider1Options",
     "eval_options": Spider1EvalOptions,
     "command": "querybench.commands.eval_execution:spider1",
@@ -108,7 +108,7 @@ SPECS = (
             task_files=("spider1/dev.json",),
             sqlite_files=SPIDER1_DATABASES,
             questions=QuestionFormat(),
-            releases="querybench.releases:SPIDER1_PARTS",
+            releases="querybench.data.releases:SPIDER1_PARTS",
         )
     ),
 )

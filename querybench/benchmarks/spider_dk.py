@@ -32,7 +32,7 @@ SPECS = (
             sqlite_files=("spider-dk/database/{db}/{db}.sqlite", *SPIDER1_DATABASES),
             # difficulty: the official hardness of the gold query on its database's schema
             questions=QuestionFormat(kept=("type",), labels=_TYPES, hardness="query"),
-            releases="querybench.releases:SPIDER_DK_PARTS",
+            releases="querybench.data.releases:SPIDER_DK_PARTS",
             report_groups=(ReportGroup("by knowledge type", "type"),),
         )
     ),

@@ -20,7 +20,7 @@ SPECS = (
             questions=QuestionFormat(
                 question="SpiderSynQuestion", kept=("SpiderQuestion",), hardness="spider1-position"
             ),
-            releases="querybench.releases:SPIDER_SYN_PARTS",
+            releases="querybench.data.releases:SPIDER_SYN_PARTS",
         )
     ),
 )

@@ -62,7 +62,7 @@ def audit(
     gold SQL and keeping only one kind: `querybench audit spider2-snow --no-run-gold-sql |
     grep never_passes_official`
     """
-    from querybench.evaluation.spider2_gold import default_gold_dir
+    from querybench.evaluation.spider2.gold import default_gold_dir
     from querybench.report.audit import audit_gold
     from querybench.report.audit_scoring import GoldSqlRun
     from querybench.tasks.databases import spider2_database_dirs

@@ -25,7 +25,7 @@ from querybench.errors import QuerybenchError
 from querybench.report.terminal import stacked, table_width
 
 if TYPE_CHECKING:
-    from querybench.releases import Archive
+    from querybench.data.releases import Archive
 
 data_app = typer.Typer(
     help=(
@@ -78,9 +78,9 @@ def fetch_command(
 
     Example: `querybench data fetch spider2-dbt --from ~/Downloads`
     """
-    from querybench.data import data_roots, fetch_target, find_data
-    from querybench.data_fetch import fetch_benchmark
-    from querybench.layout import TASK_FILES
+    from querybench.data.fetch import fetch_benchmark
+    from querybench.data.layout import TASK_FILES
+    from querybench.data.roots import data_roots, fetch_target, find_data
 
     target = (to or fetch_target()).expanduser()
     console = Console(stderr=True)
@@ -146,7 +146,7 @@ def status_command(
 
     Example: `querybench data status spider2-lite`
     """
-    from querybench.data_status import benchmark_status, status_benchmarks
+    from querybench.data.status import benchmark_status, status_benchmarks
 
     names = status_benchmarks()
     if benchmark is not None and benchmark not in names:
@@ -183,9 +183,9 @@ def emulate_command(
 
     Example: `querybench data emulate spider2-lite`
     """
-    from querybench.data import fetch_target
+    from querybench.data.layout import EMULATION_DIR
+    from querybench.data.roots import fetch_target
     from querybench.engines.spider2_metadata_load import build_emulation
-    from querybench.layout import EMULATION_DIR
     from querybench.tasks import load_tasks
     from querybench.tasks.databases import emulation_file
 
@@ -228,7 +228,7 @@ def emulate_command(
 @data_app.command("path")
 def path_command() -> None:
     """Print where benchmark data is looked up, in order (`*` marks folders that exist)."""
-    from querybench.data import fetch_target, labelled_roots
+    from querybench.data.roots import fetch_target, labelled_roots
 
     for label, folder in labelled_roots():
         mark = "*" if folder.is_dir() else " "

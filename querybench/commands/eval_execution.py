@@ -57,7 +57,7 @@ def spider1(
     """`eval spider1` and its variants (`eval spider-syn`, `eval spider-dk`: the gold is the
     benchmark's tasks unless a gold file is given)."""
     check_output(output)
-    from querybench.evaluation.spider1 import read_spider1_instances
+    from querybench.evaluation.spider1.evaluate import read_spider1_instances
 
     chosen = tuple(dict.fromkeys(m.strip().lower() for m in metrics.split(",") if m.strip()))
     if not chosen or set(chosen) - {"ex", "em"}:
@@ -72,7 +72,7 @@ def spider1(
     if em and executor != "local":
         usage_error("--metrics em runs with --executor local only")
     if em:
-        from querybench.evaluation.spider1_exact_eval import default_tables_json
+        from querybench.evaluation.spider1.exact_eval import default_tables_json
 
         tables = tables or default_tables_json(Path(named_by), folders[0])
         if tables is None or not tables.is_file():
@@ -146,7 +146,7 @@ def _bird(
 ) -> None:
     """Score one BIRD questions file; the summary, then the official by-difficulty tables."""
     check_output(output)
-    from querybench.evaluation.bird_metrics import BirdMetric, parse_metrics
+    from querybench.evaluation.bird.metrics import BirdMetric, parse_metrics
     from querybench.report.summary import print_bird_tables
 
     try:
@@ -236,7 +236,7 @@ def bird_mini_dev(
     address: str | None,
 ) -> None:
     """`eval bird-mini-dev`."""
-    from querybench.evaluation.bird import BIRD_DIALECTS, bird_dialect
+    from querybench.evaluation.bird.evaluate import BIRD_DIALECTS, bird_dialect
 
     if dialect not in BIRD_DIALECTS:
         usage_error(f"--dialect must be sqlite, mysql or postgresql, not {dialect!r}")

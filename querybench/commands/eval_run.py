@@ -102,7 +102,7 @@ def spider2_dbt(
 ) -> None:
     """`eval spider2-dbt`."""
     check_output(output)
-    from querybench.evaluation.spider2_dbt import with_gold_summary
+    from querybench.evaluation.spider2.agentic.dbt import with_gold_summary
 
     if not predictions.is_dir():
         usage_error(f"--predictions {predictions} is not a folder (<instance_id>/<db>.duckdb)")
@@ -141,7 +141,7 @@ def spider2_agentic(
 ) -> None:
     """`eval spider2`."""
     check_output(output)
-    from querybench.evaluation.spider2_agentic_eval import denominators
+    from querybench.evaluation.spider2.agentic.evaluate import denominators
     from querybench.tasks.spider2_agentic import gold_dir_config
 
     if scoring not in ("official", "strict"):

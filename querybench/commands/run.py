@@ -229,7 +229,7 @@ run.__signature__ = _signature()  # type: ignore[attr-defined]
 def _print_data_gaps(config: RunConfig, tasks: list[Task]) -> None:
     """Before starting, how many selected tasks cannot run here and why: over the whole
     benchmark `data status`'s line, with the fixes; over a selection the same rule's line."""
-    from querybench.data_status import benchmark_status, status_benchmarks
+    from querybench.data.status import benchmark_status, status_benchmarks
     from querybench.runs.layout import selected_tasks
     from querybench.tasks.runnable import runnability
 

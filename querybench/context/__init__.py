@@ -22,8 +22,8 @@ from querybench.context.schema import (
 )
 from querybench.context.spider2_meta import Spider2Metadata
 from querybench.context.tokens import count_tokens
+from querybench.data.layout import benchmark_root
 from querybench.errors import BudgetTooSmall
-from querybench.layout import benchmark_root
 from querybench.tasks.model import Task
 
 __all__ = [

@@ -14,8 +14,8 @@ from querybench.context.documents import FunctionDoc, dialect_functions
 from querybench.context.live import LiveSchema
 from querybench.context.schema import SchemaSource
 from querybench.context.spider2_meta import ENGINES, Spider2Metadata, find_database_dir
+from querybench.data.layout import benchmark_root
 from querybench.errors import DataError
-from querybench.layout import benchmark_root
 from querybench.tasks.databases import task_database
 from querybench.tasks.model import Task
 

@@ -310,7 +310,7 @@ def from_url(url: str, **kw: Any) -> BigQueryLocalEngine | BigQueryEngine:
         kw.setdefault("maximum_bytes_billed", int(options["maximum_bytes_billed"]))
     credentials = options.get("credentials")
     if credentials is None and not os.environ.get("GOOGLE_APPLICATION_CREDENTIALS"):
-        from querybench.credentials import find_bigquery
+        from querybench.data.credentials import find_bigquery
 
         found = find_bigquery()  # a bigquery_credential.json, as the official guide has it
         credentials = found.source if found.ok else None

@@ -55,6 +55,7 @@ from querybench.engines.cache_values import (
 )
 from querybench.engines.registry import kind_spec
 from querybench.errors import EngineError, UnsettledDatabase
+from querybench.file_digests import file_sha256
 from querybench.store import Kind, Store, cache_root, open_store
 
 if TYPE_CHECKING:  # the pool (and multiprocessing) loads only when a query must run
@@ -71,7 +72,6 @@ def _log() -> logging.Logger:
     return logging.getLogger(__name__)
 
 
-_CHUNK = 1 << 20
 # its own file before the content store (and the whole-run entries' table in it)
 RESULTS = Kind(
     "results/outcomes.sqlite3", (), max_bytes=4 << 30, retired=("results/store.sqlite3",)
@@ -136,11 +136,7 @@ def database_fingerprint(path: str | Path) -> str:
         known = _fingerprints.get(memo_key)
     if known is not None:
         return known
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        while chunk := f.read(_CHUNK):
-            digest.update(chunk)
-    fingerprint = digest.hexdigest()
+    fingerprint = file_sha256(Path(path))  # a FIFO in a database's place is refused at once
     with _fingerprints_lock:
         _fingerprints[memo_key] = fingerprint
     return fingerprint

@@ -238,7 +238,7 @@ class SnowflakeCredentials:
     def load(cls, credentials_file: str | Path | None = None) -> SnowflakeCredentials:
         """From a JSON file (Spider 2.0's `snowflake_credential.json`: `user` or `username`),
         `SNOWFLAKE_*`, or the first credential file `credentials.find_snowflake` finds."""
-        from querybench.credentials import find_snowflake, snowflake_values
+        from querybench.data.credentials import find_snowflake, snowflake_values
 
         values: dict[str, Any] = {}
         if credentials_file is None:

@@ -19,7 +19,7 @@ import sqlite3
 from pathlib import Path
 from typing import Literal
 
-from querybench.data import find_root
+from querybench.data.roots import find_root
 from querybench.errors import DataError
 from querybench.tasks.bird import load_bird
 from querybench.tasks.model import Task

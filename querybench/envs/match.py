@@ -14,7 +14,12 @@ from querybench.engines import Engine
 from querybench.engines.base import EngineBase, Result, feed_batches
 from querybench.engines.memory import out_of_memory
 from querybench.errors import EngineError
-from querybench.evaluation.bird import StreamedMatch, StreamMatcher, bird_metrics, bird_verdict
+from querybench.evaluation.bird.evaluate import (
+    StreamedMatch,
+    StreamMatcher,
+    bird_metrics,
+    bird_verdict,
+)
 from querybench.evaluation.sql_extract import sql_block
 from querybench.evaluation.verdict import Verdict
 

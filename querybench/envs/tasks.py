@@ -14,7 +14,7 @@ from pathlib import Path
 
 from querybench.benchmarks import Family, family, spec
 from querybench.context import build_context
-from querybench.data import find_root
+from querybench.data.roots import find_root
 from querybench.engines.pool import QueryJob
 from querybench.envs.bird_data import FOLDER_ENV, database_candidates
 from querybench.envs.skiplist import train_skip_ids

@@ -39,7 +39,7 @@ from querybench.errors import DataError, ErrorCode, PredictionRefused
 
 _BLOCK = 1 << 24
 # A result file from this size on is spooled rather than kept in memory, and parsed a chunk at
-# a time (`large_result`); tests lower it to force that path.
+# a time (`spider2/large_result.py`); tests lower it to force that path.
 LARGE_FILE_BYTES = 32 << 20
 _PSEUDO_ROOTS = ("/proc", "/sys", "/dev")
 

@@ -10,7 +10,7 @@ from querybench.errors import DataError, ErrorCode
 from querybench.evaluation.detail import VerdictDetail
 
 if TYPE_CHECKING:
-    from querybench.evaluation.spider1_exact import ExactMatch, ExactMatchFailure
+    from querybench.evaluation.spider1.exact import ExactMatch, ExactMatchFailure
 
 
 @dataclass(frozen=True)
@@ -79,7 +79,7 @@ class InstanceResult:
 def _exact_match(data: Any) -> ExactMatch | ExactMatchFailure | None:
     if data is None:
         return None
-    from querybench.evaluation.spider1_exact import exact_match_from_json
+    from querybench.evaluation.spider1.exact import exact_match_from_json
 
     return exact_match_from_json(data)
 

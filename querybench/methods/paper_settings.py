@@ -2,7 +2,7 @@
 
 * `--reference-plan`: the task's reference plan (from `reference_plan.jsonl` in the gold folder,
   lines `{"instance_id": ..., "plan": ...}`), when the data provides that file; it is looked up
-  by the one data-location rule (`data.py`), so any root may hold it, a root holding only the
+  by the one data-location rule (`data/roots.py`), so any root may hold it, a root holding only the
   plans too;
 * `--oracle-functions`: the documentation of the functions the gold SQL calls (names from the
   gold SQL, parsed by sqlglot and as written, looked up in the dialect's function docs).
@@ -18,9 +18,9 @@ from dataclasses import replace
 from pathlib import Path
 
 from querybench.context.documents import FunctionDoc
-from querybench.data import data_roots, find_data
+from querybench.data.layout import reference_plan_candidates
+from querybench.data.roots import data_roots, find_data
 from querybench.errors import DataError
-from querybench.layout import reference_plan_candidates
 from querybench.tasks.input_files import read_jsonl, required_str
 from querybench.tasks.model import Task
 from querybench.tasks.sql_functions import called_functions, parsed_function_names

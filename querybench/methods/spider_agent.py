@@ -28,9 +28,9 @@ from querybench.agent.status import AgentStatus
 from querybench.agent.submission import copy_example, dbt_line, save_submission
 from querybench.agent.workspace import Workspace, WorkspaceOptions
 from querybench.benchmarks import Family, family, is_agentic
+from querybench.data.layout import benchmark_root
 from querybench.engines.isolated import connect_isolated
 from querybench.errors import EngineUnavailable
-from querybench.layout import benchmark_root
 from querybench.methods import Candidate, MethodOutput, MethodSettings
 from querybench.models.base import ChatRequest, Completion, Message, Usage
 from querybench.tasks.databases import task_target

@@ -39,14 +39,14 @@ import pandas as pd
 
 from querybench import json_input
 from querybench.errors import DataError, ErrorCode
-from querybench.evaluation.large_result import ResultTable
-from querybench.evaluation.spider2 import strict_condition_cols
-from querybench.evaluation.spider2_gold import (
+from querybench.evaluation.spider2.gold import (
     Benchmark,
     GoldFrames,
     Spider2Gold,
     eval_file_name,
 )
+from querybench.evaluation.spider2.instance import strict_condition_cols
+from querybench.evaluation.spider2.large_result import ResultTable
 from querybench.report.audit_scoring import (
     Finding,
     GoldSqlRun,

@@ -1,7 +1,7 @@
 """The audit checks that score: each gold alternative against itself, and gold SQL re-run.
 
-Both use the scorers `querybench eval` uses (`spider2.score_frame`, and the sql mode of
-`spider2_eval.evaluate_spider2` for running gold SQL); nothing here compares tables itself.
+Both use the scorers `querybench eval` uses (`spider2.instance.score_frame`, and the sql mode of
+`spider2.evaluate.evaluate_spider2` for running gold SQL); nothing here compares tables itself.
 
 * `never_passes_official` / `never_passes_strict`: an alternative that, submitted as the
   prediction, does not score 1 under that scoring. Under the official scoring the whole loop
@@ -27,10 +27,10 @@ from typing import Any
 
 from querybench.benchmarks import spec
 from querybench.errors import DataError, ErrorCode
-from querybench.evaluation import spider2_official as official
-from querybench.evaluation.large_result import ResultTable, read_result
-from querybench.evaluation.spider2 import score_frame, variant_of
-from querybench.evaluation.spider2_gold import EvalSpec, GoldFrames, Spider2Gold, engine_family
+from querybench.evaluation.spider2 import official
+from querybench.evaluation.spider2.gold import EvalSpec, GoldFrames, Spider2Gold, engine_family
+from querybench.evaluation.spider2.instance import score_frame, variant_of
+from querybench.evaluation.spider2.large_result import ResultTable, read_result
 from querybench.evaluation.verdict import Verdict
 
 
@@ -133,7 +133,7 @@ def _alone(
 class GoldSqlRun:
     """Where gold SQL runs: the rebuilt local databases and the tasks file naming each one."""
 
-    db_dir: Path | tuple[Path, ...]  # several: searched in order (data.py's roots)
+    db_dir: Path | tuple[Path, ...]  # several: searched in order (data/roots.py's roots)
     tasks_file: Path | None
     workers: int = 2
     timeout: float = 60.0
@@ -200,7 +200,7 @@ def _run_sql(
     gold: Spider2Gold, sql_dir: Path, tmp: Path, ids: list[str], run: GoldSqlRun
 ) -> Iterator[tuple[str, Outcome]]:
     """Per instance: a skip reason, or the findings of its run (empty: reproduced)."""
-    from querybench.evaluation.spider2_eval import evaluate_spider2
+    from querybench.evaluation.spider2.evaluate import evaluate_spider2
 
     for iid in ids:  # a folder of just these, so nothing else is run (bq/sf emulations)
         shutil.copyfile(sql_dir / f"{iid}.sql", tmp / f"{iid}.sql")

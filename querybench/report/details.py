@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from html import escape
 from pathlib import Path
 
-from querybench.data import data_root
+from querybench.data.roots import data_root
 from querybench.evaluation.record import InstanceResult
 from querybench.report.linking import schema_linking
 from querybench.report.runs import RunData

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from querybench.evaluation.record import InstanceResult
-from querybench.evaluation.spider1_exact import LEVELS, PARTIAL_TYPES, ExactMatch
+from querybench.evaluation.spider1.exact import LEVELS, PARTIAL_TYPES, ExactMatch
 from querybench.report.terminal import Terminal
 
 

@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from querybench.errors import ErrorCode
-from querybench.evaluation.bird_metrics import BirdMetric, level_scores, official_table
+from querybench.evaluation.bird.metrics import BirdMetric, level_scores, official_table
 from querybench.evaluation.record import InstanceResult
 from querybench.report.terminal import Column, Terminal
 

@@ -20,7 +20,7 @@ def _data_dir(layout: Arguments) -> Path | None:
 
 def spider2_locations(spec: BenchmarkSpec, options: Arguments, layout: Arguments) -> Arguments:
     """Lite/snow: the gold folder, the task file beside it, the local database folders."""
-    from querybench.evaluation.spider2_gold import default_gold_dir
+    from querybench.evaluation.spider2.gold import default_gold_dir
     from querybench.tasks.databases import spider2_database_dirs
 
     data_dir = _data_dir(layout)
@@ -42,8 +42,8 @@ def spider2_locations(spec: BenchmarkSpec, options: Arguments, layout: Arguments
 def dev_locations(spec: BenchmarkSpec, options: Arguments, layout: Arguments) -> Arguments:
     """Spider 1.0 / BIRD dev: the gold (Spider 1.0's gold file, BIRD's questions with their
     gold SQL) and the database folder, from the data roots when not given."""
-    from querybench.data import data_roots, find_data
-    from querybench.layout import SPIDER1_GOLD, database_folder
+    from querybench.data.layout import SPIDER1_GOLD, database_folder
+    from querybench.data.roots import data_roots, find_data
 
     data_dir = _data_dir(layout)
     out = dict(options)
@@ -74,7 +74,7 @@ def _parsed_questions(path: Path) -> Path | None:
 
 def no_data_error(benchmark: str, what: str, relative: str, flag: str) -> Exception:
     """The error of a part no data root holds: every root searched, and the three fixes."""
-    from querybench.data import labelled_roots
+    from querybench.data.roots import labelled_roots
 
     searched = ", ".join(f"{label} {folder}" for label, folder in labelled_roots())
     return DataError(
@@ -98,8 +98,8 @@ def mini_dev_locations(spec: BenchmarkSpec, options: Arguments, layout: Argument
 
 def dbt_locations(spec: BenchmarkSpec, options: Arguments, layout: Arguments) -> Arguments:
     """DBT: the tasks (with their eval config) and the gold folder of the data."""
-    from querybench.evaluation.spider2_dbt import dbt_gold_dir
-    from querybench.layout import benchmark_root
+    from querybench.data.layout import benchmark_root
+    from querybench.evaluation.spider2.agentic.dbt import dbt_gold_dir
     from querybench.tasks import load_tasks
 
     out = dict(options)
@@ -112,8 +112,8 @@ def dbt_locations(spec: BenchmarkSpec, options: Arguments, layout: Arguments) ->
 
 def agentic_locations(spec: BenchmarkSpec, options: Arguments, layout: Arguments) -> Arguments:
     """`eval spider2`'s tasks (with a `gold_dir`'s own eval config), gold and SQL runner."""
-    from querybench.data import data_roots, find_data
-    from querybench.layout import benchmark_root, task_file_candidates
+    from querybench.data.layout import benchmark_root, task_file_candidates
+    from querybench.data.roots import data_roots, find_data
     from querybench.tasks import load_tasks
     from querybench.tasks.spider2_agentic import gold_dir as default_gold
     from querybench.tasks.spider2_agentic import gold_dir_config, with_eval_config
@@ -134,7 +134,7 @@ def agentic_locations(spec: BenchmarkSpec, options: Arguments, layout: Arguments
         gold_dir or default_gold(benchmark_root(spec.name, data_dir) / "spider2")
     )
     if options.get("run_sql") is None:
-        from querybench.evaluation.spider2_agentic import engine_runner
+        from querybench.evaluation.spider2.agentic.instance import engine_runner
 
         out["run_sql"] = engine_runner(data_dir, float(layout["timeout"]))
     out["timeout"] = float(layout["timeout"])  # a .duckdb answer's reading bound too

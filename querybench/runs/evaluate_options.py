@@ -14,7 +14,7 @@ from querybench.benchmarks import resolve, specs
 
 if TYPE_CHECKING:
     from querybench.engines.base import Result
-    from querybench.evaluation.bird_metrics import BirdMetric
+    from querybench.evaluation.bird.metrics import BirdMetric
     from querybench.evaluation.prediction_file import ReadLimits
     from querybench.tasks.model import Task
 

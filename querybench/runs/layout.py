@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from querybench.data.layout import benchmark_root
 from querybench.errors import DataError
-from querybench.layout import benchmark_root
 from querybench.methods.paper_settings import apply_paper_settings
 from querybench.runs.config import RunConfig
 from querybench.tasks import load_tasks

@@ -230,7 +230,7 @@ def build(
     **options)`, whose evaluator got `resolved` (the options with the data layout's locations
     filled in: the files hashed); the files named after an instance are hashed for those of
     `decided` (`deciding_ids`; default all)."""
-    located = {"predictions": predictions, **resolved, **(extra_files or {})}
+    located = located_inputs(predictions, resolved, extra_files)
     if not isinstance(located.get("gold"), str | Path | None):  # a Spider 1.0 variant's tasks
         located["gold"] = _task_file(benchmark, options.get("data_dir"))
     return Manifest(
@@ -251,6 +251,18 @@ def build(
         run=run,
         unavailable=dict(unavailable or {}),
     )
+
+
+def located_inputs(
+    predictions: Path, resolved: Mapping[str, Any], extra_files: Mapping[str, Path] | None = None
+) -> dict[str, Any]:
+    """What `input_files` hashes for a call that got `resolved`: the predictions and every
+    location the evaluator read; not the database folders of a CSV-results (`exec_result`)
+    scoring, which runs no SQL."""
+    located = {"predictions": predictions, **resolved, **(extra_files or {})}
+    if resolved.get("mode") == "exec_result":
+        located.pop("db_dir", None)
+    return located
 
 
 def deciding_ids(results: Iterable[InstanceResult]) -> list[str]:
@@ -287,7 +299,7 @@ def _default_timeout(benchmark: str) -> float | None:
 
 def _task_file(benchmark: str, data_dir: Any) -> Path | None:
     """The task file a benchmark's tasks were read from (the gold of a Spider 1.0 variant)."""
-    from querybench.data import data_roots, find_data
+    from querybench.data.roots import data_roots, find_data
 
     where = Path(data_dir) if data_dir is not None else None
     return find_data(*spec(benchmark).task_files, roots=data_roots(where))
@@ -326,12 +338,15 @@ def input_files(
                 )
                 for key, path, owners in _files(label, Path(where), role, ids, databases):
                     kind = "eval_config" if role == "gold" and _is_eval_config(path) else role
-                    if role == "database":
-                        digest = _database_digest(path, cache)
-                    elif folder is not None and _links_out(path, folder):
-                        digest = _link_digest(path)
-                    else:
-                        digest = file_sha256(path)
+                    try:
+                        if role == "database":
+                            digest = _database_digest(path, cache)
+                        elif folder is not None and _links_out(path, folder):
+                            digest = _link_digest(path)
+                        else:
+                            digest = file_sha256(path)
+                    except OSError as exc:  # gone or swapped (a FIFO) since it was scored
+                        digest = f"unreadable: {exc.strerror or exc}"
                     out[key] = InputFile(digest, kind, tuple(sorted(owners)))
         with contextlib.suppress(OSError):  # the hashes read here, for the next manifest
             cache.put_many([])
@@ -487,7 +502,8 @@ def scorer_identity() -> dict[str, Any]:
     modules: list[str] = ["querybench.errors"]
     for package in SCORER_PACKAGES:
         path = importlib.import_module(package).__path__
-        modules += sorted(f"{package}.{m.name}" for m in pkgutil.iter_modules(path))
+        # walk_packages: the benchmarks' sub-packages and their modules too
+        modules += sorted(m.name for m in pkgutil.walk_packages(path, prefix=f"{package}."))
     digest = hashlib.sha256()
     readable = add_sources(digest, modules)
     return {

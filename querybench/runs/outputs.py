@@ -26,11 +26,11 @@ from typing import Any, Protocol
 
 from querybench import json_input
 from querybench.benchmarks import Benchmark, resolve, spec
+from querybench.data.layout import BIRD_PATHS, benchmark_root
 from querybench.errors import DataError, ErrorCode
 from querybench.evaluation.detail import VerdictDetail
 from querybench.evaluation.record import InstanceResult
 from querybench.evaluation.sampling import pass_at_k
-from querybench.layout import BIRD_PATHS, benchmark_root
 from querybench.runs.config import RunConfig
 from querybench.runs.manifest import MANIFEST_NAME, Machine, Manifest, build
 from querybench.runs.store import RECORDS, InstanceRecord
@@ -210,7 +210,7 @@ def score_bird(
     tag: str,
     root: Path,
 ) -> tuple[list[InstanceResult], ScoringCall]:
-    from querybench.evaluation.bird import BIRD_SEPARATOR
+    from querybench.evaluation.bird.evaluate import BIRD_SEPARATOR
 
     questions = config.out / "questions.json"
     entries = [
@@ -247,7 +247,7 @@ def score_spider2(
     tag: str,
     root: Path,
 ) -> tuple[list[InstanceResult], ScoringCall]:
-    from querybench.evaluation.spider2_gold import default_gold_dir
+    from querybench.evaluation.spider2.gold import default_gold_dir
 
     folder = config.out / f"predictions{tag}"
     folder.mkdir(parents=True, exist_ok=True)
@@ -289,7 +289,7 @@ def score_dbt(
 ) -> tuple[list[InstanceResult], ScoringCall]:
     """The databases the agent left in `RUNDIR/predictions/<instance_id>/` against the gold
     (tasks are read again with their gold: a run reads it only for oracle models)."""
-    from querybench.evaluation.spider2_dbt import dbt_gold_dir
+    from querybench.evaluation.spider2.agentic.dbt import dbt_gold_dir
     from querybench.tasks import load_tasks
 
     graded = {
@@ -321,7 +321,7 @@ def score_agentic(
 ) -> tuple[list[InstanceResult], ScoringCall]:
     """Agentic Spider 2.0: `RUNDIR/submission/` in the official layout (the lines the agent
     runs left, in task order), scored by `eval spider2` over the run's tasks."""
-    from querybench.evaluation.spider2_agentic import engine_runner
+    from querybench.evaluation.spider2.agentic.instance import engine_runner
     from querybench.tasks import load_tasks
     from querybench.tasks.spider2_agentic import gold_dir
 

@@ -71,18 +71,18 @@ def _instances(
     family = spec(benchmark).family if spec(benchmark).on_ray else None
     if family is Family.SPIDER2:
         from querybench.evaluation.prediction_file import predictions_folder
-        from querybench.evaluation.spider2_gold import Spider2Gold, engine_family
+        from querybench.evaluation.spider2.gold import Spider2Gold, engine_family
 
         predictions_folder(predictions)
         gold = Spider2Gold(arguments["gold_dir"], benchmark)
         return sorted(gold.specs), engine_family
     if family is Family.SPIDER1:
-        from querybench.evaluation.spider1 import read_spider1_instances
+        from querybench.evaluation.spider1.evaluate import read_spider1_instances
 
         read = read_spider1_instances(arguments["gold"], predictions, arguments.get("questions"))
         return [i.instance_id for i in read], lambda _: "sqlite"
     if family is Family.BIRD:
-        from querybench.evaluation.bird import load_bird_predictions, load_bird_questions
+        from querybench.evaluation.bird.evaluate import load_bird_predictions, load_bird_questions
 
         load_bird_predictions(predictions)
         url = arguments.get("db_url")

@@ -150,7 +150,7 @@ def summarise_run(
     scored = bool(results) and results[0].official_score is not None
     with_gold = None
     if any("has_gold" in r.metrics for r in results):
-        from querybench.evaluation.spider2_dbt import with_gold_summary
+        from querybench.evaluation.spider2.agentic.dbt import with_gold_summary
 
         with_gold = with_gold_summary(results)
     return RunSummary(

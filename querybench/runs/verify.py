@@ -30,6 +30,7 @@ from querybench.runs.manifest import (
     decode,
     input_files,
     library_versions,
+    located_inputs,
     manifest_path,
     policy_of,
     scorer_identity,
@@ -116,9 +117,12 @@ def verify(path: Path) -> Verification:
 
     resolved = resolved_options(manifest.benchmark, options)
     predictions = Path(manifest.predictions_path)
-    changes = _changes(manifest, predictions, resolved, path, deciding_ids(recorded.values()))
     with _cold_caches():
         now = _rescored(manifest, predictions, resolved, path)
+    # the instances whose files decided: the results file's, and the re-score's (which the
+    # results file cannot hide by claiming no prediction was there)
+    decided = sorted({*deciding_ids(recorded.values()), *deciding_ids(now.values())})
+    changes = _changes(manifest, predictions, resolved, path, decided)
     differing = []
     for instance_id in sorted(set(recorded) | set(now)):
         before = recorded.get(instance_id)
@@ -153,7 +157,7 @@ def _changes(
     path: Path,
     ids: list[str],
 ) -> list[Change]:
-    located: dict[str, Any] = {"predictions": predictions, **resolved}
+    located = located_inputs(predictions, resolved)
     if manifest.kind == "run":
         located["records"] = path / "records.jsonl"
     task_ids = manifest.run.get("task_ids", ids) if manifest.run else ids

@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from querybench.benchmarks import BenchmarkSpec, names, resolve, spec
+from querybench.data.layout import benchmark_root
 from querybench.errors import DataError
-from querybench.layout import benchmark_root
 from querybench.tasks.model import FEATURES, GoldRef, Task
 
 __all__ = ["BENCHMARKS", "FEATURES", "GoldRef", "Task", "find_task", "load_tasks", "task_to_json"]

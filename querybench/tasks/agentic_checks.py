@@ -2,7 +2,7 @@
 
 An entry reads `{"func": "duckdb_match", "parameters": {...}}`; the field holds one entry or a
 list of them. Here only their shape is read (task data); whether a matcher of that name takes
-those parameters is the scorer's to say (`evaluation/agentic.py`).
+those parameters is the scorer's to say (`evaluation/spider2/agentic/score.py`).
 """
 
 from __future__ import annotations

@@ -14,10 +14,10 @@ from pathlib import Path
 from typing import Any
 
 from querybench.benchmarks import BenchmarkSpec
-from querybench.data import data_root, data_roots, find_data
+from querybench.data.layout import BIRD_DIFFICULTIES, BIRD_PATHS, task_file_candidates
+from querybench.data.roots import data_root, data_roots, find_data
 from querybench.engines.registry import EngineKind
 from querybench.errors import DataError
-from querybench.layout import BIRD_DIFFICULTIES, BIRD_PATHS, task_file_candidates
 from querybench.tasks.input_files import (
     optional_str,
     read_json_array,

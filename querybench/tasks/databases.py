@@ -9,14 +9,15 @@ from __future__ import annotations
 from pathlib import Path
 
 from querybench.benchmarks import Family, family
-from querybench.data import Roots, data_roots, find_data
-from querybench.engines.registry import emulation_spec
-from querybench.layout import (
+from querybench.data.layout import (
     SPIDER2_LOCAL_DIRS,
     database_folders,
     emulation_candidates,
     sqlite_candidates,
 )
+from querybench.data.roots import Roots, data_roots, find_data
+from querybench.engines.cloud import cloud_target
+from querybench.engines.registry import emulation_spec
 from querybench.tasks.model import Task
 
 Where = Path | Roots | None  # one data folder, several, or None for every data root
@@ -58,11 +59,14 @@ def emulation_file(task: Task, where: Where = None) -> Path | None:
 
 def task_target(task: Task, where: Where = None) -> str | None:
     """What `engines.connect` opens for `task` here: its SQLite file or, for a Spider 2.0
-    BigQuery/Snowflake task, its emulation file when one was built; None when neither is."""
+    BigQuery/Snowflake task, its emulation file when one was built, else the warehouse itself
+    when its credentials are here; None when none is."""
     emulation = emulation_spec(task.engine) if family(task.benchmark) is Family.SPIDER2 else None
     if emulation is not None:  # BigQuery, Snowflake: a `<db>.duckdb` file of `data emulate`
         path = emulation_file(task, where)
-        return emulation.url_for(path.resolve()) if path is not None else None
+        if path is not None:
+            return emulation.url_for(path.resolve())
+        return cloud_target(task.engine, task.db).url
     database = task_database(task, where)
     return None if database is None else str(database)
 

@@ -6,9 +6,9 @@ A task can run here when what running it needs is found by the data lookup (`dat
 
 * a local SQLite task: its database file;
 * a Spider 2.0-lite/-snow task: its schema metadata (the context every method and the agent's
-  schema folder are built from), and its database: the SQLite file for a local task, the built
-  offline emulation (`data emulate`) for a BigQuery / Snowflake one; credentials alone do not
-  make a cloud task runnable, since `run` and `eval` run its SQL only on the emulation;
+  schema folder are built from), and its database: the SQLite file for a local task; for a
+  BigQuery / Snowflake one the built offline emulation (`data emulate`), else the warehouse
+  itself when its credentials are here (`engines/cloud.py`), which `run` and `eval` then use;
 * a DBT project: its start database;
 * a task on a server engine (PostgreSQL, ClickHouse): never, here (no loader fills the server);
 * a custom task: always (it names its own database).
@@ -22,7 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from querybench.benchmarks import Family, lookup
-from querybench.data import Roots
+from querybench.data.roots import Roots
+from querybench.engines.cloud import cloud_target
 from querybench.engines.registry import emulated_kinds
 from querybench.tasks.databases import emulation_file, roots_of, task_database
 from querybench.tasks.model import Task
@@ -99,11 +100,14 @@ def blocker(task: Task, where: Path | Roots | None = None) -> Blocker | None:
     if task.engine in _CLOUD:
         if emulation_file(task, roots) is not None:
             return None
+        warehouse = cloud_target(task.engine, task.db)
+        if warehouse.url is not None:
+            return None
         return Blocker(
-            "BigQuery / Snowflake tasks have no built emulation",
-            f"querybench data emulate {task.benchmark}",
+            "BigQuery / Snowflake tasks have neither a built emulation nor credentials",
+            f"querybench data emulate {task.benchmark}, or credentials as docs/data.md says",
             f"no {task.engine} engine here: no emulation of {task.db} built "
-            f"(querybench data emulate {task.benchmark})",
+            f"(querybench data emulate {task.benchmark}) and {warehouse.problem}",
         )
     if task.engine == "duckdb":
         if has_start_database(task):

@@ -19,10 +19,10 @@ from typing import Any
 
 from querybench.benchmarks import BenchmarkSpec, QuestionFormat, spec
 from querybench.benchmarks.spec import Benchmark
-from querybench.data import data_roots, find_data
+from querybench.data.layout import sqlite_candidates
+from querybench.data.roots import data_roots, find_data
 from querybench.engines.registry import EngineKind
 from querybench.errors import DataError, SqlParseError
-from querybench.layout import sqlite_candidates
 from querybench.tasks.input_files import read_json_array, required_str
 from querybench.tasks.model import GoldRef, Task
 from querybench.tasks.spider1_hardness import spider1_hardness

@@ -1,7 +1,7 @@
 """The Spider 2.0 gold folder: eval config, gold result files and their alternatives, difficulty.
 
 Its layout is task data (a task's gold reference and difficulty come from it); parsing the gold
-results for scoring is `evaluation/spider2_gold.py`'s.
+results for scoring is `evaluation/spider2/gold.py`'s.
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from typing import Any
 
 from querybench import json_input
 from querybench.benchmarks import Benchmark as Name
+from querybench.data.layout import GOLD_DIRS, benchmark_root
 from querybench.errors import DataError
-from querybench.layout import GOLD_DIRS, benchmark_root
 
 Benchmark = str  # spider2-lite or spider2-snow, a registry name (the gold folders read here)
 

@@ -1,0 +1,155 @@
+"""The common result CSV read without pandas' tokenizer, only where its values are certain.
+
+Most result CSVs are plain: UTF-8 without a byte order mark, one line a row, no quote, no
+control character, every row as many fields as the header, distinct non-empty names. Each
+column of such a file is then typed here as `pd.read_csv` (defaults) types it, the values of
+record (`result_csv`) with it:
+
+* every cell plain digits with an optional minus, at most 18 of them: int64;
+* the same with missing cells (pandas' default missing texts), at most 15 digits: float64,
+  each integer exact (no `-0`: pandas 3 makes it 0.0, pandas 2.2's float parse -0.0);
+* plain decimals (`record_floats.plain_floats` reads every one of them), at most 18 digits
+  before the point (pandas 2.2 reads a longer run as an integer overflow and keeps the text),
+  integers beside them, missing cells: float64, pandas 2.2's values;
+* text with at least one cell that no parse of pandas takes for a number or a boolean (so
+  the column is text, every cell as it is), missing cells as NaN: objects of `str` (not
+  beside a run of 19 digits: pandas may then keep the missing texts as they are).
+
+Anything else (a quote, a `\\r`, a control character, a blank line, a header alone, a name
+repeated, empty or with a space around it, a boolean column, an all-missing column, an integer
+beyond 18 digits, `inf` or a `+` among numbers...) returns None, and the file is parsed by
+pandas as before.
+"""
+
+from __future__ import annotations
+
+import operator
+import re
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from querybench.evaluation.spider2.record_floats import plain_floats
+
+# pandas' default missing-value texts (`pandas._libs.parsers.STR_NA_VALUES`, checked by a test)
+NA_TEXTS = frozenset(
+    {
+        "",
+        "#N/A",
+        "#N/A N/A",
+        "#NA",
+        "-1.#IND",
+        "-1.#QNAN",
+        "-NaN",
+        "-nan",
+        "1.#IND",
+        "1.#QNAN",
+        "<NA>",
+        "N/A",
+        "NA",
+        "NULL",
+        "NaN",
+        "None",
+        "n/a",
+        "nan",
+        "null",
+    }
+)
+# a column's present cells joined by newlines, tested at once
+_INTS = re.compile(r"-?[0-9]{1,18}(?:\n-?[0-9]{1,18})*")
+_SHORT_INTS = re.compile(r"-?[0-9]{1,15}(?:\n-?[0-9]{1,15})*")
+_NUMBER = r"-?(?:[0-9]{1,18}(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]{1,3})?"
+_NUMBERS = re.compile(f"{_NUMBER}(?:\\n{_NUMBER})*")
+# a superset of what any parse of pandas reads as a number (spaces, a sign, digits and points,
+# an exponent) or as infinity, NaN or a boolean
+_MAYBE_NUMBER = re.compile(r" *[-+]?[0-9]*\.?[0-9]*(?:[eE][-+]?[0-9]*)? *")
+_WORDS = frozenset({"inf", "infinity", "nan", "true", "false"})
+# a run of digits that may lie past int64: pandas' inference, having seen one, may give back
+# the column's raw texts, missing ones too, so text beside missing cells with one is left to it
+_LONG_DIGITS = re.compile(r"[0-9]{19}")
+
+
+def _refused(token: str) -> bool:
+    """Whether every parse of pandas refuses this cell as a number and as a boolean, so that a
+    column holding it is kept as text, every cell as it is."""
+    if _MAYBE_NUMBER.fullmatch(token):
+        return False
+    return token.strip(" ").lstrip("+-").lower() not in _WORDS
+
+
+_COMMAS = operator.methodcaller("count", ",")
+_UNSAFE_BYTES = re.compile(rb'["\r\x00-\x09\x0b-\x1f\x7f]')
+
+
+def read_simple(data: bytes) -> tuple[list[str], list[npt.NDArray[Any]]] | None:
+    """The column names and arrays `read_result_csv` gives for `data`, or None when this file
+    is not one of the plain kind (the caller parses it with pandas)."""
+    if not data or data.startswith(b"\xef\xbb\xbf") or _UNSAFE_BYTES.search(data):
+        return None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    if text.endswith("\n"):
+        text = text[:-1]
+    lines = text.split("\n")
+    if len(lines) < 2:
+        return None
+    names = lines[0].split(",")
+    width = len(names)
+    if "" in names or len(set(names)) != width or any(n != n.strip() for n in names):
+        return None
+    rows = len(lines) - 1
+    cells: list[str] = ",".join(lines[1:]).split(",")
+    if len(cells) != rows * width or "" in lines:
+        return None
+    if set(map(_COMMAS, lines)) != {width - 1}:
+        return None
+    arrays = []
+    for j in range(width):
+        column = _column(cells[j::width])
+        if column is None:
+            return None
+        arrays.append(column)
+    return names, arrays
+
+
+def _column(tokens: list[str]) -> npt.NDArray[Any] | None:
+    missing = not NA_TEXTS.isdisjoint(tokens)
+    present = [t for t in tokens if t not in NA_TEXTS] if missing else tokens
+    if not present:
+        return None  # all missing: left to pandas
+    joined = "\n".join(present)
+    if _INTS.fullmatch(joined):
+        if not missing:
+            return np.array(list(map(int, present)), dtype=np.int64)
+        if not _SHORT_INTS.fullmatch(joined) or "\n-0" in f"\n{joined}":
+            return None  # a -0 may be 0.0 or -0.0 as the version of pandas reads it
+        return np.array([np.nan if t in NA_TEXTS else float(int(t)) for t in tokens])
+    if _NUMBERS.fullmatch(joined):
+        return _floats(tokens, missing)
+    if not any(map(_refused, present)):
+        return None  # no cell that every parse of pandas refuses: left to pandas
+    if missing and _LONG_DIGITS.search(joined):
+        return None
+    out = np.empty(len(tokens), dtype=object)
+    out[:] = [np.nan if t in NA_TEXTS else t for t in tokens] if missing else tokens
+    return out
+
+
+def _floats(tokens: list[str], missing: bool) -> npt.NDArray[np.float64] | None:
+    """pandas 2.2's floats (`precise_xstrtod`) of plain decimal tokens and missing cells: a
+    token of at most 15 characters without an exponent is correctly rounded by both parsers
+    (at most 15 digits scaled by at most 10**14), so Python's `float` reads it; the others are
+    read by `plain_floats`, all of them or the file is left to pandas."""
+    if missing:
+        tokens = ["nan" if t in NA_TEXTS else t for t in tokens]
+    values = np.array(list(map(float, tokens)))
+    long = [i for i, t in enumerate(tokens) if len(t) > 15 or "e" in t or "E" in t]
+    if long:
+        exact, plain = plain_floats([tokens[i] for i in long])
+        if not plain.all():
+            return None
+        values[long] = exact
+    return values
