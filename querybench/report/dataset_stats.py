@@ -22,6 +22,7 @@ from typing import Any
 from querybench.engines.registry import dialect_label, sqlglot_dialect
 from querybench.report.compare import Section
 from querybench.report.plots import Plot, count_bars, histogram, matplotlib_available
+from querybench.report.runs import RunData
 from querybench.tasks.model import Task
 from querybench.tasks.spider2_metadata import DatabaseSize, database_size
 from querybench.tasks.sql_functions import parsed_function_names
@@ -373,4 +374,33 @@ def plots(result: DatasetStats) -> list[Plot] | None:
     return out
 
 
-__all__ = ["DatasetStats", "Reference", "Statistic", "dataset_stats", "plots", "sections"]
+def covered_plots(runs: Sequence[RunData]) -> list[Plot] | None:
+    """The plots of `plots` for the tasks the runs cover, benchmark by benchmark (the tasks of
+    each run's results whose task could be loaded); None without matplotlib."""
+    covered: dict[str, dict[str, Task]] = {}
+    for run in runs:
+        if run.benchmark and run.tasks:
+            mine = covered.setdefault(run.benchmark, {})
+            mine |= {
+                r.instance_id: run.tasks[r.instance_id]
+                for r in run.results
+                if r.instance_id in run.tasks
+            }
+    out: list[Plot] = []
+    for benchmark, tasks in covered.items():
+        made = plots(dataset_stats(benchmark, list(tasks.values()))) if tasks else []
+        if made is None:
+            return None
+        out += made
+    return out
+
+
+__all__ = [
+    "DatasetStats",
+    "Reference",
+    "Statistic",
+    "covered_plots",
+    "dataset_stats",
+    "plots",
+    "sections",
+]
