@@ -37,11 +37,12 @@ from collections.abc import Callable, Sequence
 
 from bench.bench_reward import answers, naive, naive_reuse, tree_cpu
 from querybench.engines.base import Result
+from querybench.engines.child import PROGRESS, Child, ChildSetup, Progress
 from querybench.engines.sqlite import SQLiteEngine
+from querybench.engines.supervisor import _shared_file
 from querybench.envs import RewardItem, SQLReward, answer_sql, execution_match
 from querybench.envs.match import run_answer
-from querybench.envs.reward_child import PROGRESS, WorkerConfig, _Progress, _Worker
-from querybench.envs.reward_workers import _shared_file
+from querybench.envs.reward_child import RewardWork, WorkerConfig
 
 
 def answer_alone(items: Sequence[RewardItem]) -> Callable[[], object]:
@@ -87,11 +88,13 @@ def engine_and_rule(items: Sequence[RewardItem]) -> Callable[[], object]:
 
 
 def child_loop(items: Sequence[RewardItem]) -> Callable[[], object]:
-    """The reward child's own loop (`reward_child._Worker.score`: gold lookup, engine, the
+    """The reward child's own loop (`reward_child.RewardWork.score`: gold lookup, engine, the
     progress bytes, the rule) in this process, without the pipe."""
-    worker = _Worker(
-        WorkerConfig(30, 120, 1_000_000, None, False), _Progress(_shared_file(PROGRESS.size))
+    config = WorkerConfig(30, 120, 1_000_000, None, False)
+    child = Child(
+        ChildSetup(open_databases=config.open_databases), Progress(_shared_file(PROGRESS.size))
     )
+    worker = RewardWork(child, config)
     tasks = [(str(i.database), i.gold_sql, answer_sql(i.completion), None, None) for i in items]
     return lambda: [worker.score(task) for task in tasks]
 

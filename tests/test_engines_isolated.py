@@ -138,8 +138,7 @@ def test_a_closed_engine_or_process_refuses_to_run(
 
 
 def _child_pid(process: QueryProcess) -> int | None:
-    child = process._process
-    return None if child is None else child.pid
+    return process.pid
 
 
 def _in_fresh_interpreter(script: str, env: dict[str, str] | None = None) -> list[str]:
@@ -168,7 +167,7 @@ from querybench.engines.pool import QueryJob, QueryPool
 pool = QueryPool(workers=2)
 jobs = [QueryJob(str(i), {str(databases["sqlite"])!r}, "SELECT 1") for i in range(8)]
 print(all(o.result is not None for o in pool.run(jobs)))
-children = [c._process for c in pool._all_open]
+children = [c._child._process for c in pool._all_open]
 pool.close()
 print(fs._forkserver._forkserver_pid is None)
 print(*[c.exitcode for c in children])
@@ -181,7 +180,7 @@ def test_a_forked_child_exits_by_itself_on_close(databases: dict[str, Path]) -> 
 from querybench.engines.isolated import QueryProcess
 first, second = QueryProcess(), QueryProcess()
 first.start(); second.start()
-child = first._process
+child = first._child._process
 first.engine({str(databases["sqlite"])!r}).execute("SELECT 1")
 first.close()
 print(child.exitcode)
@@ -193,11 +192,16 @@ second.close()
 def test_the_child_drops_the_parents_secrets() -> None:
     script = """
 import os
-from querybench.engines.isolated import _serve
+from querybench.engines.child import ChildSetup, serve
+from querybench.engines.supervisor import _shared_file
 class Closed:
+    def __init__(self):
+        self.inbox = [ChildSetup(ignore_ctrl_c=False)]
     def recv(self):
-        raise EOFError
-_serve(Closed(), 1)
+        if not self.inbox:
+            raise EOFError
+        return self.inbox.pop(0)
+serve(Closed(), Closed(), _shared_file(64))
 print("OPENAI_API_KEY" in os.environ, "HF_TOKEN" in os.environ, "PATH" in os.environ)
 """
     secrets = {"OPENAI_API_KEY": "sk-test", "HF_TOKEN": "hf-test"}
@@ -267,11 +271,11 @@ from querybench.engines.isolated import QueryProcess
 signal.signal(signal.SIGINT, signal.SIG_IGN)
 process = QueryProcess()
 engine = process.engine({str(databases["sqlite"])!r})
-child = process._process.pid
+child = process.pid
 threading.Timer(0.5, os.kill, (child, signal.SIGINT)).start()
 slow = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c WHERE x < 20000000) "
 print(engine.execute(slow + "SELECT count(*) > 0 FROM c", timeout=60).rows)
-print(process._process.pid == child)
+print(process.pid == child)
 process.close()
 """
     assert _in_fresh_interpreter(script) == ["[(1,)]", "True"]
@@ -281,11 +285,13 @@ def test_a_batch_of_quick_queries_is_answered_in_one_message(databases: dict[str
     # The child holds its answers while they come within the group's span: three quick
     # queries are one reply message; with no span, each is answered on its own.
     script = f"""
-from querybench.engines.isolated import _serve
+from querybench.engines.child import ChildSetup, serve
+from querybench.engines.supervisor import _shared_file
 class Pipe:
     def __init__(self, group_s):
-        self.inbox = [("execute_many", {str(databases["sqlite"])!r},
-                       ["SELECT 1", "SELECT nope", "SELECT 2"], 5.0, 10, group_s)]
+        self.inbox = [ChildSetup(ignore_ctrl_c=False, open_databases=1),
+                      (0, "execute_many", ({str(databases["sqlite"])!r},
+                       ["SELECT 1", "SELECT nope", "SELECT 2"], 5.0, 10, group_s))]
         self.sent = []
     def recv(self):
         if not self.inbox:
@@ -295,16 +301,16 @@ class Pipe:
         self.sent.append(message)
 for group_s in (60.0, 0.0):
     pipe = Pipe(group_s)
-    _serve(pipe, 1)
-    print(",".join(str(len(replies)) for _, replies in pipe.sent))
-    print(",".join(kind for _, replies in pipe.sent for kind, _ in replies))
+    serve(pipe, pipe, _shared_file(64))
+    print(",".join(str(len(replies)) for _, _, replies in pipe.sent))
+    print(",".join(kind for _, _, replies in pipe.sent for kind, _ in replies))
 """
     assert _in_fresh_interpreter(script) == ["3", "ok,error,ok", "1,1,1", "ok,error,ok"]
 
 
 def test_a_reply_that_cannot_be_handed_over_fails_alone() -> None:
     from querybench.engines.base import Result
-    from querybench.engines.isolated import _send_group
+    from querybench.engines.child import _send_group
 
     class Pipe:
         def __init__(self) -> None:
@@ -318,6 +324,6 @@ def test_a_reply_that_cannot_be_handed_over_fails_alone() -> None:
 
     pipe = Pipe()
     good, bad = Result(("a",), [(1,)]), Result(("a",), [(lambda: 1,)])
-    assert _send_group(pipe, [("ok", good), ("ok", bad), ("ok", good)])  # type: ignore[arg-type]
-    kinds = [[(kind, type(value).__name__) for kind, value in m[1]] for m in pipe.sent]  # type: ignore[index]
+    assert _send_group(pipe, 0, [("ok", good), ("ok", bad), ("ok", good)])  # type: ignore[arg-type]
+    kinds = [[(kind, type(value).__name__) for kind, value in m[2]] for m in pipe.sent]  # type: ignore[index]
     assert kinds == [[("ok", "Result")], [("error", "EngineError")], [("ok", "Result")]]

@@ -65,6 +65,8 @@ def test_a_spider2_manifest_ties_gold_and_prediction_files_to_their_instance(
         "instances": ["bq001"],
     }
     assert read_json(manifest_path(out))["timeout_policy"] is None  # exec_result runs nothing
+    # nor does it open a database: the data's lite databases decided nothing
+    assert [k for k, v in inputs.items() if v["role"] == "database"] == []
 
 
 def test_options_round_trip_through_json(tmp_path: Path) -> None:

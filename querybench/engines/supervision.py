@@ -1,16 +1,17 @@
 """The contract of every child process that runs untrusted execution, said once.
 
-Two supervisors drive such children: `engines/isolated.py`'s `QueryProcess` (a request per
-message: the pool, `run_one`, the agents, the DuckDB answers of `evaluation/database_answer.py`)
-and the RL reward's `envs/reward_workers.py` + `envs/reward_child.py` (a batch per message, a
-deadline per step written into shared bytes, so no rows cross the pipe). They differ in how
-work is framed, never in what a child may do or how it is stopped:
+One supervisor drives such children (`engines/supervisor.py`, the child's side
+`engines/child.py`): `isolated.QueryProcess` (the pool, `run_one`, the agents and tools, the
+DuckDB answers of `evaluation/database_answer.py`, the evaluators' children) and the RL
+reward's `envs/reward_workers.py` (its work kind `envs/reward_child.py`) are work framed over
+it, never a second way to start, time or stop a child:
 
 * **The parent holds the deadline** (`timeouts.py`: CPU time for embedded engines, the wall
-  clock for servers). A request (or a reward's step) that has not answered `GRACE_S` past
-  its deadline gets its child killed; its item's outcome is `past_timeout`
-  (the rest of a batch goes to a fresh child). An engine's own interrupt may stop a query
-  sooner; nothing inside the child is trusted to stop it.
+  clock for servers), the one the child announces for the step it starts (a query, a
+  reward's gold or answer, an open). A step that has not ended `GRACE_S` past its deadline
+  gets its child killed; its item's outcome is `past_timeout` (the rest of a batch goes to a
+  fresh child). An engine's own interrupt may stop a query sooner; nothing inside the child
+  is trusted to stop it.
 * **Opening is bounded too**, by `OPEN_TIMEOUT_S`: no engine has an open timeout of its own.
 * **A child enters the boundary in one way** (`enter_query_child`, its first act): its
   environment becomes `query_environment()` (the parent's without API keys, tokens and
@@ -23,8 +24,9 @@ work is framed, never in what a child may do or how it is stopped:
 * **A child that ends is said so in one way** (`exit_reason`), and the parent kills every
   child it started before it stops waiting for it (Ctrl-C, an exception).
 
-Ctrl-C is the one designed difference: a `QueryProcess` child dies of the terminal's SIGINT
-(unless its parent ignores it), a reward child ignores it (its trainer decides when it ends).
+Ctrl-C is the one designed difference, a setting of the child (`ChildSetup.ignore_ctrl_c`): a
+`QueryProcess` child dies of the terminal's SIGINT (unless its parent ignores it), a reward
+child ignores it (its trainer decides when it ends).
 """
 
 from __future__ import annotations

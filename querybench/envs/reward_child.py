@@ -1,33 +1,29 @@
-"""The reward's child process: batches of rewards in, their outcomes out, each step announced.
+"""The reward's work kind: batches of rewards in, their outcomes out, each step announced.
 
-Started by `reward_workers.RewardProcess` (which kills it when a step outlives its deadline),
-it keeps its read-only engines open (`connect`: the same engines, with the same authorizer,
-one-statement rule, row and byte caps and timeouts as everywhere) and its gold results, read
-from the shared disk `ResultCache` when someone warmed it, else computed here once. Before each
-step (opening a database, a gold query, an answer) it writes the item, the step and the step's
-deadline into a few bytes the parent maps; after the step, "no deadline". Comparing an answer's
-rows gets a deadline of its own (an answer's timeout more, not the query's: its rows can be made
-to cost quadratic time). Its imports are this module's alone: no asyncio, no pool.
+Served by the one query child (`engines/child.py`, driven by `engines/supervisor.py` through
+`reward_workers.RewardProcess`, which kills it when a step outlives its deadline): a `work`
+message is a batch of tasks and its reply their small `RewardOutcome`s, never rows. It uses
+the child's read-only engines (`Child.engine`: `connect`, with the same authorizer,
+one-statement rule, row and byte caps and timeouts as everywhere) and keeps its gold results,
+read from the shared disk `ResultCache` when someone warmed it, else computed here once.
+Before each step (a gold query, an answer, a cache read) it announces the item, the step and
+the step's deadline in the child's progress bytes; after the step, "no deadline". Comparing an
+answer's rows gets a deadline of its own (an answer's timeout more, not the query's: its rows
+can be made to cost quadratic time). Its imports are this module's alone: no asyncio, no pool.
 """
 
 from __future__ import annotations
 
 import contextlib
-import mmap
-import os
-import struct
 import time
-from collections import OrderedDict
 from dataclasses import dataclass
-from multiprocessing.connection import Connection
 from pathlib import Path
 
-from querybench.engines import Engine, connect
 from querybench.engines.base import Result
 from querybench.engines.cache import ResultCache
+from querybench.engines.child import OPENING, WORK, Child
 from querybench.engines.memory import out_of_memory
-from querybench.engines.supervision import OPEN_TIMEOUT_S, enter_query_child
-from querybench.engines.timeouts import counts_cpu, wall_cap
+from querybench.engines.supervision import OPEN_TIMEOUT_S
 from querybench.envs.match import Outcome, RewardOutcome, execution_match, run_answer
 from querybench.errors import EngineError
 
@@ -37,11 +33,8 @@ WorkItem = tuple[str, str, str | None]
 # kill (None: compute it), so the verdict is always made by the same code.
 Task = tuple[str, str, str | None, EngineError | None, EngineError | None]
 
-# The steps, as written to the progress bytes.
-IDLE, OPENING, GOLD, ANSWER = 0.0, 1.0, 2.0, 3.0
-# deadline (monotonic, 0: none), batch number, item index (in the batch as sent), step, and
-# the CPU deadline (this process's `time.process_time`, 0: none; `engines/timeouts.py`)
-PROGRESS = struct.Struct("dqqdd")
+# The reward's own steps, as written to the progress bytes (beside the child's `OPENING`).
+GOLD, ANSWER = WORK + 1.0, WORK + 2.0
 # A gold computed in less is not written to the disk cache: creating the file costs more
 # (milliseconds on a busy disk) than running it again in the next process.
 DISK_CACHE_MIN_S = 0.01
@@ -75,34 +68,15 @@ def cache_put(cache: ResultCache, database: str | Path, sql: str, result: Result
         cache.put(database, sql, result)
 
 
-class _Progress:
-    """The child's side of the progress bytes: each step announced before it runs, and its
-    end (the time between steps is not the query's)."""
+class RewardWork:
+    """The reward's work kind in one child: `__call__` scores a batch of tasks."""
 
-    def __init__(self, fd: int) -> None:
-        self._map = mmap.mmap(fd, PROGRESS.size)
-        self.batch, self.index = -1, 0  # no batch yet
-
-    def step(self, step: float, timeout: float, *, cpu: bool = False) -> None:
-        """Announce `step`, of `timeout` on the wall clock, or (`cpu`) of CPU time capped by
-        the wall clock (`timeouts.wall_cap`)."""
-        if cpu:
-            deadline, cpu_deadline = time.monotonic() + wall_cap(timeout), time.process_time()
-            cpu_deadline += timeout
-        else:
-            deadline, cpu_deadline = time.monotonic() + timeout, 0.0
-        PROGRESS.pack_into(self._map, 0, deadline, self.batch, self.index, step, cpu_deadline)
-
-    def done(self) -> None:
-        PROGRESS.pack_into(self._map, 0, 0.0, self.batch, self.index, IDLE, 0.0)
-
-
-class _Worker:
-    def __init__(self, config: WorkerConfig, progress: _Progress) -> None:
+    def __init__(self, child: Child, config: WorkerConfig) -> None:
         self.config = config
-        self.progress = progress
+        self.child = child
+        self.progress = child.progress
+        self.engine = child.engine
         self.cache = ResultCache(config.cache_dir) if config.disk_cache else None
-        self.engines: OrderedDict[str, Engine] = OrderedDict()
         # Each gold's outcome and the set of its rows, made once.
         self.gold: dict[tuple[str, str], tuple[Outcome, frozenset[tuple[object, ...]] | None]]
         self.gold = {}
@@ -122,9 +96,8 @@ class _Worker:
             return execution_match(
                 gold, exc if isinstance(exc, EngineError) else EngineError(str(exc))
             )
-        config, progress = self.config, self.progress
-        cpu = counts_cpu(engine.spec.name)
-        progress.step(ANSWER, config.answer_timeout, cpu=cpu)
+        config, child = self.config, self.child
+        child.query_step(engine, config.answer_timeout, ANSWER)
         try:
             answer = run_answer(
                 engine,
@@ -138,10 +111,10 @@ class _Worker:
                 # Whole rows are compared under a deadline of their own: rows made to share
                 # one hash bucket (integers k * (2**61 - 1)) make the set comparison
                 # quadratic. Streamed rows were compared within the answer's own deadline.
-                progress.step(ANSWER, config.answer_timeout, cpu=cpu)
+                child.query_step(engine, config.answer_timeout, ANSWER)
             return execution_match(gold, answer)
         finally:
-            progress.done()
+            self.progress.done()
 
     def gold_of(
         self, database: str, gold_sql: str
@@ -171,7 +144,7 @@ class _Worker:
     def run(self, database: str, sql: str) -> Outcome:
         try:
             engine = self.engine(database)
-            self.progress.step(GOLD, self.config.gold_timeout, cpu=counts_cpu(engine.spec.name))
+            self.child.query_step(engine, self.config.gold_timeout, GOLD)
             return engine.execute(sql, timeout=self.config.gold_timeout, max_rows=None)
         except EngineError as exc:
             return exc
@@ -182,50 +155,12 @@ class _Worker:
         finally:
             self.progress.done()
 
-    def engine(self, database: str) -> Engine:
-        engine = self.engines.get(database)
-        if engine is not None:
-            self.engines.move_to_end(database)
-            return engine
-        self.progress.step(OPENING, OPEN_TIMEOUT_S)
-        try:
-            engine = self.engines[database] = connect(database)
-            if len(self.engines) > self.config.open_databases:
-                _, oldest = self.engines.popitem(last=False)
-                oldest.close()
-        finally:
-            self.progress.done()
-        return engine
-
-
-def serve(requests_fd: int, replies_fd: int, progress_fd: int) -> None:
-    """The child's loop: the config, then batches of tasks in and their outcomes out, until
-    the parent closes the pipe."""
-    requests = Connection(requests_fd, writable=False)
-    replies = Connection(replies_fd, readable=False)
-    progress = _Progress(progress_fd)
-    os.close(progress_fd)
-    config: WorkerConfig = requests.recv()
-    # The parent (a trainer) decides when this process ends: a Ctrl-C is not for it.
-    enter_query_child(ignore_ctrl_c=True, memory_bytes=config.memory_bytes)
-    worker = _Worker(config, progress)
-    progress.done()
-    while True:
-        try:
-            number, tasks = requests.recv()
-        except (EOFError, OSError):
-            break
-        progress.batch = number
+    def __call__(self, tasks: list[Task]) -> list[RewardOutcome]:
+        """The outcomes of a batch, in order, each item's index announced as it starts."""
+        progress = self.progress
         outcomes = []
         for index, task in enumerate(tasks):
             progress.index = index
-            outcomes.append(worker.score(task))
+            outcomes.append(self.score(task))
         progress.index = len(tasks)  # past the last item: a failure now loses the reply
-        progress.done()
-        try:
-            replies.send(outcomes)
-        except (BrokenPipeError, OSError):
-            break
-    # Nothing to flush (the cache files are written whole), and a teardown costs more than
-    # the child's last batch did.
-    os._exit(0)
+        return outcomes

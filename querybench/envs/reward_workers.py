@@ -1,63 +1,40 @@
 """The reward's child processes, seen from the parent: a batch per message, a kill per step.
 
-Each `RewardProcess` drives one child (`reward_child.py`), the killable process of
-`engines.isolated` and the reward worker at once: a batch of (database, gold SQL, answer SQL)
-goes in as one message and its `RewardOutcome`s come back as one reply, so no rows cross a
-pipe and no answer costs a round trip of its own.
+Each `RewardProcess` drives one child through the one supervisor of untrusted execution
+(`engines/supervisor.py`): the query child (`engines/child.py`) serving the reward's work
+kind (`reward_child.py`). A batch of (database, gold SQL, answer SQL) goes in as one message
+and its `RewardOutcome`s come back as one reply, so no rows cross a pipe and no answer costs
+a round trip of its own.
 
-No engine can interrupt every single call (SQLite's `printf` or `LIKE`), so the child writes
-where it is (item, step, deadline) into a few shared bytes before every step; the parent waits
-for the reply until that step's deadline plus `GRACE_S`, then kills the child. The step's
-outcome becomes that item's error (a killed answer a `QueryTimeout`, a killed gold a failed
-gold, remembered by every child), and the rest of the batch goes to a fresh child.
+No engine can interrupt every single call (SQLite's `printf` or `LIKE`), so the child
+announces where it is (item, step, deadline) in the supervisor's progress bytes before every
+step, and the supervisor kills it `GRACE_S` past that step's deadline. The step's outcome
+becomes that item's error (a killed answer a `QueryTimeout`, a killed gold a failed gold,
+remembered by every child: `KnownFailures`), and the rest of the batch goes to a fresh child.
 
-The children are started with `subprocess` importing only `reward_child.py` (no
-`multiprocessing` spawn re-importing the caller's `__main__`, no pool start-up handshake),
-when the reward is made, so their start overlaps whatever the caller does first.
+The children are started with `subprocess` (`launch="subprocess"`: no `multiprocessing`
+spawn re-importing the caller's `__main__`, no pool start-up handshake), when the reward is
+made, so their start overlaps whatever the caller does first.
 """
 
 from __future__ import annotations
 
 import contextlib
-import itertools
-import math
-import mmap
-import os
 import queue
-import select
-import subprocess
-import sys
-import tempfile
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, field
-from multiprocessing.connection import Connection
 
-from querybench.engines.supervision import (
-    OPEN_TIMEOUT_S,
-    exit_reason,
-    past_timeout,
-    query_environment,
-)
-from querybench.engines.timeouts import CPU_CLOCK, GRACE_S, WALL_CLOCK, process_cpu_s
+from querybench.engines.child import OPENING, ChildSetup
+from querybench.engines.supervision import past_timeout
+from querybench.engines.supervisor import Stopped, Supervisor
 from querybench.envs.match import RewardOutcome
-from querybench.envs.reward_child import (
-    ANSWER,
-    GOLD,
-    OPENING,
-    PROGRESS,
-    Task,
-    WorkerConfig,
-    WorkItem,
-)
+from querybench.envs.reward_child import ANSWER, GOLD, Task, WorkerConfig, WorkItem
 from querybench.errors import EngineError, ErrorCode
 from querybench.evaluation.verdict import Verdict
 
-# How often the parent reads the progress bytes while a batch runs long.
-_TICK_S = GRACE_S / 5
 # Batches in a child's pipe at once: the one it runs and the next.
 PIPELINE = 2
 
@@ -186,19 +163,24 @@ class _Batch:
 
 class RewardProcess:
     """One child scoring batches in order, driven by one thread: `send` them (a few ahead),
-    `receive` each in turn; or `score` one and wait."""
+    `receive` each in turn; or `score` one and wait. The child is the one query child
+    (`engines/child.py`) serving the reward's work kind, supervised as every child is
+    (`engines/supervisor.py`), started with `subprocess` now."""
 
     def __init__(self, config: WorkerConfig, known: KnownFailures | None = None) -> None:
         self._config = config
         self._known = known if known is not None else KnownFailures()
-        self._child: subprocess.Popen[bytes] | None = None
-        self._requests: Connection | None = None
-        self._replies: Connection | None = None
-        self._progress: mmap.mmap | None = None
-        self._poller: select.poll | None = None
+        setup = ChildSetup(
+            # The parent (a trainer) decides when this process ends: a Ctrl-C is not for it.
+            ignore_ctrl_c=True,
+            memory_bytes=config.memory_bytes,
+            open_databases=config.open_databases,
+            work="querybench.envs.reward_child:RewardWork",
+            work_args=(config,),
+        )
+        self._child = Supervisor(setup, launch="subprocess")
         self._owed: deque[_Batch] = deque()
-        self._numbers = itertools.count()
-        self._start()
+        self._child.start()
 
     @property
     def owed(self) -> int:
@@ -208,7 +190,7 @@ class RewardProcess:
     @property
     def pid(self) -> int | None:
         """The child's process id (None between a kill and the next batch)."""
-        return None if self._child is None else self._child.pid
+        return self._child.pid
 
     def score(self, items: list[WorkItem]) -> list[RewardOutcome]:
         """The outcomes of `items`, in order (nothing else may be owed)."""
@@ -233,11 +215,18 @@ class RewardProcess:
         settles the step it stopped, and what the child still owed goes to a fresh one."""
         batch = self._owed[0]
         while True:
-            reply = self._wait(batch)
-            if isinstance(reply, list):
-                batch.outcomes += reply
+            reply = self._child.receive()
+            if not isinstance(reply, Stopped):
+                number, status, value = reply
+                if number != batch.number:
+                    continue  # an earlier send's: none while batches go in order
+                if status == "error":
+                    raise value
+                if len(value) != len(batch.rest()):
+                    raise EngineError(f"{len(value)} outcomes for {len(batch.rest())} items")
+                batch.outcomes += value
                 break
-            lost = not self._recover(batch, *reply)
+            lost = not self._recover(batch, reply)
             for owed in list(self._owed)[1 if lost else 0 :]:  # those after it never started
                 owed.tasks = [self._known.refresh(task) for task in owed.tasks]
                 self._transmit(owed)
@@ -248,186 +237,49 @@ class RewardProcess:
 
     def fail(self, exc: BaseException) -> None:
         """Score every owed batch 0 with `error` and stop the child (it may be mid-batch)."""
-        self._stop(kill=True)
+        self._child.kill()
         while self._owed:
             batch = self._owed.popleft()
             batch.future.set_result(batch.outcomes + [crashed(exc) for _ in batch.rest()])
 
     def close(self) -> None:
-        self._stop(kill=False)
+        """Stop the child; the next batch starts a fresh one."""
+        self._child.stop()
 
-    def _recover(
-        self, batch: _Batch, number: int, index: int, step: float, error: EngineError
-    ) -> bool:
+    def _recover(self, batch: _Batch, stopped: Stopped) -> bool:
         """Settle what the stopped child left of `batch`; False when the rest is lost."""
         rest = batch.rest()
-        if number != batch.number:  # it never reached this batch (killed idle, or at start)
+        error = self._error(stopped)
+        if stopped.number != batch.number:  # it never reached this batch (killed idle, or at start)
             batch.resent += 1
             if batch.resent <= 1:
                 return True
-        elif index < len(rest):
+        elif stopped.index < len(rest):
             # The items before the stopped one are scored again: their outcomes died with it.
-            task = rest[index]
+            task = rest[stopped.index]
             database, gold_sql = task[:2]
-            if step == OPENING:
+            if stopped.step == OPENING:
                 self._known.databases[database] = error
-            elif step == GOLD:
+            elif stopped.step == GOLD:
                 self._known.golds[(database, gold_sql)] = error
-            batch.tasks[len(batch.outcomes) + index] = _settled(task, step, error)
+            batch.tasks[len(batch.outcomes) + stopped.index] = _settled(task, stopped.step, error)
             return True
         batch.outcomes += [crashed(error) for _ in rest]  # replying failed, or twice unreached
         return False
 
-    def _transmit(self, batch: _Batch) -> None:
-        batch.number = next(self._numbers)
-        message = (batch.number, batch.rest())
-        requests, _ = self._start()
-        with contextlib.suppress(OSError):  # a dead child: `_wait` reads its end
-            requests.send(message)
-
-    def _wait(self, batch: _Batch) -> list[RewardOutcome] | tuple[int, int, float, EngineError]:
-        """`batch`'s outcomes, or where the child stopped: (batch, item, step, the error)."""
-        _, replies = self._start()
-        while True:
-            where = self._where()
-            deadline = where[3]
-            # Looked at again every tick: a later step may have a nearer deadline.
-            wait = _TICK_S if deadline == 0.0 else deadline + GRACE_S - time.monotonic()
-            wait = max(0.0, min(wait, _TICK_S))
-            try:
-                if self._readable(wait):
-                    outcomes: list[RewardOutcome] = replies.recv()
-                    if len(outcomes) != len(batch.rest()):
-                        raise EngineError(f"{len(outcomes)} outcomes for {len(batch.rest())} items")
-                    return outcomes
-            except (EOFError, OSError):
-                return self._ended()
-            spent = self._spent(where)
-            # Read again after a beat: the step may have just begun.
-            if spent is not None and not self._readable(0.001) and self._where() == where:
-                return self._killed(*where[:3], spent)
-
-    def _readable(self, timeout: float) -> bool:
-        """Whether the reply pipe has something to read (or its end) within `timeout` s: one
-        `poll` system call (`Connection.poll` builds a selector on every call)."""
-        assert self._poller is not None
-        return bool(self._poller.poll(math.ceil(timeout * 1000)))
-
-    def _where(self) -> tuple[int, int, float, float, float]:
-        """(batch number, item index, step, deadline, CPU deadline) as the child last wrote
-        them."""
-        assert self._progress is not None
-        deadline, number, index, step, cpu_deadline = PROGRESS.unpack_from(self._progress)
-        return int(number), int(index), step, deadline, cpu_deadline
-
-    def _spent(self, where: tuple[int, int, float, float, float]) -> str | None:
-        """Which time the child's current step has spent `GRACE_S` past its limit: its CPU
-        time (when it has a CPU deadline), the wall clock's deadline, or neither (None)."""
-        deadline, cpu_deadline = where[3], where[4]
-        if deadline == 0.0:
-            return None
-        if time.monotonic() > deadline + GRACE_S:
-            return f"{WALL_CLOCK} cap" if cpu_deadline else WALL_CLOCK
-        child = self._child
-        if cpu_deadline and child is not None:
-            used = process_cpu_s(child.pid)
-            if used is not None and used > cpu_deadline + GRACE_S:
-                return CPU_CLOCK
-        return None
-
-    def _killed(
-        self, number: int, index: int, step: float, spent: str = WALL_CLOCK
-    ) -> tuple[int, int, float, EngineError]:
-        """Kill the child stuck in `step` of an item: that step's outcome is an error."""
-        self._stop(kill=True)
+    def _error(self, stopped: Stopped) -> EngineError:
+        """The outcome of the step the child stopped in."""
+        if not stopped.killed:
+            return stopped.ended()
         config = self._config
-        error: EngineError
-        if step == ANSWER:
-            error = past_timeout(config.answer_timeout, spent)
-        elif step == GOLD:
-            error = past_timeout(config.gold_timeout, spent)
-        else:
-            error = EngineError("the database could not be opened in time; it was given up")
-        return number, index, step, error
+        if stopped.step == ANSWER:
+            return past_timeout(config.answer_timeout, stopped.spent)
+        if stopped.step == GOLD:
+            return past_timeout(config.gold_timeout, stopped.spent)
+        return EngineError("the database could not be opened in time; it was given up")
 
-    def _ended(self) -> tuple[int, int, float, EngineError]:
-        child = self._child
-        if child is not None:
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                child.wait(5.0)
-        number, index, step = self._where()[:3]
-        code = None if child is None else child.returncode
-        self._stop(kill=True)
-        return number, index, step, EngineError(f"the query's process ended ({exit_reason(code)})")
-
-    def _start(self) -> tuple[Connection, Connection]:
-        if self._requests is not None and self._replies is not None:
-            return self._requests, self._replies
-        progress_fd = _shared_file(PROGRESS.size)
-        to_child, from_parent = os.pipe()
-        to_parent, from_child = os.pipe()
-        try:
-            progress = mmap.mmap(progress_fd, PROGRESS.size)
-            # Until the child is up, its start-up has the time a database gets to open.
-            PROGRESS.pack_into(progress, 0, time.monotonic() + OPEN_TIMEOUT_S, -1, -1, OPENING, 0.0)
-            boot = (
-                f"import sys; sys.path[:] = {sys.path!r}; "
-                "from querybench.envs.reward_child import serve; "
-                f"serve({to_child}, {from_child}, {progress_fd})"
-            )
-            child = subprocess.Popen(
-                [sys.executable, "-c", boot],
-                pass_fds=(to_child, from_child, progress_fd),
-                env=query_environment(),  # no API key reaches a process running model SQL
-            )
-        except BaseException:
-            for fd in (to_child, from_parent, to_parent, from_child):
-                os.close(fd)
-            raise
-        finally:
-            os.close(progress_fd)
-        os.close(to_child)
-        os.close(from_child)
-        self._requests = Connection(from_parent, readable=False)
-        self._replies = Connection(to_parent, writable=False)
-        self._poller = select.poll()
-        self._poller.register(to_parent, select.POLLIN)
-        with contextlib.suppress(OSError):  # a child dead at once: `_wait` reads its end
-            self._requests.send(self._config)
-        self._child, self._progress = child, progress
-        return self._requests, self._replies
-
-    def _stop(self, *, kill: bool) -> None:
-        child, requests, replies = self._child, self._requests, self._replies
-        self._child = self._requests = self._replies = None
-        self._poller = None
-        if self._progress is not None:
-            self._progress.close()
-            self._progress = None
-        for connection in (requests, replies):
-            if connection is not None:
-                connection.close()  # the child reads EOF and ends
-        if child is not None:
-            if kill:
-                with contextlib.suppress(ProcessLookupError):
-                    child.kill()
-            try:
-                child.wait(None if kill else 5.0)
-            except subprocess.TimeoutExpired:
-                child.kill()
-                child.wait()
-
-
-def _shared_file(size: int) -> int:
-    """A file descriptor of `size` zero bytes that parent and child both map."""
-    memfd: Callable[[str], int] | None = getattr(os, "memfd_create", None)
-    if memfd is not None:
-        fd = memfd("querybench-reward-progress")
-    else:  # not Linux
-        fd, name = tempfile.mkstemp(prefix="querybench-reward-")
-        os.unlink(name)
-    os.ftruncate(fd, size)
-    return fd
+    def _transmit(self, batch: _Batch) -> None:
+        batch.number = self._child.send("work", batch.rest())
 
 
 def _settled(task: Task, step: float, error: EngineError) -> Task:

@@ -231,7 +231,7 @@ def build(
     **options)`, whose evaluator got `resolved` (the options with the data layout's locations
     filled in: the files hashed); the files named after an instance are hashed for those of
     `decided` (`deciding_ids`; default all)."""
-    located = {"predictions": predictions, **resolved, **(extra_files or {})}
+    located = located_inputs(predictions, resolved, extra_files)
     if not isinstance(located.get("gold"), str | Path | None):  # a Spider 1.0 variant's tasks
         located["gold"] = _task_file(benchmark, options.get("data_dir"))
     return Manifest(
@@ -252,6 +252,18 @@ def build(
         run=run,
         unavailable=dict(unavailable or {}),
     )
+
+
+def located_inputs(
+    predictions: Path, resolved: Mapping[str, Any], extra_files: Mapping[str, Path] | None = None
+) -> dict[str, Any]:
+    """What `input_files` hashes for a call that got `resolved`: the predictions and every
+    location the evaluator read; not the database folders of a CSV-results (`exec_result`)
+    scoring, which runs no SQL."""
+    located = {"predictions": predictions, **resolved, **(extra_files or {})}
+    if resolved.get("mode") == "exec_result":
+        located.pop("db_dir", None)
+    return located
 
 
 def deciding_ids(results: Iterable[InstanceResult]) -> list[str]:

@@ -30,6 +30,7 @@ from querybench.runs.manifest import (
     decode,
     input_files,
     library_versions,
+    located_inputs,
     manifest_path,
     policy_of,
     scorer_identity,
@@ -156,7 +157,7 @@ def _changes(
     path: Path,
     ids: list[str],
 ) -> list[Change]:
-    located: dict[str, Any] = {"predictions": predictions, **resolved}
+    located = located_inputs(predictions, resolved)
     if manifest.kind == "run":
         located["records"] = path / "records.jsonl"
     task_ids = manifest.run.get("task_ids", ids) if manifest.run else ids

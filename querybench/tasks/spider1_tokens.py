@@ -9,272 +9,46 @@ contract: `a=1` stays one token, `1,2` stays one token, a column named `cannot` 
 nltk is not a dependency: on text whose strings are hidden only a handful of its rules can
 fire, and they are written out here. Punkt matters in one way only: a token ending in a single
 `.` that Punkt takes for a sentence end has that period split off (the tokenizer's final-period
-rule runs per sentence). Punkt's decision is reproduced from its first and second passes with
-the English model's abbreviations and sentence starters; its orthographic table is not carried,
-so a number or an initial followed by a lower-case word is read as "not a sentence end" (what
-Punkt does for a word that table does not know).
+rule runs per sentence). The sentences are Punkt's with the trained English model
+(`spider1_punkt.py`).
 """
 
 from __future__ import annotations
 
-import itertools
-import re
+import regex
 
 from querybench.errors import SqlTokenError
-
-# Punkt's English model: the abbreviation types and sentence starters of nltk_data's
-# `punkt_tab/english` (the only parts its decisions on SQL text can depend on).
-_ABBREVIATIONS = frozenset(
-    (
-        ". . ",
-        "a.a",
-        "a.c",
-        "a.d",
-        "a.g",
-        "a.h",
-        "a.m",
-        "a.m.e",
-        "a.s",
-        "a.t",
-        "adm",
-        "ala",
-        "ariz",
-        "aug",
-        "ave",
-        "b.f",
-        "b.v",
-        "bros",
-        "c",
-        "c.i.t",
-        "c.o.m.b",
-        "c.v",
-        "calif",
-        "chg",
-        "cie",
-        "co",
-        "col",
-        "colo",
-        "conn",
-        "corp",
-        "cos",
-        "ct",
-        "d",
-        "d.c",
-        "d.h",
-        "d.w",
-        "dec",
-        "dr",
-        "e",
-        "e.f",
-        "e.h",
-        "e.l",
-        "e.m",
-        "f",
-        "f.g",
-        "f.j",
-        "feb",
-        "fla",
-        "fri",
-        "ft",
-        "g",
-        "g.d",
-        "g.f",
-        "g.k",
-        "ga",
-        "gen",
-        "h",
-        "h.c",
-        "h.f",
-        "h.m",
-        "i.m.s",
-        "ill",
-        "inc",
-        "j.b",
-        "j.c",
-        "j.j",
-        "j.k",
-        "j.p",
-        "j.r",
-        "jan",
-        "jr",
-        "k",
-        "kan",
-        "ky",
-        "l",
-        "l.a",
-        "l.f",
-        "l.p",
-        "lt",
-        "ltd",
-        "m",
-        "m.b.a",
-        "m.d.c",
-        "m.j",
-        "maj",
-        "messrs",
-        "mg",
-        "mich",
-        "minn",
-        "mr",
-        "mrs",
-        "ms",
-        "n",
-        "n.c",
-        "n.d",
-        "n.h",
-        "n.j",
-        "n.m",
-        "n.v",
-        "n.y",
-        "nev",
-        "nov",
-        "oct",
-        "ok",
-        "okla",
-        "ore",
-        "p",
-        "p.a.m",
-        "p.m",
-        "pa",
-        "ph.d",
-        "prof",
-        "r",
-        "r.a",
-        "r.h",
-        "r.i",
-        "r.j",
-        "r.k",
-        "r.t",
-        "rep",
-        "reps",
-        "s",
-        "s.a",
-        "s.a.y",
-        "s.c",
-        "s.g",
-        "s.p.a",
-        "s.s",
-        "sen",
-        "sep",
-        "sept",
-        "sr",
-        "st",
-        "sw",
-        "t",
-        "t.j",
-        "tenn",
-        "tues",
-        "u.k",
-        "u.n",
-        "u.s",
-        "u.s.a",
-        "u.s.s.r",
-        "v",
-        "va",
-        "vs",
-        "vt",
-        "w",
-        "w.c",
-        "w.r",
-        "w.va",
-        "w.w",
-        "wash",
-        "wed",
-        "wis",
-        "yr",
-    )
-)
-_SENTENCE_STARTERS = frozenset(
-    (
-        "according",
-        "although",
-        "among",
-        "both",
-        "but",
-        "despite",
-        "even",
-        "he",
-        "however",
-        "i",
-        "if",
-        "in",
-        "indeed",
-        "instead",
-        "it",
-        "many",
-        "meanwhile",
-        "moreover",
-        "most",
-        "nevertheless",
-        "nonetheless",
-        "nor",
-        "sales",
-        "separately",
-        "similarly",
-        "since",
-        "so",
-        "some",
-        "the",
-        "there",
-        "these",
-        "they",
-        "this",
-        "though",
-        "thus",
-        "under",
-        "when",
-        "while",
-        "yet",
-    )
-)
-
-# Punkt's word tokens and the contexts in which a token may end a sentence.
-_NON_WORD = r"(?:[)\";}\]\*:@\'\({\[!?])"
-_MULTI_CHAR = r"(?:\-{2,}|\.{2,}|(?:\.\s){2,}\.)"
-_PUNKT_WORD = re.compile(
-    rf"""(
-        {_MULTI_CHAR}
-        |
-        (?=[^\(\"\`{{\[:;&\#\*@\)}}\]\-,])\S+?
-        (?=\s|$|{_NON_WORD}|{_MULTI_CHAR}|,(?=$|\s|{_NON_WORD}|{_MULTI_CHAR}))
-        |
-        \S
-    )""",
-    re.UNICODE | re.VERBOSE,
-)
-_AFTER_BREAK = re.compile(r"(?:[?!)\";}\]\*:@\'\({\[])|\s+\S")
-_NUMBER = re.compile(r"^-?[\.,]?\d[\d,\.-]*\.?$")
-_INITIAL = re.compile(r"^[^\W\d]\.$")
+from querybench.tasks.spider1_punkt import sentences
 
 # NLTKWordTokenizer's rules that can match once strings are hidden, in its order, each with the
 # characters without which it cannot match (the rule is skipped on text that has none of them).
-_RULES: tuple[tuple[re.Pattern[str], str, str], ...] = (
-    (re.compile("([\u00ab\u201c\u2018\u201e]|[`]+)"), r" \1 ", "\u00ab\u201c\u2018\u201e`"),
-    (re.compile(r'([^\.])(\.)([\]\)}>"\'' "\u00bb\u201d\u2019 " r"]*+)\s*$"), r"\1 \2 \3 ", "."),
-    (re.compile(r"([:,])([^\d])"), r" \1 \2", ":,"),
-    (re.compile(r"([:,])$"), r" \1 ", ":,"),
-    (re.compile(r"\.{2,}"), r" \g<0> ", "."),
-    (re.compile(r"[;@#$%&]"), r" \g<0> ", ";@#$%&"),
-    (re.compile(r"[\u2012-\u2015]"), r" \g<0> ", "\u2012\u2013\u2014\u2015"),
-    (re.compile(r'([^\.])(\.)([\]\)}>"\']*)\s*$'), r"\1 \2\3 ", "."),
-    (re.compile(r"[?!]"), r" \g<0> ", "?!"),
-    (re.compile(r"([^'])' "), r"\1 ' ", "'"),
-    (re.compile(r"[*]"), r" \g<0> ", "*"),
-    (re.compile(r"[\]\[\(\)\{\}\<\>]"), r" \g<0> ", "[](){}<>"),
-    (re.compile(r"--"), r" -- ", "-"),
+_RULES: tuple[tuple[regex.Pattern[str], str, str], ...] = (
+    (regex.compile("([\u00ab\u201c\u2018\u201e]|[`]+)"), r" \1 ", "\u00ab\u201c\u2018\u201e`"),
+    (regex.compile(r'([^\.])(\.)([\]\)}>"\'' "\u00bb\u201d\u2019 " r"]*+)\s*$"), r"\1 \2 \3 ", "."),
+    (regex.compile(r"([:,])([^\d])"), r" \1 \2", ":,"),
+    (regex.compile(r"([:,])$"), r" \1 ", ":,"),
+    (regex.compile(r"\.{2,}"), r" \g<0> ", "."),
+    (regex.compile(r"[;@#$%&]"), r" \g<0> ", ";@#$%&"),
+    (regex.compile(r"[\u2012-\u2015]"), r" \g<0> ", "\u2012\u2013\u2014\u2015"),
+    (regex.compile(r'([^\.])(\.)([\]\)}>"\']*)\s*$'), r"\1 \2\3 ", "."),
+    (regex.compile(r"[?!]"), r" \g<0> ", "?!"),
+    (regex.compile(r"([^'])' "), r"\1 ' ", "'"),
+    (regex.compile(r"[*]"), r" \g<0> ", "*"),
+    (regex.compile(r"[\]\[\(\)\{\}\<\>]"), r" \g<0> ", "[](){}<>"),
+    (regex.compile(r"--"), r" -- ", "-"),
 )
 # Its ending rules: quotes and clitics (whitespace is collapsed only for the clitic rules, the
 # only ones that read a space), then the contractions, each with the text that triggers it.
-_SPACED: tuple[tuple[re.Pattern[str], str, str], ...] = (
-    (re.compile("([\u00bb\u201d\u2019])"), r" \1 ", "\u00bb\u201d\u2019"),
-    (re.compile(r"''"), " '' ", "'"),
-    (re.compile(r'"'), " '' ", '"'),
-    (re.compile(r"\s+"), " ", "'"),
-    (re.compile(r"([^' ])('[sS]|'[mM]|'[dD]|') "), r"\1 \2 ", "'"),
-    (re.compile(r"([^' ])('ll|'LL|'re|'RE|'ve|'VE|n't|N'T) "), r"\1 \2 ", "'"),
+_SPACED: tuple[tuple[regex.Pattern[str], str, str], ...] = (
+    (regex.compile("([\u00bb\u201d\u2019])"), r" \1 ", "\u00bb\u201d\u2019"),
+    (regex.compile(r"''"), " '' ", "'"),
+    (regex.compile(r'"'), " '' ", '"'),
+    (regex.compile(r"\s+"), " ", "'"),
+    (regex.compile(r"([^' ])('[sS]|'[mM]|'[dD]|') "), r"\1 \2 ", "'"),
+    (regex.compile(r"([^' ])('ll|'LL|'re|'RE|'ve|'VE|n't|N'T) "), r"\1 \2 ", "'"),
 )
 _CONTRACTIONS = tuple(
-    (re.compile(pattern), trigger)
+    (regex.compile(pattern), trigger)
     for pattern, trigger in (
         (r"(?i)\b(can)(?#X)(not)\b", "cannot"),
         (r"(?i)\b(d)(?#X)('ye)\b", "d'ye"),
@@ -288,8 +62,6 @@ _CONTRACTIONS = tuple(
         (r"(?i) ('t)(?#X)(was)\b", "'twas"),
     )
 )
-# A token ending in one period before a context where Punkt may end a sentence.
-_PERIOD_CANDIDATE = re.compile(r"[^.\s]\.(?=[?!)\";}\]\*:@\'\({\[]|\s+\S)")
 
 
 def tokenize_sql(sql: str) -> list[str]:
@@ -333,50 +105,4 @@ def _tokenize_sentence(text: str) -> str:
 
 def word_tokenize(text: str) -> list[str]:
     """`nltk.word_tokenize(text)` for text without quotes (see the module text)."""
-    return _finish(" ".join(_tokenize_sentence(s) for s in punkt_sentences(text)))
-
-
-def punkt_sentences(text: str) -> list[str]:
-    """The text cut where Punkt ends a sentence (each piece stripped, as Punkt's are)."""
-    if not _PERIOD_CANDIDATE.search(text):
-        return [text.strip()] if text.strip() else []
-    words = list(_PUNKT_WORD.finditer(text))
-    cuts: list[int] = []
-    for here, after in itertools.pairwise(words):
-        tok = here.group()
-        if len(tok) < 2 or tok[-1] != "." or tok[-2] == ".":
-            continue  # a lone "." or "..." ends a sentence without changing a token
-        if not _AFTER_BREAK.match(text, here.end()):
-            continue
-        if _ends_sentence(tok, after.group()):
-            cuts.append(here.end())
-    pieces = [text[a:b] for a, b in zip([0, *cuts], [*cuts, len(text)], strict=True)]
-    return [p.strip() for p in pieces if p.strip()]
-
-
-def _ends_sentence(tok: str, next_tok: str) -> bool:
-    """Punkt's first and second pass on a token ending in one period, before `next_tok`."""
-    low = tok[:-1].lower()
-    abbreviation = low in _ABBREVIATIONS or low.split("-")[-1] in _ABBREVIATIONS
-    initial = bool(_INITIAL.match(tok))
-    number = bool(_NUMBER.match(tok.lower()))
-    breaks = not abbreviation
-    starter = _ortho_heuristic(next_tok)
-    if abbreviation and not initial:
-        next_type = _NUMBER.sub("##number##", next_tok.lower())
-        next_type = next_type[:-1] if next_type.endswith(".") and len(next_type) > 1 else next_type
-        if next_tok[:1].isupper() and next_type in _SENTENCE_STARTERS:
-            breaks = True
-    if (initial or number) and (
-        starter is False or (starter is None and initial and next_tok[:1].isupper())
-    ):
-        breaks = False
-    return breaks
-
-
-def _ortho_heuristic(next_tok: str) -> bool | None:
-    """Punkt's orthographic heuristic with no orthographic counts: False for punctuation or a
-    lower-case word, None ("unknown") otherwise."""
-    if next_tok in (";", ":", ",", ".", "!", "?") or next_tok[:1].islower():
-        return False
-    return None
+    return _finish(" ".join(_tokenize_sentence(s) for s in sentences(text)))
