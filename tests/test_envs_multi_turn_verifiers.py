@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -110,3 +111,24 @@ def test_vf_eval_resolves_the_packaged_taskset() -> None:
     from verifiers.v1.utils.loaders import taskset_class
 
     assert taskset_class("querybench-sql-tools").__name__ == "SQLToolsTaskset"
+
+
+def test_execute_sql_runs_in_a_supervised_query_child(task: MultiTurnSQLTask) -> None:
+    # The tool server's `execute_sql` goes through the one boundary: the query runs in a
+    # supervised query child (killable at its deadline, `engines/supervisor.py`), not in the
+    # tool server's own process.
+    from querybench.engines.isolated import IsolatedEngine
+
+    trace = trace_of(task)
+    asyncio.run(task.setup(trace, None))
+    toolset = SQLToolset(vf.ToolsetConfig())
+    toolset.state.database = trace.state.database
+    try:
+        told = asyncio.run(toolset.execute_sql("SELECT count(*) FROM item"))
+        engine = toolset.toolbox().engine
+        assert isinstance(engine, IsolatedEngine)
+        pid = engine._process.pid
+        assert pid is not None and pid != os.getpid()
+    finally:
+        toolset.close()
+    assert told.splitlines()[1] == "2"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import json
 import sqlite3
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -294,3 +295,18 @@ def test_a_scorer_that_raises_is_a_finding_not_a_crash(
     report = audit_gold(_gold(tmp_path / "gold"), "spider2-lite")
     errors = [f for f in report.findings if f.kind == "scorer_error"]
     assert errors and all("scoring raised IndexError: boom" in f.detail for f in errors)
+
+
+def test_gold_sql_runs_in_the_killable_child_under_the_audits_timeout(tmp_path: Path) -> None:
+    # A gold query no engine can interrupt (one printf call runs for many seconds) is the
+    # audit's `gold_sql_error` at its timeout: the audit runs gold SQL in the query child,
+    # killed GRACE_S past its deadline, never in its own process.
+    gold = _gold(tmp_path / "gold")
+    (gold / "sql" / "local_ok.sql").write_text(
+        "SELECT printf('%.*c', 2147483647, 'x')", encoding="utf-8"
+    )
+    run = replace(_databases(tmp_path), timeout=1.0)
+    report = audit_gold(gold, "spider2-lite", run)
+    [finding] = [f for f in report.findings if f.instance_id == "local_ok"]
+    assert finding.kind == "gold_sql_error"
+    assert "timeout" in finding.detail and "was stopped" in finding.detail

@@ -1,6 +1,6 @@
 """The memory a query child may take, capped by the OS, and the engines' own limits below it.
 
-A query child (`isolated.py`) runs a model's or a submission's SQL: its time is bounded by the
+A query child (`child.py`) runs a model's or a submission's SQL: its time is bounded by the
 parent's deadline and its result by the row and byte caps, but a single statement can still
 build a huge intermediate (a cross join sorted, a `string_agg` of a billion rows, SQLite's
 `group_concat`) long before any row reaches the cap. The child therefore lowers its own

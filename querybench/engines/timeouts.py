@@ -1,6 +1,6 @@
 """What decides a `timeout` verdict, said once: the manifest records it, `verify` compares it,
-and the engines and the query children (`isolated.py`, the RL reward's `envs/reward_child.py`
-and `reward_workers.py`) apply it.
+and the engines and the query children (`child.py`, which announces each step's deadline, and
+`supervisor.py`, which kills past it, for every path and the RL reward) apply it.
 
 A query on an embedded engine (SQLite, DuckDB and the local stand-ins built on it) is timed by
 its own CPU time, so a machine loaded by others does not turn it into a timeout: SQLite's
