@@ -327,3 +327,35 @@ def test_a_reply_that_cannot_be_handed_over_fails_alone() -> None:
     assert _send_group(pipe, 0, [("ok", good), ("ok", bad), ("ok", good)])  # type: ignore[arg-type]
     kinds = [[(kind, type(value).__name__) for kind, value in m[2]] for m in pipe.sent]  # type: ignore[index]
     assert kinds == [[("ok", "Result")], [("error", "EngineError")], [("ok", "Result")]]
+
+
+def test_every_step_of_a_request_has_a_deadline(databases: dict[str, Path]) -> None:
+    # A call the caller gave no timeout (an engine's `tables`, as the agents' and the tool
+    # server's `list_tables` make it) still runs under one: the open's, so no step of a child
+    # is left without a deadline for the parent to kill it at.
+    script = f"""
+from querybench.engines import child
+from querybench.engines.child import ChildSetup, serve
+from querybench.engines.supervisor import _shared_file
+steps = []
+announce = child.Progress.step
+def step(self, step, timeout, *, cpu=False):
+    steps.append((step, timeout))
+    announce(self, step, timeout, cpu=cpu)
+child.Progress.step = step
+class Pipe:
+    def __init__(self):
+        self.inbox = [ChildSetup(ignore_ctrl_c=False),
+                      (0, "call", ({str(databases["sqlite"])!r}, "tables", (), None))]
+        self.sent = []
+    def recv(self):
+        if not self.inbox:
+            raise EOFError
+        return self.inbox.pop(0)
+    def send(self, message):
+        self.sent.append(message)
+pipe = Pipe()
+serve(pipe, pipe, _shared_file(64))
+print(pipe.sent[0][1], all(timeout is not None for _, timeout in steps), len(steps))
+"""
+    assert _in_fresh_interpreter(script) == ["ok", "True", "2"]
