@@ -29,7 +29,7 @@ def test_every_name_has_one_spec_in_the_enum_order() -> None:
 @pytest.mark.parametrize("benchmark", list(Benchmark))
 def test_every_reference_resolves(benchmark: Benchmark) -> None:
     found = spec(benchmark)
-    for field in ("loader", "evaluator", "resolver", "command", "writer", "options"):
+    for field in ("loader", "evaluator", "resolver", "command", "writer"):
         reference = getattr(found, field)
         if reference:
             assert callable(resolve(reference)), f"{benchmark}.{field} = {reference}"

@@ -1,22 +1,27 @@
-"""Every eval option says one default: the command line (`querybench eval <name>`), the Python
-API (`querybench.evaluate(<name>, ...)`, the evaluator's keyword or the data-layout option) and
-docs/eval_options.md agree. The docs table is generated from the first two
-(`python -m tests.test_eval_options` rewrites it); a test fails when it is stale or when the
+"""Every eval option says one default, spelled once, in its benchmark's declared options class:
+the command line (`querybench eval <name>`), the Python API (`querybench.evaluate(<name>,
+...)`, the evaluator's keyword or the data-layout option) read it from there, and
+docs/eval_options.md is generated from both (`python -m tests.test_eval_options` rewrites it).
+A test fails when a default is spelled again (a literal default of a declared option in an
+evaluator, a command body or a spec's layout options), when the table is stale, or when the
 command line and the API disagree on an option both have."""
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import inspect
 import sys
+import textwrap
 import typing
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 import typer.main
 
-from querybench.benchmarks import names, spec
+from querybench.benchmarks import names, resolve, spec
 from querybench.benchmarks.spider2 import Spider2EvalOptions
 from querybench.cli import eval_app
 from querybench.declared import declared_fields
@@ -106,6 +111,88 @@ def test_each_eval_command_is_its_declared_options(benchmark: str) -> None:
     for param, (field, declaration, _) in zip(params, declared, strict=True):
         default = None if field.default is dataclasses.MISSING else field.default
         assert (param.default, param.help) == (default, declaration.help), param.name
+
+
+def _spelled(node: ast.expr | None) -> bool:
+    """A default written out as a value (a number, a word, a tuple of them) rather than read from
+    a declaration; None (a location left to the data, a value not given) is no default."""
+    if node is None:
+        return False
+    try:
+        return ast.literal_eval(node) is not None
+    except ValueError:
+        return False
+
+
+def spelled_defaults(function: Callable[..., Any], declared: type) -> list[str]:
+    """The parameters of `function` named as a field of `declared` whose default is spelled out
+    instead of read from the declaration (`workers: int = 2`, not `= Options.workers`)."""
+    tree = ast.parse(textwrap.dedent(inspect.getsource(function)))
+    node = tree.body[0]
+    assert isinstance(node, ast.FunctionDef)
+    args = node.args
+    positional = args.posonlyargs + args.args
+    pairs = [
+        *zip(positional[len(positional) - len(args.defaults) :], args.defaults, strict=True),
+        *zip(args.kwonlyargs, args.kw_defaults, strict=True),
+    ]
+    options = {f.name for f, _, _ in declared_fields(declared)}
+    return sorted(a.arg for a, d in pairs if a.arg in options and _spelled(d))
+
+
+def spelled_layout_options(source: str) -> list[str]:
+    """The data-layout options of the specs in `source` whose default is spelled out."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        values = []
+        if isinstance(node, ast.keyword) and node.arg == "layout_options":
+            values.append(node.value)
+        if isinstance(node, ast.Dict):
+            values += [
+                v
+                for k, v in zip(node.keys, node.values, strict=True)
+                if isinstance(k, ast.Constant) and k.value == "layout_options"
+            ]
+        for value in values:
+            assert isinstance(value, ast.Tuple), ast.dump(value)
+            for pair in value.elts:
+                assert isinstance(pair, ast.Tuple) and isinstance(pair.elts[0], ast.Constant)
+                if _spelled(pair.elts[1]):
+                    found.append(str(pair.elts[0].value))
+    return found
+
+
+@pytest.mark.parametrize("benchmark", names(evaluable=True))
+def test_no_default_is_spelled_twice(benchmark: str) -> None:
+    """The evaluator and the command body take every default of a declared option from its
+    declaration: none is written out again beside it."""
+    found = spec(benchmark)
+    assert found.evaluator is not None and found.command is not None
+    assert found.eval_options is not None
+    for name in (found.evaluator, found.command):
+        assert spelled_defaults(resolve(name), found.eval_options) == [], name
+
+
+def test_no_layout_option_default_is_spelled_twice() -> None:
+    folder = Path(__file__).resolve().parent.parent / "querybench" / "benchmarks"
+    for path in sorted(folder.glob("*.py")):
+        assert spelled_layout_options(path.read_text(encoding="utf-8")) == [], path.name
+
+
+def test_the_spelled_default_finders_can_fail() -> None:
+    def evaluate_x(
+        predictions: Path, *, workers: int = 2, timeout: float = Spider2EvalOptions.timeout
+    ) -> None: ...
+
+    def body(mode: str = "sql", db_dir: Path | None = None, other: int = 3) -> None: ...
+
+    assert spelled_defaults(evaluate_x, Spider2EvalOptions) == ["workers"]
+    assert spelled_defaults(body, Spider2EvalOptions) == ["mode"]
+    source = (
+        'S(layout_options=(("data_dir", None), ("timeout", 120.0)))\n'
+        '{"layout_options": (("a", X.a),)}'
+    )
+    assert spelled_layout_options(source) == ["timeout"]
 
 
 def test_the_read_limit_flags_are_the_readers_defaults() -> None:

@@ -225,15 +225,49 @@ def test_ray_refuses_a_benchmark_it_does_not_shard(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("benchmark", querybench.runs.evaluate.BENCHMARKS)
-def test_typed_options_are_the_options_accepted(benchmark: str) -> None:
-    """What a user's type checker sees (`evaluate_options`) is what `evaluate` accepts."""
-    from querybench.runs.evaluate import valid_options
-    from querybench.runs.evaluate_options import OPTIONS
+def test_the_typed_options_are_the_declared_ones(benchmark: str) -> None:
+    """What a user builds (the spec's declared options class) holds only options `evaluate`
+    accepts, besides the command line's own and the read limits it makes one `limits` of."""
+    from querybench.declared import declared_fields
+    from querybench.runs.evaluate import _COMMAND_LINE, _READ_LIMITS, valid_options
 
-    typed = OPTIONS[benchmark]
-    assert sorted(typed.__required_keys__ | typed.__optional_keys__) == valid_options(benchmark)  # type: ignore[attr-defined]
-    # every location defaults to the data's (the one data-location rule): none is required
-    assert typed.__required_keys__ == set()  # type: ignore[attr-defined]
+    declared = querybench.benchmarks.spec(benchmark).eval_options
+    assert declared is not None
+    names = {f.name for f, _, _ in declared_fields(declared)}
+    own = {"executor", "address"} | _COMMAND_LINE | set(_READ_LIMITS)
+    assert names - own <= set(valid_options(benchmark))
+    assert declared()  # every field has a default: the predictions are evaluate's argument
+
+
+def test_an_options_object_scores_as_its_mapping(tmp_path: Path) -> None:
+    from querybench.benchmarks.bird import BirdEvalOptions
+    from querybench.benchmarks.spider1 import Spider1EvalOptions
+
+    db_dir = _shop(tmp_path)
+    gold = tmp_path / "gold.sql"
+    gold.write_text("SELECT name FROM item ORDER BY id\tshop\n" * 2, encoding="utf-8")
+    pred = tmp_path / "pred.sql"
+    pred.write_text("SELECT name FROM item ORDER BY id\nSELECT 1\n", encoding="utf-8")
+    typed = Spider1EvalOptions(gold=gold, db_dir=db_dir, workers=1, metrics="ex")
+    results = querybench.evaluate("spider1", pred, typed)
+    assert results == querybench.evaluate("spider1", pred, {"gold": gold, "db_dir": db_dir})
+    assert querybench.evaluate("spider1", pred, typed, instance_ids=["1"]) == results[1:]
+    with pytest.raises(TypeError, match=r"output is the command line's"):
+        querybench.evaluate("spider1", pred, Spider1EvalOptions(output=tmp_path / "o.jsonl"))
+    with pytest.raises(TypeError, match=r"takes Spider1EvalOptions, not BirdEvalOptions"):
+        querybench.evaluate("spider1", pred, BirdEvalOptions())
+    with pytest.raises(ValueError, match=r"executor must be one of local, ray, not 'dask'"):
+        querybench.evaluate("spider1", pred, Spider1EvalOptions(executor="dask"))
+
+
+def test_the_read_limits_of_an_options_object_are_one_limits(tmp_path: Path) -> None:
+    from querybench.benchmarks.spider2 import Spider2EvalOptions
+    from querybench.evaluation.prediction_file import ReadLimits
+    from querybench.runs.evaluate import options_of
+
+    changed, own = options_of("spider2-lite", Spider2EvalOptions(max_columns=3, executor="ray"))
+    assert changed == {"limits": ReadLimits(max_columns=3)} and own == {"executor": "ray"}
+    assert options_of("spider2-lite", Spider2EvalOptions()) == ({}, {})
 
 
 def test_instance_ids_given_as_one_string_are_refused(tmp_path: Path) -> None:

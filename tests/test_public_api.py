@@ -85,3 +85,18 @@ def test_the_readme_run_config_example_builds_its_config() -> None:
     exec(setup, namespace)
     config = namespace["config"]
     assert isinstance(config, querybench.RunConfig) and config.selection.limit == 50
+
+
+def test_the_guide_typed_options_example_builds_its_options() -> None:
+    import re
+
+    from querybench.benchmarks.bird import BirdEvalOptions
+    from querybench.runs.evaluate import options_of
+
+    guide = (ROOT / "docs" / "guide.md").read_text(encoding="utf-8")
+    found = re.search(r"\"bird\", \"predict.json\", (BirdEvalOptions\(.*\))\)", guide)
+    assert found is not None
+    options = eval(found.group(1), {"BirdEvalOptions": BirdEvalOptions})  # the guide's call
+    assert (options.workers, options.metrics) == (4, "ex,soft_f1")
+    changed, _ = options_of("bird", options)
+    assert changed == {"workers": 4, "metrics": ["ex", "soft_f1"]}

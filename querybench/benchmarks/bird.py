@@ -87,7 +87,7 @@ class _BirdFamilyOptions(Declared):
     """The options every BIRD eval takes, in the order of their flags (each benchmark words its
     own `questions` and `db_dir`, which keep their place here)."""
 
-    predictions: Path = eo.predictions(_PREDICTIONS)
+    predictions: Path | None = eo.predictions(_PREDICTIONS)
     questions: Path | None = eo.location("")
     db_dir: Path | None = eo.location("")
     metrics: str = _metrics()
@@ -155,7 +155,6 @@ SPECS = (
         Benchmark.BIRD,
         "BIRD dev (1,534 questions)",
         evaluator="querybench.evaluation.bird.evaluate:evaluate_bird",
-        options="querybench.runs.evaluate_options:BirdOptions",
         eval_options=BirdEvalOptions,
         resolver="querybench.runs.eval_locations:dev_locations",
         layout_options=(("data_dir", None),),
@@ -166,9 +165,8 @@ SPECS = (
         Benchmark.BIRD_MINI_DEV,
         "BIRD mini-dev (500 questions; SQLite, MySQL, PostgreSQL)",
         evaluator="querybench.evaluation.bird.evaluate:evaluate_bird",
-        options="querybench.runs.evaluate_options:MiniDevOptions",
         eval_options=MiniDevEvalOptions,
-        layout_options=(("dialect", "sqlite"),),
+        layout_options=(("dialect", MiniDevEvalOptions.dialect),),
         resolver="querybench.runs.eval_locations:mini_dev_locations",
         command="querybench.commands.eval_execution:bird_mini_dev",
         on_ray=True,

@@ -3,23 +3,28 @@
 A benchmark module declares its eval options as one `Declared` dataclass (its spec's
 `eval_options`), its fields in the order `--help` lists them; the options several benchmarks
 take are made here so their flag, default and help are spelled once. `cli.py` builds each eval
-command's flags from the class, and `tests/test_eval_options.py` holds the evaluators' defaults
-and docs/eval_options.md to it.
+command's flags from the class, the evaluator reads its defaults from it (`workers: int =
+BirdEvalOptions.workers`), and `querybench.evaluate` takes an instance as its typed options;
+`tests/test_eval_options.py` fails on a default spelled again and holds docs/eval_options.md
+to the class.
 """
 
 from __future__ import annotations
 
+import dataclasses
+from dataclasses import MISSING
 from typing import Any
 
-from querybench.declared import Spec, option, required
+from querybench.declared import SPEC, Spec, option
 
 # Where the command line alone reads the option (the API has its own keyword or none).
 COMMAND_ONLY = frozenset({"predictions", "output", "executor", "address", "runnable"})
 
 
 def predictions(help: str) -> Any:
-    """The prediction file or folder: required, its shape said by each benchmark."""
-    return required(Spec(help=help))
+    """The prediction file or folder, its shape said by each benchmark: required on the command
+    line; `evaluate` takes it as its second argument, so an options object is made without it."""
+    return dataclasses.field(default=None, metadata={SPEC: Spec(help=help, cli_default=MISSING)})
 
 
 def location(help: str) -> Any:
@@ -39,9 +44,12 @@ def output() -> Any:
     return option(None, help="Write one JSON line per instance to this file.")
 
 
+EXECUTOR = "local"  # where scoring runs unless told: the command line's and `evaluate`'s
+
+
 def executor() -> Any:
     return option(
-        "local",
+        EXECUTOR,
         help="local (this process) or ray (shards on a Ray cluster; "
         "pip install 'querybench[ray]'); --workers then caps each engine cluster-wide.",
     )

@@ -83,8 +83,8 @@ class BenchmarkSpec:
     questions: QuestionFormat | None = None  # Spider 1.0-shaped files: how they are read
     evaluator: str | None = None  # "module:attr": evaluate_<x>(predictions, *, ..., on_result)
     evaluator_keywords: tuple[tuple[str, Any], ...] = ()  # arguments its name fixes
-    options: str | None = None  # "module:attr": the typed options `evaluate` takes for it
-    # the options of `querybench eval <name>`: flags, defaults and help, declared once
+    # its options, declared once: the flags, defaults and help of `querybench eval <name>`,
+    # the evaluator's defaults, and the typed options object `evaluate` takes
     eval_options: type[Declared] | None = None
     layout_options: tuple[tuple[str, Any], ...] = ()  # options that only say where data is
     resolver: str | None = None  # "module:attr": (spec, options, layout) -> evaluator arguments

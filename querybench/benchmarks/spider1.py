@@ -20,7 +20,7 @@ SPIDER1_DATABASES = ("spider1/database/{db}/{db}.sqlite", "spider1/{db}/{db}.sql
 class Spider1EvalOptions(Declared):
     """`eval spider1` and its variants'."""
 
-    predictions: Path = eo.predictions("One predicted SQL per line.")
+    predictions: Path | None = eo.predictions("One predicted SQL per line.")
     gold: Path | None = eo.location(
         "Gold file: `SQL<TAB>db_id` per line; default the data's dev_gold.sql."
     )
@@ -89,7 +89,6 @@ def spider1_variant(declared: BenchmarkSpec) -> BenchmarkSpec:
 _SPIDER1_BEHAVIOUR: dict[str, Any] = {
     "loader": "querybench.tasks.spider1:load",
     "evaluator": "querybench.evaluation.spider1.evaluate:evaluate_spider1",
-    "options": "querybench.runs.evaluate_options:Spider1Options",
     "eval_options": Spider1EvalOptions,
     "command": "querybench.commands.eval_execution:spider1",
     "writer": "querybench.runs.outputs:score_spider1",

@@ -12,7 +12,6 @@ from querybench.benchmarks.spec import Benchmark, BenchmarkSpec, Family
 from querybench.declared import Declared, option
 
 _EVAL = "querybench.runs.eval_locations"
-_OPTIONS = "querybench.runs.evaluate_options"
 _SQL_FILES = (  # spider2-lite/README.md's folder, the rebuilt copies, the agentic folder's
     "spider2/spider2-lite/resource/databases/spider2-localdb/{db}.sqlite",
     "spider2-lite-local/{db}.sqlite",
@@ -24,7 +23,9 @@ _SQL_FILES = (  # spider2-lite/README.md's folder, the rebuilt copies, the agent
 class Spider2EvalOptions(Declared):
     """`eval spider2-lite` and `eval spider2-snow`."""
 
-    predictions: Path = eo.predictions("Folder of `<instance_id>.csv` (or `.sql` in sql mode).")
+    predictions: Path | None = eo.predictions(
+        "Folder of `<instance_id>.csv` (or `.sql` in sql mode)."
+    )
     mode: str = option("exec_result", help="exec_result (CSV results) or sql.")
     gold_dir: Path | None = eo.location(
         "Gold folder (exec_result/, sql/, eval jsonl); default: the data."
@@ -63,7 +64,9 @@ class Spider2EvalOptions(Declared):
 class DbtEvalOptions(Declared):
     """`eval spider2-dbt`."""
 
-    predictions: Path = eo.predictions("Folder of `<instance_id>/<db>.duckdb`, the databases left.")
+    predictions: Path | None = eo.predictions(
+        "Folder of `<instance_id>/<db>.duckdb`, the databases left."
+    )
     data_dir: Path | None = eo.location("Data root holding spider2/spider2-dbt (tasks, gold).")
     gold_dir: Path | None = eo.location("Gold folder `<instance_id>/<file>`; default: the data.")
     workers: int = eo.workers()
@@ -76,7 +79,7 @@ class DbtEvalOptions(Declared):
 class AgenticEvalOptions(Declared):
     """`eval spider2`."""
 
-    predictions: Path = eo.predictions(
+    predictions: Path | None = eo.predictions(
         "Submission folder: results_metadata.jsonl and one folder per instance."
     )
     gold_dir: Path | None = eo.location(
@@ -104,7 +107,6 @@ def _lite_or_snow(name: Benchmark, folder: str, title: str, **declared: Any) -> 
         loader="querybench.tasks.spider2:load",
         evaluator="querybench.evaluation.spider2.evaluate:evaluate_spider2",
         evaluator_keywords=(("benchmark", name.value),),
-        options=f"{_OPTIONS}:Spider2Options",
         eval_options=Spider2EvalOptions,
         layout_options=(("data_dir", None),),
         resolver=f"{_EVAL}:spider2_locations",
@@ -139,7 +141,6 @@ SPECS = (
         gold_dir="spider2/spider2-dbt/evaluation_suite/gold",
         loader="querybench.tasks.spider2_dbt:load",
         evaluator="querybench.evaluation.spider2.agentic.dbt:evaluate_spider2_dbt",
-        options=f"{_OPTIONS}:DbtOptions",
         eval_options=DbtEvalOptions,
         layout_options=(("data_dir", None),),
         resolver=f"{_EVAL}:dbt_locations",
@@ -158,9 +159,9 @@ SPECS = (
         gold_dir="spider2/spider2/evaluation_suite/gold",
         loader="querybench.tasks.spider2_agentic:load",
         evaluator="querybench.evaluation.spider2.agentic.evaluate:evaluate_spider2_agentic",
-        options=f"{_OPTIONS}:AgenticOptions",
         eval_options=AgenticEvalOptions,
-        layout_options=(("data_dir", None), ("timeout", 120.0)),  # seconds per .sql answer
+        # seconds per .sql answer
+        layout_options=(("data_dir", None), ("timeout", AgenticEvalOptions.timeout)),
         runs_queries="always",
         resolver=f"{_EVAL}:agentic_locations",
         command="querybench.commands.eval_run:spider2_agentic",

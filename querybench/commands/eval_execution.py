@@ -48,11 +48,11 @@ def spider1(
     output: Path | None,
     executor: str,
     address: str | None,
-    metrics: str = "ex",
-    tables: Path | None = None,
-    runnable: bool = False,
-    plug_value: bool = False,
-    keep_distinct: bool = False,
+    metrics: str,
+    tables: Path | None,
+    runnable: bool,
+    plug_value: bool,
+    keep_distinct: bool,
 ) -> None:
     """`eval spider1` and its variants (`eval spider-syn`, `eval spider-dk`: the gold is the
     benchmark's tasks unless a gold file is given)."""
@@ -197,7 +197,7 @@ def bird(
     output: Path | None,
     executor: str,
     address: str | None,
-    runnable: bool = False,
+    runnable: bool,
 ) -> None:
     """`eval bird`."""
     check_db_dir(db_dir, "*/*.sqlite", "<db_id>/<db_id>.sqlite")

@@ -51,7 +51,7 @@ def spider2(
     max_cells: int,
     max_line_bytes: int,
     read_timeout: float,
-    runnable: bool = False,
+    runnable: bool,
 ) -> None:
     """`eval spider2-lite` / `eval spider2-snow`."""
     check_output(output)
@@ -97,8 +97,8 @@ def spider2_dbt(
     gold_dir: Path | None,
     workers: int,
     output: Path | None,
-    timeout: float = 120.0,
-    runnable: bool = False,
+    timeout: float,
+    runnable: bool,
 ) -> None:
     """`eval spider2-dbt`."""
     check_output(output)
@@ -137,7 +137,7 @@ def spider2_agentic(
     workers: int,
     timeout: float,
     output: Path | None,
-    runnable: bool = False,
+    runnable: bool,
 ) -> None:
     """`eval spider2`."""
     check_output(output)

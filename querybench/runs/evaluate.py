@@ -17,20 +17,21 @@ from collections.abc import Callable, Collection, Mapping
 from dataclasses import replace
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, Unpack, get_args, overload
+from typing import TYPE_CHECKING, Any, Literal, get_args, overload
 
 from querybench.benchmarks import Benchmark, BenchmarkSpec, lookup, names, resolve, spec, specs
+from querybench.benchmarks.eval_options import COMMAND_ONLY, EXECUTOR
+from querybench.declared import Declared, declared_fields
 from querybench.errors import SubmissionWarning
 from querybench.evaluation.record import EvalEvents, InstanceResult, OnResult
 
 if TYPE_CHECKING:
-    from querybench.runs.evaluate_options import (
-        AgenticOptions,
-        BirdOptions,
-        DbtOptions,
-        MiniDevOptions,
-        Spider1Options,
-        Spider2Options,
+    from querybench.benchmarks.bird import BirdEvalOptions, MiniDevEvalOptions
+    from querybench.benchmarks.spider1 import Spider1EvalOptions
+    from querybench.benchmarks.spider2 import (
+        AgenticEvalOptions,
+        DbtEvalOptions,
+        Spider2EvalOptions,
     )
 
 Executor = Literal["local", "ray"]
@@ -46,13 +47,13 @@ _FIXED = frozenset({"benchmark", "on_result"})
 def evaluate(
     benchmark: Literal["spider2-lite", "spider2-snow"],
     predictions: str | Path,
-    options: Spider2Options | None = ...,
+    options: Spider2EvalOptions | Mapping[str, Any] | None = ...,
     events: EvalEvents | None = ...,
     *,
     on_result: OnResult | None = ...,
-    executor: Executor = ...,
+    executor: Executor | str = ...,
     address: str | None = ...,
-    **keywords: Unpack[Spider2Options],
+    **keywords: Any,
 ) -> list[InstanceResult]: ...
 
 
@@ -60,13 +61,13 @@ def evaluate(
 def evaluate(
     benchmark: Literal["spider1", "spider-syn", "spider-dk"],
     predictions: str | Path,
-    options: Spider1Options | None = ...,
+    options: Spider1EvalOptions | Mapping[str, Any] | None = ...,
     events: EvalEvents | None = ...,
     *,
     on_result: OnResult | None = ...,
-    executor: Executor = ...,
+    executor: Executor | str = ...,
     address: str | None = ...,
-    **keywords: Unpack[Spider1Options],
+    **keywords: Any,
 ) -> list[InstanceResult]: ...
 
 
@@ -74,13 +75,13 @@ def evaluate(
 def evaluate(
     benchmark: Literal["bird"],
     predictions: str | Path,
-    options: BirdOptions | None = ...,
+    options: BirdEvalOptions | Mapping[str, Any] | None = ...,
     events: EvalEvents | None = ...,
     *,
     on_result: OnResult | None = ...,
-    executor: Executor = ...,
+    executor: Executor | str = ...,
     address: str | None = ...,
-    **keywords: Unpack[BirdOptions],
+    **keywords: Any,
 ) -> list[InstanceResult]: ...
 
 
@@ -88,13 +89,13 @@ def evaluate(
 def evaluate(
     benchmark: Literal["bird-mini-dev"],
     predictions: str | Path,
-    options: MiniDevOptions | None = ...,
+    options: MiniDevEvalOptions | Mapping[str, Any] | None = ...,
     events: EvalEvents | None = ...,
     *,
     on_result: OnResult | None = ...,
-    executor: Executor = ...,
+    executor: Executor | str = ...,
     address: str | None = ...,
-    **keywords: Unpack[MiniDevOptions],
+    **keywords: Any,
 ) -> list[InstanceResult]: ...
 
 
@@ -102,13 +103,13 @@ def evaluate(
 def evaluate(
     benchmark: Literal["spider2-dbt"],
     predictions: str | Path,
-    options: DbtOptions | None = ...,
+    options: DbtEvalOptions | Mapping[str, Any] | None = ...,
     events: EvalEvents | None = ...,
     *,
     on_result: OnResult | None = ...,
-    executor: Executor = ...,
+    executor: Executor | str = ...,
     address: str | None = ...,
-    **keywords: Unpack[DbtOptions],
+    **keywords: Any,
 ) -> list[InstanceResult]: ...
 
 
@@ -116,13 +117,13 @@ def evaluate(
 def evaluate(
     benchmark: Literal["spider2"],
     predictions: str | Path,
-    options: AgenticOptions | None = ...,
+    options: AgenticEvalOptions | Mapping[str, Any] | None = ...,
     events: EvalEvents | None = ...,
     *,
     on_result: OnResult | None = ...,
-    executor: Executor = ...,
+    executor: Executor | str = ...,
     address: str | None = ...,
-    **keywords: Unpack[AgenticOptions],
+    **keywords: Any,
 ) -> list[InstanceResult]: ...
 
 
@@ -142,23 +143,31 @@ def evaluate(
 def evaluate(
     benchmark: Benchmark | str,
     predictions: str | Path,
-    options: Mapping[str, Any] | None = None,
+    options: Declared | Mapping[str, Any] | None = None,
     events: EvalEvents | None = None,
     *,
     on_result: OnResult | None = None,
-    executor: Executor | str = "local",
+    executor: Executor | str | None = None,
     address: str | None = None,
     **keywords: Any,
 ) -> list[InstanceResult]:
     """Score `predictions` (the benchmark's official file or folder) against its gold; one
     result per instance, in the evaluator's order.
 
-    `options` are the benchmark's (`evaluate_options`; they may also be given as keywords,
-    never both for one name); `events` what it says while scoring (`EvalEvents`; `on_result`
-    alone may also be a keyword). `executor="ray"` runs shards on the Ray cluster at `address`
-    (a local Ray without one); `workers` then caps the shards of one engine kind in flight,
-    and only `on_result` is told."""
+    `options` are the benchmark's: its eval options object (`BirdEvalOptions(workers=4)`, the
+    class its spec declares, whose defaults are the evaluator's: only the fields set away from
+    them are passed on, `executor` and `address` to this call) or a mapping, and they may also
+    be given as keywords (the evaluator's options an object does not hold: `instance_ids`,
+    `cache_dir`, ...), never both for one name; `events` what it says while scoring
+    (`EvalEvents`; `on_result` alone may also be a keyword). `executor="ray"` runs shards on
+    the Ray cluster at `address` (a local Ray without one); `workers` then caps the shards of
+    one engine kind in flight, and only `on_result` is told."""
     evaluator = _evaluator(benchmark)
+    if isinstance(options, Declared):
+        options, own = options_of(benchmark, options)
+        executor = executor if executor is not None else own.get("executor")
+        address = address if address is not None else own.get("address")
+    executor = executor if executor is not None else EXECUTOR
     if executor not in EXECUTORS:
         raise ValueError(f"executor must be one of {', '.join(EXECUTORS)}, not {executor!r}")
     given = dict(options or {})
@@ -192,6 +201,49 @@ def evaluate(
         address=address,
         on_result=events.on_result,
     )
+
+
+# The fields of an eval options object a prediction file's read limits are made of.
+_READ_LIMITS = {
+    "max_bytes": "max_bytes",
+    "max_columns": "max_columns",
+    "max_cells": "max_cells",
+    "max_line_bytes": "max_line_bytes",
+    "read_timeout": "seconds",
+}
+# Fields of the command line's own, which `evaluate` has no use for.
+_COMMAND_LINE = COMMAND_ONLY - {"executor", "address"}
+
+
+def options_of(benchmark: str, declared: Declared) -> tuple[Arguments, Arguments]:
+    """The evaluator's options an eval options object sets (the fields away from their declared
+    default, which the evaluator's own defaults are), and `evaluate`'s own (`executor`,
+    `address`); a field only the command line reads, set, is a `TypeError`."""
+    expected = spec(benchmark).eval_options
+    if expected is None or not isinstance(declared, expected):
+        wanted = expected.__name__ if expected is not None else "a mapping"
+        raise TypeError(f"evaluate({benchmark!r}) takes {wanted}, not {type(declared).__name__}")
+    changed = {
+        f.name: getattr(declared, f.name)
+        for f, _, _ in declared_fields(type(declared))
+        if getattr(declared, f.name) != f.default
+    }
+    refused = sorted(set(changed) & _COMMAND_LINE)
+    if refused:
+        raise TypeError(
+            f"evaluate({benchmark!r}): {', '.join(refused)} is the command line's "
+            "(the predictions are evaluate's second argument)"
+        )
+    own: Arguments = {k: changed.pop(k) for k in ("executor", "address") if k in changed}
+    if set(changed) & set(_READ_LIMITS):
+        from querybench.evaluation.prediction_file import ReadLimits
+
+        changed = {k: v for k, v in changed.items() if k not in _READ_LIMITS}
+        limits = {name: getattr(declared, field) for field, name in _READ_LIMITS.items()}
+        changed["limits"] = ReadLimits(**limits)
+    if isinstance(changed.get("metrics"), str):  # the command line's text: the API's names
+        changed["metrics"] = [m.strip() for m in changed["metrics"].split(",") if m.strip()]
+    return changed, own
 
 
 def score(

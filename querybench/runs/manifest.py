@@ -44,8 +44,9 @@ MANIFEST_NAME = "manifest.json"  # in a run folder
 SUFFIX = ".manifest.json"  # beside an eval's --output
 # The libraries a verdict can depend on (parsing, comparison, the engines).
 LIBRARIES = ("pandas", "numpy", "pyarrow", "sqlglot", "duckdb")
-# The packages whose source decides a verdict.
-SCORER_PACKAGES = ("querybench.evaluation", "querybench.engines")
+# The packages whose source decides a verdict (benchmarks: the declared options, whose defaults
+# are the evaluators').
+SCORER_PACKAGES = ("querybench.evaluation", "querybench.engines", "querybench.benchmarks")
 # What each option names, when it names files.
 ROLES = {
     "predictions": "prediction",

@@ -30,6 +30,7 @@ from types import MappingProxyType
 from typing import Any
 
 from querybench import json_input
+from querybench.benchmarks.bird import BirdEvalOptions
 from querybench.engines.base import Result
 from querybench.engines.cache import ResultCache
 from querybench.engines.registry import EngineKind, spec_for_scheme
@@ -392,11 +393,11 @@ def evaluate_bird(
     *,
     questions: str | Path,
     db_dir: str | Path,
-    metrics: Sequence[BirdMetric] = (BirdMetric.EX,),
+    metrics: Sequence[BirdMetric] = tuple(map(BirdMetric, BirdEvalOptions.metrics.split(","))),
     db_url: str | None = None,
-    ves_repeats: int = 100,
-    timeout: float | None = 30.0,
-    workers: int = 2,
+    ves_repeats: int = BirdEvalOptions.ves_repeats,
+    timeout: float | None = BirdEvalOptions.timeout,
+    workers: int = BirdEvalOptions.workers,
     cache_dir: str | Path | None = None,
     clock: Callable[[], float] = time.perf_counter,
     on_result: OnResult | None = None,

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from querybench import json_input
+from querybench.benchmarks.spider1 import Spider1EvalOptions
 from querybench.engines.base import Result
 from querybench.errors import DataError, EngineError, ErrorCode
 from querybench.evaluation.detail import Difference, Shape, VerdictDetail
@@ -381,15 +382,15 @@ def evaluate_spider1(
     gold: Gold,
     db_dir: str | Path | Sequence[Path],
     questions: str | Path | None = None,
-    timeout: float | None = 30.0,
-    workers: int = 2,
+    timeout: float | None = Spider1EvalOptions.timeout,
+    workers: int = Spider1EvalOptions.workers,
     cache_dir: str | Path | None = None,
     on_result: OnResult | None = None,
     instance_ids: Collection[str] | None = None,
-    metrics: Sequence[str] = ("ex",),
+    metrics: Sequence[str] = tuple(Spider1EvalOptions.metrics.split(",")),
     tables: str | Path | None = None,
-    plug_value: bool = False,
-    keep_distinct: bool = False,
+    plug_value: bool = Spider1EvalOptions.plug_value,
+    keep_distinct: bool = Spider1EvalOptions.keep_distinct,
     _on_query: Callable[[], None] | None = None,
 ) -> list[InstanceResult]:
     """Score Spider 1.0 predictions in the official text formats; one result per gold line.

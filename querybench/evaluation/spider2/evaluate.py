@@ -17,8 +17,9 @@ from concurrent.futures.process import BrokenProcessPool
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, cast
 
+from querybench.benchmarks.spider2 import Spider2EvalOptions
 from querybench.engines.base import Result
 from querybench.engines.cloud import cloud_target
 from querybench.engines.registry import emulation_spec
@@ -63,12 +64,12 @@ def evaluate_spider2(
     *,
     benchmark: Benchmark,
     gold_dir: str | Path,
-    mode: Mode = "exec_result",
-    scoring: Scoring = "official",
+    mode: str = Spider2EvalOptions.mode,
+    scoring: str = Spider2EvalOptions.scoring,
     db_dir: str | Path | Sequence[Path] | None = None,
     tasks_file: str | Path | None = None,
-    workers: int = 2,
-    timeout: float = 60.0,
+    workers: int = Spider2EvalOptions.workers,
+    timeout: float = Spider2EvalOptions.timeout,
     on_result: OnResult | None = None,
     write_csv: bool = False,
     limits: ReadLimits | None = None,
@@ -84,7 +85,7 @@ def evaluate_spider2(
     ids = sorted(gold.specs if instance_ids is None else set(gold.specs) & set(instance_ids))
     if _on_total is not None:
         _on_total(len(ids))
-    job = _Job(gold, pred_dir, scoring, limits or ReadLimits())
+    job = _Job(gold, pred_dir, cast(Scoring, scoring), limits or ReadLimits())
     if mode == "exec_result":
         results: Iterable[InstanceResult] = _exec_result_mode(job, ids, workers)
     else:

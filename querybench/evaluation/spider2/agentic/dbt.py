@@ -18,8 +18,9 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from querybench.benchmarks.spider2 import DbtEvalOptions
 from querybench.errors import ErrorCode
-from querybench.evaluation.database_answer import DATABASE_TIMEOUT_S, DatabaseReader
+from querybench.evaluation.database_answer import DatabaseReader
 from querybench.evaluation.record import InstanceResult, OnResult
 from querybench.evaluation.spider2.agentic.score import score_agentic
 from querybench.evaluation.verdict import Verdict
@@ -109,8 +110,8 @@ def evaluate_spider2_dbt(
     *,
     tasks: Sequence[Task],
     gold_dir: Path,
-    workers: int = 2,
-    timeout: float = DATABASE_TIMEOUT_S,
+    workers: int = DbtEvalOptions.workers,
+    timeout: float = DbtEvalOptions.timeout,
     on_result: OnResult | None = None,
     _on_total: Callable[[int], None] | None = None,
 ) -> list[InstanceResult]:

@@ -14,8 +14,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
+from querybench.benchmarks.spider2 import AgenticEvalOptions
 from querybench.errors import ErrorCode
-from querybench.evaluation.database_answer import DATABASE_TIMEOUT_S, DatabaseReader
+from querybench.evaluation.database_answer import DatabaseReader
 from querybench.evaluation.record import InstanceResult, OnResult
 from querybench.evaluation.spider2.agentic.instance import (
     Answer,
@@ -119,10 +120,10 @@ def evaluate_spider2_agentic(
     *,
     tasks: Sequence[Task],
     gold_dir: Path,
-    scoring: str = "official",
+    scoring: str = AgenticEvalOptions.scoring,
     run_sql: RunSql | None = None,
-    workers: int = 2,
-    timeout: float = DATABASE_TIMEOUT_S,
+    workers: int = AgenticEvalOptions.workers,
+    timeout: float = AgenticEvalOptions.timeout,
     on_result: OnResult | None = None,
     _on_total: Callable[[int], None] | None = None,
 ) -> AgenticEvaluation:
