@@ -56,6 +56,8 @@ def test_report_over_two_runs_and_the_sample_submission(report_html: Path) -> No
     assert "oracle (zero-shot, oracle)" in page and "constant (zero-shot, constant)" in page
     # matplotlib is in the dev extra the tests install: all four plots, never the fallback note
     assert page.count('<figure class="plot">') == 4 and 'id="no-plots"' not in page
+    # the dataset statistics of the tasks each benchmark's runs cover, as `tasks stats` plots them
+    assert "spider1: tasks by difficulty" in page and "spider2-lite: tasks by difficulty" in page
     assert page.count('<details class="instance"') == 10 + 547  # spider1 ids differ from lite's
     assert "How many singers do we have?" in page  # the question of Spider 1.0 dev #0
     assert 'href="#i-0"' in page  # a flip links to its detail

@@ -12,7 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from querybench.cli import app
-from querybench.report.dataset_stats import dataset_stats
+from querybench.report.dataset_stats import PUBLISHED, dataset_stats, formatted, reference_text
 from querybench.tasks import load_tasks
 from tests.conftest import require_data
 
@@ -182,3 +182,21 @@ def test_damaged_metadata_is_one_clear_error(tmp_path: Path, damage: str) -> Non
     lines = [line for line in result.output.splitlines() if line.strip()]
     assert len(lines) == 1 and lines[0].startswith("error: "), result.output
     assert words in " ".join(result.output.split())
+
+
+def test_each_published_figure_prints_beside_the_computed_one() -> None:
+    """Every figure entered for the agentic 632 sits on its statistic's row, after the value
+    computed here, with the source it was read in."""
+    require_data("spider2", "spider2", "examples", "spider2.jsonl")
+    result = CliRunner().invoke(app, ["tasks", "stats", "spider2"], env={"COLUMNS": "250"})
+    assert result.exit_code == 0, result.output
+    statistics = dataset_stats("spider2", load_tasks("spider2")).statistics
+    referenced = [s for s in statistics if s.reference is not None]
+    entered = [ref for key, ref in PUBLISHED.items() if key[0] == "spider2"]
+    assert len(referenced) == len(entered)
+    assert ("databases", "columns per database (mean)") in {(s.group, s.name) for s in referenced}
+    for statistic in referenced:
+        rows = [row for row in result.output.splitlines() if row.startswith(f"│ {statistic.name} ")]
+        cells = [[cell.strip() for cell in row.split("│")[1 : 3 + 1]] for row in rows]
+        expected = [statistic.name, formatted(statistic), reference_text(statistic)]
+        assert expected in cells, (statistic.name, rows)

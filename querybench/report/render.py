@@ -15,6 +15,7 @@ from rich.markup import escape as escape_markup
 from rich.table import Table
 
 from querybench.report.compare import Section
+from querybench.report.dataset_stats import covered_plots
 from querybench.report.details import CSS as DETAILS_CSS
 from querybench.report.details import instance_details
 from querybench.report.plots import MISSING_NOTE, PALETTE, Plot, render_plots
@@ -114,14 +115,16 @@ window.addEventListener('hashchange',openHash);openHash();
 """
 
 
-def _plots(plots: list[Plot] | None) -> str:
+def _plots(plots: list[Plot] | None, heading: str = "plots", kind: str = "plot") -> str:
+    """The plots under `heading`, each a `<figure class=kind>`; the note without matplotlib."""
+    top = f'<h2 id="{kind}s">{escape(heading)}</h2>'
     if plots is None:
-        return f'<h2>plots</h2><p class="note" id="no-plots">{escape(MISSING_NOTE)}</p>'
+        return f'{top}<p class="note" id="no-{kind}s">{escape(MISSING_NOTE)}</p>'
     figures = "".join(
-        f'<figure class="plot"><figcaption>{escape(p.title)}</figcaption>{p.svg}</figure>'
+        f'<figure class="{kind}"><figcaption>{escape(p.title)}</figcaption>{p.svg}</figure>'
         for p in plots
     )
-    return f"<h2>plots</h2>{figures}"
+    return f"{top}{figures}"
 
 
 def _section(section: Section) -> str:
@@ -146,6 +149,10 @@ def html(sections: Sequence[Section], runs: Sequence[RunData], title: str) -> st
         body.append(_section(section))
         if section.title == "overall":
             body.append(_plots(render_plots(runs)))
+            dataset = covered_plots(runs)
+            if dataset != []:  # no run's tasks could be loaded here: nothing to plot
+                heading = "dataset statistics of the tasks the runs cover"
+                body.append(_plots(dataset, heading, "dataset-plot"))
     body.append(
         '<h2>instances</h2><p><input id="q" placeholder="filter instances (id, error, '
         'SQL...)"></p><div id="instances">' + instance_details(runs) + "</div>"
