@@ -189,21 +189,36 @@ second.close()
     assert _in_fresh_interpreter(script) == ["0"]  # not -9: it was not killed
 
 
-def test_the_child_drops_the_parents_secrets() -> None:
-    script = """
-import os
+# A child's loop run in a test's fresh interpreter: `served(*messages, **setup)` serves the
+# setup and the messages through `child.serve` and gives back what the child sent.
+_SERVED = """
 from querybench.engines.child import ChildSetup, serve
 from querybench.engines.supervisor import _shared_file
-class Closed:
-    def __init__(self):
-        self.inbox = [ChildSetup(ignore_ctrl_c=False)]
+class Pipe:
+    def __init__(self, inbox):
+        self.inbox, self.sent = list(inbox), []
     def recv(self):
         if not self.inbox:
             raise EOFError
         return self.inbox.pop(0)
-serve(Closed(), Closed(), _shared_file(64))
+    def send(self, message):
+        self.sent.append(message)
+def served(*messages, **setup):
+    pipe = Pipe([ChildSetup(ignore_ctrl_c=False, **setup), *messages])
+    serve(pipe, pipe, _shared_file(64))
+    return pipe.sent
+"""
+
+
+def test_the_child_drops_the_parents_secrets() -> None:
+    script = (
+        _SERVED
+        + """
+import os
+served()
 print("OPENAI_API_KEY" in os.environ, "HF_TOKEN" in os.environ, "PATH" in os.environ)
 """
+    )
     secrets = {"OPENAI_API_KEY": "sk-test", "HF_TOKEN": "hf-test"}
     assert _in_fresh_interpreter(script, secrets) == ["False", "False", "True"]
 
@@ -284,27 +299,17 @@ process.close()
 def test_a_batch_of_quick_queries_is_answered_in_one_message(databases: dict[str, Path]) -> None:
     # The child holds its answers while they come within the group's span: three quick
     # queries are one reply message; with no span, each is answered on its own.
-    script = f"""
-from querybench.engines.child import ChildSetup, serve
-from querybench.engines.supervisor import _shared_file
-class Pipe:
-    def __init__(self, group_s):
-        self.inbox = [ChildSetup(ignore_ctrl_c=False, open_databases=1),
-                      (0, "execute_many", ({str(databases["sqlite"])!r},
-                       ["SELECT 1", "SELECT nope", "SELECT 2"], 5.0, 10, group_s))]
-        self.sent = []
-    def recv(self):
-        if not self.inbox:
-            raise EOFError
-        return self.inbox.pop(0)
-    def send(self, message):
-        self.sent.append(message)
+    database = str(databases["sqlite"])
+    script = (
+        _SERVED
+        + f"""
 for group_s in (60.0, 0.0):
-    pipe = Pipe(group_s)
-    serve(pipe, pipe, _shared_file(64))
-    print(",".join(str(len(replies)) for _, _, replies in pipe.sent))
-    print(",".join(kind for _, _, replies in pipe.sent for kind, _ in replies))
+    sqls = ["SELECT 1", "SELECT nope", "SELECT 2"]
+    sent = served((0, "execute_many", ({database!r}, sqls, 5.0, 10, group_s)), open_databases=1)
+    print(",".join(str(len(replies)) for _, _, replies in sent))
+    print(",".join(kind for _, _, replies in sent for kind, _ in replies))
 """
+    )
     assert _in_fresh_interpreter(script) == ["3", "ok,error,ok", "1,1,1", "ok,error,ok"]
 
 
@@ -327,3 +332,25 @@ def test_a_reply_that_cannot_be_handed_over_fails_alone() -> None:
     assert _send_group(pipe, 0, [("ok", good), ("ok", bad), ("ok", good)])  # type: ignore[arg-type]
     kinds = [[(kind, type(value).__name__) for kind, value in m[2]] for m in pipe.sent]  # type: ignore[index]
     assert kinds == [[("ok", "Result")], [("error", "EngineError")], [("ok", "Result")]]
+
+
+def test_every_step_of_a_request_has_a_deadline(databases: dict[str, Path]) -> None:
+    # A call the caller gave no timeout (an engine's `tables`, as the agents' and the tool
+    # server's `list_tables` make it) still runs under one: the open's, so no step of a child
+    # is left without a deadline for the parent to kill it at.
+    database = str(databases["sqlite"])
+    script = (
+        _SERVED
+        + f"""
+from querybench.engines import child
+steps = []
+announce = child.Progress.step
+def step(self, step, timeout, *, cpu=False):
+    steps.append((step, timeout))
+    announce(self, step, timeout, cpu=cpu)
+child.Progress.step = step
+sent = served((0, "call", ({database!r}, "tables", (), None)))
+print(sent[0][1], all(timeout is not None for _, timeout in steps), len(steps))
+"""
+    )
+    assert _in_fresh_interpreter(script) == ["ok", "True", "2"]

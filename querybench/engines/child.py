@@ -243,7 +243,10 @@ class _Server:
             elif kind == "call":
                 database, method, call_args, timeout = args
                 engine = child.engine(database)
-                child.query_step(engine, timeout)
+                if timeout is None:  # an engine's own work (its tables): the open's bound
+                    progress.step(WORK, OPEN_TIMEOUT_S)
+                else:
+                    child.query_step(engine, timeout)
                 value = getattr(engine, method)(*call_args)
             elif kind == "import":
                 progress.step(WORK, OPEN_TIMEOUT_S)

@@ -24,10 +24,10 @@ from pathlib import Path
 from typing import Any
 
 from querybench.engines.base import FETCH_CHUNK, Closing, Result, Table
-from querybench.engines.child import QUERY, REPLY_GROUP_S, ChildSetup
+from querybench.engines.child import QUERY, REPLY_GROUP_S, WORK, ChildSetup
 from querybench.engines.memory import query_memory_bytes
 from querybench.engines.registry import ENGINES, EngineSpec
-from querybench.engines.supervision import past_timeout
+from querybench.engines.supervision import OPEN_TIMEOUT_S, past_timeout
 from querybench.engines.supervisor import Stopped, Supervisor, may_fork
 from querybench.errors import EngineError
 
@@ -187,6 +187,8 @@ def stopped_error(stopped: Stopped, timeout: float | None) -> EngineError:
         return stopped.ended()
     if stopped.step == QUERY and timeout is not None:
         return past_timeout(timeout, stopped.spent)
+    if stopped.step == WORK:
+        return EngineError(f"the request ran past its {OPEN_TIMEOUT_S:g}s bound and was stopped")
     return EngineError("the database could not be opened in time; it was given up")
 
 
