@@ -95,24 +95,37 @@ class AgenticEvalOptions(Declared):
     runnable: bool = eo.runnable()
 
 
-def _lite_or_snow(name: Benchmark, folder: str, title: str, **declared: Any) -> BenchmarkSpec:
+def _spider2(
+    name: Benchmark, folder: str, title: str, task_file: str, **declared: Any
+) -> BenchmarkSpec:
+    """A benchmark of the Spider 2.0 release: its tasks (`task_file`) and gold in its folder
+    `spider2/<folder>`, its databases and data-layout option those of every Spider 2.0 one."""
     return BenchmarkSpec(
         name=name,
         family=Family.SPIDER2,
         title=title,
         folder="spider2",
-        task_files=(f"spider2/{folder}/{folder}.jsonl",),
+        task_files=(f"spider2/{folder}/{task_file}",),
         sqlite_files=_SQL_FILES,
         gold_dir=f"spider2/{folder}/evaluation_suite/gold",
+        releases=f"querybench.data.releases:{name.name}_PARTS",
+        **{"layout_options": (("data_dir", None),), **declared},
+    )
+
+
+def _lite_or_snow(name: Benchmark, folder: str, title: str, **declared: Any) -> BenchmarkSpec:
+    return _spider2(
+        name,
+        folder,
+        title,
+        f"{folder}.jsonl",
         loader="querybench.tasks.spider2:load",
         evaluator="querybench.evaluation.spider2.evaluate:evaluate_spider2",
         evaluator_keywords=(("benchmark", name.value),),
         eval_options=Spider2EvalOptions,
-        layout_options=(("data_dir", None),),
         resolver=f"{_EVAL}:spider2_locations",
         command="querybench.commands.eval_run:spider2",
         writer="querybench.runs.outputs:score_spider2",
-        releases=f"querybench.data.releases:{name.name}_PARTS",
         on_ray=True,
         runs_queries="in sql mode",
         spider2_resources=folder,
@@ -131,32 +144,24 @@ SPECS = (
         translates=Benchmark.SPIDER2_LITE,
         one_engine="snowflake",
     ),
-    BenchmarkSpec(
-        name=Benchmark.SPIDER2_DBT,
-        family=Family.SPIDER2,
-        title="Spider 2.0-DBT (68 DBT projects)",
-        folder="spider2",
-        task_files=("spider2/spider2-dbt/examples/spider2-dbt.jsonl",),
-        sqlite_files=_SQL_FILES,
-        gold_dir="spider2/spider2-dbt/evaluation_suite/gold",
+    _spider2(
+        Benchmark.SPIDER2_DBT,
+        "spider2-dbt",
+        "Spider 2.0-DBT (68 DBT projects)",
+        "examples/spider2-dbt.jsonl",
         loader="querybench.tasks.spider2_dbt:load",
         evaluator="querybench.evaluation.spider2.agentic.dbt:evaluate_spider2_dbt",
         eval_options=DbtEvalOptions,
-        layout_options=(("data_dir", None),),
         resolver=f"{_EVAL}:dbt_locations",
         command="querybench.commands.eval_run:spider2_dbt",
         writer="querybench.runs.outputs:score_dbt",
-        releases="querybench.data.releases:SPIDER2_DBT_PARTS",
         dbt_projects=True,
     ),
-    BenchmarkSpec(
-        name=Benchmark.SPIDER2,
-        family=Family.SPIDER2,
-        title="Spider 2.0 agentic setting (632 tasks)",
-        folder="spider2",
-        task_files=("spider2/spider2/examples/spider2.jsonl",),
-        sqlite_files=_SQL_FILES,
-        gold_dir="spider2/spider2/evaluation_suite/gold",
+    _spider2(
+        Benchmark.SPIDER2,
+        "spider2",
+        "Spider 2.0 agentic setting (632 tasks)",
+        "examples/spider2.jsonl",
         loader="querybench.tasks.spider2_agentic:load",
         evaluator="querybench.evaluation.spider2.agentic.evaluate:evaluate_spider2_agentic",
         eval_options=AgenticEvalOptions,
@@ -166,7 +171,6 @@ SPECS = (
         resolver=f"{_EVAL}:agentic_locations",
         command="querybench.commands.eval_run:spider2_agentic",
         writer="querybench.runs.outputs:score_agentic",
-        releases="querybench.data.releases:SPIDER2_PARTS",
         agentic=True,
     ),
 )

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
+from querybench.benchmarks.eval_options import EXECUTOR
 from querybench.errors import QuerybenchError
 from querybench.evaluation.record import InstanceResult
 from querybench.report.summary import print_summary, summarise
@@ -243,7 +244,7 @@ def evaluate_under_progress(
     benchmark: str,
     predictions: Path,
     *,
-    executor: str = "local",
+    executor: str = EXECUTOR,
     address: str | None = None,
     per_query: bool = False,
     **options: Any,

@@ -8,6 +8,7 @@ from typing import Any
 
 from querybench.benchmarks import spec
 from querybench.commands.eval_common import (
+    Scored,
     check_db_dir,
     check_output,
     console,
@@ -35,6 +36,17 @@ def _located(benchmark: str, given: dict[str, Path | None]) -> dict[str, Any]:
     except QuerybenchError as exc:
         usage_error(str(exc))
     return located
+
+
+def _run_queries(
+    benchmark: str, predictions: Path, executor: str, address: str | None, **options: Any
+) -> Scored:
+    """`querybench.evaluate` of a benchmark scored by running its queries (Spider 1.0, BIRD),
+    here or in shards on Ray, under a bar that advances per query."""
+    title = "running queries" if executor == "local" else "scoring shards"
+    return evaluate_under_progress(
+        title, benchmark, predictions, executor=executor, address=address, per_query=True, **options
+    )
 
 
 def spider1(
@@ -98,13 +110,11 @@ def spider1(
             f"{len(instances)} gold queries in {named_by}: the last {past_end} are "
             "missing_prediction"
         )
-    scored = evaluate_under_progress(
-        "running queries" if executor == "local" else "scoring shards",
+    scored = _run_queries(
         benchmark,
         predictions,
-        executor=executor,
-        address=address,
-        per_query=True,
+        executor,
+        address,
         gold=gold,
         db_dir=db_dir,
         questions=questions,
@@ -168,13 +178,11 @@ def _bird(
             f"r_ves: timing every matched pair {ves_repeats} times; slow, and the figures "
             "depend on the machine's load"
         )
-    scored = evaluate_under_progress(
-        "running queries" if executor == "local" else "scoring shards",
+    scored = _run_queries(
         benchmark,
         predictions,
-        executor=executor,
-        address=address,
-        per_query=True,
+        executor,
+        address,
         questions=questions,
         db_dir=db_dir,
         timeout=timeout,

@@ -26,6 +26,7 @@ from querybench.engines.base import (
     max_result_bytes,
     too_many_bytes,
 )
+from querybench.engines.error_numbers import ErrorNumbers
 from querybench.engines.registry import ENGINES
 from querybench.engines.transpile import read_only_statement
 from querybench.engines.url import ServerUrl, mask_secrets, parse_server_url
@@ -39,18 +40,12 @@ from querybench.errors import (
     EngineError,
     EngineErrorClass,
     EngineUnavailable,
-    QueryRefused,
-    QueryTimeout,
     ResultTooLarge,
     in_words,
 )
 
 _REFUSED_WORDS = frozenset({"OUTFILE", "SETTINGS"})
 _CODE = re.compile(r"Code: (\d+)\.")
-_TIMEOUT_CODES = frozenset({159, 394})
-_REFUSED_CODES = frozenset({164, 497, 291, 430})
-_TOO_MANY_ROWS_CODES = frozenset({158, 396})
-_SYNTAX_CODE = 62
 _SCHEMA_SQL = (
     "SELECT database, table, name, type FROM system.columns"
     " WHERE database NOT IN ('system', 'INFORMATION_SCHEMA', 'information_schema')"
@@ -212,30 +207,30 @@ def _result(table: pa.Table, elapsed: float) -> Result:
 def _engine_error(message: str, timeout: float | None, max_rows: int | None) -> EngineError:
     match = _CODE.search(message)
     code = int(match.group(1)) if match else None
-    if code in _TIMEOUT_CODES:
-        return QueryTimeout(f"the query ran past its {timeout}s timeout and was stopped")
-    if code in _REFUSED_CODES:
-        return QueryRefused(f"refused: {message}")
-    if code in _TOO_MANY_ROWS_CODES:
-        return ResultTooLarge(f"the result has more than {max_rows} rows")
-    if code == _SYNTAX_CODE:
-        return EngineError(f"syntax error: {message}", EngineErrorClass.unparsed())
-    return EngineError(message, clickhouse_error_class(code, message))
+    return _NUMBERS.error(
+        code, message, timeout, lambda: clickhouse_error_class(code, message), max_rows
+    )
 
 
-# ClickHouse error codes that name the mistakes every engine makes; any other is the code's
-# own name, which the server prints after the message (`... (UNKNOWN_IDENTIFIER)`).
-_CODES = {
-    47: EngineErrorClass.executed(NO_SUCH_COLUMN),  # UNKNOWN_IDENTIFIER
-    16: EngineErrorClass.executed(NO_SUCH_COLUMN),  # NO_SUCH_COLUMN_IN_TABLE
-    60: EngineErrorClass.executed(NO_SUCH_TABLE),  # UNKNOWN_TABLE
-    46: EngineErrorClass.executed(NO_SUCH_FUNCTION),  # UNKNOWN_FUNCTION
-    352: EngineErrorClass.executed(AMBIGUOUS_COLUMN),  # AMBIGUOUS_COLUMN_NAME
-    184: EngineErrorClass.executed(MISUSE_OF_AGGREGATE),  # ILLEGAL_AGGREGATION
-    6: EngineErrorClass.executed(CONVERSION_ERROR),  # CANNOT_PARSE_TEXT
-    70: EngineErrorClass.executed(CONVERSION_ERROR),  # CANNOT_CONVERT_TYPE
-    72: EngineErrorClass.executed(CONVERSION_ERROR),  # CANNOT_PARSE_NUMBER
-}
+# ClickHouse's error codes; a mistake not named here is the code's own name, which the server
+# prints after the message (`... (UNKNOWN_IDENTIFIER)`).
+_NUMBERS = ErrorNumbers(
+    timeouts=frozenset({159, 394}),
+    refused=frozenset({164, 497, 291, 430}),
+    too_many_rows=frozenset({158, 396}),
+    syntax=62,
+    mistakes={
+        47: NO_SUCH_COLUMN,  # UNKNOWN_IDENTIFIER
+        16: NO_SUCH_COLUMN,  # NO_SUCH_COLUMN_IN_TABLE
+        60: NO_SUCH_TABLE,  # UNKNOWN_TABLE
+        46: NO_SUCH_FUNCTION,  # UNKNOWN_FUNCTION
+        352: AMBIGUOUS_COLUMN,  # AMBIGUOUS_COLUMN_NAME
+        184: MISUSE_OF_AGGREGATE,  # ILLEGAL_AGGREGATION
+        6: CONVERSION_ERROR,  # CANNOT_PARSE_TEXT
+        70: CONVERSION_ERROR,  # CANNOT_CONVERT_TYPE
+        72: CONVERSION_ERROR,  # CANNOT_PARSE_NUMBER
+    },
+)
 _CODE_NAME = re.compile(r"\(([A-Z][A-Z0-9_]+)\)\s*(?:\(version [^)]*\))?\s*$")
 
 
@@ -245,8 +240,9 @@ def clickhouse_error_class(code: int | None, message: str) -> EngineErrorClass |
     there; None for a message without a code."""
     if code is None:
         return None
-    if code in _CODES:
-        return _CODES[code]
+    known = _NUMBERS.known_class(code)
+    if known is not None:
+        return known
     named = _CODE_NAME.search(message.strip())
     return EngineErrorClass.executed(in_words(named.group(1)) if named else f"code {code}")
 

@@ -20,6 +20,7 @@ import pymysql
 import pymysql.cursors
 
 from querybench.engines.base import Column, EngineBase, Result, Table, backstop, fetch_capped
+from querybench.engines.error_numbers import ErrorNumbers
 from querybench.engines.registry import ENGINES
 from querybench.engines.transpile import read_only_statement
 from querybench.engines.url import ServerUrl, mask_secrets, parse_server_url
@@ -34,7 +35,6 @@ from querybench.errors import (
     EngineErrorClass,
     EngineUnavailable,
     QueryRefused,
-    QueryTimeout,
     ResultTooLarge,
     in_words,
 )
@@ -44,9 +44,6 @@ log = logging.getLogger(__name__)
 _KILL_GRACE_S = 1.0
 _REFUSED_WORDS = frozenset({"OUTFILE", "DUMPFILE"})
 _DENIED_FUNCTION = re.compile(r"\b(load_file|sys_exec|sys_eval)\s*\(", re.IGNORECASE)
-_REFUSED_CODES = frozenset({1792, 1142, 1044, 1045, 1227, 1290, 1036})  # read-only, privileges
-_TIMEOUT_CODES = frozenset({1969, 3024, 1317, 1028})
-_SYNTAX_CODE = 1064
 
 
 def connect_args(url: ServerUrl, **extra: Any) -> dict[str, Any]:
@@ -179,25 +176,24 @@ class MySQLEngine(EngineBase):
 def _engine_error(exc: pymysql.Error, timeout: float | None) -> EngineError:
     code = exc.args[0] if exc.args and isinstance(exc.args[0], int) else None
     message = str(exc.args[1]) if len(exc.args) > 1 else str(exc)
-    if code in _TIMEOUT_CODES:
-        return QueryTimeout(f"the query ran past its {timeout}s timeout and was stopped")
-    if code in _REFUSED_CODES:
-        return QueryRefused(f"refused: {message}")
-    if code == _SYNTAX_CODE:
-        return EngineError(f"syntax error: {message}", EngineErrorClass.unparsed())
-    return EngineError(message, mysql_error_class(code))
+    return _NUMBERS.error(code, message, timeout, lambda: mysql_error_class(code))
 
 
-# Server error numbers that name the mistakes every engine makes; any other is its ER_ name.
-_ERRNOS = {
-    1054: EngineErrorClass.executed(NO_SUCH_COLUMN),  # ER_BAD_FIELD_ERROR
-    1146: EngineErrorClass.executed(NO_SUCH_TABLE),  # ER_NO_SUCH_TABLE
-    1305: EngineErrorClass.executed(NO_SUCH_FUNCTION),  # ER_SP_DOES_NOT_EXIST
-    1052: EngineErrorClass.executed(AMBIGUOUS_COLUMN),  # ER_NON_UNIQ_ERROR
-    1111: EngineErrorClass.executed(MISUSE_OF_AGGREGATE),  # ER_INVALID_GROUP_FUNC_USE
-    1292: EngineErrorClass.executed(CONVERSION_ERROR),  # ER_TRUNCATED_WRONG_VALUE
-    1366: EngineErrorClass.executed(CONVERSION_ERROR),  # ER_TRUNCATED_WRONG_VALUE_FOR_FIELD
-}
+# The server's error numbers; a mistake not named here is its ER_ name.
+_NUMBERS = ErrorNumbers(
+    timeouts=frozenset({1969, 3024, 1317, 1028}),
+    refused=frozenset({1792, 1142, 1044, 1045, 1227, 1290, 1036}),  # read-only, privileges
+    syntax=1064,
+    mistakes={
+        1054: NO_SUCH_COLUMN,  # ER_BAD_FIELD_ERROR
+        1146: NO_SUCH_TABLE,  # ER_NO_SUCH_TABLE
+        1305: NO_SUCH_FUNCTION,  # ER_SP_DOES_NOT_EXIST
+        1052: AMBIGUOUS_COLUMN,  # ER_NON_UNIQ_ERROR
+        1111: MISUSE_OF_AGGREGATE,  # ER_INVALID_GROUP_FUNC_USE
+        1292: CONVERSION_ERROR,  # ER_TRUNCATED_WRONG_VALUE
+        1366: CONVERSION_ERROR,  # ER_TRUNCATED_WRONG_VALUE_FOR_FIELD
+    },
+)
 
 
 def mysql_error_class(code: int | None) -> EngineErrorClass | None:
@@ -208,7 +204,7 @@ def mysql_error_class(code: int | None) -> EngineErrorClass | None:
     from pymysql.constants import ER
 
     name = next((n for n, v in vars(ER).items() if v == code and n.isupper()), None)
-    known = _ERRNOS.get(code)
+    known = _NUMBERS.known_class(code)
     return known or (None if name is None else EngineErrorClass.executed(in_words(name)))
 
 

@@ -58,6 +58,26 @@ class ScoringCall:
         return score(self.benchmark, self.predictions, self.arguments)
 
 
+def _call(
+    config: RunConfig, benchmark: str, predictions: Path, arguments: dict[str, Any]
+) -> ScoringCall:
+    """A run's scoring call: `arguments` and the run's scoring options (each query's timeout,
+    the workers)."""
+    scoring = {"timeout": config.scoring.eval_timeout, "workers": config.scoring.eval_workers}
+    return ScoringCall(benchmark, predictions, arguments | scoring)
+
+
+def _graded(config: RunConfig, tasks: list[Task], root: Path) -> list[Task]:
+    """The run's tasks read again with their gold (a run reads it only for oracle models)."""
+    from querybench.tasks import load_tasks
+
+    found = load_tasks(
+        config.benchmark, data_dir=root, path=config.selection.task_file, with_gold=True
+    )
+    graded = {t.instance_id: t for t in found}
+    return [graded.get(t.instance_id, t) for t in tasks]
+
+
 def spider1_ids(results: list[InstanceResult], tasks: list[Task]) -> list[InstanceResult]:
     """Spider 1.0's results (numbered by gold line) under the run's task ids."""
     return [
@@ -171,16 +191,7 @@ def _spider1_call(
     pred: Path,
     db_dir: Path | list[Path],
 ) -> tuple[list[InstanceResult], ScoringCall]:
-    call = ScoringCall(
-        benchmark,
-        pred,
-        {
-            "gold": gold,
-            "db_dir": db_dir,
-            "timeout": config.scoring.eval_timeout,
-            "workers": config.scoring.eval_workers,
-        },
-    )
+    call = _call(config, benchmark, pred, {"gold": gold, "db_dir": db_dir})
     return spider1_ids(call.score(), tasks), call
 
 
@@ -226,16 +237,8 @@ def score_bird(
     pred = config.out / f"predict{tag}.json"
     pred.write_text(json.dumps(predictions, indent=1, ensure_ascii=False), encoding="utf-8")
     db_dir = _database_folder(config, tasks, root / BIRD_PATHS[config.benchmark].databases[0])
-    call = ScoringCall(
-        Benchmark.BIRD,  # every BIRD split is scored as dev is
-        pred,
-        {
-            "questions": questions,
-            "db_dir": db_dir,
-            "timeout": config.scoring.eval_timeout,
-            "workers": config.scoring.eval_workers,
-        },
-    )
+    # every BIRD split is scored as dev is
+    call = _call(config, Benchmark.BIRD, pred, {"questions": questions, "db_dir": db_dir})
     return call.score(), call
 
 
@@ -262,7 +265,8 @@ def score_spider2(
     benchmark = config.benchmark
     gold = default_gold_dir(benchmark, config.selection.data_dir)
     tasks_file = gold.parent.parent / f"{benchmark}.jsonl"
-    call = ScoringCall(
+    call = _call(
+        config,
         benchmark,
         folder,
         {
@@ -270,8 +274,6 @@ def score_spider2(
             "mode": "sql",
             "db_dir": spider2_database_dirs(config.selection.data_dir),
             "tasks_file": tasks_file if tasks_file.is_file() else None,
-            "workers": config.scoring.eval_workers,
-            "timeout": config.scoring.eval_timeout,
             "write_csv": True,
         },
     )
@@ -290,24 +292,9 @@ def score_dbt(
     """The databases the agent left in `RUNDIR/predictions/<instance_id>/` against the gold
     (tasks are read again with their gold: a run reads it only for oracle models)."""
     from querybench.evaluation.spider2.agentic.dbt import dbt_gold_dir
-    from querybench.tasks import load_tasks
 
-    graded = {
-        t.instance_id: t
-        for t in load_tasks(
-            config.benchmark, data_dir=root, path=config.selection.task_file, with_gold=True
-        )
-    }
-    call = ScoringCall(
-        config.benchmark,
-        config.out / "predictions",
-        {
-            "tasks": [graded.get(t.instance_id, t) for t in tasks],
-            "gold_dir": dbt_gold_dir(root),
-            "workers": config.scoring.eval_workers,
-            "timeout": config.scoring.eval_timeout,
-        },
-    )
+    arguments = {"tasks": _graded(config, tasks, root), "gold_dir": dbt_gold_dir(root)}
+    call = _call(config, config.benchmark, config.out / "predictions", arguments)
     return call.score(), call
 
 
@@ -322,7 +309,6 @@ def score_agentic(
     """Agentic Spider 2.0: `RUNDIR/submission/` in the official layout (the lines the agent
     runs left, in task order), scored by `eval spider2` over the run's tasks."""
     from querybench.evaluation.spider2.agentic.instance import engine_runner
-    from querybench.tasks import load_tasks
     from querybench.tasks.spider2_agentic import gold_dir
 
     folder = config.out / "submission"
@@ -336,21 +322,14 @@ def score_agentic(
     ]
     text = "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines)
     (folder / "results_metadata.jsonl").write_text(text, encoding="utf-8")
-    graded = {
-        t.instance_id: t
-        for t in load_tasks(
-            config.benchmark, data_dir=root, path=config.selection.task_file, with_gold=True
-        )
-    }
-    call = ScoringCall(
+    call = _call(
+        config,
         config.benchmark,
         folder,
         {
-            "tasks": [graded.get(t.instance_id, t) for t in tasks],
+            "tasks": _graded(config, tasks, root),
             "gold_dir": gold_dir(root / "spider2"),
             "run_sql": engine_runner(config.selection.data_dir, config.scoring.eval_timeout),
-            "workers": config.scoring.eval_workers,
-            "timeout": config.scoring.eval_timeout,
         },
     )
     return call.score(), call
