@@ -16,8 +16,10 @@ from __future__ import annotations
 
 import contextlib
 import time
+from array import array
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeAlias
 
 from querybench.engines.base import Result
 from querybench.engines.cache import ResultCache
@@ -26,12 +28,21 @@ from querybench.engines.memory import out_of_memory
 from querybench.engines.supervision import OPEN_TIMEOUT_S
 from querybench.envs.match import Outcome, RewardOutcome, execution_match, run_answer
 from querybench.errors import EngineError
+from querybench.evaluation.verdict import Verdict
 
 # One reward to compute: (database, gold SQL, the answer's SQL or None).
 WorkItem = tuple[str, str, str | None]
 # A work item as the child gets it, with the gold and answer outcomes already settled by a
 # kill (None: compute it), so the verdict is always made by the same code.
 Task = tuple[str, str, str | None, EngineError | None, EngineError | None]
+
+# A batch's outcomes as they cross the pipe (`pack_outcomes`): each distinct (reward, verdict,
+# metrics) once, then for every item the index of its own among them. A reply of 64 outcomes
+# is a few distinct ones (the verdicts are shared values already), so this pickles a short
+# table and one bytes object instead of an object and a dict per item.
+PackedOutcomes: TypeAlias = (
+    "tuple[list[tuple[float, Verdict, tuple[tuple[str, float], ...]]], bytes | array[int]]"
+)
 
 # The reward's own steps, as written to the progress bytes (beside the child's `OPENING`).
 GOLD, ANSWER = WORK + 1.0, WORK + 2.0
@@ -155,12 +166,41 @@ class RewardWork:
         finally:
             self.progress.done()
 
-    def __call__(self, tasks: list[Task]) -> list[RewardOutcome]:
-        """The outcomes of a batch, in order, each item's index announced as it starts."""
+    def __call__(self, tasks: list[Task]) -> PackedOutcomes:
+        """The outcomes of a batch, in order (`pack_outcomes`), each item's index announced as
+        it starts."""
         progress = self.progress
         outcomes = []
         for index, task in enumerate(tasks):
             progress.index = index
             outcomes.append(self.score(task))
         progress.index = len(tasks)  # past the last item: a failure now loses the reply
-        return outcomes
+        return pack_outcomes(outcomes)
+
+
+def pack_outcomes(outcomes: list[RewardOutcome]) -> PackedOutcomes:
+    """`outcomes` as they cross the pipe (`PackedOutcomes`); `unpack_outcomes` undoes it."""
+    table: list[tuple[float, Verdict, tuple[tuple[str, float], ...]]] = []
+    known: dict[tuple[float, int, tuple[tuple[str, float], ...]], int] = {}
+    where = []
+    for outcome in outcomes:
+        metrics = tuple(outcome.metrics.items())
+        # By the verdict's identity: it is alive in `outcomes`, and equal verdicts made apart
+        # stay apart, as pickling them one by one kept them.
+        key = (outcome.reward, id(outcome.verdict), metrics)
+        index = known.get(key)
+        if index is None:
+            index = known[key] = len(table)
+            table.append((outcome.reward, outcome.verdict, metrics))
+        where.append(index)
+    # One byte an item while it can name every distinct outcome, else four.
+    return table, bytes(where) if len(table) <= 256 else array("I", where)
+
+
+def unpack_outcomes(packed: PackedOutcomes) -> list[RewardOutcome]:
+    """The outcomes `pack_outcomes` packed, each with a metrics dict of its own."""
+    table, where = packed
+    return [
+        RewardOutcome(reward, verdict, dict(metrics))
+        for reward, verdict, metrics in [table[index] for index in where]
+    ]
