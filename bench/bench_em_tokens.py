@@ -9,11 +9,13 @@ query of dev_gold.sql, every line of each `--predictions` file, the near misses 
 `bench.spider1_em_mutations`, and `--generated` texts made to meet Punkt's sentence splitting:
 periods before lower- and upper-case words, abbreviations ("St.", "e.g.", "Inc.", "U.S.") inside
 and outside quoted values, numbers with periods, initials, "t1." aliases, collocations of the
-English model, ellipses, `?` and `!` glued to words, newlines and tabs, and the characters where
-the regex engine nltk uses and the standard library's disagree on whitespace, word characters
-and digits (U+001C-U+001F, superscripts, combining marks, digits newer than Unicode 14). Each
-text goes through the official `process_sql.tokenize` (`bench/spider1_tokens_official.py`) and
-through `tokenize_sql`; every text whose tokens (or error) differ is printed, with both lists.
+English model, ellipses, `?` and `!` glued to words, newlines and tabs, the contractions nltk
+splits ("cannot", "gonna"), and the characters where the regex engine nltk uses and the
+standard library's disagree on whitespace, word characters and digits (U+001C-U+001F,
+superscripts, combining marks, digits newer than Unicode 14); a third of them are strings of
+such characters drawn one by one. Each text goes through the official `process_sql.tokenize`
+(`bench/spider1_tokens_official.py`) and through `tokenize_sql`; every text whose tokens (or
+error) differ is printed, with both lists.
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ WORDS = tuple(
             "i a x SELECT FROM WHERE AND OR NOT IN LIKE JOIN ON AS GROUP BY ORDER LIMIT HAVING",
             "DESC ASC The However In It Who Smith Business Administrators Louis I A From Select",
             "Where Name Count Many Since Sales Magnin Aron Edelman Levine Also Two Directors",
-            "Monetary _x T2 t2 Him him",
+            "Monetary _x T2 t2 Him him cannot CANNOT gonna wanna gimme lemme gotta",
         )
     ).split(" ")
 )
@@ -111,6 +113,14 @@ def generated_text(rng: random.Random) -> str:
     return "".join(parts)
 
 
+SOUP = "aAbBsStTxX19 .....??!!))((,,;:\n\t\"'`-_\u201c\u00bb\x1c\u00b2\u0301" + "cannot" * 2
+
+
+def character_soup(rng: random.Random) -> str:
+    """Characters drawn one by one from those Punkt's expressions name."""
+    return "".join(rng.choice(SOUP) for _ in range(rng.randint(1, 40)))
+
+
 def with_periods(sql: str, rng: random.Random) -> str:
     """A real query with periods and abbreviations put after some of its words."""
     words = sql.split(" ")
@@ -124,7 +134,8 @@ def texts(generated: int, seed: int, predictions: list[Path]) -> list[str]:
     rng = random.Random(seed)
     pairs = build_pairs(3, seed, predictions)
     real = list(dict.fromkeys([p["gold"] for p in pairs] + [p["pred"] for p in pairs]))
-    made = [generated_text(rng) for _ in range(generated // 2)]
+    made = [generated_text(rng) for _ in range(generated // 3)]
+    made += [character_soup(rng) for _ in range(generated // 3)]
     made += [with_periods(rng.choice(real), rng) for _ in range(generated - len(made))]
     return list(dict.fromkeys(real + made))
 

@@ -83,6 +83,14 @@ def partial(gold: str, pred: str, component: str) -> PartialScore:
         ("WHERE x = 3. and y", ["where", "x", "=", "3.", "and", "y"]),  # lower case next: no end
         ("WHERE x = 3. AND y", ["where", "x", "=", "3", ".", "and", "y"]),
         ("SELECT a FROM t.", ["select", "a", "from", "t", "."]),  # the final period
+        # a run of backticks is spaced off, then each "``" in it once more
+        ("SELECT ```a FROM t", ["select", "``", "`", "a", "from", "t"]),
+        ("SELECT ````a FROM t", ["select", "``", "``", "a", "from", "t"]),
+        ("SELECT `a` FROM t", ["select", "`", "a", "`", "from", "t"]),
+        # the contraction rules run on Python's re (nltk compiles them so): a superscript is a
+        # word character there and a combining mark is not
+        ("SELECT cannot\u00b2 FROM t", ["select", "cannot\u00b2", "from", "t"]),
+        ("SELECT a\u0301cannot FROM t", ["select", "a\u0301", "can", "not", "from", "t"]),
     ],
 )
 def test_tokens_follow_the_official_tokenizer(sql: str, tokens: list[str]) -> None:

@@ -164,6 +164,11 @@ DAMAGED: dict[str, tuple[Path, str, str]] = {
     "table metadata of the wrong type": (SCHEMA / "t.json", '{"column_types": 5}', "unreadable"),
     "table metadata nested past the reader": (SCHEMA / "t.json", DEEP, "nested past the reader"),
     "table metadata cut off": (SCHEMA / "t.json", '{"table_name": ', "unreadable"),
+    "a DDL cut inside its quotes": (
+        SCHEMA / "DDL.csv",
+        'table_name,ddl\nt,"CREATE TABLE t (\n  a INT64',
+        "DDL.csv: row 2: unexpected end of data",
+    ),
 }
 
 
@@ -200,3 +205,45 @@ def test_each_published_figure_prints_beside_the_computed_one() -> None:
         cells = [[cell.strip() for cell in row.split("│")[1 : 3 + 1]] for row in rows]
         expected = [statistic.name, formatted(statistic), reference_text(statistic)]
         assert expected in cells, (statistic.name, rows)
+
+
+@pytest.mark.parametrize(
+    ("damage", "words"),
+    [("DDL.csv missing", "ds_a: no table metadata"), ("DDL.csv a folder", "DDL.csv: not a file")],
+)
+def test_a_schema_without_table_metadata_is_one_clear_error(
+    tmp_path: Path, damage: str, words: str
+) -> None:
+    """Neither a DDL.csv nor a table's JSON: the schema's tables are unknown, not zero."""
+    data = build_root(tmp_path)
+    (data / SCHEMA / "DDL.csv").unlink()
+    if damage == "DDL.csv a folder":
+        (data / SCHEMA / "DDL.csv").mkdir()
+    args = ["tasks", "stats", "spider2-lite", "--data-dir", str(data), "--json"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 2, result.output
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error: "), result.output
+    assert words in " ".join(result.output.split())
+
+
+@pytest.mark.parametrize(
+    ("gold", "words", "tokenized"),
+    [  # sqlglot's tokenizer takes the nested one (its parser recurses), nothing takes the long one
+        ("SELECT " + "(" * 20_000 + "1" + ")" * 20_000, "1 gold SQL sqlglot cannot read", 3),
+        ("SELECT " + ", ".join(["a"] * 100_000) + " FROM t", "1 gold SQL past 256 KiB", 2),
+    ],
+    ids=["nested 20,000 deep", "300 KiB long"],
+)
+def test_a_gold_sql_sqlglot_cannot_take_is_left_out_and_said(
+    tmp_path: Path, gold: str, words: str, tokenized: int
+) -> None:
+    data = build_root(tmp_path)
+    (data / LITE / "evaluation_suite" / "gold" / "sql" / "bq902.sql").write_text(gold)
+    args = ["tasks", "stats", "spider2-lite", "--data-dir", str(data), "--json"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    stats = _by_name(json.loads(result.output))
+    assert stats["gold SQL", "tasks with gold SQL here"]["value"] == 3
+    assert words in stats["gold SQL", "distinct functions per SQL (mean)"]["note"]
+    assert len(json.loads(result.output)["gold_tokens"]) == tokenized

@@ -120,6 +120,10 @@ class Supervisor:
         progress_fd = _shared_file(PROGRESS.size)
         try:
             progress = mmap.mmap(progress_fd, PROGRESS.size)
+        except BaseException:
+            os.close(progress_fd)
+            raise
+        try:
             # Until the child is up, its start-up has the time a database gets to open.
             deadline = time.monotonic() + OPEN_TIMEOUT_S
             PROGRESS.pack_into(progress, 0, deadline, -1, -1, OPENING, 0.0)
@@ -127,6 +131,9 @@ class Supervisor:
                 handle, requests, replies = _start_subprocess(progress_fd)
             else:
                 handle, requests, replies = _start_forked(progress_fd, fork)
+        except BaseException:
+            progress.close()  # no child to share it with
+            raise
         finally:
             os.close(progress_fd)
         self._process, self._requests, self._replies = handle, requests, replies

@@ -7,13 +7,17 @@ strings back (case kept) and joins `!`, `>`, `<` with a following `=`. Its quirk
 contract: `a=1` stays one token, `1,2` stays one token, a column named `cannot` is two tokens.
 
 nltk is not a dependency: on text whose strings are hidden only a handful of its rules can
-fire, and they are written out here. Punkt matters in one way only: a token ending in a single
-`.` that Punkt takes for a sentence end has that period split off (the tokenizer's final-period
-rule runs per sentence). The sentences are Punkt's with the trained English model
-(`spider1_punkt.py`).
+fire, and they are written out here, on the engines nltk 3.10 runs them on: `regex` for all
+but the contraction rules, which it compiles with Python's `re` (the two disagree on
+whitespace, word characters, digits and word boundaries for some characters). Punkt matters in
+one way only: a token ending in a single `.` that Punkt takes for a sentence end has that
+period split off (the tokenizer's final-period rule runs per sentence). The sentences are
+Punkt's with the trained English model (`spider1_punkt.py`).
 """
 
 from __future__ import annotations
+
+import re
 
 import regex
 
@@ -24,6 +28,7 @@ from querybench.tasks.spider1_punkt import sentences
 # characters without which it cannot match (the rule is skipped on text that has none of them).
 _RULES: tuple[tuple[regex.Pattern[str], str, str], ...] = (
     (regex.compile("([\u00ab\u201c\u2018\u201e]|[`]+)"), r" \1 ", "\u00ab\u201c\u2018\u201e`"),
+    (regex.compile(r"(``)"), r" \1 ", "`"),
     (regex.compile(r'([^\.])(\.)([\]\)}>"\'' "\u00bb\u201d\u2019 " r"]*+)\s*$"), r"\1 \2 \3 ", "."),
     (regex.compile(r"([:,])([^\d])"), r" \1 \2", ":,"),
     (regex.compile(r"([:,])$"), r" \1 ", ":,"),
@@ -48,7 +53,7 @@ _SPACED: tuple[tuple[regex.Pattern[str], str, str], ...] = (
     (regex.compile(r"([^' ])('ll|'LL|'re|'RE|'ve|'VE|n't|N'T) "), r"\1 \2 ", "'"),
 )
 _CONTRACTIONS = tuple(
-    (regex.compile(pattern), trigger)
+    (re.compile(pattern), trigger)  # on Python's re, as nltk compiles them (its \b differs)
     for pattern, trigger in (
         (r"(?i)\b(can)(?#X)(not)\b", "cannot"),
         (r"(?i)\b(d)(?#X)('ye)\b", "d'ye"),
@@ -90,9 +95,9 @@ def _finish(text: str) -> list[str]:
         if any(c in text for c in triggers):
             text = regexp.sub(substitution, text)
     lower = text.lower()
-    for regexp, trigger in _CONTRACTIONS:
+    for contraction, trigger in _CONTRACTIONS:
         if trigger in lower:
-            text = regexp.sub(r" \1 \2 ", text)
+            text = contraction.sub(r" \1 \2 ", text)
     return text.split()
 
 

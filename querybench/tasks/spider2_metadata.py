@@ -109,11 +109,16 @@ def database_size(db_dir: Path) -> DatabaseSize:
 def _schema_tables(schema: Path) -> list[tuple[str, str]]:
     """(table name, the column-type text of its DDL) for one schema folder."""
     ddl = schema / "DDL.csv"
+    if ddl.exists() and not ddl.is_file():
+        raise DataError(f"{ddl}: not a file")
     tables = _ddl_tables(ddl) if ddl.is_file() else None
     if tables is not None:
         return tables
+    files = sorted(schema.glob("*.json"))
+    if not files and not ddl.exists():
+        raise DataError(f"{schema}: no table metadata (neither a DDL.csv nor a table's JSON)")
     tables = []
-    for path in sorted(schema.glob("*.json")):
+    for path in files:
         try:
             info = json_input.loads(path.read_text(encoding="utf-8"))
             types = "\n".join(str(t) for t in info.get("column_types", []))
@@ -130,20 +135,26 @@ def _ddl_tables(path: Path) -> list[tuple[str, str]] | None:
         text = path.read_text(encoding="utf-8", errors="replace")
     except OSError as exc:
         raise DataError(f"{path}: cannot read ({exc})") from exc
-    reader = csv.reader(io.StringIO(text))
-    header = [h.strip().lower() for h in next(reader, [])]
-    if "table_name" not in header:
-        raise DataError(f"{path}:1: field 'table_name' missing from the header")
-    if "ddl" not in header:
-        return None
-    name_at, ddl_at = header.index("table_name"), header.index("ddl")
-    tables = []
-    for number, row in enumerate(reader, start=2):
-        if not row:
-            continue
-        if len(row) <= max(name_at, ddl_at):
-            raise DataError(f"{path}: row {number}: field 'DDL' is missing")
-        tables.append((row[name_at], _column_types(row[ddl_at])))
+    # strict: a file cut inside a quoted DDL is an error, not a last table of the lines it kept
+    reader = csv.reader(io.StringIO(text), strict=True)
+    number = 0  # the last row read
+    try:
+        header = [h.strip().lower() for h in next(reader, [])]
+        number = 1
+        if "table_name" not in header:
+            raise DataError(f"{path}:1: field 'table_name' missing from the header")
+        if "ddl" not in header:
+            return None
+        name_at, ddl_at = header.index("table_name"), header.index("ddl")
+        tables = []
+        for number, row in enumerate(reader, start=2):
+            if not row:
+                continue
+            if len(row) <= max(name_at, ddl_at):
+                raise DataError(f"{path}: row {number}: field 'DDL' is missing")
+            tables.append((row[name_at], _column_types(row[ddl_at])))
+    except csv.Error as exc:
+        raise DataError(f"{path}: row {number + 1}: {exc}") from exc
     return tables
 
 

@@ -34,7 +34,8 @@ def called_functions(sql: str) -> set[str]:
 def parsed_function_names(sql: str, engine: str) -> set[str] | None:
     """Upper-case names of the functions sqlglot finds in `sql` read in `engine`'s dialect
     (its canonical names; an unknown function as written; AND, OR and CASE, which sqlglot
-    also models as functions, left out); None when sqlglot cannot parse it."""
+    also models as functions, left out); None when sqlglot cannot parse it (its parser recurses:
+    a query nested thousands deep is beyond it too)."""
     import sqlglot
     from sqlglot import exp
 
@@ -42,7 +43,7 @@ def parsed_function_names(sql: str, engine: str) -> set[str] | None:
 
     try:
         trees = sqlglot.parse(sql, read=sqlglot_dialect(engine))
-    except sqlglot.errors.SqlglotError:
+    except (sqlglot.errors.SqlglotError, RecursionError):
         return None
     names: set[str] = set()
     for tree in trees:
