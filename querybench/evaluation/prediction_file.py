@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, cast
 
+from querybench.benchmarks import eval_options as eo
 from querybench.errors import DataError, ErrorCode, PredictionRefused
 
 _BLOCK = 1 << 24
@@ -50,11 +51,12 @@ class ReadLimits:
     for time, `bad_prediction_file`). The defaults leave room for a 5M-row result of five
     columns (about 150 MiB); 25M cells of a wide file cost about 1 GB to parse and score."""
 
-    max_bytes: int = 1 << 30
-    max_columns: int = 4_096
-    max_cells: int = 25_000_000
-    max_line_bytes: int = 16 << 20
-    seconds: float = 60.0
+    # declared once, beside the flags that set them (`eval spider2-lite --max-bytes`, ...)
+    max_bytes: int = eo.MAX_BYTES
+    max_columns: int = eo.MAX_COLUMNS
+    max_cells: int = eo.MAX_CELLS
+    max_line_bytes: int = eo.MAX_LINE_BYTES
+    seconds: float = eo.READ_SECONDS
 
     def __post_init__(self) -> None:
         # A bound of 0 would refuse every file (or time every read out) with no word why.
