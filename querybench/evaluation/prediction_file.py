@@ -107,6 +107,20 @@ def _within(path: str, folder: str) -> bool:
     return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
 
 
+def inside_folder(path: Path, root: Path) -> None:
+    """Refuse `path`, named inside `root` (a submission folder), when its real path is not
+    inside `root`'s: a folder on its way (`<id>/`) is a symlink out of the submission, to the
+    gold's folder or a host folder. The reader's own checks see only the file's entry, which
+    then is no link; this sees the whole way. A path not there yet resolves as far as it goes."""
+    target = os.path.realpath(path)
+    if not _within(target, os.path.realpath(root)):
+        raise PredictionRefused(
+            ErrorCode.BAD_PREDICTION_FILE,
+            f"{path.name} is reached through a symlink to {target}, outside the submission "
+            "folder (not followed)",
+        )
+
+
 def _one_name(name: str, entry: os.stat_result) -> None:
     """Refuse a prediction with more than one name. A hard link to the gold (or to a
     database, or any file) is that file: its path, its real path and its content are all
@@ -139,18 +153,27 @@ def _checked_target(
         target = os.path.realpath(path)
     except OSError as exc:  # a link swapped for a file (or a folder) while it was resolved
         raise PredictionRefused(ErrorCode.BAD_PREDICTION_FILE, f"{name}: {exc.strerror}") from exc
-    if stat.S_ISLNK(entry.st_mode) and folder is not None:
+    if folder is not None:
+        # The real path, not the entry: a folder on the way may be the link (`<id>/` to the
+        # gold's `<id>/`), and the file inside it then is the gold file.
+        how = "a symlink" if stat.S_ISLNK(entry.st_mode) else "reached through a symlink"
+        named = os.path.abspath(path)  # a file the user named inside the gold is the user's
         for place in forbidden:
-            if _within(target, os.path.realpath(place)):
+            real = os.path.realpath(place)
+            if _within(target, real) and (how == "a symlink" or not _within(named, real)):
                 raise PredictionRefused(
                     ErrorCode.BAD_PREDICTION_FILE,
-                    f"{name} is a symlink into the gold folder ({target}; not followed)",
+                    f"{name} is {how} into the gold folder ({target}; not followed)",
                 )
-        if not _within(target, os.path.realpath(folder)):
-            raise PredictionRefused(
-                ErrorCode.BAD_PREDICTION_FILE,
-                f"{name} is a symlink to {target}, outside the predictions folder (not followed)",
-            )
+    if (
+        stat.S_ISLNK(entry.st_mode)
+        and folder is not None
+        and not _within(target, os.path.realpath(folder))
+    ):
+        raise PredictionRefused(
+            ErrorCode.BAD_PREDICTION_FILE,
+            f"{name} is a symlink to {target}, outside the predictions folder (not followed)",
+        )
     if stat.S_ISLNK(entry.st_mode):
         try:
             entry = os.stat(target)
