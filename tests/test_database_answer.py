@@ -164,6 +164,36 @@ def test_eval_spider2_dbt_refuses_a_planted_view_and_a_link_to_the_gold(tmp_path
     assert (results["shop003"].official_score, results["shop003"].strict_score) == (1.0, 1.0)
 
 
+def test_a_dbt_task_folder_that_links_to_the_gold_is_refused_not_read(tmp_path: Path) -> None:
+    """`<id>/` of the predictions a symlink to the task's gold folder: `<id>/shop.duckdb` is
+    no link itself, but is the gold file; refused, as a link to the gold file is."""
+    tasks, gold_dir, predictions = dbt_layout(tmp_path)
+    predictions.mkdir()
+    (predictions / "shop001").symlink_to(gold_dir / "shop001", target_is_directory=True)
+    build(predictions / "shop003" / "shop.duckdb", GOLD_TABLE)
+    results = {
+        r.instance_id: r for r in evaluate_spider2_dbt(predictions, tasks=tasks, gold_dir=gold_dir)
+    }
+    result = results["shop001"]
+    assert (result.official_score, result.strict_score) == (0.0, 0.0), result
+    assert result.error == "bad_prediction_file" and "symlink" in (result.message or ""), result
+    assert (results["shop003"].official_score, results["shop003"].strict_score) == (1.0, 1.0)
+
+
+def test_the_reader_refuses_a_database_whose_folder_links_into_the_gold(tmp_path: Path) -> None:
+    """The reader itself, handed `<id>/shop.duckdb` in its own folder: the folder is the link,
+    the file no link, and its real path is the gold's; refused all the same."""
+    from querybench.errors import PredictionRefused
+    from querybench.evaluation.prediction_file import ReadLimits, checked_database
+
+    gold = build(tmp_path / "gold" / "shop001" / "shop.duckdb", GOLD_TABLE)
+    (tmp_path / "predictions").mkdir()
+    linked = tmp_path / "predictions" / "shop001"
+    linked.symlink_to(gold.parent, target_is_directory=True)
+    with pytest.raises(PredictionRefused, match="reached through a symlink into the gold"):
+        checked_database(linked / "shop.duckdb", linked, ReadLimits(), (gold.parent,))
+
+
 def test_eval_spider2_refuses_a_planted_view_and_a_link_to_the_gold(tmp_path: Path) -> None:
     tasks, gold_dir, _ = dbt_layout(tmp_path)
     tasks = [

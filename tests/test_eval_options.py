@@ -114,14 +114,12 @@ def test_each_eval_command_is_its_declared_options(benchmark: str) -> None:
 
 
 def _spelled(node: ast.expr | None) -> bool:
-    """A default written out as a value (a number, a word, a tuple of them) rather than read from
-    a declaration; None (a location left to the data, a value not given) is no default."""
-    if node is None:
+    """A default written out as a value (a number, `1 << 30`, a word, a tuple of them) rather
+    than read from a declaration; None (a location left to the data, a value not given) is no
+    default."""
+    if node is None or (isinstance(node, ast.Constant) and node.value is None):
         return False
-    try:
-        return ast.literal_eval(node) is not None
-    except ValueError:
-        return False
+    return not any(isinstance(n, ast.Name | ast.Attribute | ast.Call) for n in ast.walk(node))
 
 
 def spelled_defaults(function: Callable[..., Any], declared: type) -> list[str]:
@@ -179,6 +177,12 @@ def test_no_layout_option_default_is_spelled_twice() -> None:
         assert spelled_layout_options(path.read_text(encoding="utf-8")) == [], path.name
 
 
+@dataclasses.dataclass(frozen=True)
+class _Bounds:
+    size: int = 1 << 30
+    seconds: float = Spider2EvalOptions.read_timeout
+
+
 def test_the_spelled_default_finders_can_fail() -> None:
     def evaluate_x(
         predictions: Path, *, workers: int = 2, timeout: float = Spider2EvalOptions.timeout
@@ -193,11 +197,26 @@ def test_the_spelled_default_finders_can_fail() -> None:
         '{"layout_options": (("a", X.a),)}'
     )
     assert spelled_layout_options(source) == ["timeout"]
+    assert spelled_fields(_Bounds) == ["size"]
+
+
+def spelled_fields(cls: type) -> list[str]:
+    """The fields of the dataclass `cls` whose default is spelled out in its class body."""
+    tree = ast.parse(textwrap.dedent(inspect.getsource(cls)))
+    node = tree.body[0]
+    assert isinstance(node, ast.ClassDef)
+    return [
+        s.target.id
+        for s in node.body
+        if isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name) and _spelled(s.value)
+    ]
 
 
 def test_the_read_limit_flags_are_the_readers_defaults() -> None:
+    """The readers' bounds and the flags that set them take one declaration of each default."""
     from querybench.evaluation.prediction_file import ReadLimits
 
+    assert spelled_fields(ReadLimits) == []
     limits = ReadLimits()
     flags = {f.name: f.default for f, _, _ in declared_fields(Spider2EvalOptions)}
     assert (

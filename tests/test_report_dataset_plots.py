@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 from querybench.cli import app
 from querybench.evaluation.record import InstanceResult
 from tests.test_report_trajectories import _chromium
-from tests.test_tasks_stats import build_root
+from tests.test_tasks_stats import SCHEMA, build_root
 
 
 def _report(tmp_path: Path, covered: list[str], monkeypatch: pytest.MonkeyPatch) -> str:
@@ -77,3 +77,28 @@ def test_the_report_with_dataset_plots_renders_in_headless_chromium(
     shot = tmp_path / "report.png"
     _chromium(page, tmp_path / "ud-shot", f"--screenshot={shot}", "--window-size=1000,3000")
     assert shot.stat().st_size > 1000
+
+
+def test_damaged_metadata_leaves_the_report_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A DDL.csv cut inside its quotes: the tasks cannot be loaded (the loader's feature tags
+    read it), so the report has the scores without the dataset plots, and no traceback."""
+    page = Path(_report_damaged(tmp_path, monkeypatch)).read_text("utf-8")
+    assert '<figure class="dataset-plot">' not in page
+    assert "dataset statistics of the tasks" not in page
+    assert '<details class="instance"' in page and '<figure class="plot">' in page
+
+
+def _report_damaged(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    data = build_root(tmp_path)
+    ddl = data / SCHEMA / "DDL.csv"
+    ddl.write_text('table_name,ddl\nt,"CREATE TABLE t (\n  a INT64', encoding="utf-8")
+    monkeypatch.setenv("QUERYBENCH_DATA", str(data))
+    results = tmp_path / "lite.jsonl"
+    results.write_text(json.dumps(InstanceResult("bq901", 1.0).to_json()) + "\n", "utf-8")
+    out = tmp_path / "report" / "report.html"
+    args = ["report", str(results), "--benchmark", "spider2-lite", "--html", str(out)]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    return str(out)

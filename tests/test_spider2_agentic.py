@@ -665,3 +665,28 @@ def test_results_metadata_that_links_out_or_is_a_fifo_is_refused_not_read(tmp_pa
         assert "host secret" not in warnings
         assert ("symlink" if how == "link" else "FIFO") in warnings, warnings
         assert evaluation.results[0].score == 0.0
+
+
+def test_a_task_folder_that_links_to_the_gold_or_out_is_refused_not_read(tmp_path: Path) -> None:
+    """`<id>/` itself a symlink: to the task's gold folder (its result.csv would score 1.0) or
+    to a host folder. The file inside is no link, so only its real path tells: refused, the
+    target never read; an honest folder beside them still scores."""
+    spec = [{"func": "table_match", "parameters": {"gold": "result.csv"}}]
+    case = Case(tmp_path)
+    host = tmp_path / "host"
+    host.mkdir()
+    (host / "result.csv").write_text("a\n1\n")  # the gold's content: read, it would pass
+    for iid in ("gold1", "host1", "fair1"):
+        case.task(iid, spec, result_csv="a\n1\n")
+    case.submit("fair1", "file", "result.csv", result_csv="a\n1\n")
+    for iid, target in (("gold1", case.gold / "gold1"), ("host1", host)):
+        case.lines.append(
+            json.dumps({"instance_id": iid, "answer_type": "file", "answer_or_path": "result.csv"})
+        )
+        (case.sub / iid).symlink_to(target, target_is_directory=True)
+    results = case.score()
+    for iid in ("gold1", "host1"):
+        assert scores(results[iid]) == (0.0, 0.0), results[iid]
+        assert results[iid].error == "bad_prediction_file", results[iid]
+        assert "symlink" in (results[iid].message or ""), results[iid]
+    assert scores(results["fair1"]) == (1.0, 1.0)

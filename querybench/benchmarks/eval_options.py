@@ -21,6 +21,15 @@ from querybench.declared import SPEC, Spec, option
 COMMAND_ONLY = frozenset({"predictions", "output", "executor", "address", "runnable"})
 
 
+# What reading one prediction file may cost, unless told: the defaults of the readers' bounds
+# (`evaluation.prediction_file.ReadLimits`) and of the Spider 2.0 evals' flags that set them.
+MAX_BYTES = 1 << 30
+MAX_COLUMNS = 4_096
+MAX_CELLS = 25_000_000
+MAX_LINE_BYTES = 16 << 20
+READ_SECONDS = 60.0
+
+
 def predictions(help: str) -> Any:
     """The prediction file or folder, its shape said by each benchmark: required on the command
     line; `evaluate` takes it as its second argument, so an options object is made without it."""

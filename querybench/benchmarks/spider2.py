@@ -41,19 +41,22 @@ class Spider2EvalOptions(Declared):
     tasks_file: Path | None = eo.location("sql mode: task jsonl naming each task's database.")
     executor: str = eo.executor()
     address: str | None = eo.address()
-    # a prediction file's read limits (`evaluation.prediction_file.ReadLimits`' defaults)
+    # a prediction file's read limits (`evaluation.prediction_file.ReadLimits`; their
+    # defaults, the readers' too, declared in eval_options)
     max_bytes: int = option(
-        1 << 30, help="Bytes one prediction file may have (else too_large).", min=1
+        eo.MAX_BYTES, help="Bytes one prediction file may have (else too_large).", min=1
     )
-    max_columns: int = option(4096, help="Columns one prediction may have (else too_large).", min=1)
+    max_columns: int = option(
+        eo.MAX_COLUMNS, help="Columns one prediction may have (else too_large).", min=1
+    )
     max_cells: int = option(
-        25_000_000, help="Cells (rows x columns) one prediction may have.", min=1
+        eo.MAX_CELLS, help="Cells (rows x columns) one prediction may have.", min=1
     )
     max_line_bytes: int = option(
-        16 << 20, help="Bytes one line of a prediction file may have.", min=1
+        eo.MAX_LINE_BYTES, help="Bytes one line of a prediction file may have.", min=1
     )
     read_timeout: float = eo.timeout(
-        60.0,
+        eo.READ_SECONDS,
         "Seconds reading one prediction file may take (on a network or FUSE mount; "
         "a local disk's read always returns).",
     )

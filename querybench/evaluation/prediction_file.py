@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, cast
 
+from querybench.benchmarks import eval_options as eo
 from querybench.errors import DataError, ErrorCode, PredictionRefused
 
 _BLOCK = 1 << 24
@@ -50,11 +51,12 @@ class ReadLimits:
     for time, `bad_prediction_file`). The defaults leave room for a 5M-row result of five
     columns (about 150 MiB); 25M cells of a wide file cost about 1 GB to parse and score."""
 
-    max_bytes: int = 1 << 30
-    max_columns: int = 4_096
-    max_cells: int = 25_000_000
-    max_line_bytes: int = 16 << 20
-    seconds: float = 60.0
+    # declared once, beside the flags that set them (`eval spider2-lite --max-bytes`, ...)
+    max_bytes: int = eo.MAX_BYTES
+    max_columns: int = eo.MAX_COLUMNS
+    max_cells: int = eo.MAX_CELLS
+    max_line_bytes: int = eo.MAX_LINE_BYTES
+    seconds: float = eo.READ_SECONDS
 
     def __post_init__(self) -> None:
         # A bound of 0 would refuse every file (or time every read out) with no word why.
@@ -105,6 +107,20 @@ def _within(path: str, folder: str) -> bool:
     return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
 
 
+def inside_folder(path: Path, root: Path) -> None:
+    """Refuse `path`, named inside `root` (a submission folder), when its real path is not
+    inside `root`'s: a folder on its way (`<id>/`) is a symlink out of the submission, to the
+    gold's folder or a host folder. The reader's own checks see only the file's entry, which
+    then is no link; this sees the whole way. A path not there yet resolves as far as it goes."""
+    target = os.path.realpath(path)
+    if not _within(target, os.path.realpath(root)):
+        raise PredictionRefused(
+            ErrorCode.BAD_PREDICTION_FILE,
+            f"{path.name} is reached through a symlink to {target}, outside the submission "
+            "folder (not followed)",
+        )
+
+
 def _one_name(name: str, entry: os.stat_result) -> None:
     """Refuse a prediction with more than one name. A hard link to the gold (or to a
     database, or any file) is that file: its path, its real path and its content are all
@@ -137,18 +153,27 @@ def _checked_target(
         target = os.path.realpath(path)
     except OSError as exc:  # a link swapped for a file (or a folder) while it was resolved
         raise PredictionRefused(ErrorCode.BAD_PREDICTION_FILE, f"{name}: {exc.strerror}") from exc
-    if stat.S_ISLNK(entry.st_mode) and folder is not None:
+    if folder is not None:
+        # The real path, not the entry: a folder on the way may be the link (`<id>/` to the
+        # gold's `<id>/`), and the file inside it then is the gold file.
+        how = "a symlink" if stat.S_ISLNK(entry.st_mode) else "reached through a symlink"
+        named = os.path.abspath(path)  # a file the user named inside the gold is the user's
         for place in forbidden:
-            if _within(target, os.path.realpath(place)):
+            real = os.path.realpath(place)
+            if _within(target, real) and (how == "a symlink" or not _within(named, real)):
                 raise PredictionRefused(
                     ErrorCode.BAD_PREDICTION_FILE,
-                    f"{name} is a symlink into the gold folder ({target}; not followed)",
+                    f"{name} is {how} into the gold folder ({target}; not followed)",
                 )
-        if not _within(target, os.path.realpath(folder)):
-            raise PredictionRefused(
-                ErrorCode.BAD_PREDICTION_FILE,
-                f"{name} is a symlink to {target}, outside the predictions folder (not followed)",
-            )
+    if (
+        stat.S_ISLNK(entry.st_mode)
+        and folder is not None
+        and not _within(target, os.path.realpath(folder))
+    ):
+        raise PredictionRefused(
+            ErrorCode.BAD_PREDICTION_FILE,
+            f"{name} is a symlink to {target}, outside the predictions folder (not followed)",
+        )
     if stat.S_ISLNK(entry.st_mode):
         try:
             entry = os.stat(target)

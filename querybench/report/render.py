@@ -149,15 +149,21 @@ def html(sections: Sequence[Section], runs: Sequence[RunData], title: str) -> st
         body.append(_section(section))
         if section.title == "overall":
             body.append(_plots(render_plots(runs)))
-            dataset = covered_plots(runs)
-            if dataset != []:  # no run's tasks could be loaded here: nothing to plot
-                heading = "dataset statistics of the tasks the runs cover"
-                body.append(_plots(dataset, heading, "dataset-plot"))
+            body.append(_dataset_plots(runs))
     body.append(
         '<h2>instances</h2><p><input id="q" placeholder="filter instances (id, error, '
         'SQL...)"></p><div id="instances">' + instance_details(runs) + "</div>"
     )
     return _page(title, body, FILTER_JS)
+
+
+def _dataset_plots(runs: Sequence[RunData]) -> str:
+    """The dataset statistics plots of the tasks the runs cover ("" when no run's tasks could
+    be loaded here, damaged metadata among the reasons: `benchmark_tasks` leaves them out)."""
+    plots = covered_plots(runs)
+    if plots == []:
+        return ""
+    return _plots(plots, "dataset statistics of the tasks the runs cover", "dataset-plot")
 
 
 def tables_html(sections: Sequence[Section], plots: list[Plot] | None, title: str) -> str:

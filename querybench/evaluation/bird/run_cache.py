@@ -43,6 +43,7 @@ from querybench.evaluation.record import InstanceResult
 SCORER_MODULES = tuple(
     f"querybench.{name}"
     for name in (
+        "benchmarks.eval_options",  # the read limits' defaults (an answer's bound)
         "errors",
         "engines.cache",
         "engines.cache_values",

@@ -47,6 +47,7 @@ from querybench.tasks.spider2_gold import EvalSpec
 SCORER_MODULES = tuple(
     f"querybench.{name}"
     for name in (
+        "benchmarks.eval_options",  # the read limits' defaults
         "errors",
         "evaluation.spider2.csv_cache",
         "evaluation.detail",

@@ -19,8 +19,9 @@ from pathlib import Path
 from typing import Any
 
 from querybench.benchmarks.spider2 import DbtEvalOptions
-from querybench.errors import ErrorCode
+from querybench.errors import ErrorCode, PredictionRefused
 from querybench.evaluation.database_answer import DatabaseReader
+from querybench.evaluation.prediction_file import inside_folder
 from querybench.evaluation.record import InstanceResult, OnResult
 from querybench.evaluation.spider2.agentic.score import score_agentic
 from querybench.evaluation.verdict import Verdict
@@ -72,6 +73,11 @@ def score_dbt_task(
     if not has_gold:
         verdict = Verdict.fail(ErrorCode.GOLD_ERROR, f"gold file missing: {missing_gold}")
         return _result(task, verdict, None, metrics)
+    try:  # `<id>/` a symlink out of the predictions folder (to the gold's `<id>/`)
+        for answer in predicted:
+            inside_folder(answer, predictions)
+    except PredictionRefused as exc:
+        return _result(task, Verdict.fail(exc.code, str(exc)), None, metrics)
     official = strict = Verdict.fail(ErrorCode.GOLD_ERROR, "no file check")
     folder = gold_dir / task.instance_id
     for check in checks:  # the official driver keeps the verdict of the last file check

@@ -37,7 +37,7 @@ from typing import Any
 from querybench.engines.base import Result
 from querybench.errors import AnswerRefused, ErrorCode, PredictionRefused, UnresolvablePath
 from querybench.evaluation.database_answer import DatabaseReader
-from querybench.evaluation.prediction_file import ReadLimits, read_prediction_text
+from querybench.evaluation.prediction_file import ReadLimits, inside_folder, read_prediction_text
 from querybench.evaluation.spider2.agentic.score import score_agentic
 from querybench.evaluation.spider2.agentic.submission import SubmissionEntry
 from querybench.evaluation.spider2.evaluate import official_result_csv
@@ -84,6 +84,10 @@ class Answer:
         if path != root and root not in path.parents:
             raise AnswerRefused(f"{name!r} leaves the submission folder")
         _check_resolvable(self.folder, Path(self.task.instance_id, name))
+        try:  # `<id>/` itself, or a folder in `name`, a symlink out (to the gold's `<id>/`)
+            inside_folder(path, self.folder)
+        except PredictionRefused as exc:
+            raise AnswerRefused(str(exc)) from None
         return path
 
 
