@@ -252,3 +252,23 @@ def test_a_packed_batch_unpacks_to_the_same_outcomes_each_with_its_own_metrics()
     # Past 256 distinct outcomes an item's index takes four bytes.
     many = [RewardOutcome(0.0, Verdict(0.0), {"rows": float(i)}) for i in range(300)]
     assert unpack_outcomes(pickle.loads(pickle.dumps(pack_outcomes(many)))) == many
+
+
+def test_the_child_holds_the_files_it_read_unchanged_while_it_keeps_them_open(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "kept.sqlite"
+    conn = sqlite3.connect(path)
+    conn.executescript("CREATE TABLE t (name TEXT, x INTEGER);INSERT INTO t VALUES ('a', 2);")
+    conn.close()
+    served = RewardProcess(config())
+    try:
+        assert served.score([(str(path), GOLD, GOLD)])[0].reward == 1.0
+        # Its gold results are kept: a write that would change them waits, then fails.
+        writer = sqlite3.connect(path, timeout=0, isolation_level=None)
+        with pytest.raises(sqlite3.OperationalError, match="locked"):
+            writer.execute("INSERT INTO t VALUES ('b', 3)")
+    finally:
+        served.close()
+    writer.execute("INSERT INTO t VALUES ('b', 3)")  # the child gone, the file is free
+    writer.close()

@@ -182,6 +182,8 @@ class RewardProcess:
             ignore_ctrl_c=True,
             memory_bytes=config.memory_bytes,
             open_databases=config.open_databases,
+            # The child keeps its gold results: the files it read must not change under it.
+            hold_read_locks=True,
             work="querybench.envs.reward_child:RewardWork",
             work_args=(config,),
         )
