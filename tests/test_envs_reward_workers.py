@@ -19,7 +19,7 @@ import pytest
 from querybench.engines.timeouts import wall_cap
 from querybench.envs import SQLReward
 from querybench.envs.match import RewardOutcome
-from querybench.envs.reward_child import WorkerConfig, pack_outcomes, unpack_outcomes
+from querybench.envs.reward_child import PackedOutcomes, Packer, WorkerConfig, unpack_outcomes
 from querybench.envs.reward_workers import KnownFailures, RewardProcess, RewardWorkers
 from querybench.errors import ErrorCode
 from querybench.evaluation.verdict import Verdict
@@ -235,6 +235,14 @@ def test_no_api_key_reaches_the_child_that_runs_model_sql(
     assert {"PGPASSWORD", "SNOWFLAKE_PASSWORD", "PATH"} <= names
 
 
+def _packed(outcomes: list[RewardOutcome]) -> PackedOutcomes:
+    packer = Packer()
+    for outcome in outcomes:
+        packer.add(outcome.verdict, outcome.metrics)
+    packed: PackedOutcomes = pickle.loads(pickle.dumps(packer.packed()))
+    return packed
+
+
 def test_a_packed_batch_unpacks_to_the_same_outcomes_each_with_its_own_metrics() -> None:
     shared = Verdict(1.0)
     outcomes = [
@@ -243,7 +251,7 @@ def test_a_packed_batch_unpacks_to_the_same_outcomes_each_with_its_own_metrics()
         RewardOutcome(0.0, Verdict(0.0, ErrorCode.WRONG_RESULT, "rows"), {"error": 0.0}),
         RewardOutcome(1.0, shared, {"error": 1.0, "trivial": 0.0}),
     ]
-    table, where = pickle.loads(pickle.dumps(pack_outcomes(outcomes)))
+    table, where = _packed(outcomes)
     assert len(table) == 3 and isinstance(where, bytes)
     back = unpack_outcomes((table, where))
     assert back == outcomes
@@ -251,7 +259,7 @@ def test_a_packed_batch_unpacks_to_the_same_outcomes_each_with_its_own_metrics()
     assert back[0].metrics is not back[1].metrics
     # Past 256 distinct outcomes an item's index takes four bytes.
     many = [RewardOutcome(0.0, Verdict(0.0), {"rows": float(i)}) for i in range(300)]
-    assert unpack_outcomes(pickle.loads(pickle.dumps(pack_outcomes(many)))) == many
+    assert unpack_outcomes(_packed(many)) == many
 
 
 def test_the_child_holds_the_files_it_read_unchanged_while_it_keeps_them_open(
