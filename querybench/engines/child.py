@@ -37,7 +37,7 @@ from typing import Any, Protocol
 from querybench.engines.base import Engine
 from querybench.engines.memory import out_of_memory
 from querybench.engines.supervision import OPEN_TIMEOUT_S, enter_query_child
-from querybench.engines.timeouts import counts_cpu, wall_cap
+from querybench.engines.timeouts import counts_cpu, finite_timeout, wall_cap
 from querybench.errors import EngineError
 
 # deadline (monotonic, 0: none), message number, item index (in the message as sent), step,
@@ -86,10 +86,11 @@ class Progress:
         if timeout is None:
             deadline = cpu_deadline = 0.0
         elif cpu:
+            timeout = finite_timeout(timeout)  # NaN, infinity: a deadline no clock passes
             deadline = time.monotonic() + wall_cap(timeout)
             cpu_deadline = time.process_time() + timeout
         else:
-            deadline, cpu_deadline = time.monotonic() + timeout, 0.0
+            deadline, cpu_deadline = time.monotonic() + finite_timeout(timeout), 0.0
         PROGRESS.pack_into(self._map, 0, deadline, self.number, self.index, step, cpu_deadline)
 
     def at(self, step: float, deadline: float, cpu_deadline: float) -> None:
