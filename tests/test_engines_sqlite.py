@@ -294,3 +294,44 @@ def test_a_sink_that_says_stop_frees_the_connection(engine: SQLiteEngine) -> Non
     engine.feed_batches(endless, lambda b: taken.append(b) is not None, batch=3)
     assert taken == [[(1,), (2,), (3,)]]
     assert engine.execute("SELECT 7").rows == [(7,)]
+
+
+def _one_table(path: Path, *, wal: bool = False) -> sqlite3.Connection:
+    writer = sqlite3.connect(path, timeout=0, isolation_level=None)
+    if wal:
+        writer.execute("PRAGMA journal_mode=wal")
+    writer.execute("CREATE TABLE t (x INTEGER)")
+    writer.execute("INSERT INTO t VALUES (1)")
+    return writer
+
+
+def test_a_held_read_lock_keeps_writers_out_until_the_engine_closes(tmp_path: Path) -> None:
+    path = tmp_path / "held.sqlite"
+    _one_table(path).close()
+    engine = SQLiteEngine(path)
+    assert engine.hold_read_lock()
+    assert engine.execute("SELECT x FROM t").rows == [(1,)]
+    writer = sqlite3.connect(path, timeout=0, isolation_level=None)
+    with pytest.raises(sqlite3.OperationalError, match="locked"):
+        writer.execute("INSERT INTO t VALUES (2)")
+    # A query cannot let go of the lock: the pragma that would is refused as every setting is.
+    with pytest.raises(QueryRefused):
+        engine.execute("PRAGMA locking_mode=NORMAL")
+    with pytest.raises(QueryRefused):
+        engine.execute("PRAGMA locking_mode=EXCLUSIVE")  # the text the engine ran itself
+    assert engine.execute("SELECT count(*) FROM t").rows == [(1,)]
+    engine.close()
+    writer.execute("INSERT INTO t VALUES (2)")
+    writer.close()
+
+
+def test_a_wal_file_keeps_its_locking_and_its_readers_see_new_rows(tmp_path: Path) -> None:
+    path = tmp_path / "wal.sqlite"
+    writer = _one_table(path, wal=True)
+    engine = SQLiteEngine(path)
+    assert not engine.hold_read_lock()
+    assert engine.execute("SELECT x FROM t").rows == [(1,)]
+    writer.execute("INSERT INTO t VALUES (2)")
+    assert engine.execute("SELECT x FROM t ORDER BY x").rows == [(1,), (2,)]
+    engine.close()
+    writer.close()

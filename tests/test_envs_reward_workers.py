@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 import os
+import pickle
 import signal
 import sqlite3
 import sys
@@ -17,8 +18,11 @@ import pytest
 
 from querybench.engines.timeouts import wall_cap
 from querybench.envs import SQLReward
-from querybench.envs.reward_child import WorkerConfig
+from querybench.envs.match import RewardOutcome
+from querybench.envs.reward_child import PackedOutcomes, Packer, WorkerConfig, unpack_outcomes
 from querybench.envs.reward_workers import KnownFailures, RewardProcess, RewardWorkers
+from querybench.errors import ErrorCode
+from querybench.evaluation.verdict import Verdict
 
 GOLD = "SELECT name FROM t WHERE x > 1"
 BOMB = "SELECT printf('%.*c', 2147483647, 'x')"  # one call, ~20 s, deaf to the progress handler
@@ -229,3 +233,50 @@ def test_no_api_key_reaches_the_child_that_runs_model_sql(
     names = {entry.partition(b"=")[0].decode() for entry in environ if entry}
     assert "OPENAI_API_KEY" not in names and "HF_TOKEN" not in names
     assert {"PGPASSWORD", "SNOWFLAKE_PASSWORD", "PATH"} <= names
+
+
+def _packed(outcomes: list[RewardOutcome]) -> PackedOutcomes:
+    packer = Packer()
+    for outcome in outcomes:
+        packer.add(outcome.verdict, outcome.metrics)
+    packed: PackedOutcomes = pickle.loads(pickle.dumps(packer.packed()))
+    return packed
+
+
+def test_a_packed_batch_unpacks_to_the_same_outcomes_each_with_its_own_metrics() -> None:
+    shared = Verdict(1.0)
+    outcomes = [
+        RewardOutcome(1.0, shared, {"error": 0.0, "trivial": 0.0}),
+        RewardOutcome(1.0, shared, {"error": 0.0, "trivial": 0.0}),
+        RewardOutcome(0.0, Verdict(0.0, ErrorCode.WRONG_RESULT, "rows"), {"error": 0.0}),
+        RewardOutcome(1.0, shared, {"error": 1.0, "trivial": 0.0}),
+    ]
+    table, where = _packed(outcomes)
+    assert len(table) == 3 and isinstance(where, bytes)
+    back = unpack_outcomes((table, where))
+    assert back == outcomes
+    assert back[0].verdict is back[1].verdict  # shared values stay shared, as pickle kept them
+    assert back[0].metrics is not back[1].metrics
+    # Past 256 distinct outcomes an item's index takes four bytes.
+    many = [RewardOutcome(0.0, Verdict(0.0), {"rows": float(i)}) for i in range(300)]
+    assert unpack_outcomes(_packed(many)) == many
+
+
+def test_the_child_holds_the_files_it_read_unchanged_while_it_keeps_them_open(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "kept.sqlite"
+    conn = sqlite3.connect(path)
+    conn.executescript("CREATE TABLE t (name TEXT, x INTEGER);INSERT INTO t VALUES ('a', 2);")
+    conn.close()
+    served = RewardProcess(config())
+    try:
+        assert served.score([(str(path), GOLD, GOLD)])[0].reward == 1.0
+        # Its gold results are kept: a write that would change them waits, then fails.
+        writer = sqlite3.connect(path, timeout=0, isolation_level=None)
+        with pytest.raises(sqlite3.OperationalError, match="locked"):
+            writer.execute("INSERT INTO t VALUES ('b', 3)")
+    finally:
+        served.close()
+    writer.execute("INSERT INTO t VALUES ('b', 3)")  # the child gone, the file is free
+    writer.close()

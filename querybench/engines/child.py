@@ -64,6 +64,9 @@ class ChildSetup:
     memory_bytes: int | None = None
     # Engines kept open, least recently used closed first.
     open_databases: int = 8
+    # Each SQLite file's shared lock kept while its engine is open (`SQLiteEngine.
+    # hold_read_lock`): for a work kind that keeps what it read (the reward's gold results).
+    hold_read_locks: bool = False
     # A work kind of the caller's, "module:attr" of its factory (called once with the
     # `Child` and `work_args`), served for `work` messages.
     work: str | None = None
@@ -131,6 +134,10 @@ class Child:
         self.progress.step(OPENING, OPEN_TIMEOUT_S)
         try:
             engine = self.engines[database] = connect(database)
+            if self.setup.hold_read_locks:
+                hold = getattr(engine, "hold_read_lock", None)
+                if hold is not None:
+                    hold()
             if len(self.engines) > self.setup.open_databases:
                 _, oldest = self.engines.popitem(last=False)
                 oldest.close()

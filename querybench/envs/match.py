@@ -93,5 +93,15 @@ def execution_match(gold: Outcome, answer: AnswerOutcome | None) -> RewardOutcom
     not matter), else 0: no partial credit, so a runnable wrong query never beats an honest
     failure. A failed gold scores 0 with `gold_error`.
     """
-    verdict = bird_verdict(gold, answer)
-    return RewardOutcome(verdict.score, verdict, bird_metrics(gold, answer))
+    verdict, metrics = judged(gold, answer)
+    return RewardOutcome(verdict.score, verdict, metrics)
+
+
+# A reward's verdict (whose score is the reward) and its metrics.
+Judged = tuple[Verdict, dict[str, float]]
+
+
+def judged(gold: Outcome, answer: AnswerOutcome | None) -> Judged:
+    """`execution_match`'s verdict and metrics, without the `RewardOutcome` around them (the
+    reward's child sends these, packed, and the caller makes the outcome)."""
+    return bird_verdict(gold, answer), bird_metrics(gold, answer)

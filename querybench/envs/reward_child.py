@@ -16,22 +16,33 @@ from __future__ import annotations
 
 import contextlib
 import time
+from array import array
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeAlias
 
 from querybench.engines.base import Result
 from querybench.engines.cache import ResultCache
 from querybench.engines.child import OPENING, WORK, Child
 from querybench.engines.memory import out_of_memory
 from querybench.engines.supervision import OPEN_TIMEOUT_S
-from querybench.envs.match import Outcome, RewardOutcome, execution_match, run_answer
+from querybench.envs.match import Judged, Outcome, RewardOutcome, judged, run_answer
 from querybench.errors import EngineError
+from querybench.evaluation.verdict import Verdict
 
 # One reward to compute: (database, gold SQL, the answer's SQL or None).
 WorkItem = tuple[str, str, str | None]
 # A work item as the child gets it, with the gold and answer outcomes already settled by a
 # kill (None: compute it), so the verdict is always made by the same code.
 Task = tuple[str, str, str | None, EngineError | None, EngineError | None]
+
+# A batch's outcomes as they cross the pipe (`Packer`): each distinct (reward, verdict,
+# metrics) once, then for every item the index of its own among them. A reply of 64 outcomes
+# is a few distinct ones (the verdicts are shared values already), so this pickles a short
+# table and one bytes object instead of an object and a dict per item.
+PackedOutcomes: TypeAlias = (
+    "tuple[list[tuple[float, Verdict, tuple[tuple[str, float], ...]]], bytes | array[int]]"
+)
 
 # The reward's own steps, as written to the progress bytes (beside the child's `OPENING`).
 GOLD, ANSWER = WORK + 1.0, WORK + 2.0
@@ -82,6 +93,12 @@ class RewardWork:
         self.gold = {}
 
     def score(self, task: Task) -> RewardOutcome:
+        """The reward of one task."""
+        verdict, metrics = self.judge(task)
+        return RewardOutcome(verdict.score, verdict, metrics)
+
+    def judge(self, task: Task) -> Judged:
+        """The verdict and metrics of one task (`match.judged`, the rule of `execution_match`)."""
         database, gold_sql, sql, gold_known, answer_known = task
         gold: Outcome
         if gold_known is not None:
@@ -89,13 +106,11 @@ class RewardWork:
         else:
             gold, gold_rows = self.gold_of(database, gold_sql)
         if answer_known is not None or sql is None:
-            return execution_match(gold, answer_known)
+            return judged(gold, answer_known)
         try:
             engine = self.engine(database)
         except Exception as exc:  # as in `run`: the error is this answer's outcome
-            return execution_match(
-                gold, exc if isinstance(exc, EngineError) else EngineError(str(exc))
-            )
+            return judged(gold, exc if isinstance(exc, EngineError) else EngineError(str(exc)))
         config, child = self.config, self.child
         child.query_step(engine, config.answer_timeout, ANSWER)
         try:
@@ -112,7 +127,7 @@ class RewardWork:
                 # one hash bucket (integers k * (2**61 - 1)) make the set comparison
                 # quadratic. Streamed rows were compared within the answer's own deadline.
                 child.query_step(engine, config.answer_timeout, ANSWER)
-            return execution_match(gold, answer)
+            return judged(gold, answer)
         finally:
             self.progress.done()
 
@@ -155,12 +170,48 @@ class RewardWork:
         finally:
             self.progress.done()
 
-    def __call__(self, tasks: list[Task]) -> list[RewardOutcome]:
-        """The outcomes of a batch, in order, each item's index announced as it starts."""
-        progress = self.progress
-        outcomes = []
+    def __call__(self, tasks: list[Task]) -> PackedOutcomes:
+        """The outcomes of a batch, in order (`PackedOutcomes`), each item's index announced as
+        it starts."""
+        progress, packed = self.progress, Packer()
         for index, task in enumerate(tasks):
             progress.index = index
-            outcomes.append(self.score(task))
+            packed.add(*self.judge(task))
         progress.index = len(tasks)  # past the last item: a failure now loses the reply
-        return outcomes
+        return packed.packed()
+
+
+class Packer:
+    """A batch's outcomes made `PackedOutcomes` one at a time (`unpack_outcomes` undoes it)."""
+
+    __slots__ = ("known", "table", "where")
+
+    def __init__(self) -> None:
+        self.table: list[tuple[float, Verdict, tuple[tuple[str, float], ...]]] = []
+        self.known: dict[tuple[int, tuple[tuple[str, float], ...]], int] = {}
+        self.where: list[int] = []
+
+    def add(self, verdict: Verdict, metrics: dict[str, float]) -> None:
+        items = tuple(metrics.items())
+        # By the verdict's identity (its score is the reward): equal verdicts made apart stay
+        # apart, as pickling them one by one kept them; the table keeps every one alive.
+        key = (id(verdict), items)
+        index = self.known.get(key)
+        if index is None:
+            index = self.known[key] = len(self.table)
+            self.table.append((verdict.score, verdict, items))
+        self.where.append(index)
+
+    def packed(self) -> PackedOutcomes:
+        table, where = self.table, self.where
+        # One byte an item while it can name every distinct outcome, else four.
+        return table, bytes(where) if len(table) <= 256 else array("I", where)
+
+
+def unpack_outcomes(packed: PackedOutcomes) -> list[RewardOutcome]:
+    """The outcomes a `Packer` packed, each with a metrics dict of its own."""
+    table, where = packed
+    return [
+        RewardOutcome(reward, verdict, dict(metrics))
+        for reward, verdict, metrics in [table[index] for index in where]
+    ]

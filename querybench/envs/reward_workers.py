@@ -31,7 +31,14 @@ from querybench.engines.child import OPENING, ChildSetup
 from querybench.engines.supervision import past_timeout
 from querybench.engines.supervisor import Stopped, Supervisor
 from querybench.envs.match import RewardOutcome
-from querybench.envs.reward_child import ANSWER, GOLD, Task, WorkerConfig, WorkItem
+from querybench.envs.reward_child import (
+    ANSWER,
+    GOLD,
+    Task,
+    WorkerConfig,
+    WorkItem,
+    unpack_outcomes,
+)
 from querybench.errors import EngineError, ErrorCode
 from querybench.evaluation.verdict import Verdict
 
@@ -175,6 +182,8 @@ class RewardProcess:
             ignore_ctrl_c=True,
             memory_bytes=config.memory_bytes,
             open_databases=config.open_databases,
+            # The child keeps its gold results: the files it read must not change under it.
+            hold_read_locks=True,
             work="querybench.envs.reward_child:RewardWork",
             work_args=(config,),
         )
@@ -222,9 +231,10 @@ class RewardProcess:
                     continue  # an earlier send's: none while batches go in order
                 if status == "error":
                     raise value
-                if len(value) != len(batch.rest()):
-                    raise EngineError(f"{len(value)} outcomes for {len(batch.rest())} items")
-                batch.outcomes += value
+                outcomes = unpack_outcomes(value)
+                if len(outcomes) != len(batch.rest()):
+                    raise EngineError(f"{len(outcomes)} outcomes for {len(batch.rest())} items")
+                batch.outcomes += outcomes
                 break
             lost = not self._recover(batch, reply)
             for owed in list(self._owed)[1 if lost else 0 :]:  # those after it never started
