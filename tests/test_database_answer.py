@@ -71,6 +71,26 @@ def test_a_view_or_macro_reaching_outside_its_file_is_refused(
             assert "reaches outside its database file" in (verdict.message or ""), how
 
 
+def test_a_table_nested_past_what_pickle_can_hand_over_is_refused_with_the_reason(
+    tmp_path: Path, reader: DatabaseReader
+) -> None:
+    """A column of lists nested 400 deep is DuckDB's to make, but its frame cannot be pickled
+    back (`RecursionError`): the child died with a traceback on the eval's stderr and the
+    answer read "the query's process ended (exit status 1)". Now the child says why, lives
+    on, and the next database is read by the same child."""
+    gold = build(tmp_path / "gold" / "shop001" / "shop.duckdb", GOLD_TABLE)
+    nested = "[" * 400 + "1.0" + "]" * 400
+    pred = build(
+        tmp_path / "pred" / "shop.duckdb",
+        f"create table totals as select 'ann' as name, {nested} as total",
+    )
+    verdict = duckdb_match(pred, gold, **PARAMS, reader=reader)
+    assert verdict.error == "bad_prediction_file", verdict
+    assert "cannot be handed over" in (verdict.message or ""), verdict
+    honest = build(tmp_path / "honest" / "shop.duckdb", GOLD_TABLE)
+    assert duckdb_match(honest, gold, **PARAMS, reader=reader).score == 1.0
+
+
 def test_a_prediction_linked_to_the_gold_or_a_fifo_is_refused(
     tmp_path: Path, reader: DatabaseReader
 ) -> None:

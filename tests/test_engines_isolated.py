@@ -60,6 +60,19 @@ def test_a_single_call_bomb_ends_at_its_timeout_as_a_timeout(
     assert engine.execute("SELECT count(*) FROM singer", timeout=TIMEOUT).rows == [(3,)]
 
 
+@pytest.mark.parametrize("timeout", [float("nan"), float("inf")])
+def test_a_timeout_no_clock_reaches_is_refused_not_a_step_without_deadline(
+    databases: dict[str, Path], process: QueryProcess, timeout: float
+) -> None:
+    """A NaN or an infinite timeout (a hostile manifest's, an API caller's) made a deadline
+    no clock passes: an endless query ran forever (`verify` of such a manifest hung). The
+    step is refused with the reason, and the child serves the next query."""
+    engine = process.engine(databases["sqlite"])
+    with pytest.raises(EngineError, match="finite number of seconds"):  # even a quick one
+        engine.execute("SELECT count(*) FROM singer", timeout=timeout)
+    assert engine.execute("SELECT count(*) FROM singer", timeout=TIMEOUT).rows == [(3,)]
+
+
 def test_the_engines_own_timeout_still_answers_first(
     databases: dict[str, Path], process: QueryProcess
 ) -> None:

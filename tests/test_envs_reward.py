@@ -472,3 +472,14 @@ def test_question_blind_wins_on_spider1_dev_are_all_flagged(tmp_path: Path) -> N
     wins = [o for o in outcomes if o.reward == 1.0]
     assert len(wins) == 24  # the golds whose rows are, as a set, a single 0 (or none: never)
     assert all(o.metrics["trivial"] == 1.0 for o in wins)
+
+
+@pytest.mark.parametrize("name", ["answer_timeout", "gold_timeout"])
+@pytest.mark.parametrize("timeout", [float("nan"), float("inf")])
+def test_a_reward_timeout_no_clock_reaches_is_refused_when_the_reward_is_made(
+    name: str, timeout: float
+) -> None:
+    """A NaN or infinite timeout gave every answer (or gold) a deadline never passed: an
+    endless answer held its worker for ever. Refused at once, before any worker starts."""
+    with pytest.raises(EngineError, match="finite number of seconds"):
+        SQLReward(workers=1, processes=False, **{name: timeout})  # type: ignore[arg-type]

@@ -247,3 +247,25 @@ def test_a_gold_sql_sqlglot_cannot_take_is_left_out_and_said(
     assert stats["gold SQL", "tasks with gold SQL here"]["value"] == 3
     assert words in stats["gold SQL", "distinct functions per SQL (mean)"]["note"]
     assert len(json.loads(result.output)["gold_tokens"]) == tokenized
+
+
+def test_a_task_file_that_is_a_fifo_or_past_the_bound_is_one_clear_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A task file is read as a regular file of bounded size: a FIFO (the read never returned)
+    or a device (`/dev/zero` was read until the process was killed for memory) is refused
+    before a byte is read, and a file past `MAX_INPUT_BYTES` is refused with its size."""
+    import os
+
+    from querybench.tasks import input_files
+
+    os.mkfifo(tmp_path / "fifo.jsonl")
+    big = tmp_path / "big.jsonl"
+    big.write_text('{"instance_id": "a", "question": "q", "database": "d"}\n' * 4)
+    monkeypatch.setattr(input_files, "MAX_INPUT_BYTES", 100)
+    for path, words in ((big, "limit 100"), (tmp_path / "fifo.jsonl", "not a regular file")):
+        result = CliRunner().invoke(app, ["tasks", "stats", "custom", "--path", str(path)])
+        assert result.exit_code == 2, result.output
+        lines = [line for line in result.output.splitlines() if line.strip()]
+        assert len(lines) == 1 and lines[0].startswith("error: "), result.output
+        assert words in " ".join(result.output.split()), result.output

@@ -37,7 +37,7 @@ from typing import Any, Protocol
 from querybench.engines.base import Engine
 from querybench.engines.memory import out_of_memory
 from querybench.engines.supervision import OPEN_TIMEOUT_S, enter_query_child
-from querybench.engines.timeouts import counts_cpu, wall_cap
+from querybench.engines.timeouts import counts_cpu, finite_timeout, wall_cap
 from querybench.errors import EngineError
 
 # deadline (monotonic, 0: none), message number, item index (in the message as sent), step,
@@ -89,10 +89,11 @@ class Progress:
         if timeout is None:
             deadline = cpu_deadline = 0.0
         elif cpu:
+            timeout = finite_timeout(timeout)  # NaN, infinity: a deadline no clock passes
             deadline = time.monotonic() + wall_cap(timeout)
             cpu_deadline = time.process_time() + timeout
         else:
-            deadline, cpu_deadline = time.monotonic() + timeout, 0.0
+            deadline, cpu_deadline = time.monotonic() + finite_timeout(timeout), 0.0
         PROGRESS.pack_into(self._map, 0, deadline, self.number, self.index, step, cpu_deadline)
 
     def at(self, step: float, deadline: float, cpu_deadline: float) -> None:
@@ -311,6 +312,12 @@ class _Server:
         return not held or _send_group(self.replies, number, held)
 
 
+# What pickling a reply may raise for a value it cannot take; nothing is written then. A value
+# nested past the recursion limit (a DuckDB list column of lists 400 deep, as a frame) raises
+# `RecursionError`, which ended the child with a traceback before.
+_UNSENDABLE = (pickle.PicklingError, TypeError, AttributeError, RecursionError)
+
+
 def _send(pipe: Connection, number: int, reply: tuple[str, Any]) -> bool:
     """Send one reply (a result that cannot be pickled as an error); False once the parent
     is gone."""
@@ -318,7 +325,7 @@ def _send(pipe: Connection, number: int, reply: tuple[str, Any]) -> bool:
         pipe.send((number, *reply))
     except MemoryError:
         pipe.send((number, "error", out_of_memory("handing the result over")))
-    except (pickle.PicklingError, TypeError, AttributeError) as exc:
+    except _UNSENDABLE as exc:
         pipe.send((number, "error", EngineError(f"the result cannot be handed over: {exc}")))
     except (BrokenPipeError, OSError):
         return False
@@ -331,14 +338,14 @@ def _send_group(pipe: Connection, number: int, replies: list[tuple[str, Any]]) -
     try:
         pipe.send((number, "group", replies))
         return True
-    except (pickle.PicklingError, TypeError, AttributeError, MemoryError):
+    except (*_UNSENDABLE, MemoryError):
         pass  # nothing was written: pickling comes first
     except OSError:
         return False
     for reply in replies:
         try:
             pipe.send((number, "group", [reply]))
-        except (pickle.PicklingError, TypeError, AttributeError, MemoryError) as exc:
+        except (*_UNSENDABLE, MemoryError) as exc:
             error = (
                 out_of_memory("handing the result over")
                 if isinstance(exc, MemoryError)

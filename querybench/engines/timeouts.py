@@ -15,13 +15,14 @@ time decided.
 
 from __future__ import annotations
 
+import math
 import os
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from querybench.errors import ErrorCode, QueryTimeout
+from querybench.errors import EngineError, ErrorCode, QueryTimeout
 
 # How far past its timeout (CPU seconds, or wall seconds past the wall cap) a query may run
 # before its child is killed.
@@ -49,6 +50,15 @@ def mark_query_process() -> None:
 def runs_only_queries() -> bool:
     """Whether `mark_query_process` was called in this process."""
     return _QUERY_PROCESS[0]
+
+
+def finite_timeout(timeout: float) -> float:
+    """`timeout` when it is a finite number of seconds. A NaN or an infinity is a deadline no
+    clock passes (every comparison with NaN is false), so the step would never be stopped:
+    an `EngineError` instead, whoever gave it (a manifest `verify` re-runs, an API caller)."""
+    if not math.isfinite(timeout):
+        raise EngineError(f"a timeout must be a finite number of seconds, not {timeout!r}")
+    return timeout
 
 
 def wall_cap(timeout: float) -> float:

@@ -40,6 +40,7 @@ from querybench.engines.base import positive_int_env
 from querybench.engines.cache import ResultCache
 from querybench.engines.memory import query_memory_bytes
 from querybench.engines.pool import QueryJob, QueryOutcome, QueryPool
+from querybench.engines.timeouts import finite_timeout
 from querybench.envs.coalesce import Coalescer
 from querybench.envs.match import (
     AnswerOutcome,
@@ -171,8 +172,8 @@ class SQLReward:
         self.processes = processes
         self.batch_size = max(1, batch_size)
         self._config = WorkerConfig(
-            answer_timeout,
-            gold_timeout,
+            finite_timeout(answer_timeout),  # NaN or infinity: no deadline would pass
+            finite_timeout(gold_timeout),
             answer_max_rows,
             None if cache_dir is None else str(cache_dir),
             disk_cache,

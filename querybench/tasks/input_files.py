@@ -6,7 +6,10 @@ offsets, so an error names the line an entry starts on, not just its index.
 
 from __future__ import annotations
 
+import io
 import json
+import os
+import stat
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -15,14 +18,38 @@ from querybench import json_input
 from querybench.errors import DataError
 
 _WHITESPACE = " \t\n\r"
+# The largest input file read (a task file, metadata, a gold file): a prediction file's bound.
+MAX_INPUT_BYTES = 1 << 30
 
 
 def read_text(path: Path, what: str) -> str:
+    """The file's text as `Path.read_text` gives it (UTF-8, universal newlines), read only
+    if it is a regular file of at most `MAX_INPUT_BYTES`: a FIFO never returns a read, and a
+    device such as `/dev/zero` has no end (it was read until the process was killed for its
+    memory). Opened without blocking, checked on the descriptor."""
     try:
-        return path.read_text(encoding="utf-8")
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except FileNotFoundError:
         raise DataError(f"{path}: {what} not found (run `querybench data status`)") from None
-    except (OSError, UnicodeDecodeError) as exc:
+    except OSError as exc:
+        raise DataError(f"{path}: cannot read {what}: {exc}") from exc
+    try:
+        entry = os.fstat(fd)
+        if not stat.S_ISREG(entry.st_mode):
+            raise DataError(f"{path}: cannot read {what}: not a regular file")
+        with os.fdopen(os.dup(fd), "rb") as handle:
+            data = handle.read(MAX_INPUT_BYTES + 1)
+    except OSError as exc:
+        raise DataError(f"{path}: cannot read {what}: {exc}") from exc
+    finally:
+        os.close(fd)
+    if len(data) > MAX_INPUT_BYTES:
+        raise DataError(
+            f"{path}: cannot read {what}: larger than the limit {MAX_INPUT_BYTES:,} bytes"
+        )
+    try:
+        return io.TextIOWrapper(io.BytesIO(data), encoding="utf-8").read()
+    except UnicodeDecodeError as exc:
         raise DataError(f"{path}: cannot read {what}: {exc}") from exc
 
 
