@@ -4,15 +4,19 @@ goes to a fresh child."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
+import sqlite3
 import time
 from typing import Any
 
 import pytest
 
-from querybench.engines.child import WORK, Child, ChildSetup
-from querybench.engines.supervisor import Launch, Stopped, Supervisor
+from querybench.engines.child import PROGRESS, WORK, Child, ChildSetup, Progress
+from querybench.engines.sqlite import SQLiteEngine
+from querybench.engines.supervisor import Launch, Stopped, Supervisor, _shared_file
+from querybench.errors import QueryTimeout
 
 # A step of this kind that runs past its deadline (seconds) is killed GRACE_S later.
 DEADLINE = 0.3
@@ -91,3 +95,46 @@ def test_a_child_killed_from_outside_is_said_so_and_replaced() -> None:
         assert not isinstance(again, Stopped) and again[2][1] != pid
     finally:
         child.close()
+
+
+def test_a_cpu_timed_step_hands_its_own_start_to_the_first_clock_read_only() -> None:
+    progress = Progress(_shared_file(PROGRESS.size))
+    progress.step(WORK, 30.0, cpu=True)
+    _, cpu_deadline = progress.deadlines()
+    started = cpu_deadline - 30.0
+    while time.process_time() < started + 0.001:
+        pass  # a millisecond of CPU time past the step's reading
+    assert progress.cpu_time() == pytest.approx(started, abs=1e-6)  # the step's, not the clock
+    assert progress.cpu_time() >= started + 0.001  # then the clock itself
+    for ended in (
+        progress.done,
+        lambda: progress.step(WORK, 30.0),
+        lambda: progress.at(WORK, 0, 0),
+    ):
+        progress.step(WORK, 30.0, cpu=True)
+        _, cpu_deadline = progress.deadlines()
+        ended()  # a step over, or one that is not CPU-timed: its reading is no query's start
+        while (before := time.process_time()) <= cpu_deadline - 30.0:
+            pass  # CPU time past the step's reading
+        assert progress.cpu_time() >= before
+
+
+def test_a_child_s_sqlite_queries_count_the_cpu_time_the_parent_holds_them_to(
+    tmp_path: Any,
+) -> None:
+    path = tmp_path / "one.sqlite"
+    with contextlib.closing(sqlite3.connect(path)) as conn:
+        conn.execute("CREATE TABLE t (x)")
+    child = Child(ChildSetup(), Progress(_shared_file(PROGRESS.size)))
+    engine = child.engine(str(path))
+    assert isinstance(engine, SQLiteEngine)
+    assert engine._cpu_clock == child.progress.cpu_time
+    # On that clock: a clock that says the whole timeout went by stops an endless query at
+    # its first look, long before the 30 seconds of this thread's CPU time.
+    readings = iter([0.0])
+    engine.count_cpu_by(lambda: next(readings, 100.0))
+    endless = "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n) SELECT max(i) FROM n"
+    started = time.monotonic()
+    with pytest.raises(QueryTimeout):
+        engine.execute(endless, timeout=30.0)
+    assert time.monotonic() - started < 25.0

@@ -77,27 +77,43 @@ class Progress:
     """The child's side of the progress bytes: each step announced before it runs, and its
     end (the time between steps is not the query's)."""
 
-    __slots__ = ("_map", "index", "number")
+    __slots__ = ("_map", "_started", "index", "number")
 
     def __init__(self, fd: int) -> None:
         self._map = mmap.mmap(fd, PROGRESS.size)
         self.number, self.index = -1, 0  # no message yet
+        self._started: float | None = None  # the CPU time the running step began at
 
     def step(self, step: float, timeout: float | None, *, cpu: bool = False) -> None:
         """Announce `step`, of `timeout` on the wall clock, or (`cpu`) of CPU time capped by
         the wall clock (`timeouts.wall_cap`); None: no deadline."""
+        self._started = None
         if timeout is None:
             deadline = cpu_deadline = 0.0
         elif cpu:
             timeout = finite_timeout(timeout)  # NaN, infinity: a deadline no clock passes
             deadline = time.monotonic() + wall_cap(timeout)
-            cpu_deadline = time.process_time() + timeout
+            self._started = started = time.process_time()
+            cpu_deadline = started + timeout
         else:
             deadline, cpu_deadline = time.monotonic() + finite_timeout(timeout), 0.0
         PROGRESS.pack_into(self._map, 0, deadline, self.number, self.index, step, cpu_deadline)
 
+    def cpu_time(self) -> float:
+        """This process's CPU time (`time.process_time`), the clock the parent holds a step
+        to; read first after a CPU-timed step, it is the step's own start, already read: the
+        engine's budget for the step's query starts from it, one system call fewer a query
+        (a CPU clock is a system call to read). The child runs one query at a time, on one
+        thread, so its process's CPU time is that query's."""
+        started = self._started
+        if started is None:
+            return time.process_time()
+        self._started = None
+        return started
+
     def at(self, step: float, deadline: float, cpu_deadline: float) -> None:
         """Announce `step` with deadlines already fixed (a stream's, from its start)."""
+        self._started = None
         PROGRESS.pack_into(self._map, 0, deadline, self.number, self.index, step, cpu_deadline)
 
     def deadlines(self) -> tuple[float, float]:
@@ -106,6 +122,7 @@ class Progress:
         return deadline, cpu_deadline
 
     def done(self) -> None:
+        self._started = None
         PROGRESS.pack_into(self._map, 0, 0.0, self.number, self.index, IDLE, 0.0)
 
 
@@ -134,6 +151,9 @@ class Child:
         self.progress.step(OPENING, OPEN_TIMEOUT_S)
         try:
             engine = self.engines[database] = connect(database)
+            count_cpu = getattr(engine, "count_cpu_by", None)
+            if count_cpu is not None:  # its queries' CPU time as the parent counts it
+                count_cpu(self.progress.cpu_time)
             if self.setup.hold_read_locks:
                 hold = getattr(engine, "hold_read_lock", None)
                 if hold is not None:

@@ -16,7 +16,7 @@ import re
 import sqlite3
 import threading
 import time
-from collections.abc import Generator, Iterator
+from collections.abc import Callable, Generator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -136,6 +136,9 @@ class SQLiteEngine(EngineBase):
         self._spent: str | None = None  # which time stopped the running query
         self._next_check = 0.0  # when the progress handler next reads the clocks
         self._denied: str | None = None
+        # The CPU clock a query's timeout counts: this thread's, SQLite running in the caller's
+        # thread (`count_cpu_by`: a query child's own).
+        self._cpu_clock: Callable[[], float] = time.thread_time
         uri = self.path.resolve().as_uri() + "?mode=ro"
         try:
             conn = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
@@ -153,6 +156,13 @@ class SQLiteEngine(EngineBase):
     def close(self) -> None:
         with self._lock:
             self._conn.close()
+
+    def count_cpu_by(self, clock: Callable[[], float]) -> None:
+        """Count each query's CPU time on `clock` instead of this thread's: a query child's
+        (`child.Progress.cpu_time`: its process's, which the parent holds the step to, the
+        step's own reading first, so a query costs one CPU clock read fewer)."""
+        with self._lock:
+            self._cpu_clock = clock
 
     def hold_read_lock(self) -> bool:
         """Keep the file's shared lock from the next query until `close`, instead of taking and
@@ -435,7 +445,7 @@ class _Running:
         engine, timeout = self.engine, self.timeout
         engine._lock.acquire()
         start = time.monotonic()
-        engine._budget = None if timeout is None else Budget.start(timeout, time.thread_time)
+        engine._budget = None if timeout is None else Budget.start(timeout, engine._cpu_clock)
         engine._spent = engine._denied = None
         engine._next_check = 0.0
         return start

@@ -4,8 +4,10 @@ and the engines and the query children (`child.py`, which announces each step's 
 
 A query on an embedded engine (SQLite, DuckDB and the local stand-ins built on it) is timed by
 its own CPU time, so a machine loaded by others does not turn it into a timeout: SQLite's
-progress handler reads the thread's CPU time (`time.thread_time`), DuckDB's watchdog the query
-child's (every DuckDB thread's). A query that blocks rather than computes is stopped by the wall
+progress handler reads the thread's CPU time (`time.thread_time`; in a query child, which runs
+one query at a time on one thread, the child's, as its parent counts it, from the reading that
+announced the step: `child.Progress.cpu_time`), DuckDB's watchdog the query child's (every
+DuckDB thread's). A query that blocks rather than computes is stopped by the wall
 clock at `wall_cap(timeout)`, well above the timeout. The parent kills a child `GRACE_S` of CPU
 time past the timeout (or `GRACE_S` past the wall cap), whatever was stopping it. A server
 engine's CPU is spent in the server, out of sight: PostgreSQL, MariaDB, ClickHouse, Snowflake
