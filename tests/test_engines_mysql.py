@@ -26,6 +26,11 @@ def hostile() -> list[str]:
         "SELECT * FROM singer INTO OUTFILE '{elsewhere}/out.csv'",
         "SELECT photo FROM singer LIMIT 1 INTO DUMPFILE '{elsewhere}/out.bin'",
         "SELECT LOAD_FILE('/etc/hostname')",
+        # the same function past a comment, in backquotes, in an executable comment
+        "SELECT load_file/**/('/etc/hostname')",
+        "SELECT `load_file`('/etc/hostname')",
+        "SELECT load_file -- a comment\n('/etc/hostname')",
+        "SELECT /*!50000 load_file*/('/etc/hostname')",
         "SET SESSION max_statement_time = 0",
         "SET GLOBAL read_only = 0",
         "SET STATEMENT max_statement_time=0 FOR SELECT 1",

@@ -29,6 +29,14 @@ def hostile() -> list[str]:
         "SET statement_timeout = 0",
         "SELECT set_config('default_transaction_read_only', 'off', false)",
         "SELECT pg_read_file('/etc/hostname')",
+        # The same functions as the server reads their names: past a comment, in quotes, in
+        # Unicode escapes, or built at run time by a function that runs a query's text.
+        "SELECT pg_read_file/**/('/etc/hostname')",
+        "SELECT pg_catalog.\"pg_read_file\"('/etc/hostname')",
+        "SELECT * FROM pg_ls_dir -- a comment\n('/')",
+        "SELECT U&\"\\0070g_read_file\"('/etc/hostname')",
+        "SELECT query_to_xml('SELECT pg_read_' || 'file(''/etc/hostname'')', true, true, '')",
+        "SELECT \"set_config\"('default_transaction_read_only', 'off', false)",
         "SELECT lo_import('/etc/hostname')",
         "SELECT pg_terminate_backend(1)",
         "WITH x AS (DELETE FROM singer RETURNING 1) SELECT * FROM x",

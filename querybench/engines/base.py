@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import os
+import re
 import threading
 from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -326,3 +327,23 @@ def too_many_bytes(cap: int) -> ResultTooManyBytes:
     return ResultTooManyBytes(
         f"the result holds more than {cap} bytes (the cap; set {MAX_RESULT_BYTES_ENV} to change it)"
     )
+
+
+# Comments of the SQL dialects (`#` is MySQL's); a nested one read shorter leaves more checked.
+_SQL_COMMENT = re.compile(r"--[^\n]*|#[^\n]*|/\*.*?\*/", re.DOTALL)
+# The delimiters alone: MySQL runs what `/*! ... */` holds.
+_COMMENT_MARK = re.compile(r"/\*!?\d*|\*/")
+
+
+def denied_call(statement: str, denied: re.Pattern[str], quotes: str) -> str | None:
+    """The first call of `denied` (group 1 its name) in `statement` as the server reads
+    names: a comment is no gap (`pg_read_file/**/(`, `load_file -- x<newline>(`), quotes
+    (`quotes`: `"` or a backquote) no disguise, and an executable comment's content is read.
+    The text is checked as written, without its comments and with only their delimiters
+    gone; a false match (a name inside a string) only refuses the query."""
+    strip = {ord(quote): None for quote in quotes}
+    for text in (statement, _SQL_COMMENT.sub(" ", statement), _COMMENT_MARK.sub(" ", statement)):
+        found = denied.search(text.translate(strip))
+        if found:
+            return found.group(1)
+    return None

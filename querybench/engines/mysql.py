@@ -19,7 +19,15 @@ from typing import Any
 import pymysql
 import pymysql.cursors
 
-from querybench.engines.base import Column, EngineBase, Result, Table, backstop, fetch_capped
+from querybench.engines.base import (
+    Column,
+    EngineBase,
+    Result,
+    Table,
+    backstop,
+    denied_call,
+    fetch_capped,
+)
 from querybench.engines.error_numbers import ErrorNumbers
 from querybench.engines.registry import ENGINES
 from querybench.engines.transpile import read_only_statement
@@ -113,9 +121,9 @@ class MySQLEngine(EngineBase):
         self, sql: str, *, timeout: float | None = None, max_rows: int | None = None
     ) -> Result:
         statement = read_only_statement(sql, "mysql", refused_tokens=_REFUSED_WORDS)
-        denied = _DENIED_FUNCTION.search(statement)
+        denied = denied_call(statement, _DENIED_FUNCTION, "`")
         if denied:
-            raise QueryRefused(f"refused: {denied.group(1)}() reaches outside the database")
+            raise QueryRefused(f"refused: {denied}() reaches outside the database")
         with self._lock:
             if self._closed:
                 raise EngineError(f"the engine for {self.url.masked()} is closed")

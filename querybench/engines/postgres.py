@@ -24,6 +24,7 @@ from querybench.engines.base import (
     Result,
     Table,
     backstop,
+    denied_call,
     fetch_capped,
     group_columns,
     qualified_name,
@@ -52,9 +53,24 @@ _DENIED_FUNCTION = re.compile(
     r"\b(pg_read_file|pg_read_binary_file|pg_ls_\w+|pg_stat_file|lo_import|lo_export|lo_\w*write"
     r"|dblink\w*|pg_terminate_backend|pg_cancel_backend|pg_reload_conf|pg_rotate_logfile"
     r"|pg_promote|pg_switch_wal|set_config|pg_advisory\w*|pg_notify|txid_current"
-    r"|pg_create_\w+|pg_drop_replication_slot|pg_logical_emit_message)\s*\(",
+    r"|pg_create_\w+|pg_drop_replication_slot|pg_logical_emit_message"
+    # functions that run a query given as text: any name above, built at run time
+    r"|query_to_xml\w*|query_to_xmlschema|cursor_to_xml\w*)\s*\(",
     re.IGNORECASE,
 )
+# An identifier in Unicode escapes, `U&"\0070g_read_file"`: a name no check here can read.
+_UNICODE_IDENTIFIER = re.compile(r'\bU&"', re.IGNORECASE)
+
+
+def denied_function(statement: str) -> str | None:
+    """The first function reaching outside the database that `statement` may call, read as
+    the server reads names (`base.denied_call`); an identifier in Unicode escapes is refused
+    whole."""
+    if _UNICODE_IDENTIFIER.search(statement):
+        return 'U&"..."'
+    return denied_call(statement, _DENIED_FUNCTION, '"')
+
+
 _SCHEMA_SQL = """
 SELECT n.nspname, c.relname, a.attname, format_type(a.atttypid, a.atttypmod)
 FROM pg_attribute a
@@ -118,9 +134,9 @@ class PostgresEngine(EngineBase):
         self, sql: str, *, timeout: float | None = None, max_rows: int | None = None
     ) -> Result:
         statement = read_only_statement(sql, "postgres")
-        denied = _DENIED_FUNCTION.search(statement)
+        denied = denied_function(statement)
         if denied:
-            raise QueryRefused(f"refused: {denied.group(1)}() reaches outside the database")
+            raise QueryRefused(f"refused: {denied}() reaches outside the database")
         with self._lock:
             start = time.monotonic()
             try:
