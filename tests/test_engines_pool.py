@@ -83,7 +83,7 @@ def test_one_failure_never_stops_the_others(databases: dict[str, Path], tmp_path
         QueryJob("write", databases["duckdb"], "DROP TABLE singer"),
         QueryJob("endless", sqlite, ENDLESS),
         QueryJob("missing", tmp_path / "missing.sqlite", "SELECT 1"),
-        QueryJob("unknown", "postgres://db/x", "SELECT 1"),
+        QueryJob("unknown", "postgres://127.0.0.1:1/x", "SELECT 1"),  # refused at once: no DNS
         QueryJob("big", sqlite, "SELECT a.n FROM nums a, nums b"),
         QueryJob("also-ok", databases["duckdb"], "SELECT count(*) FROM singer"),
     ]
