@@ -2,8 +2,8 @@
 
 Everything is looked up as the readers look it up (`roots.py`'s roots, `layout.py`'s places), and
 whether a task can run here is `tasks/runnable.py`'s rule, the one `run`, `eval` and `tasks list`
-apply, so the counts are the ones they give. Credentials are listed for `db check`; `run` and
-`eval` run a cloud task's SQL on its built emulation.
+apply, so the counts are the ones they give. A cloud task runs on its built emulation, else on
+its warehouse when the credentials listed here are found (`engines/cloud.py`).
 """
 
 from __future__ import annotations
