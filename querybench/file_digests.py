@@ -1,4 +1,5 @@
-"""sha256 of a file's bytes, and of the files this process has read whole already.
+"""sha256 of a file's bytes, and of the files this process has read whole already; and
+`open_regular`, the non-blocking open of a regular file every reader of data and digests uses.
 
 A scorer that reads a file whole and hashes it (the verdict store hashes every gold file it
 reads) remembers the digest under the file's identity at that read: device, inode, size, and
@@ -32,16 +33,34 @@ def remember(before: os.stat_result, after: os.stat_result, digest: bytes) -> No
         _KNOWN[_identity(after)] = digest.hex()
 
 
+class NotRegularFile(OSError):
+    """A path that is no regular file (a FIFO, a device, a folder), refused before any read."""
+
+    def __init__(self, path: Path | str) -> None:
+        super().__init__(errno.EINVAL, "not a regular file", str(path))
+
+
+def open_regular(path: Path | str, flags: int = 0) -> tuple[int, os.stat_result]:
+    """A blocking descriptor of `path` and its `fstat`, when it is a regular file; else
+    `NotRegularFile`. Opened without blocking (`flags` added, e.g. `O_NOFOLLOW`) and checked on
+    the descriptor, so a FIFO, or one swapped in after a check, never waits for a writer: the
+    one way every reader of data, gold and digests opens a file it did not make."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0) | flags)
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise NotRegularFile(path)
+        os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd, info
+
+
 def file_sha256(path: Path) -> str:
     """The hex sha256 of `path`'s bytes: remembered if this process read them whole, else read
-    a chunk at a time. Anything but a regular file is an `OSError`, raised at once: opened
-    without blocking, so a FIFO swapped in after a check never waits for a writer."""
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
-    info = os.fstat(fd)
-    if not stat.S_ISREG(info.st_mode):
-        os.close(fd)
-        raise OSError(errno.EINVAL, "not a regular file", str(path))
-    os.set_blocking(fd, True)
+    a chunk at a time. Anything but a regular file is an `OSError` at once (`open_regular`)."""
+    fd, info = open_regular(path)
     with os.fdopen(fd, "rb") as f:
         known = _KNOWN.get(_identity(info))
         if known is not None:

@@ -59,7 +59,7 @@ DEPENDS: dict[str, frozenset[str]] = {
         "data.credentials": "data.roots json_input",
         "data.download": "errors file_digests",
         "engines": "data.credentials errors store json_input file_digests",
-        "tasks": "benchmarks data.roots errors data.layout engines json_input",
+        "tasks": "benchmarks data.roots errors data.layout engines json_input file_digests",
         "data.releases": "benchmarks errors data.download data.layout tasks",
         "data.status": "benchmarks data.credentials data.roots errors data.layout engines tasks",
         "data.fetch": "data.roots errors data.download file_digests data.releases",

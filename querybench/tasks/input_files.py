@@ -9,13 +9,13 @@ from __future__ import annotations
 import io
 import json
 import os
-import stat
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 from querybench import json_input
 from querybench.errors import DataError
+from querybench.file_digests import NotRegularFile, open_regular
 
 _WHITESPACE = " \t\n\r"
 # The largest input file read (a task file, metadata, a gold file): a prediction file's bound.
@@ -28,21 +28,18 @@ def read_text(path: Path, what: str) -> str:
     device such as `/dev/zero` has no end (it was read until the process was killed for its
     memory). Opened without blocking, checked on the descriptor."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+        fd, _ = open_regular(path)
     except FileNotFoundError:
         raise DataError(f"{path}: {what} not found (run `querybench data status`)") from None
+    except NotRegularFile:
+        raise DataError(f"{path}: cannot read {what}: not a regular file") from None
     except OSError as exc:
         raise DataError(f"{path}: cannot read {what}: {exc}") from exc
     try:
-        entry = os.fstat(fd)
-        if not stat.S_ISREG(entry.st_mode):
-            raise DataError(f"{path}: cannot read {what}: not a regular file")
-        with os.fdopen(os.dup(fd), "rb") as handle:
+        with os.fdopen(fd, "rb") as handle:
             data = handle.read(MAX_INPUT_BYTES + 1)
     except OSError as exc:
         raise DataError(f"{path}: cannot read {what}: {exc}") from exc
-    finally:
-        os.close(fd)
     if len(data) > MAX_INPUT_BYTES:
         raise DataError(
             f"{path}: cannot read {what}: larger than the limit {MAX_INPUT_BYTES:,} bytes"

@@ -30,13 +30,13 @@ import io
 import logging
 import os
 import pickle
-import stat
 import weakref
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from querybench import store
 from querybench.evaluation import prediction_file
+from querybench.file_digests import open_regular
 
 if TYPE_CHECKING:  # pandas and NumPy load with the first parse or entry: a run whose every
     # verdict is known (verdict_cache) defers its writes here without importing them
@@ -181,13 +181,11 @@ def is_stored(path: Path, namespace: Namespace) -> bool | None:
     if not enabled() or (kept := _store(namespace)) is None:
         return None
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
+        fd, info = open_regular(path, getattr(os, "O_NOFOLLOW", 0))
     except OSError:
         return None
     with open(fd, "rb") as f:
-        info = os.fstat(fd)
-        large = prediction_file.LARGE_FILE_BYTES
-        if not stat.S_ISREG(info.st_mode) or not 0 < info.st_size < large:
+        if not 0 < info.st_size < prediction_file.LARGE_FILE_BYTES:
             return None
         try:
             data = f.read()
