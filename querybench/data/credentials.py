@@ -24,6 +24,7 @@ from querybench import json_input
 from querybench.data.roots import data_roots
 
 SNOWFLAKE_FILE = "snowflake_credential.json"
+SNOWFLAKE_VARIABLES = "SNOWFLAKE_* variables"  # a `Found.source` that is no file
 BIGQUERY_FILE = "bigquery_credential.json"
 _BESIDE_DATA = (
     "spider2/spider2-snow/evaluation_suite",
@@ -44,7 +45,7 @@ class Found:
     """Credentials found (`source` says where), or why none were (`problem`)."""
 
     kind: str  # "snowflake" or "bigquery"
-    source: str | None  # a file path or "SNOWFLAKE_* variables"
+    source: str | None  # a file path or `SNOWFLAKE_VARIABLES`
     problem: str | None = None  # set when nothing usable was found
     hint: str | None = None  # how to provide them
 
@@ -92,7 +93,7 @@ def find_snowflake() -> Found:
         and env["user"]
         and (env["password"] or os.environ.get("SNOWFLAKE_PRIVATE_KEY_FILE"))
     ):
-        return Found("snowflake", "SNOWFLAKE_* variables")
+        return Found("snowflake", SNOWFLAKE_VARIABLES)
     return _first_file("snowflake", SNOWFLAKE_FILE, ("account", "user"))
 
 

@@ -12,7 +12,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote, urlencode
 
-from querybench.data.credentials import find_bigquery, find_snowflake, read_json
+from querybench.data.credentials import (
+    SNOWFLAKE_VARIABLES,
+    find_bigquery,
+    find_snowflake,
+    read_json,
+)
 from querybench.engines.registry import EngineKind
 
 
@@ -41,7 +46,10 @@ def cloud_target(kind: str, database: str) -> CloudTarget:
         found = find_snowflake()
         if found.source is None:
             return CloudTarget(None, f"no Snowflake credentials: {found.problem}")
-        path = Path(found.source)
-        query = "" if not path.is_file() else "?" + urlencode({"credentials": str(path.resolve())})
+        query = (
+            ""  # the connector reads SNOWFLAKE_* itself
+            if found.source == SNOWFLAKE_VARIABLES
+            else "?" + urlencode({"credentials": str(Path(found.source).resolve())})
+        )
         return CloudTarget(f"snowflake:///{quote(database, safe='')}{query}")
     return CloudTarget(None, f"{kind} is not a cloud warehouse")
