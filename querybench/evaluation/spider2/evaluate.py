@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Literal, cast
 
 from querybench.benchmarks.spider2 import Spider2EvalOptions
 from querybench.engines.base import Result
-from querybench.engines.cloud import cloud_target
+from querybench.engines.cloud import CloudTarget, cloud_target
 from querybench.engines.registry import emulation_spec
 from querybench.errors import DataError, ErrorCode, PredictionRefused
 from querybench.evaluation.prediction_file import (
@@ -388,6 +388,8 @@ def _sql_mode(
     from querybench.engines.pool import QueryJob, QueryPool
 
     jobs: list[QueryJob] = []
+    dirs = [Path(db_dir)] if isinstance(db_dir, str | Path) else [Path(d) for d in db_dir or ()]
+    warehouses: dict[tuple[str, str], CloudTarget] = {}  # the credentials looked up once a db
     for instance_id in ids:
         path = job.pred_dir / f"{instance_id}.sql"
         family = engine_family(instance_id)
@@ -398,7 +400,6 @@ def _sql_mode(
             )
             continue
         database = databases.get(instance_id)
-        dirs = [Path(db_dir)] if isinstance(db_dir, str | Path) else [Path(d) for d in db_dir or ()]
         if database is None or (not dirs and emulation is None):
             reason = "task has no database name" if database is None else "no --db-dir given"
             yield job.failed(instance_id, ErrorCode.ENGINE_UNAVAILABLE, reason)
@@ -409,7 +410,10 @@ def _sql_mode(
         if db_path is not None and emulation is not None:
             target = emulation.url_for(db_path.resolve())
         elif db_path is None and emulation is not None:  # no emulation built: the warehouse
-            warehouse = cloud_target(emulation.kind.value, database)
+            key = (emulation.kind.value, database)
+            if key not in warehouses:
+                warehouses[key] = cloud_target(*key)
+            warehouse = warehouses[key]
             if warehouse.url is None:
                 missing = f"no emulation {name} built and {warehouse.problem}"
                 yield job.failed(instance_id, ErrorCode.ENGINE_UNAVAILABLE, missing)
