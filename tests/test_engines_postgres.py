@@ -38,6 +38,9 @@ def hostile() -> list[str]:
         "SELECT query_to_xml('SELECT pg_read_' || 'file(''/etc/hostname'')', true, true, '')",
         "SELECT \"set_config\"('default_transaction_read_only', 'off', false)",
         "SELECT lo_import('/etc/hostname')",
+        # host files behind views a superuser reads, no function named: the role decides
+        "SELECT sourcefile, setting FROM pg_file_settings",
+        "SELECT * FROM pg_hba_file_rules",
         "SELECT pg_terminate_backend(1)",
         "WITH x AS (DELETE FROM singer RETURNING 1) SELECT * FROM x",
         "START TRANSACTION READ WRITE",
@@ -71,3 +74,10 @@ def test_connect_picks_postgres(url: str) -> None:
     engine = connect(url.replace("postgresql://", "postgres://"))
     assert engine.dialect == "postgres"
     engine.close()
+
+
+def test_model_sql_runs_without_the_superusers_rights(engine) -> None:  # type: ignore[no-untyped-def]
+    """Connected as a superuser (the local server's trust role), queries run as the predefined
+    reader role: the server, not a list of names, refuses what reaches outside the data."""
+    assert engine.execute("SELECT current_setting('is_superuser')").rows == [("off",)]
+    assert engine.execute("SELECT count(*) FROM singer").rows == [(3,)]

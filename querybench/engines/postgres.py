@@ -108,6 +108,7 @@ class PostgresEngine(EngineBase):
         )
         try:
             self._conn = psycopg.connect(info, autocommit=True)
+            _drop_superuser(self._conn)
         except psycopg.Error as exc:
             message = mask_secrets(str(exc), self.url.password)
             raise EngineUnavailable(f"cannot connect to {self.url.masked()}: {message}") from None
@@ -201,6 +202,20 @@ _SQLSTATES = {
     "22P02": EngineErrorClass.executed(CONVERSION_ERROR),  # invalid_text_representation
     "22018": EngineErrorClass.executed(CONVERSION_ERROR),  # invalid_character_value_for_cast
 }
+
+
+def _drop_superuser(conn: psycopg.Connection[Any]) -> None:
+    """Connected as a superuser, become the predefined reader role `pg_read_all_data` for the
+    session (PostgreSQL 14 and later): it reads every table, and the server itself refuses it
+    what reaches outside the data, however a query names it (`pg_read_file` by any spelling,
+    `pg_file_settings`, large objects). A query cannot take the rights back: only a `SELECT`
+    runs (`read_only_statement`), and `set_config` is refused by name. Any other role is kept
+    as the URL gives it; on an older server a superuser stays one, and the name check is all."""
+    row = conn.execute("SELECT rolsuper FROM pg_roles WHERE rolname = current_user").fetchone()
+    if not (row and row[0]):
+        return
+    if conn.execute("SELECT 1 FROM pg_roles WHERE rolname = 'pg_read_all_data'").fetchone():
+        conn.execute("SET ROLE pg_read_all_data")
 
 
 def postgres_error_class(exc: psycopg.Error) -> EngineErrorClass | None:
