@@ -4,6 +4,7 @@ files (task files, database files), not through querybench's loaders."""
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections import Counter
 from pathlib import Path
@@ -145,3 +146,23 @@ def test_a_narrow_console_gets_each_fix_command_whole(shared: Path) -> None:
     assert result.exit_code == 0, result.output
     assert "…" not in result.output and "┃" not in result.output
     assert "fix querybench data fetch spider2-lite" in result.output
+
+
+def test_a_credentials_key_that_is_a_fifo_is_unreadable_at_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """GOOGLE_APPLICATION_CREDENTIALS naming a FIFO: a plain read waits for a writer for ever
+    (in `data status`, the runnable rule, every eval); it is refused as unreadable instead."""
+    import threading
+
+    from querybench.data.credentials import find_bigquery
+
+    fifo = tmp_path / "key.json"
+    os.mkfifo(fifo)
+    monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(fifo))
+    found: list[object] = []
+    worker = threading.Thread(target=lambda: found.append(find_bigquery()), daemon=True)
+    worker.start()
+    worker.join(10)
+    assert not worker.is_alive(), "find_bigquery blocked on a FIFO"
+    assert "not a readable JSON key" in str(getattr(found[0], "problem", ""))

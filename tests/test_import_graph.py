@@ -56,7 +56,7 @@ DEPENDS: dict[str, frozenset[str]] = {
         "benchmarks": "declared errors",
         "declared": "errors",
         "data.layout": "benchmarks data.roots",
-        "data.credentials": "data.roots json_input",
+        "data.credentials": "data.roots json_input file_digests",
         "data.download": "errors file_digests",
         "engines": "data.credentials errors store json_input file_digests",
         "tasks": "benchmarks data.roots errors data.layout engines json_input file_digests",

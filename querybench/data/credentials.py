@@ -22,6 +22,7 @@ import platformdirs
 
 from querybench import json_input
 from querybench.data.roots import data_roots
+from querybench.file_digests import open_regular
 
 SNOWFLAKE_FILE = "snowflake_credential.json"
 SNOWFLAKE_VARIABLES = "SNOWFLAKE_* variables"  # a `Found.source` that is no file
@@ -66,8 +67,12 @@ def candidate_files(name: str) -> list[Path]:
 
 
 def read_json(path: Path) -> dict[str, Any] | None:
+    """The JSON object in `path`, or None when it is no readable regular file of one (a FIFO
+    never waits for a writer: `open_regular`)."""
     try:
-        values = json_input.loads(path.read_text(encoding="utf-8"))
+        fd, _ = open_regular(path)
+        with os.fdopen(fd, "rb") as f:
+            values = json_input.loads(f.read(1 << 20).decode("utf-8"))
     except (OSError, ValueError):
         return None
     return values if isinstance(values, dict) else None
