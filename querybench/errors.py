@@ -31,12 +31,14 @@
     ├── MalformedToolCall, ProtocolError  an agent's reply that cannot be read
     ├── UnsafePath, WorkspaceFull   an agent's workspace refuses a file
     ├── RayUnavailable              `executor="ray"` without Ray
-    └── RunFolderBusy               another process writes the run folder
+    ├── RunFolderBusy               another process writes the run folder
+    └── NotRegularFile (OSError)    a FIFO, device or folder where a file is read
     SubmissionWarning (UserWarning) a submission line read differently from what it says
 """
 
 from __future__ import annotations
 
+import errno
 import re
 from dataclasses import dataclass
 from enum import StrEnum
@@ -434,6 +436,14 @@ class RayUnavailable(QuerybenchError):
 
 class RunFolderBusy(QuerybenchError):
     """Another process is writing this run folder."""
+
+
+class NotRegularFile(QuerybenchError, OSError):
+    """A path that is no regular file (a FIFO, a device, a folder), refused before any read
+    (`file_digests.open_regular`); an `OSError`, as the failed open it stands for."""
+
+    def __init__(self, path: object) -> None:
+        super().__init__(errno.EINVAL, "not a regular file", str(path))
 
 
 class SubmissionWarning(UserWarning):

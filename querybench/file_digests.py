@@ -12,11 +12,12 @@ of the bytes the scorer read.
 
 from __future__ import annotations
 
-import errno
 import hashlib
 import os
 import stat
 from pathlib import Path
+
+from querybench.errors import NotRegularFile
 
 _CHUNK = 1 << 20
 _KNOWN: dict[tuple[int, int, int, int, int], str] = {}
@@ -31,13 +32,6 @@ def remember(before: os.stat_result, after: os.stat_result, digest: bytes) -> No
     `fstat` on each side of the read; kept only when nothing changed between them."""
     if _identity(before) == _identity(after):
         _KNOWN[_identity(after)] = digest.hex()
-
-
-class NotRegularFile(OSError):
-    """A path that is no regular file (a FIFO, a device, a folder), refused before any read."""
-
-    def __init__(self, path: Path | str) -> None:
-        super().__init__(errno.EINVAL, "not a regular file", str(path))
 
 
 def open_regular(path: Path | str, flags: int = 0) -> tuple[int, os.stat_result]:

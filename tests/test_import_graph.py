@@ -52,7 +52,7 @@ DEPENDS: dict[str, frozenset[str]] = {
         "data.roots": "",
         "store": "",
         "json_input": "",
-        "file_digests": "",
+        "file_digests": "errors",
         "benchmarks": "declared errors",
         "declared": "errors",
         "data.layout": "benchmarks data.roots",

@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from querybench import json_input
-from querybench.errors import DataError
-from querybench.file_digests import NotRegularFile, open_regular
+from querybench.errors import DataError, NotRegularFile
+from querybench.file_digests import open_regular
 
 _WHITESPACE = " \t\n\r"
 # The largest input file read (a task file, metadata, a gold file): a prediction file's bound.
