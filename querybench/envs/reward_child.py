@@ -26,12 +26,13 @@ from querybench.engines.cache import ResultCache
 from querybench.engines.child import OPENING, WORK, Child
 from querybench.engines.memory import out_of_memory
 from querybench.engines.supervision import OPEN_TIMEOUT_S
-from querybench.envs.match import Judged, Outcome, RewardOutcome, judged, run_answer
+from querybench.envs.match import Judged, Outcome, RewardOutcome, Submitted, judged, run_answer
 from querybench.errors import EngineError
 from querybench.evaluation.verdict import Verdict
 
-# One reward to compute: (database, gold SQL, the answer's SQL or None).
-WorkItem = tuple[str, str, str | None]
+# One reward to compute: (database, gold SQL, the answer's SQL, None, or why it is not run:
+# `match.bounded`, which never reaches the child: the parent makes it the task's answer).
+WorkItem = tuple[str, str, Submitted]
 # A work item as the child gets it, with the gold and answer outcomes already settled by a
 # kill (None: compute it), so the verdict is always made by the same code.
 Task = tuple[str, str, str | None, EngineError | None, EngineError | None]

@@ -138,9 +138,12 @@ class KnownFailures:
         self.databases: dict[str, EngineError] = {}
 
     def task(self, item: WorkItem) -> Task:
+        database, gold_sql, sql = item
+        if isinstance(sql, EngineError):  # settled here (`match.bounded`): its text stays here
+            return self.refresh((database, gold_sql, None, None, sql))
         if not self.databases and not self.golds:  # nothing killed yet, the common case
-            return (*item, None, None)
-        return self.refresh((*item, None, None))
+            return (database, gold_sql, sql, None, None)
+        return self.refresh((database, gold_sql, sql, None, None))
 
     def refresh(self, task: Task) -> Task:
         """`task` with what is known by now of its gold and database filled in."""
