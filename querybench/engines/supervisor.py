@@ -31,13 +31,14 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from multiprocessing import reduction
 from multiprocessing.connection import Connection
 from typing import Any, Literal
 
 from querybench.engines.child import OPENING, PROGRESS, ChildSetup, serve
+from querybench.engines.replies import Global, ReplyReader
 from querybench.engines.supervision import OPEN_TIMEOUT_S, exit_reason, query_environment
 from querybench.engines.timeouts import CPU_CLOCK, GRACE_S, WALL_CLOCK, process_cpu_s
 from querybench.errors import EngineError
@@ -84,9 +85,14 @@ class Stopped:
 class Supervisor:
     """One killable child and the messages to it. Not thread-safe: its driver serialises."""
 
-    def __init__(self, setup: ChildSetup, *, launch: Launch = "fork") -> None:
+    def __init__(
+        self, setup: ChildSetup, *, launch: Launch = "fork", extra_globals: Iterable[Global] = ()
+    ) -> None:
+        """`extra_globals`: the classes the work kind's replies hold beyond a query child's
+        (`replies.BASE_GLOBALS`); a reply naming any other is refused."""
         self.setup = setup
         self.launch = launch
+        self._reader = _reader(frozenset(extra_globals))
         self.closed = False
         self._process: _Handle | None = None
         self._requests: Connection | None = None
@@ -197,10 +203,16 @@ class Supervisor:
             if self._replies is None:
                 return self._ended()
             try:
-                reply: Reply = self._replies.recv()
-                return reply
+                data = self._replies.recv_bytes()
             except (EOFError, OSError):
                 return self._ended()
+            try:
+                reply = self._reader.load(data)
+            except Exception as exc:  # a malformed pickle raises what it happens to raise
+                return self._refused(f"{type(exc).__name__}: {exc}")
+            if not _well_formed(reply):
+                return self._refused("not a numbered reply")
+            return reply  # type: ignore[no-any-return]
         where = self._where()
         spent = self._spent(where)
         # Read again after a beat: the step may have just ended.
@@ -262,6 +274,15 @@ class Supervisor:
                 return CPU_CLOCK
         return None
 
+    def _refused(self, why: str) -> Stopped:
+        """A reply that is no reply's value (a child taken over, or a bug): the child is
+        killed, and where it was is settled as a crash there."""
+        number, index, step = self._where()[:3]
+        self.kill()
+        return Stopped(
+            number, index, step, killed=False, reason=f"killed: its reply was refused: {why}"
+        )
+
     def _ended(self) -> Stopped:
         process = self._process
         if process is not None:
@@ -291,6 +312,28 @@ class Supervisor:
             if not process.wait(None if kill else 5.0):
                 process.kill()
                 process.wait(None)
+
+
+def _well_formed(reply: Any) -> bool:
+    """Whether `reply` is shaped as a `Reply` (an error's value an `EngineError`)."""
+    if type(reply) is not tuple or len(reply) != 3 or type(reply[0]) is not int:
+        return False
+    status = reply[1]
+    if status == "error":
+        return isinstance(reply[2], EngineError)
+    return status in ("ok", "group")
+
+
+_readers: dict[frozenset[Global], ReplyReader] = {}
+
+
+def _reader(extra: frozenset[Global]) -> ReplyReader:
+    """One reader per set of globals, shared by the supervisors that take it (the globals
+    resolved once a process)."""
+    reader = _readers.get(extra)
+    if reader is None:
+        reader = _readers.setdefault(extra, ReplyReader(extra))
+    return reader
 
 
 class _Handle:

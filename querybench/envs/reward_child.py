@@ -45,6 +45,19 @@ PackedOutcomes: TypeAlias = (
     "tuple[list[tuple[float, Verdict, tuple[tuple[str, float], ...]]], bytes | array[int]]"
 )
 
+# What the reward's replies hold beyond a query child's (`engines/replies.py`): the verdicts,
+# and the index array of a batch of more than 256 distinct outcomes.
+REPLY_GLOBALS = frozenset(
+    {
+        ("querybench.evaluation.verdict", "Verdict"),
+        ("querybench.evaluation.detail", "VerdictDetail"),
+        ("querybench.evaluation.detail", "Difference"),
+        ("querybench.evaluation.detail", "Shape"),
+        ("array", "array"),
+        ("array", "_array_reconstructor"),
+    }
+)
+
 # The reward's own steps, as written to the progress bytes (beside the child's `OPENING`).
 GOLD, ANSWER = WORK + 1.0, WORK + 2.0
 # A gold computed in less is not written to the disk cache: creating the file costs more

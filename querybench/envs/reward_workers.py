@@ -34,6 +34,7 @@ from querybench.envs.match import RewardOutcome
 from querybench.envs.reward_child import (
     ANSWER,
     GOLD,
+    REPLY_GLOBALS,
     Task,
     WorkerConfig,
     WorkItem,
@@ -190,7 +191,7 @@ class RewardProcess:
             work="querybench.envs.reward_child:RewardWork",
             work_args=(config,),
         )
-        self._child = Supervisor(setup, launch="subprocess")
+        self._child = Supervisor(setup, launch="subprocess", extra_globals=REPLY_GLOBALS)
         self._owed: deque[_Batch] = deque()
         self._child.start()
 
