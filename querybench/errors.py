@@ -13,6 +13,7 @@
     │   ├── ResultTooLarge          too many rows
     │   │   └── ResultTooManyBytes
     │   │       └── QueryOutOfMemory  past the query child's memory cap
+    │   ├── AnswerTooLarge          an answer past its bound, never run
     │   ├── UnsettledDatabase       a sidecar (-wal, -journal) holds changes
     │   └── EngineUnavailable       no driver or no credentials here
     ├── FetchError                  a download not completed or verified
@@ -271,6 +272,13 @@ class ResultTooManyBytes(ResultTooLarge):
 class QueryOutOfMemory(ResultTooManyBytes):
     """The statement needed more memory than the query child may take (its OS memory cap, or
     DuckDB's `memory_limit` below it): a result or an intermediate too large, as a byte cap."""
+
+
+class AnswerTooLarge(EngineError):
+    """An answer (the RL reward's completion, or its SQL) past the bound of one answer
+    (`prediction_file.MAX_ANSWER_BYTES`): that answer's `too_large`, never sent or run."""
+
+    code = ErrorCode.TOO_LARGE
 
 
 class UnsettledDatabase(EngineError):

@@ -1,5 +1,6 @@
-"""sha256 of a file's bytes, and of the files this process has read whole already; and
-`open_regular`, the non-blocking open of a regular file every reader of data and digests uses.
+"""sha256 of a file's bytes, and of the files this process has read whole already;
+`open_regular`, the non-blocking open of a regular file every reader of data and digests uses;
+and `regular_database`, the same check for a database a driver opens by name.
 
 A scorer that reads a file whole and hashes it (the verdict store hashes every gold file it
 reads) remembers the digest under the file's identity at that read: device, inode, size, and
@@ -15,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import os
 import stat
+from collections.abc import Iterable
 from pathlib import Path
 
 from querybench.errors import NotRegularFile
@@ -49,6 +51,35 @@ def open_regular(path: Path | str, flags: int = 0) -> tuple[int, os.stat_result]
         os.close(fd)
         raise
     return fd, info
+
+
+def regular_database(path: Path | str, sidecars: Iterable[str] = ()) -> Path:
+    """`path`, once it and each of its `sidecars` that exists (`<path><suffix>`: an engine's
+    `EngineSpec.sidecars`, SQLite's `-journal` and `-wal`) are regular files; else
+    `NotRegularFile` (`FileNotFoundError` for a missing database, another `OSError` for one that
+    cannot be opened). SQLite and DuckDB open a database and its sidecars by name, blocking: a
+    FIFO there waits for a writer for ever (a FIFO `-journal` too, read as a hot journal). The
+    database is opened as `open_regular` opens it and the sidecars are `stat`ed, so nothing
+    blocks; a file swapped in between this check and the driver's own open is not excluded
+    (docs/security.md)."""
+    fd, _ = open_regular(path)
+    os.close(fd)
+    for suffix in sidecars:
+        sidecar = f"{os.fspath(path)}{suffix}"
+        try:
+            mode = os.stat(sidecar).st_mode
+        except FileNotFoundError:
+            continue
+        if not stat.S_ISREG(mode):
+            raise NotRegularFile(sidecar)
+    return Path(path)
+
+
+def refusal(exc: OSError, path: Path | str) -> str:
+    """Why `regular_database(path)` refused, in words, naming the sidecar when it was one."""
+    reason = exc.strerror or str(exc)
+    named = exc.filename
+    return reason if named is None or os.fspath(named) == os.fspath(path) else f"{named}: {reason}"
 
 
 def file_sha256(path: Path) -> str:

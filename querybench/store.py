@@ -35,6 +35,7 @@ import hashlib
 import importlib.util
 import os
 import sqlite3
+import stat
 import threading
 import time
 from collections.abc import Iterable, Iterator, Sequence
@@ -183,6 +184,15 @@ class Store:
     def _open(self) -> sqlite3.Connection:
         if not self.path.exists():
             self._create()
+        elif not self.path.is_file():  # a FIFO would hold the open for ever: damage
+            raise sqlite3.DatabaseError(f"{self.path} is not a regular file")
+        for suffix in ("-wal", "-shm", "-journal"):
+            # SQLite opens these by name too; one that is no regular file holds none of the
+            # store's changes, so it goes and SQLite makes its own.
+            sidecar = self.path.with_name(self.path.name + suffix)
+            with contextlib.suppress(FileNotFoundError):
+                if not stat.S_ISREG(os.stat(sidecar).st_mode):
+                    os.unlink(sidecar)
         db = sqlite3.connect(self.path, timeout=30, isolation_level=None, check_same_thread=False)
         try:
             db.execute(f"PRAGMA page_size={self.kind.page_bytes}")  # a new file's only

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
+import pickle
 import sqlite3
 import threading
 import time
@@ -15,6 +17,7 @@ import pytest
 
 from querybench.engines.base import FETCH_CHUNK, Result, Sink
 from querybench.engines.sqlite import SQLiteEngine
+from querybench.engines.supervisor import Supervisor
 from querybench.engines.timeouts import wall_cap
 from querybench.envs import RewardItem, SQLReward, answer_sql, execution_match, sql_workers
 from querybench.envs.match import run_answer
@@ -274,13 +277,13 @@ def test_score_many_sends_a_batch_before_reading_the_rest(
     import querybench.envs.reward as reward_module
 
     read: list[str] = []
-    extract = reward_module.answer_sql
+    extract = reward_module.submitted
 
-    def reading(completion: str) -> str | None:
+    def reading(completion: str) -> object:
         read.append(completion)
         return extract(completion)
 
-    monkeypatch.setattr(reward_module, "answer_sql", reading)
+    monkeypatch.setattr(reward_module, "submitted", reading)
     items = [RewardItem(db, GOLD, sql(f"-- rollout {i}\n{GOLD}")) for i in range(64)]
     with SQLReward(workers=2, cache_dir=tmp_path) as r:
         read_when_sent = _on_each_batch(r, monkeypatch, lambda work: len(read))
@@ -403,6 +406,41 @@ def test_huge_answers_score_zero_without_error_on_both_paths(
         capped = r.score(db, GOLD, sql(FIVE_MILLION + "SELECT 'b' FROM n"))
         assert capped.reward == 0.0 and capped.verdict.error == "too_many_rows"
         assert r.score(db, GOLD, sql(GOLD + " UNION ALL " + GOLD)).reward == 1.0
+
+
+@pytest.mark.parametrize("processes", [True, False])
+def test_an_answer_past_the_bound_of_one_answer_is_its_own_too_large_and_never_sent(
+    db: Path, tmp_path: Path, processes: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # right rows, 20 MB of comment: past 16 MiB the answer is not extracted, sent or run
+    huge = sql(GOLD + " /*" + "x" * 20_000_000 + "*/")
+    sent: list[int] = []
+    send = Supervisor.send
+
+    def counted(self: Supervisor, kind: str, *args: Any, restart: bool = True) -> int:
+        sent.append(len(pickle.dumps(args)))
+        return send(self, kind, *args, restart=restart)
+
+    monkeypatch.setattr(Supervisor, "send", counted)
+    with SQLReward(workers=1, cache_dir=tmp_path, processes=processes) as r:
+        start = time.monotonic()
+        outcomes = [
+            r.score(db, GOLD, huge),
+            asyncio.run(r.ascore(db, GOLD, huge)),
+            *r.score_many([RewardItem(db, GOLD, huge), RewardItem(db, GOLD, sql(GOLD))]),
+            r.score_sql(db, GOLD, huge),
+        ]
+        took = time.monotonic() - start
+    right = outcomes.pop(3)
+    assert right.reward == 1.0
+    for outcome in outcomes:
+        assert outcome.reward == 0.0 and outcome.verdict.error == "too_large"
+        assert outcome.verdict.message == (
+            f"the answer is {len(huge):,} bytes (limit 16,777,216): not run"
+        )
+        assert outcome.metrics == {"error": 1.0, "trivial": 0.0, "gold_error": 0.0}
+    assert took < 10.0
+    assert max(sent, default=0) < 100_000  # the 20 MB stayed in this process
 
 
 @pytest.mark.parametrize(

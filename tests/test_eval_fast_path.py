@@ -230,6 +230,45 @@ def test_the_batches_are_shared_by_the_children_and_a_missing_database_fails_its
     assert isinstance(gold["gone"], EngineError) and "not found" in str(gold["gone"])
 
 
+def test_each_database_is_opened_by_one_child_and_both_children_work(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # An open is a round trip that holds up the other child: each child keeps to its own run
+    # of databases, then takes from the far end of the other's (only then may a database be
+    # opened twice, as the timing has it).
+    from querybench.engines.isolated import QueryProcess
+
+    databases = []
+    for name in ("a", "b", "c", "d"):
+        db = tmp_path / name / f"{name}.sqlite"
+        db.parent.mkdir()
+        with sqlite3.connect(db) as conn:
+            conn.execute("CREATE TABLE t (x INTEGER)")
+        conn.close()
+        databases.append(db)
+    opened: list[tuple[int, str]] = []
+    original = QueryProcess.engine
+
+    def engine(self: QueryProcess, database: str | Path) -> Any:
+        opened.append((id(self), str(database)))
+        return original(self, database)
+
+    monkeypatch.setattr(QueryProcess, "engine", engine)
+    jobs = {f"{db.stem}{i}": (db, f"SELECT {i}") for db in databases for i in range(20)}
+    gold, _ = run_gold_and_predictions(
+        jobs, {}, timeout=10, workers=2, cache_dir=tmp_path / "cache"
+    )
+    assert all(isinstance(v, Result) and v.rows == [(int(k[1:]),)] for k, v in gold.items())
+    assert {database for _, database in opened} == set(map(str, databases))
+    assert len({child for child, _ in opened}) == 2
+    # what each child takes, step by step: its own lane, then the far end of the other's
+    batches = [[(db, f"SELECT {i}")] for db in "aabbccdd" for i in range(1)]
+    lanes = execution._Lanes(batches, 2)
+    assert [lanes.take(0)[0][0] for _ in range(4)] == ["a", "a", "b", "b"]
+    assert [lanes.take(1)[0][0] for _ in range(2)] == ["c", "c"]
+    assert [lanes.take(0)[0][0] for _ in range(2)] == ["d", "d"] and not lanes
+
+
 def test_a_child_that_cannot_be_forked_costs_no_result(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -71,10 +71,11 @@ DEPENDS: dict[str, frozenset[str]] = {
         "methods": "benchmarks data.roots declared errors data.layout engines tasks context "
         "models agent evaluation json_input",
         "envs": "benchmarks data.roots errors engines tasks context models evaluation methods "
-        "store json_input",
+        "store json_input file_digests",
         "runs": "benchmarks data.roots declared errors data.layout engines tasks models "
         "evaluation methods store json_input file_digests",
-        "report": "benchmarks data.roots errors engines tasks agent evaluation runs json_input",
+        "report": "benchmarks data.roots errors engines tasks agent evaluation runs json_input "
+        "file_digests",
         "commands": "benchmarks data.roots declared errors data.layout engines data.fetch "
         "data.status data.releases tasks json_input context evaluation methods runs report",
         "cli": "benchmarks commands",

@@ -95,3 +95,28 @@ def test_the_run_block_shows_the_scorers_closest_gold_and_columns(tmp_path: Path
     run = RunData("r", tmp_path, [InstanceResult("x", 0.0, "wrong_result")], tasks={"x": task},
                   predictions=preds)  # fmt: skip
     assert "gold <code>x_a.csv</code>" in instance_details([run])  # no detail: the nearest
+
+
+def test_a_run_folder_whose_files_are_fifos_is_reported_without_waiting(tmp_path: Path) -> None:
+    import os
+
+    from querybench.errors import DataError
+    from querybench.report.runs import RunData, read_results
+    from tests.test_regular_databases import within
+
+    (tmp_path / "trajectories").mkdir()
+    (tmp_path / "predictions").mkdir()
+    fifos = [
+        tmp_path / "trajectories" / "x.json",
+        tmp_path / "predictions" / "x.sql",
+        tmp_path / "predictions" / "x.csv",
+        tmp_path / "results.jsonl",
+    ]
+    for fifo in fifos:
+        os.mkfifo(fifo)
+    run = RunData("r", tmp_path, [], predictions=tmp_path / "predictions")
+    assert within(lambda: run.trajectories, fifos) == []  # left out, with a warning
+    assert within(lambda: run.predicted_sql("x"), fifos) is None
+    assert within(lambda: read_head(fifos[2]), fifos) is None
+    error = within(lambda: read_results(fifos[3]), fifos)
+    assert isinstance(error, DataError) and "not a regular file" in str(error)

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from querybench.engines.base import Column, Engine, Result, Table
+from querybench.engines.base import Column, Engine, Result, Table, database_file
 from querybench.engines.registry import (
     EngineKind,
     EngineSpec,
@@ -60,7 +60,7 @@ def connect(target: str | Path, **kw: Any) -> Engine:
         engine: Engine = _opener(spec)(text, **kw)
         return engine
     spec, path = _file_target(target)
-    _require_file(path)
+    _require_file(path, spec)
     opened: Engine = _opener(spec)(path, **kw)
     return opened
 
@@ -111,6 +111,5 @@ def _opener(spec: EngineSpec) -> Any:
     return getattr(importlib.import_module(module), attribute)
 
 
-def _require_file(path: Path) -> None:
-    if not path.is_file():
-        raise EngineError(f"database file not found: {path}")
+def _require_file(path: Path, spec: EngineSpec | None = None) -> None:
+    database_file(path, () if spec is None else spec.sidecars)

@@ -9,10 +9,12 @@ import re
 import threading
 from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, Self
 
 from querybench.engines.registry import EngineSpec
-from querybench.errors import ResultTooLarge, ResultTooManyBytes
+from querybench.errors import EngineError, ResultTooLarge, ResultTooManyBytes
+from querybench.file_digests import refusal, regular_database
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -227,6 +229,20 @@ DEFAULT_MAX_RESULT_BYTES = 256 * 1024**2
 # What a cell other than text or bytes counts for (a number, a date, NULL).
 _SCALAR_BYTES = 8
 _SIZED = frozenset({str, bytes, bytearray, memoryview})
+
+
+def database_file(path: Path, sidecars: Iterable[str] = ()) -> Path:
+    """`path`, once it and its `sidecars` (the engine's `EngineSpec.sidecars`) that exist are
+    regular files (`file_digests.regular_database`), as every engine opening a file by name asks
+    before its driver opens it: a FIFO, as the database or its `-journal`, would hold the open
+    or the first query for ever. Else `EngineError`: `database file not found` when there is
+    none, else why it cannot be opened."""
+    try:
+        return regular_database(path, sidecars)
+    except FileNotFoundError:
+        raise EngineError(f"database file not found: {path}") from None
+    except OSError as exc:
+        raise EngineError(f"cannot open {path}: {refusal(exc, path)}") from None
 
 
 def positive_int_env(name: str) -> int | None:

@@ -20,6 +20,7 @@ from querybench.engines.base import (
     EngineBase,
     Result,
     Table,
+    database_file,
     fetch_capped,
     group_columns,
     max_result_bytes,
@@ -68,8 +69,7 @@ class DuckDBEngine(EngineBase):
         self.path = Path(path)
         if memory_limit is None:  # below the query child's memory cap, so DuckDB refuses first
             memory_limit = duckdb_memory_limit()
-        if not self.path.is_file():
-            raise EngineError(f"database file not found: {self.path}")
+        database_file(self.path, self.spec.sidecars)
         config: dict[str, str | bool | int | float | list[str]] = {
             "enable_external_access": False,
             "autoload_known_extensions": False,

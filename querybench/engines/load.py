@@ -21,8 +21,10 @@ import pyarrow.csv as pa_csv
 import pyarrow.parquet as pq
 
 from querybench.engines.load_targets import open_writer
+from querybench.engines.registry import ENGINES
 from querybench.engines.url import mask_secrets
 from querybench.errors import DataError, EngineError
+from querybench.file_digests import refusal, regular_database
 
 
 @dataclass(frozen=True)
@@ -97,12 +99,22 @@ def read_folder(folder: Path) -> Iterator[tuple[str, pa.Table]]:
     for path in sorted(folder.iterdir()):
         name = path.name.lower()
         if name.endswith(".parquet"):
-            yield path.name[: -len(".parquet")], pq.read_table(path)
+            yield path.name[: -len(".parquet")], pq.read_table(_regular(path))
         elif name.endswith((".csv", ".csv.gz")):
-            yield path.name.split(".")[0], pa_csv.read_csv(path)
+            yield path.name.split(".")[0], pa_csv.read_csv(_regular(path))
+
+
+def _regular(path: Path, sidecars: tuple[str, ...] = ()) -> Path:
+    """`path` once it is a regular file (`regular_database`): read by name, a FIFO would hold
+    the open for ever; else `DataError`."""
+    try:
+        return regular_database(path, sidecars)
+    except OSError as exc:
+        raise DataError(f"cannot open {path}: {refusal(exc, path)}") from exc
 
 
 def read_sqlite(path: Path) -> Iterator[tuple[str, pa.Table]]:
+    _regular(path, ENGINES["sqlite"].sidecars)
     try:
         conn = sqlite3.connect(path.resolve().as_uri() + "?mode=ro", uri=True)
     except sqlite3.Error as exc:

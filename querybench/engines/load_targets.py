@@ -17,8 +17,8 @@ from typing import Any, Protocol
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from querybench.engines.base import quote_identifier
-from querybench.engines.registry import spec_for_scheme
+from querybench.engines.base import database_file, quote_identifier
+from querybench.engines.registry import ENGINES, spec_for_scheme
 from querybench.engines.url import mask_secrets, parse_server_url
 from querybench.errors import EngineError, EngineUnavailable
 
@@ -233,6 +233,9 @@ def open_writer(target: str) -> Iterator[Writer]:
 
 @contextlib.contextmanager
 def _local_writer(scheme: str, path: Path) -> Iterator[Writer]:
+    if scheme in ("sqlite", "duckdb") and (path.exists() or path.is_symlink()):
+        # An existing target is written through by name: a FIFO there would hold the open.
+        database_file(path, ENGINES[scheme].sidecars)
     if scheme == "sqlite":
         import sqlite3
 

@@ -33,6 +33,7 @@ from querybench.engines.base import (
     EngineBase,
     Result,
     Table,
+    database_file,
     fetch_capped,
     group_columns,
     quote_identifier,
@@ -102,8 +103,7 @@ class SnowflakeLocalEngine(EngineBase):
                 "snowflake+local needs fakesnow: pip install 'querybench[snowflake]'"
             ) from exc
         self.path = Path(path)
-        if not self.path.is_file():
-            raise EngineError(f"database file not found: {self.path}")
+        database_file(self.path, ENGINES["duckdb"].sidecars)
         self.database = (database or _recorded_database(self.path) or self.path.stem).upper()
         self._instance = FakeSnow(create_database_on_connect=False, create_schema_on_connect=False)
         duck = self._instance.duck_conn

@@ -28,6 +28,7 @@ from querybench.engines.base import (
     Result,
     Sink,
     Table,
+    database_file,
     fetch_capped,
     positive_int_env,
     quote_identifier,
@@ -128,8 +129,7 @@ class SQLiteEngine(EngineBase):
         progress_every: int = 1_000,
     ) -> None:
         self.path = Path(path)
-        if not self.path.is_file():
-            raise EngineError(f"database file not found: {self.path}")
+        database_file(self.path, self.spec.sidecars)
         self._text_errors = text_errors
         self._lock = threading.Lock()
         self._budget: Budget | None = None

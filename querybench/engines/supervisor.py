@@ -19,6 +19,7 @@ started when the caller asks so that its start overlaps the caller's first work)
 from __future__ import annotations
 
 import contextlib
+import importlib
 import math
 import mmap
 import multiprocessing
@@ -30,13 +31,14 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from multiprocessing import reduction
 from multiprocessing.connection import Connection
 from typing import Any, Literal
 
 from querybench.engines.child import OPENING, PROGRESS, ChildSetup, serve
+from querybench.engines.replies import Global, ReplyReader
 from querybench.engines.supervision import OPEN_TIMEOUT_S, exit_reason, query_environment
 from querybench.engines.timeouts import CPU_CLOCK, GRACE_S, WALL_CLOCK, process_cpu_s
 from querybench.errors import EngineError
@@ -83,9 +85,14 @@ class Stopped:
 class Supervisor:
     """One killable child and the messages to it. Not thread-safe: its driver serialises."""
 
-    def __init__(self, setup: ChildSetup, *, launch: Launch = "fork") -> None:
+    def __init__(
+        self, setup: ChildSetup, *, launch: Launch = "fork", extra_globals: Iterable[Global] = ()
+    ) -> None:
+        """`extra_globals`: the classes the work kind's replies hold beyond a query child's
+        (`replies.BASE_GLOBALS`); a reply naming any other is refused."""
         self.setup = setup
         self.launch = launch
+        self._reader = _reader(frozenset(extra_globals))
         self.closed = False
         self._process: _Handle | None = None
         self._requests: Connection | None = None
@@ -196,10 +203,16 @@ class Supervisor:
             if self._replies is None:
                 return self._ended()
             try:
-                reply: Reply = self._replies.recv()
-                return reply
+                data = self._replies.recv_bytes()
             except (EOFError, OSError):
                 return self._ended()
+            try:
+                reply = self._reader.load(data)
+            except Exception as exc:  # a malformed pickle raises what it happens to raise
+                return self._refused(f"{type(exc).__name__}: {exc}")
+            if not _well_formed(reply):
+                return self._refused("not a numbered reply")
+            return reply  # type: ignore[no-any-return]
         where = self._where()
         spent = self._spent(where)
         # Read again after a beat: the step may have just ended.
@@ -261,6 +274,15 @@ class Supervisor:
                 return CPU_CLOCK
         return None
 
+    def _refused(self, why: str) -> Stopped:
+        """A reply that is no reply's value (a child taken over, or a bug): the child is
+        killed, and where it was is settled as a crash there."""
+        number, index, step = self._where()[:3]
+        self.kill()
+        return Stopped(
+            number, index, step, killed=False, reason=f"killed: its reply was refused: {why}"
+        )
+
     def _ended(self) -> Stopped:
         process = self._process
         if process is not None:
@@ -290,6 +312,28 @@ class Supervisor:
             if not process.wait(None if kill else 5.0):
                 process.kill()
                 process.wait(None)
+
+
+def _well_formed(reply: Any) -> bool:
+    """Whether `reply` is shaped as a `Reply` (an error's value an `EngineError`)."""
+    if type(reply) is not tuple or len(reply) != 3 or type(reply[0]) is not int:
+        return False
+    status = reply[1]
+    if status == "error":
+        return isinstance(reply[2], EngineError)
+    return status in ("ok", "group")
+
+
+_readers: dict[frozenset[Global], ReplyReader] = {}
+
+
+def _reader(extra: frozenset[Global]) -> ReplyReader:
+    """One reader per set of globals, shared by the supervisors that take it (the globals
+    resolved once a process)."""
+    reader = _readers.get(extra)
+    if reader is None:
+        reader = _readers.setdefault(extra, ReplyReader(extra))
+    return reader
 
 
 class _Handle:
@@ -361,6 +405,8 @@ def _start_subprocess(progress_fd: int) -> tuple[_Handle, Connection, Connection
 
 
 def _start_forked(progress_fd: int, fork: bool) -> tuple[_Handle, Connection, Connection]:
+    if fork:
+        _preload_here()
     context = multiprocessing.get_context("fork") if fork else _context()
     requests_in, requests = context.Pipe(duplex=False)
     replies, replies_out = context.Pipe(duplex=False)
@@ -387,6 +433,15 @@ def _start_forked(progress_fd: int, fork: bool) -> tuple[_Handle, Connection, Co
         return process.exitcode is not None
 
     return _Handle(pid, kill, wait, lambda: process.exitcode), requests, replies
+
+
+def _preload_here() -> None:
+    """What the forkserver preloads (`_PRELOAD`, bar `__main__`: this process's own), imported
+    in this process before a child is forked from it, so that each child has it, not imports
+    it at its first open (2 ms or more a child, while the caller waits on that open)."""
+    for module in _PRELOAD[1:]:
+        if module not in sys.modules:
+            importlib.import_module(module)
 
 
 class _SharedFd:

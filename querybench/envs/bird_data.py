@@ -20,7 +20,9 @@ from pathlib import Path
 from typing import Literal
 
 from querybench.data.roots import find_root
+from querybench.engines.registry import ENGINES
 from querybench.errors import DataError
+from querybench.file_digests import refusal, regular_database
 from querybench.tasks.bird import load_bird
 from querybench.tasks.model import Task
 
@@ -122,7 +124,12 @@ def prompt(database: Path, question: str, evidence: str | None) -> str:
 @functools.lru_cache(maxsize=256)
 def create_statements(database: Path) -> tuple[str, ...]:
     """The database's own CREATE TABLE statements, in creation order (as BIRD's baselines
-    show the schema); SQLite's internal tables left out. Opened read-only."""
+    show the schema); SQLite's internal tables left out. Opened read-only, once it is a
+    regular file (`regular_database`: a FIFO would hold the open for ever)."""
+    try:
+        regular_database(database, ENGINES["sqlite"].sidecars)
+    except OSError as exc:
+        raise DataError(f"{database}: cannot read the schema: {refusal(exc, database)}") from exc
     try:
         uri = f"{database.resolve().as_uri()}?mode=ro"
         with contextlib.closing(sqlite3.connect(uri, uri=True)) as conn:

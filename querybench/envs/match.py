@@ -13,19 +13,23 @@ from typing import Any
 from querybench.engines import Engine
 from querybench.engines.base import EngineBase, Result, feed_batches
 from querybench.engines.memory import out_of_memory
-from querybench.errors import EngineError
+from querybench.errors import AnswerTooLarge, EngineError
 from querybench.evaluation.bird.evaluate import (
     StreamedMatch,
     StreamMatcher,
     bird_metrics,
     bird_verdict,
 )
+from querybench.evaluation.prediction_file import oversized_answer
 from querybench.evaluation.sql_extract import sql_block
 from querybench.evaluation.verdict import Verdict
 
 Outcome = Result | EngineError
 # An answer as the reward sees it: whole rows, or only what streaming them against the gold found.
 AnswerOutcome = Result | StreamedMatch | EngineError
+# An answer's SQL as the reward takes it: the SQL, None when there is none, or why it is not
+# run (`bounded`), settled before it goes anywhere.
+Submitted = str | AnswerTooLarge | None
 
 
 @dataclass(frozen=True)
@@ -44,6 +48,24 @@ def answer_sql(completion: str) -> str | None:
     ``` block and a block in another language are never run as a query (`sql_block`).
     """
     return sql_block(completion)
+
+
+def bounded(text: str | None) -> Submitted:
+    """`text` (an answer's SQL, or the completion it comes from), or why it is not run: past
+    the bound of one answer of a predictions file (`prediction_file.MAX_ANSWER_BYTES`, 16 MiB)
+    it is that answer's `AnswerTooLarge`, settled here, so it is never sent to a child,
+    extracted or run, and the rest of its batch is scored as usual."""
+    if text is None:
+        return None
+    why = oversized_answer(text)
+    return text if why is None else AnswerTooLarge(f"{why}: not run")
+
+
+def submitted(completion: str) -> Submitted:
+    """The SQL a completion submits (`answer_sql`) once the completion is within the bound of
+    one answer (`bounded`)."""
+    checked = bounded(completion)
+    return checked if not isinstance(checked, str) else answer_sql(checked)
 
 
 def run_answer(

@@ -19,10 +19,10 @@ from querybench.envs.reward_child import WorkItem
 
 
 def shareable(item: WorkItem) -> bool:
-    """Whether a copy of `item` may take its outcome: it has a query, and one whose rows do
-    not depend on a random draw."""
+    """Whether a copy of `item` may take its outcome: it has a query (not one settled unrun,
+    `match.bounded`), and one whose rows do not depend on a random draw."""
     sql = item[2]
-    return sql is not None and "random" not in sql.lower()
+    return isinstance(sql, str) and "random" not in sql.lower()
 
 
 class Repeats:

@@ -46,9 +46,12 @@ from querybench.envs.match import (
     AnswerOutcome,
     Outcome,
     RewardOutcome,
+    Submitted,
     answer_sql,
+    bounded,
     execution_match,
     run_answer,
+    submitted,
 )
 from querybench.envs.repeats import Repeats, fan_out, unique_items
 from querybench.envs.reward_child import WorkerConfig, WorkItem, cache_get, cache_put
@@ -224,15 +227,18 @@ class SQLReward:
         return known
 
     def score(self, database: str | Path, gold_sql: str, completion: str) -> RewardOutcome:
-        """The reward of one answer text."""
-        return self.score_sql(database, gold_sql, answer_sql(completion))
+        """The reward of one answer text (past the bound of one answer, `too_large`: `bounded`)."""
+        return self._score(database, gold_sql, submitted(completion))
 
     def score_sql(self, database: str | Path, gold_sql: str, sql: str | None) -> RewardOutcome:
         """The reward of one already extracted query (None: there was none)."""
+        return self._score(database, gold_sql, bounded(sql))
+
+    def _score(self, database: str | Path, gold_sql: str, sql: Submitted) -> RewardOutcome:
         if self.processes:
             return self._batch([(str(database), gold_sql, sql)]).result()[0]
         gold = self.gold(database, gold_sql)
-        answer = None if sql is None else self._answer(database, sql, gold).result()
+        answer = sql if not isinstance(sql, str) else self._answer(database, sql, gold).result()
         return execution_match(gold, answer)
 
     async def ascore(self, database: str | Path, gold_sql: str, completion: str) -> RewardOutcome:
@@ -241,15 +247,18 @@ class SQLReward:
         On processes, the calls of one event-loop pass (and those made while every worker is
         busy) travel together as one batch (`coalesce.py`), so concurrent rollouts get the
         batch rate of `score_many` rather than one process round trip each."""
-        return await self.ascore_sql(database, gold_sql, answer_sql(completion))
+        return await self._ascore(database, gold_sql, submitted(completion))
 
     async def ascore_sql(
         self, database: str | Path, gold_sql: str, sql: str | None
     ) -> RewardOutcome:
         """`ascore` of an already extracted query (None: there was none)."""
+        return await self._ascore(database, gold_sql, bounded(sql))
+
+    async def _ascore(self, database: str | Path, gold_sql: str, sql: Submitted) -> RewardOutcome:
         if self.processes:
             return await self._coalescer().score((str(database), gold_sql, sql))
-        return await asyncio.to_thread(self.score_sql, database, gold_sql, sql)
+        return await asyncio.to_thread(self._score, database, gold_sql, sql)
 
     def score_many(self, items: Sequence[RewardItem]) -> list[RewardOutcome]:
         """Rewards for many answers at once, in order; an answer repeated to the byte on the
@@ -257,15 +266,15 @@ class SQLReward:
         if self.processes:
             return self._score_many_on_processes(items)
         work, where = unique_items(
-            [(str(i.database), i.gold_sql, answer_sql(i.completion)) for i in items]
+            [(str(i.database), i.gold_sql, submitted(i.completion)) for i in items]
         )
         golds = [self.gold(database, gold_sql) for database, gold_sql, _ in work]
         answers = [
-            None if sql is None else self._answer(database, sql, gold)
+            sql if not isinstance(sql, str) else self._answer(database, sql, gold)
             for (database, _, sql), gold in zip(work, golds, strict=True)
         ]
         outcomes = [
-            execution_match(gold, None if answer is None else answer.result())
+            execution_match(gold, answer if not isinstance(answer, Future) else answer.result())
             for gold, answer in zip(golds, answers, strict=True)
         ]
         return fan_out(outcomes, where)
@@ -278,7 +287,7 @@ class SQLReward:
         repeats, batches, sent = Repeats(), [], 0
         total, spread, size = len(items), 4 * self.workers, self.batch_size
         for read, item in enumerate(items, 1):
-            repeats.add((str(item.database), item.gold_sql, answer_sql(item.completion)))
+            repeats.add((str(item.database), item.gold_sql, submitted(item.completion)))
             distinct = len(repeats.unique)
             waiting = distinct - sent
             # waiting >= min(size, distinct * total / read / spread), multiplied out

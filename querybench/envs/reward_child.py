@@ -26,12 +26,13 @@ from querybench.engines.cache import ResultCache
 from querybench.engines.child import OPENING, WORK, Child
 from querybench.engines.memory import out_of_memory
 from querybench.engines.supervision import OPEN_TIMEOUT_S
-from querybench.envs.match import Judged, Outcome, RewardOutcome, judged, run_answer
+from querybench.envs.match import Judged, Outcome, RewardOutcome, Submitted, judged, run_answer
 from querybench.errors import EngineError
 from querybench.evaluation.verdict import Verdict
 
-# One reward to compute: (database, gold SQL, the answer's SQL or None).
-WorkItem = tuple[str, str, str | None]
+# One reward to compute: (database, gold SQL, the answer's SQL, None, or why it is not run:
+# `match.bounded`, which never reaches the child: the parent makes it the task's answer).
+WorkItem = tuple[str, str, Submitted]
 # A work item as the child gets it, with the gold and answer outcomes already settled by a
 # kill (None: compute it), so the verdict is always made by the same code.
 Task = tuple[str, str, str | None, EngineError | None, EngineError | None]
@@ -42,6 +43,19 @@ Task = tuple[str, str, str | None, EngineError | None, EngineError | None]
 # table and one bytes object instead of an object and a dict per item.
 PackedOutcomes: TypeAlias = (
     "tuple[list[tuple[float, Verdict, tuple[tuple[str, float], ...]]], bytes | array[int]]"
+)
+
+# What the reward's replies hold beyond a query child's (`engines/replies.py`): the verdicts,
+# and the index array of a batch of more than 256 distinct outcomes.
+REPLY_GLOBALS = frozenset(
+    {
+        ("querybench.evaluation.verdict", "Verdict"),
+        ("querybench.evaluation.detail", "VerdictDetail"),
+        ("querybench.evaluation.detail", "Difference"),
+        ("querybench.evaluation.detail", "Shape"),
+        ("array", "array"),
+        ("array", "_array_reconstructor"),
+    }
 )
 
 # The reward's own steps, as written to the progress bytes (beside the child's `OPENING`).

@@ -34,6 +34,7 @@ from querybench.envs.match import RewardOutcome
 from querybench.envs.reward_child import (
     ANSWER,
     GOLD,
+    REPLY_GLOBALS,
     Task,
     WorkerConfig,
     WorkItem,
@@ -138,9 +139,12 @@ class KnownFailures:
         self.databases: dict[str, EngineError] = {}
 
     def task(self, item: WorkItem) -> Task:
+        database, gold_sql, sql = item
+        if isinstance(sql, EngineError):  # settled here (`match.bounded`): its text stays here
+            return self.refresh((database, gold_sql, None, None, sql))
         if not self.databases and not self.golds:  # nothing killed yet, the common case
-            return (*item, None, None)
-        return self.refresh((*item, None, None))
+            return (database, gold_sql, sql, None, None)
+        return self.refresh((database, gold_sql, sql, None, None))
 
     def refresh(self, task: Task) -> Task:
         """`task` with what is known by now of its gold and database filled in."""
@@ -187,7 +191,7 @@ class RewardProcess:
             work="querybench.envs.reward_child:RewardWork",
             work_args=(config,),
         )
-        self._child = Supervisor(setup, launch="subprocess")
+        self._child = Supervisor(setup, launch="subprocess", extra_globals=REPLY_GLOBALS)
         self._owed: deque[_Batch] = deque()
         self._child.start()
 

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from querybench.data.roots import data_root
 from querybench.evaluation.record import InstanceResult
+from querybench.file_digests import open_regular
 from querybench.report.linking import schema_linking
 from querybench.report.runs import RunData
 from querybench.report.taxonomy import diagnose
@@ -60,7 +61,8 @@ def sql_diff(gold: str, predicted: str) -> str:
 def read_head(path: Path, rows: int = MAX_ROWS) -> Head | None:
     """Header, first `rows` rows and whether there are more; None when unreadable."""
     try:
-        with path.open(encoding="utf-8", errors="replace", newline="") as f:
+        fd, _ = open_regular(path)  # a FIFO in a run's predictions would never answer
+        with open(fd, encoding="utf-8", errors="replace", newline="") as f:
             reader = csv.reader(f)
             header = next(reader, [])
             body: list[list[str]] = []

@@ -22,9 +22,10 @@ from typing import Any
 from querybench import json_input
 from querybench.errors import DataError, ErrorCode
 from querybench.evaluation.record import InstanceResult
+from querybench.file_digests import open_regular
 from querybench.runs.store import InstanceRecord, RecordStore
 from querybench.runs.summary import SUMMARY, RunSummary
-from querybench.tasks.input_files import text_lines
+from querybench.tasks.input_files import MAX_INPUT_BYTES, read_text, text_lines
 from querybench.tasks.model import Task
 
 log = logging.getLogger(__name__)
@@ -79,10 +80,12 @@ class RunData:
         out = []
         for instance_id in self.trajectory_ids():
             try:
+                # a run's files are what an agent or a model made: read as every input is
+                # (a regular file, bounded; a FIFO here held the report for ever)
                 data = json_input.loads(
-                    (self.trajectory_dir / f"{instance_id}.json").read_text("utf-8")
+                    read_text(self.trajectory_dir / f"{instance_id}.json", "trajectory")
                 )
-            except (OSError, ValueError) as exc:
+            except (DataError, ValueError) as exc:
                 log.warning("trajectory of %s left out of the tables: %s", instance_id, exc)
                 continue
             if isinstance(data, dict):
@@ -96,8 +99,12 @@ class RunData:
             return record.sql
         if self.predictions is not None:
             path = self.predictions / f"{instance_id}.sql"
-            if path.is_file():
-                return path.read_text(encoding="utf-8", errors="replace")
+            try:
+                fd, _ = open_regular(path)  # a FIFO here would never answer
+            except OSError:
+                return None
+            with open(fd, encoding="utf-8", errors="replace") as f:
+                return f.read(MAX_INPUT_BYTES)
         return None
 
     def predicted_csv(self, instance_id: str) -> Path | None:
@@ -116,8 +123,8 @@ def result_from_json(data: dict[str, Any]) -> InstanceResult:
 def read_results(path: Path) -> list[InstanceResult]:
     results: list[InstanceResult] = []
     try:
-        lines = text_lines(path.read_text(encoding="utf-8"))
-    except OSError as exc:
+        lines = text_lines(read_text(path, "results"))
+    except DataError as exc:
         raise DataError(f"cannot read {path}: {exc}") from exc
     for number, line in enumerate(lines, start=1):
         if not line.strip():
@@ -133,8 +140,8 @@ def _json_file(path: Path) -> dict[str, Any]:
     if not path.is_file():
         return {}
     try:
-        data = json_input.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
+        data = json_input.loads(read_text(path, "run file"))
+    except (DataError, ValueError) as exc:
         raise DataError(f"{path} is unreadable ({exc})") from exc
     return data if isinstance(data, dict) else {}
 

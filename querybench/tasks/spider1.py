@@ -12,7 +12,6 @@ whose database is not here, is unrated.
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -124,7 +123,7 @@ class _Schemas:
         if found is not None and found.is_file():
             try:
                 return SpiderSchema.from_sqlite(found)
-            except sqlite3.Error:
+            except DataError:
                 pass
         entry = self._tables().get(db)
         if entry is None:

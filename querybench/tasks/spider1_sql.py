@@ -19,13 +19,16 @@ is `SqlParseError` here, with the official reason where it states one.
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple, TypeAlias
 
-from querybench.errors import SqlParseError, SqlTokenError
+from querybench.engines.registry import ENGINES
+from querybench.errors import DataError, SqlParseError, SqlTokenError
+from querybench.file_digests import refusal, regular_database
 from querybench.tasks.spider1_tokens import tokenize_sql
 
 CLAUSE_KEYWORDS = (
@@ -171,17 +174,25 @@ class SpiderSchema:
 
     @classmethod
     def from_sqlite(cls, path: Path) -> SpiderSchema:
-        """Every table of the database file (`sqlite_sequence` too), opened read-only."""
+        """Every table of the database file (`sqlite_sequence` too), opened read-only once it
+        is a regular file (`regular_database`: a FIFO would hold the open for ever); else
+        `DataError`."""
+        try:
+            regular_database(path, ENGINES["sqlite"].sidecars)
+        except OSError as exc:
+            raise DataError(f"cannot read the schema of {path}: {refusal(exc, path)}") from exc
         uri = f"file:{path.resolve()}?mode=ro"
-        with sqlite3.connect(uri, uri=True) as conn:
-            names = [
-                r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")
-            ]
-            tables = {
-                str(n): [str(r[1]) for r in conn.execute(f'PRAGMA table_info("{n}")')]
-                for n in names
-            }
-        conn.close()
+        try:
+            with contextlib.closing(sqlite3.connect(uri, uri=True)) as conn:
+                names = [
+                    r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")
+                ]
+                tables = {
+                    str(n): [str(r[1]) for r in conn.execute(f'PRAGMA table_info("{n}")')]
+                    for n in names
+                }
+        except sqlite3.Error as exc:
+            raise DataError(f"cannot read the schema of {path}: {exc}") from exc
         return cls.of(tables)
 
     @classmethod

@@ -10,7 +10,6 @@ says why.
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -84,8 +83,8 @@ def _schema(db: str, db_dir: Path, tables: Mapping[str, Mapping[str, Any]]) -> S
     if path.is_file():
         try:
             return SpiderSchema.from_sqlite(path)
-        except sqlite3.Error as exc:
-            return f"cannot read the schema of {path}: {exc}"
+        except DataError as exc:
+            return str(exc)
     if db in tables:
         try:
             return SpiderSchema.from_tables_json(tables[db])
