@@ -17,8 +17,9 @@ import pandas as pd
 import pytest
 
 from querybench import store
-from querybench.evaluation.spider2 import csv_cache, result_csv
+from querybench.evaluation.spider2 import csv_cache
 from querybench.evaluation.spider2.result_csv import read_result_csv
+from querybench.evaluation.spider2.table import Table
 from tests.conftest import require_data
 
 
@@ -28,6 +29,7 @@ def _own_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.delenv("QUERYBENCH_CSV_CACHE", raising=False)
     # this process's parses start empty too: a frame another test keeps alive is not shared
     monkeypatch.setattr(csv_cache, "_parsed", type(csv_cache._parsed)())
+    monkeypatch.setattr(csv_cache, "_parsed_frames", type(csv_cache._parsed_frames)())
     return tmp_path / "cache"
 
 
@@ -140,14 +142,15 @@ def test_unreadable_files_fail_every_time_and_are_not_cached() -> None:
 
 
 def _spy_parses(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Every parse of a file's bytes (plain ones by `simple_csv`, the others by pandas)."""
     calls: list[str] = []
-    real = result_csv.read_result_csv
+    real = csv_cache._read_table
 
-    def counting(source: Any, name: str | None = None) -> pd.DataFrame:
+    def counting(data: Any, name: str) -> Table:
         calls.append(str(name))
-        return real(source, name=name)
+        return real(data, name)
 
-    monkeypatch.setattr(result_csv, "read_result_csv", counting)
+    monkeypatch.setattr(csv_cache, "_read_table", counting)
     return calls
 
 
@@ -239,6 +242,7 @@ def test_only_this_process_s_parses_are_shared(monkeypatch: pytest.MonkeyPatch) 
     data = b"a\n1\n"
     csv_cache.parse(data, "p.csv", "prediction")
     monkeypatch.setattr(csv_cache, "_parsed", type(csv_cache._parsed)())  # a new process
+    monkeypatch.setattr(csv_cache, "_parsed_frames", type(csv_cache._parsed_frames)())
     calls = _spy_parses(monkeypatch)
     held = csv_cache.parse(data, "p.csv", "prediction")  # loaded from the store
     csv_cache.parse(data, "g.csv", "gold")

@@ -7,6 +7,7 @@ import contextlib
 import hashlib
 import json
 import os
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -71,9 +72,9 @@ def _lines(results: list[InstanceResult]) -> list[str]:
 
 
 def _count_parses(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """The names `csv_cache.parse` is asked for from now on (it still parses)."""
+    """The names `csv_cache.parse_table` is asked for from now on (it still parses)."""
     asked: list[str] = []
-    parse = csv_cache.parse
+    parse = csv_cache.parse_table
 
     def counted(
         data: Any, name: str, namespace: csv_cache.Namespace, digest: Any = None, keep: bool = True
@@ -81,7 +82,7 @@ def _count_parses(monkeypatch: pytest.MonkeyPatch) -> list[str]:
         asked.append(name)
         return parse(data, name, namespace, digest, keep)
 
-    monkeypatch.setattr(csv_cache, "parse", counted)
+    monkeypatch.setattr(csv_cache, "parse_table", counted)
     return asked
 
 
@@ -372,8 +373,9 @@ print(json.dumps({"lines": [r.to_json() for r in results], "pools": len(pools),
 def test_a_warm_run_on_an_idle_core_starts_no_pool_and_imports_no_pandas(
     tmp_path: Path,
 ) -> None:
-    """40 predictions of 128 KiB: cold, an idle core takes a pool; warm, the verdict store
-    answers them all, and asking the parsed-CSV cache (pandas) is not needed to say so."""
+    """40 predictions of 128 KiB: cold, an idle core takes a pool (plain files: NumPy, no
+    pandas); warm, the verdict store answers them all, and asking the parsed-CSV cache is not
+    needed to say so."""
     gold, preds = tmp_path / "gold", tmp_path / "preds"
     (gold / "exec_result").mkdir(parents=True)
     preds.mkdir()
@@ -386,8 +388,50 @@ def test_a_warm_run_on_an_idle_core_starts_no_pool_and_imports_no_pandas(
         lines.append(json.dumps({"instance_id": f"local{k:03d}", "toks": 1, **config}))
     (gold / "spider2lite_eval.jsonl").write_text("\n".join(lines) + "\n")
     cold = _run(gold, preds, _RUN_IDLE)
-    assert cold["pools"] == 1 and "pandas" in cold["loaded"]
+    assert cold["pools"] == 1 and cold["loaded"] == ["numpy"]
     warm = _run(gold, preds, _RUN_IDLE)
     assert warm["lines"] == cold["lines"]
     assert [line["score"] for line in warm["lines"]] == [1.0] * 40
     assert warm["pools"] == 0 and warm["loaded"] == []
+
+
+def test_new_plain_predictions_against_stored_gold_import_no_pandas(tmp_path: Path) -> None:
+    """Plain prediction CSVs never seen (no verdict, no parse stored) scored against gold the
+    parsed-CSV cache holds: NumPy only, and the verdicts and details of a run that parses the
+    gold anew."""
+    gold, preds = tmp_path / "gold", tmp_path / "preds"
+    (gold / "exec_result").mkdir(parents=True)
+    golds = {
+        "local001": {"": b"a,b\n1,x\n2,\n3,NA\n"},  # text with gaps beside ints
+        "local002": {"_a": b"v\n1.5\n2.25\n", "_b": b"v,w\n1.5,2\n2.25,3\n"},
+        "local003": {"": b"name,n\nab,1\ncd,2\n"},
+    }
+    lines = []
+    for instance_id, files in golds.items():
+        for suffix, data in files.items():
+            (gold / "exec_result" / f"{instance_id}{suffix}.csv").write_bytes(data)
+        config = {"condition_cols": [], "ignore_order": True}
+        lines.append(json.dumps({"instance_id": instance_id, "toks": 1, **config}))
+    (gold / "spider2lite_eval.jsonl").write_text("\n".join(lines) + "\n")
+
+    def submission(salt: str) -> None:
+        shutil.rmtree(preds, ignore_errors=True)
+        preds.mkdir()
+        (preds / "local001.csv").write_bytes(
+            b"b,a,s\nx,1,%s\n,2,%s\n,3,%s\n" % ((salt.encode(),) * 3)
+        )
+        (preds / "local002.csv").write_bytes(b"v,s\n1.5,%s\n2.5,%s\n" % ((salt.encode(),) * 2))
+        (preds / "local003.csv").write_bytes(
+            b"name,n,s\ncd,2,%s\nab,1,%s\n" % ((salt.encode(),) * 2)
+        )
+
+    submission("first")
+    _run(gold, preds)  # stores every gold alternative's parse
+    submission("second")
+    warm = _run(gold, preds)
+    assert warm["loaded"] == ["numpy"]
+    shutil.rmtree(tmp_path / "cache")
+    cold = _run(gold, preds)
+    assert warm["lines"] == cold["lines"]
+    scores = [(line["official_score"], line["strict_score"]) for line in warm["lines"]]
+    assert scores == [(1.0, 1.0), (0.0, 0.0), (1.0, 1.0)]

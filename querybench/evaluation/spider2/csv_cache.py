@@ -26,10 +26,13 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import importlib.util
 import io
 import logging
 import os
 import pickle
+import re
+import sys
 import weakref
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -38,12 +41,12 @@ from querybench import store
 from querybench.evaluation import prediction_file
 from querybench.file_digests import open_regular
 
-if TYPE_CHECKING:  # pandas and NumPy load with the first parse or entry: a run whose every
-    # verdict is known (verdict_cache) defers its writes here without importing them
-    import numpy as np
+if TYPE_CHECKING:  # pandas loads with the first file `simple_csv` does not read, never with
+    # an entry; a run whose every verdict is known (verdict_cache) imports neither it nor NumPy
     import pandas as pd
 
-    from querybench.evaluation.spider2.large_result import ResultTable
+    from querybench.evaluation.spider2.large_result import CompactTable, ResultTable
+    from querybench.evaluation.spider2.table import Table
 
 log = logging.getLogger(__name__)
 
@@ -67,13 +70,35 @@ _NUMERIC_DTYPES = frozenset({"<i8", "<f8", "|b1", "<u8"})  # what read_csv gives
 
 @functools.cache
 def _key_prefix() -> bytes:
-    """The parser's identity, the head of every key (imports pandas)."""
+    """The parser's identity, the head of every key (pandas' version read, not imported)."""
     import numpy as np
+
+    from querybench.evaluation.spider2.table import PARSER_VERSION
+
+    pandas = _pandas_version()
+    return f"result_csv {PARSER_VERSION} pandas {pandas} numpy {np.__version__}\n".encode()
+
+
+_VERSION_LINE = re.compile(r'^__version__\s*=\s*"([^"\n]+)"', re.MULTILINE)
+
+
+def _pandas_version() -> str:
+    """`pandas.__version__`, from the file it is imported from (`pandas/_version_meson.py`)
+    rather than by importing pandas (a fifth of a second); by the import where that file is
+    not there (a build of another kind) or pandas is loaded already."""
+    loaded = sys.modules.get("pandas")
+    if loaded is None:
+        spec = importlib.util.find_spec("pandas")
+        if spec is not None and spec.origin is not None:
+            try:
+                text = (Path(spec.origin).parent / "_version_meson.py").read_text("utf-8")
+            except (OSError, UnicodeError):
+                text = ""
+            if (match := _VERSION_LINE.search(text)) is not None:
+                return match.group(1)
     import pandas as pd
 
-    from querybench.evaluation.spider2.result_csv import PARSER_VERSION
-
-    return f"result_csv {PARSER_VERSION} pandas {pd.__version__} numpy {np.__version__}\n".encode()
+    return str(pd.__version__)
 
 
 def enabled() -> bool:
@@ -101,19 +126,28 @@ deferred_writes = store.deferred_writes
 flush = store.flush
 
 
-# Frames parsed in this process, by key, while something still holds them: a prediction
+# Tables parsed in this process, by key, while something still holds them: a prediction
 # whose bytes are its gold's (or two files of the same bytes) is parsed once. Only parses
-# go here, never entries loaded from a store, and a frame's columns are handed out
-# read-only (`column_arrays`), so whoever shares one sees exactly what the parser gave.
-_parsed: weakref.WeakValueDictionary[str, pd.DataFrame] = weakref.WeakValueDictionary()
+# go here, never entries loaded from a store, and a table's columns are read-only, so
+# whoever shares one sees exactly what the parser gave. `parse` hands out the frame of such
+# a table: held alone, it keeps the parse shared (`_parsed_frames`).
+_parsed: weakref.WeakValueDictionary[str, Table] = weakref.WeakValueDictionary()
+_parsed_frames: weakref.WeakValueDictionary[str, pd.DataFrame] = weakref.WeakValueDictionary()
 
 
 def read_result_file(path: Path, namespace: Namespace) -> ResultTable:
     """`large_result.read_result(path)`, a small file's parse taken from the cache."""
-    from querybench.evaluation.spider2.large_result import read_result
+    from querybench.evaluation.spider2.table import Table
 
+    table = read_result_table(path, namespace)
+    return _frame_of(table) if isinstance(table, Table) else table
+
+
+def read_result_table(path: Path, namespace: Namespace) -> Table | CompactTable:
+    """`read_result_file` as the scorers read it: a small file as a `Table` (pandas not
+    imported for a plain file or a cache entry), a big one as a `CompactTable`."""
     if not enabled():
-        return read_result(path)
+        return _as_table(_read_result(path))
     try:
         with open(path, "rb") as f:
             if os.fstat(f.fileno()).st_size >= prediction_file.LARGE_FILE_BYTES:
@@ -123,45 +157,101 @@ def read_result_file(path: Path, namespace: Namespace) -> ResultTable:
     except OSError:
         data = None  # `read_result` says why in its error
     if data is None:
-        return read_result(path)
-    return parse(data, str(path), namespace)
+        return _as_table(_read_result(path))
+    return parse_table(data, str(path), namespace)
+
+
+def _read_result(path: Path) -> ResultTable:
+    from querybench.evaluation.spider2.large_result import read_result
+
+    return read_result(path)
+
+
+def _as_table(result: ResultTable) -> Table | CompactTable:
+    from querybench.evaluation.spider2.large_result import CompactTable
+    from querybench.evaluation.spider2.table import Table
+
+    return result if isinstance(result, CompactTable) else Table.of_frame(result)
 
 
 def parse(
     data: Bytes, name: str, namespace: Namespace, digest: bytes | None = None, keep: bool = True
 ) -> pd.DataFrame:
-    """`read_result_csv` of these bytes (`name` is what errors say), from the cache if there,
-    or from this process's own parse of the same bytes. `digest`: their sha256, if the caller
-    has it (a verdict key is made of it: a file is hashed once). `keep=False`: a new parse is
-    not stored in this namespace (the caller stores what it makes of it: a prediction's
-    verdicts), though this process still shares it.
+    """`read_result_csv` of these bytes, as `parse_table` finds or makes them."""
+    return _frame_of(parse_table(data, name, namespace, digest, keep))
+
+
+def _frame_of(table: Table) -> pd.DataFrame:
+    frame = table.frame()
+    for key, parsed in list(_parsed.items()):
+        if parsed is table:  # a parse of this process: its frame alone keeps it shared
+            _parsed_frames[key] = frame
+    return frame
+
+
+def parse_table(
+    data: Bytes, name: str, namespace: Namespace, digest: bytes | None = None, keep: bool = True
+) -> Table:
+    """`read_result_csv` of these bytes as a `Table` (`name` is what errors say), from the
+    cache if there, or from this process's own parse of the same bytes. `digest`: their
+    sha256, if the caller has it (a verdict key is made of it: a file is hashed once).
+    `keep=False`: a new parse is not stored in this namespace (the caller stores what it
+    makes of it: a prediction's verdicts), though this process still shares it.
 
     Errors are never cached: an unreadable file is parsed, and fails, every time.
     """
-    from querybench.evaluation.spider2.result_csv import read_result_csv
-
     if not enabled():
-        return read_result_csv(io.BytesIO(data), name=name)
+        return _read_table(data, name)
     key = _key(hashlib.sha256(data).digest() if digest is None else digest)
     kept = _store(namespace)
-    frame = _parsed.get(key)
-    if frame is not None:  # parsed here already: stored in this namespace too
+    table = _shared(key)
+    if table is not None:  # parsed here already: stored in this namespace too
         if keep and kept is not None and not kept.has(key):
-            entry = _pending_entry(key) or _entry(frame, key)  # the other namespace's: same bytes
+            entry = _pending_entry(key) or _entry(table, key)  # the other namespace's: same bytes
             if entry is not None:
                 kept.put(key, entry)
-        return frame
+        return table
     stored = kept.get(key) if kept is not None else None
     if stored is not None:
-        frame = _load(stored, key)
-        if frame is not None:
-            return frame
+        table = _load(stored, key)
+        if table is not None:
+            return table
         log.debug("parsed-CSV cache entry %s is not valid; parsing %s again", key, name)
-    frame = read_result_csv(io.BytesIO(data), name=name)
-    _parsed[key] = frame
-    if keep and kept is not None and (entry := _entry(frame, key)) is not None:
+    table = _read_table(data, name)
+    _parsed[key] = table
+    if keep and kept is not None and (entry := _entry(table, key)) is not None:
         kept.put(key, entry)
-    return frame
+    return table
+
+
+def _shared(key: str) -> Table | None:
+    """This process's parse of the bytes of `key`, if something still holds it."""
+    table = _parsed.get(key)
+    if table is None and (frame := _parsed_frames.get(key)) is not None:
+        from querybench.evaluation.spider2.table import Table
+
+        table = _parsed[key] = Table.of_frame(frame)
+    return table
+
+
+def _read_table(data: Bytes, name: str) -> Table:
+    """`read_result_csv(data)` as a `Table`: a plain file (`simple_csv`) without pandas."""
+    from querybench.evaluation.spider2.simple_csv import read_simple
+    from querybench.evaluation.spider2.table import Table
+
+    raw = bytes(data)
+    try:
+        plain = read_simple(raw)
+    except Exception:  # `read_result_csv` tries it again and says what failed
+        plain, tried = None, False
+    else:
+        tried = True
+    if plain is not None:
+        names, arrays = plain
+        return Table(names, arrays, len(arrays[0]))
+    from querybench.evaluation.spider2.result_csv import read_result_csv
+
+    return Table.of_frame(read_result_csv(io.BytesIO(raw), name=name, simple=not tried))
 
 
 def _key(digest: bytes) -> str:
@@ -169,9 +259,9 @@ def _key(digest: bytes) -> str:
     return hashlib.sha256(_key_prefix() + digest).hexdigest()
 
 
-def _entry(frame: pd.DataFrame, key: str) -> bytes | None:
+def _entry(table: Table, key: str) -> bytes | None:
     """What the store seals under `key`: `MAGIC`, then the payload."""
-    payload = _payload(frame, key)
+    payload = _payload(table, key)
     return None if payload is None else MAGIC + payload
 
 
@@ -194,23 +284,26 @@ def is_stored(path: Path, namespace: Namespace) -> bool | None:
     return kept.has(_key(hashlib.sha256(data).digest()))
 
 
-def _payload(frame: pd.DataFrame, key: str) -> bytes | None:
-    """The entry's payload, or None for a frame the loader could not rebuild exactly."""
-    import numpy as np
-    import pandas as pd
+def _payload(table: Table, key: str) -> bytes | None:
+    """The entry's payload, or None for a table the loader could not rebuild exactly."""
+    frame = table._frame
+    if frame is not None:  # pandas' parse: only a frame `Table.frame` would build again
+        import numpy as np
+        import pandas as pd
 
-    from querybench.evaluation.spider2.result_csv import column_arrays
-
-    index = frame.index
-    if not isinstance(index, pd.RangeIndex) or index.start != 0 or index.step != 1:
-        return None  # an implicit index column: rare, parsed every time
-    names = list(frame.columns)
-    if frame.columns.dtype != object or not all(type(n) is str for n in names):
+        index = frame.index
+        if not isinstance(index, pd.RangeIndex) or index.start != 0 or index.step != 1:
+            return None  # an implicit index column: rare, parsed every time
+        if frame.columns.dtype != object:
+            return None
+        if not all(isinstance(dtype, np.dtype) for dtype in frame.dtypes):
+            return None  # an extension dtype (pandas' own `str`): not rebuilt from NumPy
+    names = list(table.names)
+    if not all(type(n) is str for n in names):
         return None
     columns: list[tuple[str, Any]] = []
-    for dtype, values in zip(frame.dtypes, column_arrays(frame), strict=True):
-        if not isinstance(dtype, np.dtype):
-            return None  # an extension dtype (pandas' own `str`): not rebuilt from NumPy
+    for values in table.arrays:
+        dtype = values.dtype
         if dtype.kind == "O":
             columns.append(("O", values.tolist()))
         elif dtype.str in _NUMERIC_DTYPES:
@@ -218,7 +311,7 @@ def _payload(frame: pd.DataFrame, key: str) -> bytes | None:
         else:
             return None
     try:
-        return pickle.dumps((key, names, len(frame), columns), protocol=5)
+        return pickle.dumps((key, names, table.rows, columns), protocol=5)
     except (pickle.PicklingError, TypeError, AttributeError):
         return None
 
@@ -230,8 +323,8 @@ class _PlainUnpickler(pickle.Unpickler):
         raise pickle.UnpicklingError(f"{module}.{name}: no globals in a parsed-CSV entry")
 
 
-def _load(stored: memoryview, key: str) -> pd.DataFrame | None:
-    """The frame of a well-formed entry for `key` (unsealed by the store), else None."""
+def _load(stored: memoryview, key: str) -> Table | None:
+    """The table of a well-formed entry for `key` (unsealed by the store), else None."""
     import numpy as np
 
     if stored[: len(MAGIC)] != MAGIC:
@@ -255,19 +348,6 @@ def _load(stored: memoryview, key: str) -> pd.DataFrame | None:
         else:
             return None
         arrays.append(array)
-    return _frame(arrays, names, rows)
+    from querybench.evaluation.spider2.table import Table
 
-
-def _frame(arrays: list[np.ndarray[Any, Any]], names: list[str], rows: int) -> pd.DataFrame:
-    """The frame `read_csv` gave: these columns under these (possibly repeated) names.
-
-    Built without pandas' checks, which also infer pandas 3's `str` dtype for text columns:
-    `_load` has checked each array's type and length, and text stays plain objects.
-    """
-    import pandas as pd
-
-    columns = pd.Index(names, dtype=object)
-    frame: pd.DataFrame = pd.DataFrame._from_arrays(  # type: ignore[attr-defined]
-        arrays, columns=columns, index=pd.RangeIndex(rows), verify_integrity=False
-    )
-    return frame
+    return Table(names, arrays, rows)

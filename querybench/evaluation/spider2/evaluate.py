@@ -44,7 +44,7 @@ from querybench.tasks.spider2 import FAMILY_KINDS
 if TYPE_CHECKING:  # pandas and the scorers load on the first prediction the store cannot answer
     import pandas as pd
 
-    from querybench.evaluation.spider2.large_result import ResultTable
+    from querybench.evaluation.spider2.instance import Scored
 
 Mode = Literal["exec_result", "sql"]
 Scoring = Literal["official", "strict"]
@@ -108,7 +108,7 @@ class _Job:
     scoring: Scoring
     limits: ReadLimits
 
-    def read(self, instance_id: str) -> tuple[ResultTable | Verdicts, Keyed | None]:
+    def read(self, instance_id: str) -> tuple[Scored | Verdicts, Keyed | None]:
         """A prediction CSV, checked and bounded (`PredictionRefused` / `DataError` if not),
         parsed, or its verdicts if the verdict store knows its content; and its verdict key
         (None: not to be stored)."""
@@ -122,11 +122,12 @@ class _Job:
             if known is not None:
                 return known, keyed
             if keyed is None:
-                return csv_cache.parse(data, scanned.name, "prediction"), None
+                return csv_cache.parse_table(data, scanned.name, "prediction"), None
             # its verdicts are stored, which answer a re-score: its parse would only cost
             # an entry (0.1 ms) and a write
             digest = keyed.prediction_digest
-            return csv_cache.parse(data, scanned.name, "prediction", digest, keep=False), keyed
+            table = csv_cache.parse_table(data, scanned.name, "prediction", digest, keep=False)
+            return table, keyed
 
     def scored(self, instance_id: str) -> bool:
         """Whether the verdict store knows this prediction (read and hashed, never parsed)."""
@@ -300,7 +301,7 @@ def _score_ids(job: _Job, ids: list[str]) -> Iterator[InstanceResult]:
 
 
 def _score(
-    instance_id: str, pred: ResultTable | Verdicts, job: _Job, keyed: Keyed | None = None
+    instance_id: str, pred: Scored | Verdicts, job: _Job, keyed: Keyed | None = None
 ) -> InstanceResult:
     """Both verdicts of one parsed prediction (stored under `keyed`, whose gold bytes are
     parsed, unless None), or those the verdict store gave; any error here is this instance's
@@ -317,7 +318,7 @@ def _score(
             else:
                 golds, single = gold.load_results(instance_id, keyed.gold_bytes, keyed.gold_digests)
             verdicts = score_frame(
-                pred, golds, single, gold.specs[instance_id], variant_of(gold.benchmark)
+                pred, golds.tables, single, gold.specs[instance_id], variant_of(gold.benchmark)
             )
             if keyed is not None and not golds.unreadable:
                 verdict_cache.remember(keyed.key, verdicts)

@@ -33,8 +33,9 @@ __all__ = [
     "eval_file_name",
 ]
 
-if TYPE_CHECKING:  # pandas loads with the first gold file parsed, not with the gold folder
-    from querybench.evaluation.spider2.large_result import ResultTable
+if TYPE_CHECKING:  # NumPy loads with the first gold file parsed, not with the gold folder
+    from querybench.evaluation.spider2.large_result import CompactTable, ResultTable
+    from querybench.evaluation.spider2.table import Table
 
 
 class Spider2Gold(GoldFolder):
@@ -56,7 +57,9 @@ class GoldFrames(Sequence["ResultTable"]):
     """Gold alternatives parsed on first use: scoring stops at the first one that matches.
 
     A big file comes as a `CompactTable` (see `large_result`), a small one as a DataFrame,
-    its parse kept in the parsed-CSV cache (`csv_cache`).
+    its parse kept in the parsed-CSV cache (`csv_cache`); `tables` gives the same
+    alternatives as the scorers read them (a small file as a `Table`: no frame, and no
+    pandas for a plain file or a cache entry).
     """
 
     def __init__(
@@ -68,7 +71,8 @@ class GoldFrames(Sequence["ResultTable"]):
         self.paths = paths
         self.contents = contents  # the files' bytes, parsed instead of the files if given
         self.digests = digests  # and their sha256, not made again
-        self._frames: dict[int, ResultTable | DataError] = {}
+        self._tables: dict[int, Table | CompactTable | DataError] = {}
+        self.tables = GoldTables(self)
 
     def __len__(self) -> int:
         return len(self.paths)
@@ -77,7 +81,7 @@ class GoldFrames(Sequence["ResultTable"]):
     def unreadable(self) -> bool:
         """Whether an alternative read so far failed (a file may fail for a reason of the
         moment: a verdict that read it is not kept)."""
-        return any(isinstance(frame, DataError) for frame in self._frames.values())
+        return any(isinstance(table, DataError) for table in self._tables.values())
 
     @overload
     def __getitem__(self, index: int) -> ResultTable: ...
@@ -88,20 +92,50 @@ class GoldFrames(Sequence["ResultTable"]):
     def __getitem__(self, index: int | slice) -> ResultTable | Sequence[ResultTable]:
         if isinstance(index, slice):
             return [self[i] for i in range(len(self))[index]]
-        if index not in self._frames:
+        from querybench.evaluation.spider2.table import Table
+
+        table = self.table(index)
+        return table.frame() if isinstance(table, Table) else table
+
+    def table(self, index: int) -> Table | CompactTable:
+        """Alternative `index` as the scorers read it; its `DataError` if it is unreadable."""
+        if index not in self._tables:
             from querybench.evaluation.spider2 import csv_cache
 
             path = self.paths[index]
             try:
                 if self.contents is None:
-                    self._frames[index] = csv_cache.read_result_file(path, "gold")
+                    self._tables[index] = csv_cache.read_result_table(path, "gold")
                 else:
                     digest = None if self.digests is None else self.digests[index]
                     data = self.contents[index]
-                    self._frames[index] = csv_cache.parse(data, str(path), "gold", digest)
+                    self._tables[index] = csv_cache.parse_table(data, str(path), "gold", digest)
             except DataError as exc:  # kept: asked again, it fails again without a re-read
-                self._frames[index] = exc
-        frame = self._frames[index]
-        if isinstance(frame, DataError):
-            raise frame
-        return frame
+                self._tables[index] = exc
+        table = self._tables[index]
+        if isinstance(table, DataError):
+            raise table
+        return table
+
+
+class GoldTables(Sequence["Table | CompactTable"]):
+    """A `GoldFrames`' alternatives as `GoldFrames.table` gives them."""
+
+    def __init__(self, frames: GoldFrames) -> None:
+        self._frames = frames
+
+    def __len__(self) -> int:
+        return len(self._frames)
+
+    @overload
+    def __getitem__(self, index: int) -> Table | CompactTable: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[Table | CompactTable]: ...
+
+    def __getitem__(
+        self, index: int | slice
+    ) -> Table | CompactTable | Sequence[Table | CompactTable]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(len(self))[index]]
+        return self._frames.table(index)

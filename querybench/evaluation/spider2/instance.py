@@ -6,24 +6,27 @@ import logging
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cache
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, TypeAlias, cast, overload
 
 import numpy.typing as npt
-import pandas as pd
 
 from querybench.benchmarks import spec
 from querybench.errors import DataError, ErrorCode
 from querybench.evaluation.detail import Shape, VerdictDetail
 from querybench.evaluation.spider2 import official, strict
 from querybench.evaluation.spider2.gold import Benchmark, EvalSpec
-from querybench.evaluation.spider2.result_csv import column_arrays
+from querybench.evaluation.spider2.table import Table
 from querybench.evaluation.spider2.verdicts import Verdicts
 from querybench.evaluation.verdict import Verdict
 
 if TYPE_CHECKING:  # results of 32 MiB or more only: their scorer loads with the first
-    from querybench.evaluation.spider2.large_result import ResultTable
+    import pandas as pd
+
+    from querybench.evaluation.spider2.large_result import CompactTable, ResultTable
 
 _log = logging.getLogger(__name__)
+# What the scorers take: a parse's columns (`Table`), a compact big file, or a frame.
+Scored: TypeAlias = "Table | CompactTable | pd.DataFrame"
 PredArrays = Callable[[], list[npt.NDArray[Any]]]
 GoldArrays = Callable[[int], list[npt.NDArray[Any]]]  # alternative i's columns
 
@@ -33,8 +36,8 @@ def variant_of(benchmark: Benchmark) -> official.Variant:
 
 
 def score_frame(
-    pred: ResultTable,
-    golds: Sequence[ResultTable],
+    pred: Scored,
+    golds: Sequence[Scored],
     single: bool,
     spec: EvalSpec,
     variant: official.Variant,
@@ -42,32 +45,72 @@ def score_frame(
     """Both verdicts for one parsed prediction against the instance's gold result(s).
 
     A big prediction or gold may come as a `CompactTable`; any pair with one is scored by
-    `large_scoring`, which gives the same verdicts.
+    `large_scoring`, which gives the same verdicts. A frame is scored as its `Table`.
     """
     if not golds:
         missing = Verdict.fail(ErrorCode.GOLD_ERROR, "no gold result file for this instance")
         return Verdicts(missing, missing)
+    table = _as_table(pred)
+    tables = _Tables(golds)
 
     @cache
-    def arrays() -> list[npt.NDArray[Any]]:  # shared by both scorings, built on first need
-        assert isinstance(pred, pd.DataFrame)
-        return column_arrays(pred)
+    def arrays() -> list[npt.NDArray[Any]]:  # shared by both scorings
+        assert isinstance(table, Table)
+        return table.arrays
 
     @cache
     def gold_arrays(i: int) -> list[npt.NDArray[Any]]:  # the same for the gold alternatives
-        gold = golds[i]
-        assert isinstance(gold, pd.DataFrame)
-        if gold is pred:  # the prediction is this gold's bytes, parsed once: its very arrays
-            return arrays()
-        return column_arrays(gold)
+        gold = tables[i]
+        assert isinstance(gold, Table)
+        return gold.arrays
 
     return Verdicts(
         guarded(
             "official",
-            lambda: _official_verdict(pred, arrays, golds, gold_arrays, single, spec, variant),
+            lambda: _official_verdict(table, arrays, tables, gold_arrays, single, spec, variant),
         ),
-        guarded("strict", lambda: _strict_verdict(pred, arrays, golds, gold_arrays, spec)),
+        guarded("strict", lambda: _strict_verdict(table, arrays, tables, gold_arrays, spec)),
     )
+
+
+def _as_table(result: Scored) -> Table | CompactTable:
+    if isinstance(result, Table):
+        return result
+    from querybench.evaluation.spider2.large_result import CompactTable
+
+    return result if isinstance(result, CompactTable) else Table.of_frame(result)
+
+
+class _Tables(Sequence["Table | CompactTable"]):
+    """The gold alternatives as tables, each converted once, on first use (reading one may
+    raise its `DataError`, as the alternatives themselves do)."""
+
+    def __init__(self, golds: Sequence[Scored]) -> None:
+        self._golds = golds
+        self._tables: dict[int, Table | CompactTable] = {}
+
+    def __len__(self) -> int:
+        return len(self._golds)
+
+    @overload
+    def __getitem__(self, index: int) -> Table | CompactTable: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[Table | CompactTable]: ...
+
+    def __getitem__(
+        self, index: int | slice
+    ) -> Table | CompactTable | Sequence[Table | CompactTable]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(len(self))[index]]
+        if index not in self._tables:
+            self._tables[index] = _as_table(self._golds[index])
+        return self._tables[index]
+
+
+def _frame_or_compact(result: Table | CompactTable) -> ResultTable:
+    """What `large_scoring` takes: a compact table, or a frame beside one."""
+    return result.frame() if isinstance(result, Table) else result
 
 
 def guarded(what: str, verdict: Callable[[], Verdict]) -> Verdict:
@@ -83,11 +126,11 @@ def guarded(what: str, verdict: Callable[[], Verdict]) -> Verdict:
         return Verdict.fail(ErrorCode.SCORER_ERROR, f"{what} failed: {type(exc).__name__}: {exc}")
 
 
-def _shape(frame: ResultTable) -> str:
+def _shape(frame: Table | CompactTable) -> str:
     return f"{frame.shape[0]}x{frame.shape[1]}"
 
 
-def _shapes(pred: ResultTable, golds: Sequence[ResultTable]) -> VerdictDetail:
+def _shapes(pred: Table | CompactTable, golds: Sequence[Table | CompactTable]) -> VerdictDetail:
     """A wrong prediction's shape against every gold alternative's, in their order."""
     return VerdictDetail.of_shapes(Shape(*pred.shape), [Shape(*gold.shape) for gold in golds])
 
@@ -104,9 +147,9 @@ class _Compared:
 
 
 def _official_verdict(
-    pred: ResultTable,
+    pred: Table | CompactTable,
     arrays: PredArrays,
-    golds: Sequence[ResultTable],
+    golds: Sequence[Table | CompactTable],
     gold_arrays: GoldArrays,
     single: bool,
     spec: EvalSpec,
@@ -118,7 +161,7 @@ def _official_verdict(
     def match(index: int, condition_cols: Any) -> bool:
         """`official.table_match`; `multi_table_match`'s loop is spelled out below."""
         gold = golds[index]
-        if isinstance(pred, pd.DataFrame) and isinstance(gold, pd.DataFrame):
+        if isinstance(pred, Table) and isinstance(gold, Table):
             if not columns:
                 columns.extend(official.official_columns(arrays()))
             projected = official.projected_gold(gold, condition_cols, variant, gold_arrays(index))
@@ -135,7 +178,13 @@ def _official_verdict(
             return True
         from querybench.evaluation.spider2 import large_scoring as large
 
-        return large.official_match(pred, gold, condition_cols, spec.ignore_order, variant)
+        return large.official_match(
+            _frame_or_compact(pred),
+            _frame_or_compact(gold),
+            condition_cols,
+            spec.ignore_order,
+            variant,
+        )
 
     try:
         if single:
@@ -217,9 +266,9 @@ def strict_condition_cols(condition_cols: Any, n_golds: int) -> list[list[int] |
 
 
 def _strict_verdict(
-    pred: ResultTable,
+    pred: Table | CompactTable,
     arrays: PredArrays,
-    golds: Sequence[ResultTable],
+    golds: Sequence[Table | CompactTable],
     gold_arrays: GoldArrays,
     spec: EvalSpec,
 ) -> Verdict:
@@ -245,10 +294,11 @@ def _strict_verdict(
         ):
             invalid.append(f"condition_cols {cols} out of range for {gold.shape[1]} columns")
             continue
-        if not isinstance(pred, pd.DataFrame) or not isinstance(gold, pd.DataFrame):
+        if not isinstance(pred, Table) or not isinstance(gold, Table):
             from querybench.evaluation.spider2 import large_scoring as large
 
-            if large.strict_match(pred, gold, cols, spec.ignore_order):
+            pair = _frame_or_compact(pred), _frame_or_compact(gold)
+            if large.strict_match(*pair, cols, spec.ignore_order):
                 return Verdict.ok()
             continue
         if not pred_columns:

@@ -24,15 +24,21 @@ import contextlib
 import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import numpy as np
 import numpy.typing as npt
-import pandas as pd
-import pyarrow as pa
-import pyarrow.compute as pc
 
-from querybench.evaluation.spider2.result_csv import column_arrays, interleaved_dtype
+from querybench.evaluation.spider2.table import (
+    Table,
+    column_arrays,
+    interleaved_dtype,
+    is_missing,
+    missing_and_text,
+)
+
+if TYPE_CHECKING:  # pandas for frames and odd projections, pyarrow for long text: on demand
+    import pandas as pd
 
 Variant = Literal["lite", "snow"]
 _T = TypeVar("_T")
@@ -111,6 +117,9 @@ def stable_text_order(texts: npt.NDArray[np.object_]) -> npt.NDArray[np.intp]:
     Python comparison per pair (NumPy's, on objects). Text Arrow cannot take (a lone
     surrogate) is sorted by NumPy."""
     if len(texts) >= ARROW_SORT_ROWS:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
         with contextlib.suppress(pa.ArrowException, UnicodeError, TypeError):
             order: npt.NDArray[np.intp] = pc.sort_indices(
                 pa.array(texts, type=pa.string())
@@ -123,6 +132,9 @@ def text_ranks(texts: npt.NDArray[np.object_]) -> npt.NDArray[np.intp]:
     """`np.unique(texts, return_inverse=True)[1]` of `str` cells (each one's position among
     the distinct texts in sorted order), by Arrow's dense rank where it can, as above."""
     if len(texts) >= ARROW_SORT_ROWS:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
         with contextlib.suppress(pa.ArrowException, UnicodeError, TypeError):
             ranks: npt.NDArray[np.intp] = pc.rank(
                 pa.array(texts, type=pa.string()), tiebreaker="dense"
@@ -147,6 +159,9 @@ def _numeric_order(source: npt.NDArray[Any]) -> npt.NDArray[np.intp]:
     by `str(x)` alone. The keys go to Arrow strings, whose sort is stable and compares UTF-8
     bytes, i.e. code points, as Python compares str.
     """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
     chunks = []
     for start in range(0, len(source), CHUNK_ROWS):
         keys = _numeric_keys(source[start : start + CHUNK_ROWS])
@@ -166,14 +181,16 @@ def _numeric_keys(source: npt.NDArray[Any]) -> npt.NDArray[np.str_]:
     return keys
 
 
-def official_columns(table: pd.DataFrame | Sequence[npt.NDArray[Any]]) -> list[OfficialColumn]:
+def official_columns(
+    table: Table | pd.DataFrame | Sequence[npt.NDArray[Any]],
+) -> list[OfficialColumn]:
     """Columns of `frame.transpose().values.tolist()`, each cell normalised (missing -> 0).
 
     `.values` casts every column to the frame's common dtype: a numeric common dtype changes
     the values (ints become floats beside a float column); an object one keeps each column's
     own Python values, so each column is then converted on its own, without the cast.
     """
-    arrays = column_arrays(table) if isinstance(table, pd.DataFrame) else table
+    arrays = table_arrays(table)
     common = interleaved_dtype(arrays)
     columns = []
     for raw in arrays:
@@ -186,6 +203,17 @@ def official_columns(table: pd.DataFrame | Sequence[npt.NDArray[Any]]) -> list[O
     return columns
 
 
+def table_arrays(
+    table: Table | pd.DataFrame | Sequence[npt.NDArray[Any]],
+) -> Sequence[npt.NDArray[Any]]:
+    """The column arrays of a table, of a frame (`column_arrays`), or these arrays."""
+    if isinstance(table, Table):
+        return table.arrays
+    if isinstance(table, (list, tuple)):
+        return table
+    return column_arrays(table)  # type: ignore[arg-type]
+
+
 def _numeric_column(raw: npt.NDArray[Any]) -> OfficialColumn:
     num = raw.astype(np.float64)
     num[np.isnan(num)] = 0.0
@@ -193,8 +221,8 @@ def _numeric_column(raw: npt.NDArray[Any]) -> OfficialColumn:
 
 
 def _object_column(raw: npt.NDArray[np.object_]) -> OfficialColumn:
-    missing = pd.isna(raw)
-    if pd.api.types.infer_dtype(raw[~missing], skipna=False) in ("string", "empty"):
+    missing, text_only = missing_and_text(raw)
+    if text_only:
         # Text with gaps, as read_csv gives it: each gap becomes the integer 0.
         source = raw.copy()
         source[missing] = 0
@@ -234,7 +262,7 @@ def _is_number(value: Any) -> bool:
 
 
 def _is_missing(value: Any) -> bool:
-    return not isinstance(value, str) and bool(pd.isna(value))
+    return not isinstance(value, str) and is_missing(value)
 
 
 def _as_float(value: Any) -> float:
@@ -353,7 +381,7 @@ def project_gold(gold: pd.DataFrame, condition_cols: Any, variant: Variant) -> p
 
 def table_match(
     pred: Sequence[OfficialColumn],
-    gold: pd.DataFrame,
+    gold: Table | pd.DataFrame,
     condition_cols: Any,
     ignore_order: bool,
     variant: Variant,
@@ -368,14 +396,18 @@ def table_match(
 
 
 def projected_gold(
-    gold: pd.DataFrame,
+    gold: Table | pd.DataFrame,
     condition_cols: Any,
     variant: Variant,
     gold_arrays: Sequence[npt.NDArray[Any]] | None = None,
 ) -> pd.DataFrame | Sequence[npt.NDArray[Any]]:
     """`project_gold`, on the gold's column arrays when it only picks columns in range."""
+    if gold_arrays is None and isinstance(gold, Table):
+        gold_arrays = gold.arrays
     picked = None if gold_arrays is None else _project_arrays(gold_arrays, condition_cols, variant)
-    return project_gold(gold, condition_cols, variant) if picked is None else picked
+    if picked is not None:
+        return picked
+    return project_gold(gold.frame() if isinstance(gold, Table) else gold, condition_cols, variant)
 
 
 def column_matches(
@@ -393,6 +425,8 @@ def compared_positions(width: int, condition_cols: Any, variant: Variant) -> lis
     picked = _project_arrays(range(width), condition_cols, variant)
     if picked is not None:
         return list(picked)
+    import pandas as pd
+
     dummy = pd.DataFrame(np.zeros((0, width)))
     return [int(c) for c in project_gold(dummy, condition_cols, variant).columns]
 
@@ -413,7 +447,7 @@ def _project_arrays(
 
 def multi_table_match(
     pred: Sequence[OfficialColumn],
-    golds: Sequence[pd.DataFrame],
+    golds: Sequence[Table | pd.DataFrame],
     condition_cols: Any,
     ignore_order: bool,
     variant: Variant,

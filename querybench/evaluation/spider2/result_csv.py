@@ -21,7 +21,7 @@ import math
 import re
 import threading
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -33,10 +33,10 @@ from pandas._libs.parsers import STR_NA_VALUES  # type: ignore[import-not-found]
 from querybench.errors import DataError
 from querybench.evaluation.spider2.record_floats import plain_floats
 from querybench.evaluation.spider2.simple_csv import read_simple
+from querybench.evaluation.spider2.table import PARSER_VERSION as PARSER_VERSION
+from querybench.evaluation.spider2.table import column_arrays as column_arrays
+from querybench.evaluation.spider2.table import interleaved_dtype as interleaved_dtype
 
-# Part of the parsed-CSV cache's key (`csv_cache`): bump it with any change to what
-# `read_result_csv` returns, and every cached parse is made again.
-PARSER_VERSION = 2
 _OPTION_LOCK = threading.Lock()
 # pandas from which numbers are parsed otherwise than the record's (pandas 2.2)
 _NEW_NUMBERS = int(pd.__version__.split(".", 1)[0]) >= 3
@@ -61,17 +61,20 @@ _POW10 = [float(f"1e{k}") for k in range(309)]
 _NA_TOKENS = frozenset(STR_NA_VALUES)  # pandas' default missing-value texts
 
 
-def read_result_csv(source: str | Path | BinaryIO, name: str | None = None) -> pd.DataFrame:
+def read_result_csv(
+    source: str | Path | BinaryIO, name: str | None = None, simple: bool = True
+) -> pd.DataFrame:
     """Parse one result CSV like the official scorer; any failure is a `DataError` with a reason.
 
-    `source` is a path or an open binary file (parsed alike); `name` is the path errors say.
+    `source` is a path or an open binary file (parsed alike); `name` is the path errors say;
+    `simple=False`: the caller found `read_simple` refuses it (it is not tried again).
     """
     path = name if name is not None else source
     try:
         data = _bytes_of(source)
-        simple = read_simple(data)
-        if simple is not None:
-            return _frame(*simple)
+        plain = read_simple(data) if simple else None
+        if plain is not None:
+            return _frame(*plain)
         with _text_as_objects():
             if not _NEW_NUMBERS:
                 return pd.read_csv(io.BytesIO(data))
@@ -286,44 +289,6 @@ def _text_as_objects() -> Iterator[None]:
             return
         with pd.option_context("future.infer_string", False):
             yield
-
-
-def column_arrays(frame: pd.DataFrame) -> list[npt.NDArray[Any]]:
-    """Each column once as a NumPy array: numeric dtypes as they are, others as objects.
-
-    Both scorings start from these, so pandas' per-column overhead is paid once per frame.
-    A NumPy-backed column is taken straight from the frame's blocks (a read-only view: a
-    `Series` per column costs more than most small results take to score); anything else goes
-    through `Series.to_numpy`.
-    """
-    manager = getattr(frame, "_mgr", None)
-    get = getattr(manager, "iget_values", None)
-    out: list[npt.NDArray[Any]] = []
-    for j in range(frame.shape[1]):
-        values = get(j) if get is not None else None
-        if isinstance(values, np.ndarray) and values.ndim == 1 and values.dtype.kind in "biufO":
-            view = values.view()
-            view.flags.writeable = False
-            out.append(view)
-            continue
-        series = frame.iloc[:, j]
-        if series.dtype.kind in "biuf":
-            out.append(series.to_numpy())
-        else:
-            out.append(series.to_numpy(dtype=object))
-    return out
-
-
-def interleaved_dtype(arrays: Sequence[npt.NDArray[Any]]) -> np.dtype[Any]:
-    """The dtype `DataFrame.values` casts these columns to (pandas' `find_common_type`).
-
-    Any non-numeric column, or booleans beside numbers, give object; otherwise NumPy's
-    promotion (int64 beside float64 gives float64).
-    """
-    kinds = {a.dtype.kind for a in arrays}
-    if not arrays or "O" in kinds or ("b" in kinds and kinds != {"b"}):
-        return np.dtype(object)
-    return np.result_type(*arrays)
 
 
 def record_float_column(

@@ -23,20 +23,23 @@ import itertools
 import math
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
-import pandas as pd
 
 from querybench.evaluation.spider2.official import (  # never exceeded
     ABS_TOL,
     REL_TOL,
     isclose,
+    table_arrays,
     text_fingerprint,
     text_ranks,
 )
-from querybench.evaluation.spider2.result_csv import column_arrays
+from querybench.evaluation.spider2.table import Table, is_missing, missing_and_text
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 MISSING, NUMBER, TEXT, BIG_INT = 0, 1, 2, 3  # BIG_INT: an int no float64 holds, as its digits
 _MAX_ASSIGNMENTS = 20_000
@@ -99,9 +102,10 @@ class StrictColumn:
         return self._order
 
 
-def strict_columns(table: pd.DataFrame | Sequence[npt.NDArray[Any]]) -> list[StrictColumn]:
-    arrays = column_arrays(table) if isinstance(table, pd.DataFrame) else table
-    return [_strict_column(a) for a in arrays]
+def strict_columns(
+    table: Table | pd.DataFrame | Sequence[npt.NDArray[Any]],
+) -> list[StrictColumn]:
+    return [_strict_column(a) for a in table_arrays(table)]
 
 
 def _strict_column(raw: npt.NDArray[Any]) -> StrictColumn:
@@ -112,8 +116,8 @@ def _strict_column(raw: npt.NDArray[Any]) -> StrictColumn:
         kind = np.where(missing, MISSING, NUMBER).astype(np.int8)
         return StrictColumn(kind, np.where(missing, 0.0, num), np.full(n, "", dtype=object))
     values = raw.astype(object, copy=False)
-    missing = pd.isna(values)
-    if pd.api.types.infer_dtype(values[~missing], skipna=False) in ("string", "empty"):
+    missing, text_only = missing_and_text(values)
+    if text_only:
         text = values.copy()
         text[missing] = ""
         kind = np.where(missing, MISSING, TEXT).astype(np.int8)
@@ -122,7 +126,7 @@ def _strict_column(raw: npt.NDArray[Any]) -> StrictColumn:
     num = np.zeros(n, dtype=np.float64)
     text = np.full(n, "", dtype=object)
     for i, v in enumerate(values):
-        if not isinstance(v, str) and pd.isna(v):
+        if not isinstance(v, str) and is_missing(v):
             kind[i] = MISSING
         elif isinstance(v, (int, float)) and not isinstance(v, bool):
             try:

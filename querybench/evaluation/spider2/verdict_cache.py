@@ -67,6 +67,7 @@ SCORER_MODULES = tuple(
         "evaluation.spider2.gold",
         "evaluation.spider2.official",
         "evaluation.spider2.strict",
+        "evaluation.spider2.table",
         "evaluation.spider2.verdicts",
         "evaluation.verdict",
         "evaluation.spider2.verdict_cache",
