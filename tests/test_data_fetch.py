@@ -7,6 +7,7 @@ import io
 import json
 import socket
 import tarfile
+import time
 import warnings
 import zipfile
 from pathlib import Path
@@ -419,6 +420,60 @@ def test_a_tar_of_absurdly_many_members_is_refused(
     with pytest.raises(FetchError, match="holds more than 10 members"):
         unpack(archive, tmp_path / "out")
     assert not (tmp_path / "out" / "m0").exists()
+
+
+def _tar_with_header(kind: bytes, payload: bytes) -> bytes:
+    """A gzipped tar whose first header is a `kind` header (pax `x`, GNU long name `L`) of
+    `payload`, then one regular file `x`."""
+    header = tarfile.TarInfo("././@PaxHeader")
+    header.type, header.size = kind, len(payload)
+    out = io.BytesIO()
+    out.write(header.tobuf(tarfile.USTAR_FORMAT))
+    out.write(payload + b"\0" * (-len(payload) % 512))
+    member = tarfile.TarInfo("x")
+    member.size = 1
+    out.write(member.tobuf(tarfile.USTAR_FORMAT) + b"x" + b"\0" * 511 + b"\0" * 1024)
+    import gzip
+
+    return gzip.compress(out.getvalue())
+
+
+@pytest.mark.parametrize(
+    ("kind", "payload", "why"),
+    [
+        # Python 3.11's hdrcharset search is quadratic in a run of digits: minutes for this
+        (tarfile.XHDTYPE, b"1" * 400_000, "a run of more than 64 digits"),
+        # many short records before one `=`: the record match is quadratic too
+        (tarfile.XHDTYPE, b"4 a\n" * 100_000 + b"=", "a record"),
+        (tarfile.XHDTYPE, b"40 GNU.sparse.map=0,512,1024,1536,20480\n", "sparse"),
+        (tarfile.XHDTYPE, b"\0" * (2 << 20), "2,097,152 bytes of pax records"),
+        (tarfile.GNUTYPE_LONGNAME, b"n" * (2 << 20), "a long name of 2,097,152 bytes"),
+    ],
+    ids=["digits", "records", "sparse", "large-pax", "large-long-name"],
+)
+def test_a_tar_header_past_what_the_reader_takes_is_refused_at_once(
+    tmp_path: Path, kind: bytes, payload: bytes, why: str
+) -> None:
+    archive = tmp_path / "hostile.tar.gz"
+    archive.write_bytes(_tar_with_header(kind, payload))
+    start = time.monotonic()
+    with pytest.raises(FetchError, match=f"hostile.tar.gz: the tar header at byte 0 holds .*{why}"):
+        unpack(archive, tmp_path / "out")
+    assert time.monotonic() - start < 5.0
+    assert not (tmp_path / "out" / "x").exists()
+
+
+def test_a_pax_tar_of_long_and_unicode_names_still_unpacks(tmp_path: Path) -> None:
+    archive = tmp_path / "pax.tar"
+    names = ["d/" + "n" * 200 + "/" + "m" * 200, "d/naïve ☃.txt", "d/" + "/".join(["sub"] * 200) + "/f"]
+    with tarfile.open(archive, "w", format=tarfile.PAX_FORMAT) as tf:
+        for name in names:
+            info = tarfile.TarInfo(name)
+            info.size, info.mtime = 2, 1700000000.123456789
+            info.pax_headers = {"comment": "=" * 100}
+            tf.addfile(info, io.BytesIO(b"ok"))
+    unpack(archive, tmp_path / "out")
+    assert all((tmp_path / "out" / name).read_bytes() == b"ok" for name in names)
 
 
 @pytest.mark.parametrize(
