@@ -465,7 +465,11 @@ def test_a_tar_header_past_what_the_reader_takes_is_refused_at_once(
 
 def test_a_pax_tar_of_long_and_unicode_names_still_unpacks(tmp_path: Path) -> None:
     archive = tmp_path / "pax.tar"
-    names = ["d/" + "n" * 200 + "/" + "m" * 200, "d/naïve ☃.txt", "d/" + "/".join(["sub"] * 200) + "/f"]
+    names = [
+        "d/" + "n" * 200 + "/" + "m" * 200,
+        "d/naïve ☃.txt",
+        "d/" + "/".join(["sub"] * 200) + "/f",
+    ]
     with tarfile.open(archive, "w", format=tarfile.PAX_FORMAT) as tf:
         for name in names:
             info = tarfile.TarInfo(name)
