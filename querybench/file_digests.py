@@ -8,7 +8,8 @@ the modification and change times in nanoseconds, the same before and after the 
 manifest then names those bytes without reading the folder again. A file written since has
 another change time, so it is read and hashed anew; a write within the same tick of the
 kernel's clock as the read (a few ms) may keep the identity, and the digest is then still that
-of the bytes the scorer read.
+of the bytes the scorer read. A worker process sends the digests it made back to the
+process that writes the manifest (`known_since`, `adopt`).
 """
 
 from __future__ import annotations
@@ -34,6 +35,26 @@ def remember(before: os.stat_result, after: os.stat_result, digest: bytes) -> No
     `fstat` on each side of the read; kept only when nothing changed between them."""
     if _identity(before) == _identity(after):
         _KNOWN[_identity(after)] = digest.hex()
+
+
+Known = tuple[tuple[int, int, int, int, int], str]  # a file's identity and its digest
+
+
+def known_count() -> int:
+    """How many digests this process knows: a mark for `known_since`."""
+    return len(_KNOWN)
+
+
+def known_since(mark: int) -> list[Known]:
+    """The digests this process came to know after `mark` (a worker process's, sent back to
+    the process that writes the manifest)."""
+    return list(_KNOWN.items())[mark:]
+
+
+def adopt(known: list[Known]) -> None:
+    """Digests another process of this run made, each under the identity it read the file
+    at: a file changed since has another identity, and is hashed anew."""
+    _KNOWN.update(known)
 
 
 def open_regular(path: Path | str, flags: int = 0) -> tuple[int, os.stat_result]:

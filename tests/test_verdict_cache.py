@@ -435,3 +435,31 @@ def test_new_plain_predictions_against_stored_gold_import_no_pandas(tmp_path: Pa
     assert warm["lines"] == cold["lines"]
     scores = [(line["official_score"], line["strict_score"]) for line in warm["lines"]]
     assert scores == [(1.0, 1.0), (0.0, 0.0), (1.0, 1.0)]
+
+
+def test_a_worker_sends_back_the_digests_of_the_gold_it_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What a worker process hashed for its verdict keys, the parent's manifest need not."""
+    from querybench import file_digests
+    from querybench.evaluation.prediction_file import ReadLimits
+    from querybench.evaluation.spider2 import evaluate as spider2_eval
+
+    gold, preds = _folders(tmp_path)
+    monkeypatch.setattr(file_digests, "_KNOWN", {})  # a new process: nothing read yet
+    job = spider2_eval._Job(Spider2Gold(gold, "spider2-lite"), preds, "official", ReadLimits())
+    spider2_eval._adopt_job(job)
+    results, known = spider2_eval._score_chunk(["local001", "local002"])
+    assert [r.instance_id for r in results] == ["local001", "local002"]
+    files = sorted(
+        p for p in (gold / "exec_result").iterdir() if p.name[:8] in ("local001", "local002")
+    )
+    digests = {
+        file_digests._identity(os.stat(p)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in files
+    }
+    assert dict(known) == digests
+    monkeypatch.setattr(file_digests, "_KNOWN", {})  # the parent, which read none of them
+    file_digests.adopt(known)
+    monkeypatch.setattr(hashlib, "sha256", None)  # and hashes none of them again
+    assert [file_digests.file_sha256(p) for p in files] == [digests[i] for i in digests]

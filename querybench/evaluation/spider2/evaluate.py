@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, cast
 
+from querybench import file_digests
 from querybench.benchmarks.spider2 import Spider2EvalOptions
 from querybench.engines.base import Result
 from querybench.engines.cloud import CloudTarget, cloud_target
@@ -187,9 +188,12 @@ def _exec_result_mode(job: _Job, ids: list[str], workers: int) -> Iterator[Insta
                 break
         for future in as_completed(futures):
             try:
-                yield from future.result()
+                results, known = future.result()
             except Exception:  # a worker died (killed, out of memory): the pool is broken
                 lost.append(futures[future])
+                continue
+            file_digests.adopt(known)  # the manifest hashes none of them again
+            yield from results
     for chunk in lost:
         yield from _rescued(job, chunk, context)
 
@@ -252,7 +256,8 @@ def _rescued(
         1, mp_context=context, initializer=_adopt_job, initargs=(job,)
     ) as pool:
         try:
-            results = pool.submit(_score_chunk, ids).result()
+            results, known = pool.submit(_score_chunk, ids).result()
+            file_digests.adopt(known)
         except Exception as exc:
             results = None
             died = f"the scoring process died ({type(exc).__name__}: {exc})"
@@ -274,10 +279,14 @@ def _adopt_job(job: _Job) -> None:
     _worker_job = job
 
 
-def _score_chunk(ids: list[str]) -> list[InstanceResult]:
+def _score_chunk(ids: list[str]) -> tuple[list[InstanceResult], list[file_digests.Known]]:
+    """A chunk's results, and the digests of the files read whole for them (every gold file
+    of its instances, hashed for their verdict keys)."""
     assert _worker_job is not None, "worker started without its gold"
+    mark = file_digests.known_count()
     with csv_cache.deferred_writes():
-        return list(_score_ids(_worker_job, ids))
+        results = list(_score_ids(_worker_job, ids))
+    return results, file_digests.known_since(mark)
 
 
 def _score_ids(job: _Job, ids: list[str]) -> Iterator[InstanceResult]:
