@@ -9,6 +9,7 @@ from __future__ import annotations
 import datetime
 import decimal
 import importlib
+import ipaddress
 import os
 import pickle
 import uuid
@@ -167,6 +168,14 @@ def test_values_errors_and_tables_load_as_they_were() -> None:
     ]
     zoneinfo = pytest.importorskip("zoneinfo")
     values.append(datetime.datetime(2020, 1, 1, tzinfo=zoneinfo.ZoneInfo("Europe/Paris")))
+    values += [ipaddress.ip_address("::1"), ipaddress.ip_network("10.0.0.0/8")]
+    pytz = pytest.importorskip("pytz")
+    values += [pytz.timezone("Europe/Paris").localize(datetime.datetime(2020, 1, 1)), pytz.utc]
+    # PostgreSQL's ranges and multiranges, as psycopg gives them
+    from psycopg.types.multirange import Multirange
+    from psycopg.types.range import Range
+
+    values += [Range(1, 5), Multirange([Range(1, 2), Range(5, 6)])]
     assert _reloaded((0, "ok", values)) == (0, "ok", values)
     error = QueryTimeout("too slow")
     again = _reloaded((1, "error", error))[2]

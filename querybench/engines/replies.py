@@ -4,14 +4,14 @@ holds.
 The child that ran untrusted SQL is untrusted in turn: a child taken over (through a driver or
 engine bug) could send a pickle naming `os.system`, which a plain `pickle.loads` would call in
 the scoring process. `ReplyReader.load` unpickles with `find_class` held to a list: builtins'
-containers and scalars, the values drivers return (`decimal`, `datetime`, `uuid`, `ipaddress`,
-`zoneinfo`, psycopg's ranges), the frames DuckDB answers are fetched as (pandas, NumPy and the
-Arrow arrays behind pandas' strings, each Arrow array validated in full as it is rebuilt), the
-engines' `Result`, `Table` and `Column`, and the engine errors of `errors.py` (every
-`EngineError`, `ErrorCode`, `EngineErrorClass`); a work kind adds its own reply classes
-(`Supervisor(extra_globals=...)`, the RL reward's verdicts). Anything else, a dotted name (an
-attribute reached through an allowed class), or a pickle that does not load is
-`pickle.UnpicklingError` with the reason, and the supervisor kills that child
+containers and scalars, the values drivers return (`decimal`, `datetime`, `uuid`,
+`ipaddress`, `zoneinfo`, `pytz`, psycopg's ranges), the frames DuckDB answers are fetched as
+(pandas, NumPy and the Arrow arrays behind pandas' strings, each Arrow array validated in full
+as it is rebuilt), the engines' `Result`, `Table` and `Column`, and the engine errors of
+`errors.py` (every `EngineError`, `ErrorCode`, `EngineErrorClass`); a work kind adds its own
+reply classes (`Supervisor(extra_globals=...)`, the RL reward's verdicts). Anything else, a
+dotted name (an attribute reached through an allowed class), or a pickle that does not load
+is `pickle.UnpicklingError` with the reason, and the supervisor kills that child
 (docs/security.md). Only globals are looked up by name: one `find_class` per distinct global a
 reply names, resolved once a process.
 """
@@ -54,6 +54,13 @@ _VALUES: frozenset[Global] = frozenset(
         ("ipaddress", "IPv6Interface"),
         ("psycopg.types.range", "Range"),
         ("psycopg.types.multirange", "Multirange"),
+        # a multirange pickles its generic alias (`Multirange[T]`): an alias of allowed classes
+        ("types", "GenericAlias"),
+        ("psycopg.types.range", "T"),
+        ("psycopg.types.multirange", "T"),
+        # pytz's zones, where a driver gives them (its zone names checked by pytz itself)
+        ("pytz", "_p"),
+        ("pytz", "_UTC"),
         ("querybench.engines.base", "Result"),
         ("querybench.engines.base", "Table"),
         ("querybench.engines.base", "Column"),
