@@ -146,3 +146,12 @@ def test_the_check_is_the_drivers_missing_file_and_passes_a_regular_one(tmp_path
         regular_database(tmp_path / "none.sqlite")
     path = database(tmp_path / "r.sqlite")
     assert regular_database(path, ("-wal", "-journal")) == path
+
+
+def test_a_bird_question_file_that_is_a_fifo_is_a_data_error(tmp_path: Path) -> None:
+    from querybench.tasks.bird import load_bird
+
+    fifo = tmp_path / "train.json"
+    os.mkfifo(fifo)
+    error = within(lambda: load_bird("bird-train", tmp_path, path=fifo), [fifo])
+    assert isinstance(error, DataError) and "not a regular file" in str(error), error

@@ -14,7 +14,6 @@ folder is read-only; later loads read it. To build it explicitly:
 from __future__ import annotations
 
 import argparse
-import hashlib
 import os
 import sqlite3
 import sys
@@ -28,7 +27,9 @@ from querybench.engines.pool import QueryJob, QueryPool
 from querybench.envs import bird_data
 from querybench.envs.reward import GOLD_TIMEOUT, sql_workers
 from querybench.errors import DataError
+from querybench.file_digests import file_sha256
 from querybench.store import cache_root
+from querybench.tasks.input_files import read_text
 
 # bird-sql's own name first, then the project-wide one.
 WORKERS_ENVS = ("BIRD_SQL_WORKERS", "QUERYBENCH_SQL_WORKERS")
@@ -37,14 +38,14 @@ WORKERS_ENVS = ("BIRD_SQL_WORKERS", "QUERYBENCH_SQL_WORKERS")
 def skip_list_paths(train_json: Path) -> tuple[Path, Path]:
     """Where the list for this SQLite and this train.json lives: beside the data, else in the
     cache dir (the name carries both keys, so a new SQLite or train.json gets a new list)."""
-    digest = hashlib.sha256(train_json.read_bytes()).hexdigest()[:16]
+    digest = file_sha256(train_json)[:16]
     name = f"train_gold_failures-sqlite{sqlite3.sqlite_version}-{digest}.txt"
     return train_json.parent / name, cache_root() / "bird_sql" / name
 
 
 def read_skip_list(path: Path) -> frozenset[str]:
     """The question ids listed in `path`; `#` starts a comment."""
-    lines = (line.split("#", 1)[0].strip() for line in path.read_text().splitlines())
+    lines = (line.split("#", 1)[0].strip() for line in read_text(path, "skip list").splitlines())
     return frozenset(line for line in lines if line)
 
 

@@ -18,6 +18,7 @@ from querybench.data.layout import BIRD_DIFFICULTIES, BIRD_PATHS, task_file_cand
 from querybench.data.roots import data_root, data_roots, find_data
 from querybench.engines.registry import EngineKind
 from querybench.errors import DataError
+from querybench.file_digests import open_regular
 from querybench.tasks.input_files import (
     optional_str,
     read_json_array,
@@ -110,7 +111,8 @@ def _entries(questions: Path) -> Iterator[tuple[str, dict[str, Any]]]:
 
 def _first_char(path: Path) -> str:
     try:
-        with path.open(encoding="utf-8", errors="replace") as f:
+        fd, _ = open_regular(path)  # a FIFO would hold the open for ever
+        with open(fd, encoding="utf-8", errors="replace") as f:
             return f.read(64).lstrip("\ufeff \t\r\n")[:1]
     except OSError:
         return ""  # read_json_array says what is wrong
