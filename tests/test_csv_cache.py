@@ -10,6 +10,8 @@ import math
 import os
 import pickle
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -313,3 +315,14 @@ def test_a_shared_parse_stores_the_same_entry_in_both_namespaces(
     (key,) = _entries("gold")
     assert _entry("gold", key) == _entry("prediction", key)
     assert held.iloc[0, 1] == "x"
+
+
+def test_the_key_names_the_pandas_that_parses_without_importing_it() -> None:
+    script = (
+        "import sys; from querybench.evaluation.spider2 import csv_cache; "
+        "print(csv_cache._pandas_version(), 'pandas' in sys.modules)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=60
+    )
+    assert done.stdout.split() == [pd.__version__, "False"]
