@@ -171,6 +171,7 @@ def test_values_errors_and_tables_load_as_they_were() -> None:
     values += [ipaddress.ip_address("::1"), ipaddress.ip_network("10.0.0.0/8")]
     pytz = pytest.importorskip("pytz")
     values += [pytz.timezone("Europe/Paris").localize(datetime.datetime(2020, 1, 1)), pytz.utc]
+    values.append(datetime.datetime(2020, 1, 1, tzinfo=pytz.FixedOffset(120)))  # Snowflake
     # PostgreSQL's ranges and multiranges, as psycopg gives them
     from psycopg.types.multirange import Multirange
     from psycopg.types.range import Range

@@ -61,6 +61,7 @@ _VALUES: frozenset[Global] = frozenset(
         # pytz's zones, where a driver gives them (its zone names checked by pytz itself)
         ("pytz", "_p"),
         ("pytz", "_UTC"),
+        ("pytz", "FixedOffset"),
         ("querybench.engines.base", "Result"),
         ("querybench.engines.base", "Table"),
         ("querybench.engines.base", "Column"),
