@@ -40,6 +40,41 @@ def _sha(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+def _disk(free: list[int]) -> object:
+    """A `shutil.disk_usage` whose free bytes are `free`'s next value (then its last)."""
+
+    def usage(path: object) -> object:
+        value = free.pop(0) if len(free) > 1 else free[0]
+        return type("Usage", (), {"free": value, "total": value, "used": 0})()
+
+    return usage
+
+
+def test_a_download_that_would_fill_the_disk_is_refused_before_it_starts(
+    server: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _Handler.files["/big.zip"] = b"x" * 200_000
+    monkeypatch.setattr(download_module.shutil, "disk_usage", _disk([100_000 + (64 << 20)]))
+    with pytest.raises(FetchError, match="would leave less than 67,108,864 bytes free"):
+        download(f"{server}/big.zip", tmp_path / "big.zip")
+    assert not (tmp_path / "big.zip").exists()
+    part = tmp_path / "big.zip.part"
+    assert not part.exists() or part.stat().st_size == 0
+
+
+def test_a_download_is_stopped_when_the_disk_fills_while_it_comes(
+    server: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the length declared fits; the disk fills meanwhile (a server sending without end, or
+    # another writer): stopped at the next check, what came kept to resume
+    _Handler.files["/big.zip"] = b"x" * 1_000_000
+    monkeypatch.setattr(download_module, "_DISK_CHECK_BYTES", 100_000)
+    monkeypatch.setattr(download_module.shutil, "disk_usage", _disk([10 << 30, 0]))
+    with pytest.raises(FetchError, match="is kept to resume once there is room"):
+        download(f"{server}/big.zip", tmp_path / "big.zip")
+    assert 100_000 <= (tmp_path / "big.zip.part").stat().st_size < 1_000_000
+
+
 def test_full_download_verified(server: str, tmp_path: Path) -> None:
     data = _archive()
     _Handler.files["/a.zip"] = data

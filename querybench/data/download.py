@@ -50,6 +50,12 @@ MAX_MEMBERS = 1_000_000
 MAX_RATIO = 1_000
 _RATIO_FROM_BYTES = 1024**2
 _COPY_CHUNK = 1 << 20
+# A download never fills the disk: it is refused before it starts when its declared length
+# would leave less than this free, and stopped when the disk gets there while it comes (a
+# server may declare nothing and send without end). The disk is read again every
+# `_DISK_CHECK_BYTES`.
+DISK_RESERVE_BYTES = 64 << 20
+_DISK_CHECK_BYTES = 64 << 20
 
 
 def download(
@@ -119,12 +125,30 @@ def _transfer(http: httpx.Client, url: str, part: Path, on_progress: Progress | 
         length = response.headers.get("Content-Length")
         total = offset + int(length) if length and length.isdigit() else None
         done = offset
+        if total is not None:
+            _check_free(part, url, total - offset)
+        checked = done
         with part.open("ab" if offset else "wb") as out:
             for chunk in response.iter_bytes():  # no re-chunking: a cut loses no received byte
                 out.write(chunk)
                 done += len(chunk)
+                if done - checked >= _DISK_CHECK_BYTES:
+                    checked = done
+                    _check_free(part, url, 0)
                 if on_progress:
                     on_progress(done, total)
+
+
+def _check_free(part: Path, url: str, coming: int) -> None:
+    """`FetchError` when `coming` more bytes would leave the disk under `part` less than
+    `DISK_RESERVE_BYTES` free (what came so far stays, to resume once there is room)."""
+    free = shutil.disk_usage(part.parent).free
+    if free - coming < DISK_RESERVE_BYTES:
+        raise FetchError(
+            f"{_host(url)}: {url} would leave less than {DISK_RESERVE_BYTES:,} bytes free on "
+            f"the disk of {part.parent} ({free:,} free, {coming:,} more declared); "
+            f"{part.name} is kept to resume once there is room"
+        )
 
 
 def _transport_error(url: str, part: Path, exc: httpx.TransportError) -> FetchError:
