@@ -20,7 +20,7 @@ from tests.test_result_csv_record import RECORD
 # cells meant to reach every branch of pandas' typing, its missing texts and their neighbours
 CELLS = [
     *sorted(STR_NA_VALUES),
-    *["0", "1", "-0", "-1", "007", "+1", " 1", "1 ", "12", "-5", "999999999999999"],
+    *["0", "1", "-0", "-1", "007", "+1", " 1", "1 ", " ", "  ", "12", "-5", "999999999999999"],
     *["123456789012345678", "-123456789012345678", "1234567890123456789", "9223372036854775807"],
     *[
         "9223372036854775808",
@@ -132,6 +132,7 @@ def test_left_to_pandas() -> None:
         b'a\n"1"\n',
         b"a\r\n1\r\n",
         b"a\n1\n\n2\n",
+        b"a\nx\n \ny\n",  # pandas skips a line of spaces alone
         b"a,b\n1,2,3\n",
         b"a,b\n1\n",
         b"a\nTrue\nFalse\n",

@@ -15,10 +15,10 @@ record (`result_csv`) with it:
   the column is text, every cell as it is), missing cells as NaN: objects of `str` (not
   beside a run of 19 digits: pandas may then keep the missing texts as they are).
 
-Anything else (a quote, a `\\r`, a control character, a blank line, a header alone, a name
-repeated, empty or with a space around it, a boolean column, an all-missing column, an integer
-beyond 18 digits, `inf` or a `+` among numbers...) returns None, and the file is parsed by
-pandas as before.
+Anything else (a quote, a `\\r`, a control character, a blank line (spaces alone too), a header
+alone, a name repeated, empty or with a space around it, a boolean column, an all-missing
+column, an integer beyond 18 digits, `inf` or a `+` among numbers...) returns None, and the
+file is parsed by pandas as before.
 """
 
 from __future__ import annotations
@@ -100,6 +100,8 @@ def read_simple(data: bytes) -> tuple[list[str], list[npt.NDArray[Any]]] | None:
     width = len(names)
     if "" in names or len(set(names)) != width or any(n != n.strip() for n in names):
         return None
+    if width == 1 and "\n " in text:
+        return None  # a line of spaces alone is a blank line to pandas, skipped
     rows = len(lines) - 1
     cells: list[str] = ",".join(lines[1:]).split(",")
     if len(cells) != rows * width or "" in lines:
