@@ -1,9 +1,13 @@
 """The common result CSV read without pandas' tokenizer, only where its values are certain.
 
-Most result CSVs are plain: UTF-8 without a byte order mark, one line a row, no quote, no
-control character, every row as many fields as the header, distinct non-empty names. Each
-column of such a file is then typed here as `pd.read_csv` (defaults) types it, the values of
-record (`result_csv`) with it:
+Most result CSVs are plain: UTF-8 without a byte order mark, one record a row, no control
+character but line ends, every row as many fields as the header, distinct non-empty names.
+Lines end in `\\n` or `\\r\\n`. A field may be quoted as pandas' tokenizer reads it: opened by a
+`"` as its first character, `""` inside it one quote, delimiters and line ends inside it its own
+text, closed by a `"` just before a delimiter or a line end; the cell is then its text inside
+the quotes, typed like any other (`"1"` is 1, `"NA"` missing, `"1\\n"` 1). Each column of such a
+file is typed here as `pd.read_csv` (defaults) types it, the values of record (`result_csv`)
+with it:
 
 * every cell plain digits with an optional minus, at most 18 of them: int64;
 * the same with missing cells (pandas' default missing texts), at most 15 digits: float64,
@@ -15,14 +19,19 @@ record (`result_csv`) with it:
   the column is text, every cell as it is), missing cells as NaN: objects of `str` (not
   beside a run of 19 digits: pandas may then keep the missing texts as they are).
 
-Anything else (a quote, a `\\r`, a control character, a blank line (spaces alone too), a header
-alone, a name repeated, empty or with a space around it, a boolean column, an all-missing
-column, an integer beyond 18 digits, `inf` or a `+` among numbers...) returns None, and the
-file is parsed by pandas as before.
+Anything else (text after a closing quote, a quote inside an unquoted field, a quote never
+closed, a `\\r` not before `\\n`, a control character, a blank line (spaces alone too), a
+header alone, a name repeated, empty or with a space around it, a boolean column, an
+all-missing column, an integer beyond 18 digits, `inf` or a `+` among numbers, a column with a
+line end in a cell and no cell of text...) returns None, and the file is parsed by pandas as
+before.
 """
 
 from __future__ import annotations
 
+import csv
+import io
+import itertools
 import operator
 import re
 from typing import Any
@@ -63,7 +72,8 @@ _NUMBER = r"-?(?:[0-9]{1,18}(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]{1,3})?"
 _NUMBERS = re.compile(f"{_NUMBER}(?:\\n{_NUMBER})*")
 # a superset of what any parse of pandas reads as a number (spaces, a sign, digits and points,
 # an exponent) or as infinity, NaN or a boolean
-_MAYBE_NUMBER = re.compile(r" *[-+]?[0-9]*\.?[0-9]*(?:[eE][-+]?[0-9]*)? *")
+_MAYBE_NUMBER = re.compile(r"[ \t\n\v\f\r]*[-+]?[0-9]*\.?[0-9]*(?:[eE][-+]?[0-9]*)?[ \t\n\v\f\r]*")
+_SPACES = " \t\n\v\f\r"  # what pandas' number parses skip around a number (`isspace_ascii`)
 _WORDS = frozenset({"inf", "infinity", "nan", "true", "false"})
 # a run of digits that may lie past int64: pandas' inference, having seen one, may give back
 # the column's raw texts, missing ones too, so text beside missing cells with one is left to it
@@ -75,11 +85,19 @@ def _refused(token: str) -> bool:
     column holding it is kept as text, every cell as it is."""
     if _MAYBE_NUMBER.fullmatch(token):
         return False
-    return token.strip(" ").lstrip("+-").lower() not in _WORDS
+    return token.strip(_SPACES).lstrip("+-").lower() not in _WORDS
 
 
 _COMMAS = operator.methodcaller("count", ",")
-_UNSAFE_BYTES = re.compile(rb'["\r\x00-\x09\x0b-\x1f\x7f]')
+# control characters but line ends (a `\r` before a `\n`: one line end; a quote: `_quoted`)
+_UNSAFE_BYTES = re.compile(rb"[\x00-\x09\x0b\x0c\x0e-\x1f\x7f]")
+# a whole file of fields as pandas' tokenizer reads them with quotes: each quoted from its
+# first character to a closing quote just before a delimiter or a line end, or unquoted
+# without a quote; blank lines and rows of the wrong width are refused after `csv` reads it
+_FIELD = r'(?:"[^"]*+(?:""[^"]*+)*+"|[^,"\r\n]*+)'
+_QUOTED_FILE = re.compile(f"{_FIELD}(?:(?:,|\r?\n){_FIELD})*+")
+# a line of spaces alone (after the header), or one inside a quoted field
+_SPACES_LINE = re.compile(r"\n +(?:\r?\n|$)")
 
 
 def read_simple(data: bytes) -> tuple[list[str], list[npt.NDArray[Any]]] | None:
@@ -87,49 +105,90 @@ def read_simple(data: bytes) -> tuple[list[str], list[npt.NDArray[Any]]] | None:
     is not one of the plain kind (the caller parses it with pandas)."""
     if not data or data.startswith(b"\xef\xbb\xbf") or _UNSAFE_BYTES.search(data):
         return None
+    if b"\r" in data and data.count(b"\r") != data.count(b"\r\n"):
+        return None  # a `\r` alone: a line end to pandas, outside quotes or not
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
         return None
+    if '"' in text:
+        return _quoted(text)
+    if "\r" in text:
+        text = text.replace("\r\n", "\n")  # every `\r` ends a line here: one line end
     if text.endswith("\n"):
         text = text[:-1]
     lines = text.split("\n")
-    if len(lines) < 2:
-        return None
     names = lines[0].split(",")
     width = len(names)
-    if "" in names or len(set(names)) != width or any(n != n.strip() for n in names):
+    if len(lines) < 2 or not _plain_names_and_lines(names, text):
         return None
-    if width == 1 and "\n " in text:
-        return None  # a line of spaces alone is a blank line to pandas, skipped
     rows = len(lines) - 1
     cells: list[str] = ",".join(lines[1:]).split(",")
     if len(cells) != rows * width or "" in lines:
         return None
     if set(map(_COMMAS, lines)) != {width - 1}:
         return None
+    return _typed(names, cells, False)
+
+
+def _quoted(text: str) -> tuple[list[str], list[npt.NDArray[Any]]] | None:
+    """`read_simple` of a file with a quote: its fields as `csv` reads them (the very fields of
+    pandas' tokenizer, once `_QUOTED_FILE` holds the whole file)."""
+    if not _QUOTED_FILE.fullmatch(text):
+        return None
+    try:
+        records = list(csv.reader(io.StringIO(text, newline=""), strict=True))
+    except csv.Error:  # a field beyond `csv.field_size_limit`
+        return None
+    if len(records) < 2:
+        return None
+    names = records[0]
+    width = len(names)
+    if not _plain_names_and_lines(names, text) or any(len(r) != width for r in records):
+        return None  # a blank line is a record of no field
+    cells = list(itertools.chain.from_iterable(records[1:]))
+    return _typed(names, cells, True)
+
+
+def _plain_names_and_lines(names: list[str], text: str) -> bool:
+    """Whether pandas keeps these names as they are (no `Unnamed: 0`, no `a.1`), none with a
+    space around it, and skips no line of the file's `text` but empty ones (a line of spaces
+    alone, in a file of one column, is blank to pandas too)."""
+    if "" in names or len(set(names)) != len(names):
+        return False
+    if len(names) == 1 and "\n " in text and _SPACES_LINE.search(text):
+        return False
+    return all(n == n.strip() for n in names)
+
+
+def _typed(
+    names: list[str], cells: list[str], quoted: bool
+) -> tuple[list[str], list[npt.NDArray[Any]]] | None:
+    width = len(names)
     arrays = []
     for j in range(width):
-        column = _column(cells[j::width])
+        column = _column(cells[j::width], quoted)
         if column is None:
             return None
         arrays.append(column)
     return names, arrays
 
 
-def _column(tokens: list[str]) -> npt.NDArray[Any] | None:
+def _column(tokens: list[str], quoted: bool) -> npt.NDArray[Any] | None:
     missing = not NA_TEXTS.isdisjoint(tokens)
     present = [t for t in tokens if t not in NA_TEXTS] if missing else tokens
     if not present:
         return None  # all missing: left to pandas
     joined = "\n".join(present)
-    if _INTS.fullmatch(joined):
+    # a quoted cell may hold a line end: then the numbers' patterns do not see cells apart
+    numbers = not quoted or (joined.count("\n") == len(present) - 1 and "\r" not in joined)
+    if numbers and _INTS.fullmatch(joined):
         if not missing:
             return np.array(list(map(int, present)), dtype=np.int64)
         if not _SHORT_INTS.fullmatch(joined) or "\n-0" in f"\n{joined}":
             return None  # a -0 may be 0.0 or -0.0 as the version of pandas reads it
         return np.array([np.nan if t in NA_TEXTS else float(int(t)) for t in tokens])
-    if _NUMBERS.fullmatch(joined):
+    if numbers and _NUMBERS.fullmatch(joined):
         return _floats(tokens, missing)
     if not any(map(_refused, present)):
         return None  # no cell that every parse of pandas refuses: left to pandas
