@@ -17,14 +17,17 @@ with it:
   integers beside them, missing cells: float64, pandas 2.2's values;
 * text with at least one cell that no parse of pandas takes for a number or a boolean (so
   the column is text, every cell as it is), missing cells as NaN: objects of `str` (not
-  beside a run of 19 digits: pandas may then keep the missing texts as they are).
+  beside a run of 19 digits: pandas may then keep the missing texts as they are);
+* every cell missing: float64, all NaN;
+* every cell one of pandas' boolean texts (`True`, `TRUE`, `true`, the same of `False`):
+  bool; with missing cells beside them, objects of `bool` and NaN;
+* a header alone: no row, every column of objects.
 
 Anything else (text after a closing quote, a quote inside an unquoted field, a quote never
-closed, a `\\r` not before `\\n`, a control character, a blank line (spaces alone too), a
-header alone, a name repeated, empty or with a space around it, a boolean column, an
-all-missing column, an integer beyond 18 digits, `inf` or a `+` among numbers, a column with a
-line end in a cell and no cell of text...) returns None, and the file is parsed by pandas as
-before.
+closed, a `\\r` not before `\\n`, a control character, a blank line (spaces alone too), a name
+repeated, empty or with a space around it, an integer beyond 18 digits, `inf` or a `+` among
+numbers, a column with a line end in a cell and no cell of text...) returns None, and the
+file is parsed by pandas as before.
 """
 
 from __future__ import annotations
@@ -75,6 +78,9 @@ _NUMBERS = re.compile(f"{_NUMBER}(?:\\n{_NUMBER})*")
 _MAYBE_NUMBER = re.compile(r"[ \t\n\v\f\r]*[-+]?[0-9]*\.?[0-9]*(?:[eE][-+]?[0-9]*)?[ \t\n\v\f\r]*")
 _SPACES = " \t\n\v\f\r"  # what pandas' number parses skip around a number (`isspace_ascii`)
 _WORDS = frozenset({"inf", "infinity", "nan", "true", "false"})
+# pandas' boolean texts (`true_values`, `false_values` left as they are)
+_TRUE = frozenset({"True", "TRUE", "true"})
+_BOOLEANS = _TRUE | {"False", "FALSE", "false"}
 # a run of digits that may lie past int64: pandas' inference, having seen one, may give back
 # the column's raw texts, missing ones too, so text beside missing cells with one is left to it
 _LONG_DIGITS = re.compile(r"[0-9]{19}")
@@ -120,8 +126,10 @@ def read_simple(data: bytes) -> tuple[list[str], list[npt.NDArray[Any]]] | None:
     lines = text.split("\n")
     names = lines[0].split(",")
     width = len(names)
-    if len(lines) < 2 or not _plain_names_and_lines(names, text):
+    if not _plain_names_and_lines(names, text):
         return None
+    if len(lines) == 1:
+        return _header_alone(names)
     rows = len(lines) - 1
     cells: list[str] = ",".join(lines[1:]).split(",")
     if len(cells) != rows * width or "" in lines:
@@ -140,12 +148,14 @@ def _quoted(text: str) -> tuple[list[str], list[npt.NDArray[Any]]] | None:
         records = list(csv.reader(io.StringIO(text, newline=""), strict=True))
     except csv.Error:  # a field beyond `csv.field_size_limit`
         return None
-    if len(records) < 2:
+    if not records:
         return None
     names = records[0]
     width = len(names)
     if not _plain_names_and_lines(names, text) or any(len(r) != width for r in records):
         return None  # a blank line is a record of no field
+    if len(records) == 1:
+        return _header_alone(names)
     cells = list(itertools.chain.from_iterable(records[1:]))
     return _typed(names, cells, True)
 
@@ -159,6 +169,11 @@ def _plain_names_and_lines(names: list[str], text: str) -> bool:
     if len(names) == 1 and "\n " in text and _SPACES_LINE.search(text):
         return False
     return all(n == n.strip() for n in names)
+
+
+def _header_alone(names: list[str]) -> tuple[list[str], list[npt.NDArray[Any]]]:
+    """A file of names and no row: pandas' columns of objects, empty."""
+    return names, [np.empty(0, dtype=object) for _ in names]
 
 
 def _typed(
@@ -178,7 +193,7 @@ def _column(tokens: list[str], quoted: bool) -> npt.NDArray[Any] | None:
     missing = not NA_TEXTS.isdisjoint(tokens)
     present = [t for t in tokens if t not in NA_TEXTS] if missing else tokens
     if not present:
-        return None  # all missing: left to pandas
+        return np.full(len(tokens), np.nan)  # every cell missing: floats
     joined = "\n".join(present)
     # a quoted cell may hold a line end: then the numbers' patterns do not see cells apart
     numbers = not quoted or (joined.count("\n") == len(present) - 1 and "\r" not in joined)
@@ -190,6 +205,12 @@ def _column(tokens: list[str], quoted: bool) -> npt.NDArray[Any] | None:
         return np.array([np.nan if t in NA_TEXTS else float(int(t)) for t in tokens])
     if numbers and _NUMBERS.fullmatch(joined):
         return _floats(tokens, missing)
+    if _BOOLEANS.issuperset(present):
+        if not missing:
+            return np.array([t in _TRUE for t in tokens], dtype=np.bool_)
+        out = np.empty(len(tokens), dtype=object)
+        out[:] = [np.nan if t in NA_TEXTS else t in _TRUE for t in tokens]
+        return out
     if not any(map(_refused, present)):
         return None  # no cell that every parse of pandas refuses: left to pandas
     if missing and _LONG_DIGITS.search(joined):
