@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pandas._libs.parsers import STR_NA_VALUES  # type: ignore[import-not-found]
 
-from querybench.evaluation.spider2 import result_csv
+from querybench.evaluation.spider2 import result_csv, simple_csv
 from querybench.evaluation.spider2.simple_csv import NA_TEXTS, read_simple
 from tests.conftest import require_data
 from tests.test_result_csv_record import RECORD
@@ -280,6 +280,29 @@ def test_a_long_integer_beside_missing_cells_keeps_pandas_raw_texts(
         expected = _by_pandas(data, monkeypatch)
         assert expected is not None
         _frames_identical(result_csv.read_result_csv(io.BytesIO(data)), expected)
+
+
+@pytest.mark.parametrize("width", [1, 9])
+def test_more_rows_than_pandas_types_at_once(width: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    # pandas types a big file's rows a chunk at a time and joins the chunks: a chunk of
+    # numbers before one of text keeps its numbers, ints among the strings
+    chunk = simple_csv._chunk_rows(width)
+    head = ",".join(f"c{j}" for j in range(width))
+
+    def rows(cells: list[str]) -> bytes:
+        return "\n".join([head, *(",".join([c] * width) for c in cells)]).encode()
+
+    mixed = rows(["1"] * chunk + ["x"])
+    expected = _by_pandas(mixed, monkeypatch)
+    assert expected is not None and type(expected.iloc[0, 0]) is int
+    for data in [mixed, rows(["1"] * chunk + ["2", "NA"])]:  # int64, then float64
+        assert read_simple(data) is None
+    for data in [
+        rows(["x"] + ["1"] * (chunk - 1) + ["y", "2"]),  # text in every chunk
+        rows(["1.5"] * chunk + ["2", "NA"]),
+        rows(["1"] * (chunk - 1) + ["x"]),  # one chunk
+    ]:
+        assert _check(data, monkeypatch)
 
 
 @pytest.mark.parametrize(("text", "dtype", "cells"), RECORD)

@@ -23,11 +23,14 @@ with it:
   bool; with missing cells beside them, objects of `bool` and NaN;
 * a header alone: no row, every column of objects.
 
+pandas types the rows of a big file a chunk at a time (`_chunk_rows`) and joins the chunks;
+so does this reader, where every chunk of a column has one dtype.
+
 Anything else (text after a closing quote, a quote inside an unquoted field, a quote never
 closed, a `\\r` not before `\\n`, a control character, a blank line (spaces alone too), a name
 repeated, empty or with a space around it, an integer beyond 18 digits, `inf` or a `+` among
-numbers, a column with a line end in a cell and no cell of text...) returns None, and the
-file is parsed by pandas as before.
+numbers, a column with a line end in a cell and no cell of text, chunks of a column of
+dtypes apart...) returns None, and the file is parsed by pandas as before.
 """
 
 from __future__ import annotations
@@ -180,13 +183,41 @@ def _typed(
     names: list[str], cells: list[str], quoted: bool
 ) -> tuple[list[str], list[npt.NDArray[Any]]] | None:
     width = len(names)
+    chunk = _chunk_rows(width)
     arrays = []
     for j in range(width):
-        column = _column(cells[j::width], quoted)
+        tokens = cells[j::width]
+        if len(tokens) <= chunk:
+            column = _column(tokens, quoted)
+        else:
+            column = _chunked_column(tokens, quoted, chunk)
         if column is None:
             return None
         arrays.append(column)
     return names, arrays
+
+
+def _chunk_rows(width: int) -> int:
+    """The rows pandas' tokenizer types at a time in a file of `width` columns (`low_memory`:
+    `TextReader.buffer_lines`: the largest power of two whose double is below `2**20 // width`)."""
+    most = 2**20 // width
+    rows = 1
+    while rows * 2 < most:
+        rows *= 2
+    return rows
+
+
+def _chunked_column(tokens: list[str], quoted: bool, chunk: int) -> npt.NDArray[Any] | None:
+    """A column of more rows than pandas types at a time: each chunk typed apart and joined,
+    as pandas does, when every chunk has the same dtype (else pandas casts them to a common
+    one, each chunk's values otherwise: left to it)."""
+    parts: list[npt.NDArray[Any]] = []
+    for start in range(0, len(tokens), chunk):
+        part = _column(tokens[start : start + chunk], quoted)
+        if part is None or (parts and part.dtype != parts[0].dtype):
+            return None
+        parts.append(part)
+    return np.concatenate(parts)
 
 
 def _column(tokens: list[str], quoted: bool) -> npt.NDArray[Any] | None:
