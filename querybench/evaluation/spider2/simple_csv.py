@@ -36,6 +36,7 @@ dtypes apart...) returns None, and the file is parsed by pandas as before.
 from __future__ import annotations
 
 import csv
+import functools
 import io
 import itertools
 import operator
@@ -197,6 +198,7 @@ def _typed(
     return names, arrays
 
 
+@functools.cache
 def _chunk_rows(width: int) -> int:
     """The rows pandas' tokenizer types at a time in a file of `width` columns (`low_memory`:
     `TextReader.buffer_lines`: the largest power of two whose double is below `2**20 // width`)."""
