@@ -41,7 +41,7 @@ CELLS = [
     *["inf", "-inf", "+inf", "Inf", "INF", "infinity", "-Infinity", "nan", "NAN", "nan!"],
     *["True", "TRUE", "true", "False", "FALSE", "false", "tRUE", "yes", "no", "T", "F"],
     *["abc", "a b", "2017-04", "2017-04-01", "12:30:00", "1-2", "x1", "é", "日本", "#", "'q'"],
-    *["1,5", '"a"', '"a,b"', "a\tb", "\u00a01", "1\u3000"],
+    *["1,5", '"a"', '"a,b"', "a\tb", "\t", " \t", "1\t", "\t-1", "\u00a01", "1\u3000"],
 ]
 NAMES = ["a", "b", "c", "NA", "1", " a", "a.1", "", "Unnamed: 0", "é"]
 
@@ -117,7 +117,7 @@ QUOTED_CELLS = [
     *["", "NA", "n/a", "None", "nan", "NULL", " NA", "NA ", "1", "-1", "007", "-0", "1.5", "1e5"],
     *["12345678901234567890", "True", "false", "abc", "a b", " 1", "1 ", " ", "1\n", "\n1"],
     *["1\r\n", "\r\n", "\n", "1\n2", "a\nb", "a\r\nb", "x\ry", "\r", "a,b", ",", "1,5"],
-    *['a"b', '"', '""', '"a"', '"1"', '"NA"', 'a""b', "é", "日本"],
+    *['a"b', '"', '""', '"a"', '"1"', '"NA"', 'a""b', "\t", "a\tb", "1\t", "é", "日本"],
 ]
 QUOTED_NAMES = ["a", "b", "c", "d", "a,b", 'a"b', "a\nb", "a\r\nb", "1", "NA", "a.1", " a", ""]
 
@@ -216,6 +216,7 @@ def test_plain_files_are_read_here(monkeypatch: pytest.MonkeyPatch) -> None:
         b'a\n"x"\n""\n',  # a quoted empty field is a row, not a blank line
         b'a,b\n1," NA"\n2,"1\n2"\n',
         b'a\n"x\n  y"\n z\n',  # lines starting with spaces, none of spaces alone
+        b'a,b\n"x\ty",\t\n\tz,w\n',  # tabs
         b"a,b\n",  # a header alone
         b'"a,b"\r\n',
         b"a\nTrue\nFalse\n",
@@ -245,6 +246,8 @@ def test_left_to_pandas() -> None:
         b'a\n"1"\n\n2\n',
         b"a\n1\n\n2\n",
         b"a\nx\n \ny\n",  # pandas skips a line of spaces alone
+        b"a\nx\n\t \ny\n",  # and of tabs
+        b"a\n1\t\n2\n",  # pandas: 1
         b'a\n"x"\n \r\n"y"\n',
         b"a,b\n1,2,3\n",
         b"a,b\n1\n",

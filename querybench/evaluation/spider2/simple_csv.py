@@ -1,13 +1,13 @@
 """The common result CSV read without pandas' tokenizer, only where its values are certain.
 
 Most result CSVs are plain: UTF-8 without a byte order mark, one record a row, no control
-character but line ends, every row as many fields as the header, distinct non-empty names.
-Lines end in `\\n` or `\\r\\n`. A field may be quoted as pandas' tokenizer reads it: opened by a
-`"` as its first character, `""` inside it one quote, delimiters and line ends inside it its own
-text, closed by a `"` just before a delimiter or a line end; the cell is then its text inside
-the quotes, typed like any other (`"1"` is 1, `"NA"` missing, `"1\\n"` 1). Each column of such a
-file is typed here as `pd.read_csv` (defaults) types it, the values of record (`result_csv`)
-with it:
+character but tabs and line ends, every row as many fields as the header, distinct non-empty
+names. Lines end in `\\n` or `\\r\\n`. A field may be quoted as pandas' tokenizer reads it:
+opened by a `"` as its first character, `""` inside it one quote, delimiters and line ends
+inside it its own text, closed by a `"` just before a delimiter or a line end; the cell is then
+its text inside the quotes, typed like any other (`"1"` is 1, `"NA"` missing, `"1\\n"` 1).
+Each column of such a file is typed here as `pd.read_csv` (defaults) types it, the values of
+record (`result_csv`) with it:
 
 * every cell plain digits with an optional minus, at most 18 of them: int64;
 * the same with missing cells (pandas' default missing texts), at most 15 digits: float64,
@@ -27,10 +27,10 @@ pandas types the rows of a big file a chunk at a time (`_chunk_rows`) and joins 
 so does this reader, where every chunk of a column has one dtype.
 
 Anything else (text after a closing quote, a quote inside an unquoted field, a quote never
-closed, a `\\r` not before `\\n`, a control character, a blank line (spaces alone too), a name
-repeated, empty or with a space around it, an integer beyond 18 digits, `inf` or a `+` among
-numbers, a column with a line end in a cell and no cell of text, chunks of a column of
-dtypes apart...) returns None, and the file is parsed by pandas as before.
+closed, a `\\r` not before `\\n`, a control character but a tab, a blank line (spaces and tabs
+alone too), a name repeated, empty or with a space around it, an integer beyond 18 digits,
+`inf` or a `+` among numbers, a column with a line end in a cell and no cell of text, chunks
+of a column of dtypes apart...) returns None, and the file is parsed by pandas as before.
 """
 
 from __future__ import annotations
@@ -99,15 +99,15 @@ def _refused(token: str) -> bool:
 
 
 _COMMAS = operator.methodcaller("count", ",")
-# control characters but line ends (a `\r` before a `\n`: one line end; a quote: `_quoted`)
-_UNSAFE_BYTES = re.compile(rb"[\x00-\x09\x0b\x0c\x0e-\x1f\x7f]")
+# control characters but tabs and line ends (a `\r` before a `\n`: one line end)
+_UNSAFE_BYTES = re.compile(rb"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 # a whole file of fields as pandas' tokenizer reads them with quotes: each quoted from its
 # first character to a closing quote just before a delimiter or a line end, or unquoted
 # without a quote; blank lines and rows of the wrong width are refused after `csv` reads it
 _FIELD = r'(?:"[^"]*+(?:""[^"]*+)*+"|[^,"\r\n]*+)'
 _QUOTED_FILE = re.compile(f"{_FIELD}(?:(?:,|\r?\n){_FIELD})*+")
-# a line of spaces alone (after the header), or one inside a quoted field
-_SPACES_LINE = re.compile(r"\n +(?:\r?\n|$)")
+# a line of spaces and tabs alone (after the header; or inside a quoted field)
+_SPACES_LINE = re.compile(r"\n[ \t]+(?:\r?\n|$)")
 
 
 def read_simple(data: bytes) -> tuple[list[str], list[npt.NDArray[Any]]] | None:
@@ -167,10 +167,10 @@ def _quoted(text: str) -> tuple[list[str], list[npt.NDArray[Any]]] | None:
 def _plain_names_and_lines(names: list[str], text: str) -> bool:
     """Whether pandas keeps these names as they are (no `Unnamed: 0`, no `a.1`), none with a
     space around it, and skips no line of the file's `text` but empty ones (a line of spaces
-    alone, in a file of one column, is blank to pandas too)."""
+    and tabs alone, in a file of one column, is blank to pandas too)."""
     if "" in names or len(set(names)) != len(names):
         return False
-    if len(names) == 1 and "\n " in text and _SPACES_LINE.search(text):
+    if len(names) == 1 and _SPACES_LINE.search(text):
         return False
     return all(n == n.strip() for n in names)
 
