@@ -9,7 +9,8 @@ its text inside the quotes, typed like any other (`"1"` is 1, `"NA"` missing, `"
 Each column of such a file is typed here as `pd.read_csv` (defaults) types it, the values of
 record (`result_csv`) with it:
 
-* every cell plain digits with an optional minus, at most 18 of them: int64;
+* every cell plain digits with an optional minus, at most 18 of them: int64; up to 20 of
+  them: int64 when every value fits, else uint64 when every one does and none has a minus;
 * the same with missing cells (pandas' default missing texts), at most 15 digits: float64,
   each integer exact (no `-0`: pandas 3 makes it 0.0, pandas 2.2's float parse -0.0);
 * plain decimals (`record_floats.plain_floats` reads every one of them), at most 18 digits
@@ -28,9 +29,10 @@ so does this reader, where every chunk of a column has one dtype.
 
 Anything else (text after a closing quote, a quote inside an unquoted field, a quote never
 closed, a `\\r` not before `\\n`, a control character but a tab, a blank line (spaces and tabs
-alone too), a name repeated, empty or with a space around it, an integer beyond 18 digits,
-`inf` or a `+` among numbers, a column with a line end in a cell and no cell of text, chunks
-of a column of dtypes apart...) returns None, and the file is parsed by pandas as before.
+alone too), a name repeated, empty or with a space around it, an integer beyond 64 bits, or
+beyond 18 digits beside missing cells or decimals, `inf` or a `+` among numbers, a column with
+a line end in a cell and no cell of text, chunks of a column of dtypes apart...) returns None,
+and the file is parsed by pandas as before.
 """
 
 from __future__ import annotations
@@ -75,6 +77,7 @@ NA_TEXTS = frozenset(
 # a column's present cells joined by newlines, tested at once
 _INTS = re.compile(r"-?[0-9]{1,18}(?:\n-?[0-9]{1,18})*")
 _SHORT_INTS = re.compile(r"-?[0-9]{1,15}(?:\n-?[0-9]{1,15})*")
+_LONG_INTS = re.compile(r"-?[0-9]{1,20}(?:\n-?[0-9]{1,20})*")
 _NUMBER = r"-?(?:[0-9]{1,18}(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]{1,3})?"
 _NUMBERS = re.compile(f"{_NUMBER}(?:\\n{_NUMBER})*")
 # a superset of what any parse of pandas reads as a number (spaces, a sign, digits and points,
@@ -236,6 +239,8 @@ def _column(tokens: list[str], quoted: bool) -> npt.NDArray[Any] | None:
         if not _SHORT_INTS.fullmatch(joined) or "\n-0" in f"\n{joined}":
             return None  # a -0 may be 0.0 or -0.0 as the version of pandas reads it
         return np.array([np.nan if t in NA_TEXTS else float(int(t)) for t in tokens])
+    if numbers and not missing and _LONG_INTS.fullmatch(joined):
+        return _long_ints(present)
     if numbers and _NUMBERS.fullmatch(joined):
         return _floats(tokens, missing)
     if _BOOLEANS.issuperset(present):
@@ -251,6 +256,18 @@ def _column(tokens: list[str], quoted: bool) -> npt.NDArray[Any] | None:
     out = np.empty(len(tokens), dtype=object)
     out[:] = [np.nan if t in NA_TEXTS else t for t in tokens] if missing else tokens
     return out
+
+
+def _long_ints(tokens: list[str]) -> npt.NDArray[Any] | None:
+    """Integers of up to 20 digits, none missing: int64 when every one fits, else uint64 when
+    every one does and none has a minus (pandas' second try); else pandas keeps the text (2.2)
+    or makes Python ints (3): left to it."""
+    values = list(map(int, tokens))
+    if min(values) >= -(2**63) and max(values) < 2**63:
+        return np.array(values, dtype=np.int64)
+    if max(values) < 2**64 and not any(t.startswith("-") for t in tokens):
+        return np.array(values, dtype=np.uint64)
+    return None
 
 
 def _floats(tokens: list[str], missing: bool) -> npt.NDArray[np.float64] | None:
