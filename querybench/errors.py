@@ -17,7 +17,8 @@
     │   ├── UnsettledDatabase       a sidecar (-wal, -journal) holds changes
     │   └── EngineUnavailable       no driver or no credentials here
     ├── FetchError                  a download not completed or verified
-    │   └── HtmlPageError
+    │   ├── HtmlPageError
+    │   └── UnsafeArchive           a tar's headers or a member's place refused
     ├── DatabaseProblem             a database or table that cannot be scored
     ├── ScoringStopped              an agentic answer's tables stop with a verdict
     ├── AnswerRefused               an agentic answer's path leaves its folder
@@ -420,6 +421,12 @@ class RetryableReply(QuerybenchError):
     def transient(self) -> bool:
         """No answer came back (connection, timeout, 5xx, 429), as opposed to a malformed one."""
         return self.reason != "malformed"
+
+
+class UnsafeArchive(FetchError):
+    """An archive not unpacked: a tar header past what the reader takes, or a member landing
+    outside its folder or on another's (`tar_checks.py`: downloaded archives, a workspace
+    packed out of the agent's sandbox)."""
 
 
 class MalformedToolCall(QuerybenchError):

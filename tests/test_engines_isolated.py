@@ -216,6 +216,9 @@ class Pipe:
         return self.inbox.pop(0)
     def send(self, message):
         self.sent.append(message)
+    def send_bytes(self, data):
+        import pickle
+        self.sent.append(pickle.loads(data))
 def served(*messages, **setup):
     pipe = Pipe([ChildSetup(ignore_ctrl_c=False, **setup), *messages])
     serve(pipe, pipe, _shared_file(64))

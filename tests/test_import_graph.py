@@ -22,7 +22,7 @@ LAYERS: tuple[frozenset[str], ...] = tuple(
     for names in (
         # the foundation: the errors, where data lives, declared options, the registry, the
         # content store, the one JSON decoder, the one file digest
-        "errors data data.roots declared benchmarks store json_input file_digests",
+        "errors data data.roots declared benchmarks store json_input file_digests tar_checks",
         "data.layout data.credentials data.download",
         "engines",  # a shared service: every layer above may run SQL
         "tasks",
@@ -53,11 +53,12 @@ DEPENDS: dict[str, frozenset[str]] = {
         "store": "",
         "json_input": "",
         "file_digests": "errors",
+        "tar_checks": "errors",
         "benchmarks": "declared errors",
         "declared": "errors",
         "data.layout": "benchmarks data.roots",
         "data.credentials": "data.roots json_input file_digests",
-        "data.download": "errors file_digests",
+        "data.download": "errors file_digests tar_checks",
         "engines": "data.credentials errors store json_input file_digests",
         "tasks": "benchmarks data.roots errors data.layout engines json_input file_digests",
         "data.releases": "benchmarks errors data.download data.layout tasks",
@@ -65,7 +66,7 @@ DEPENDS: dict[str, frozenset[str]] = {
         "data.fetch": "data.roots errors data.download file_digests data.releases",
         "context": "benchmarks errors data.layout engines tasks json_input",
         "models": "errors tasks context json_input",
-        "agent": "benchmarks declared errors engines tasks context models",
+        "agent": "benchmarks declared errors engines tasks context models tar_checks",
         # no context, model or agent
         "evaluation": "benchmarks errors data.layout engines tasks store json_input file_digests",
         "methods": "benchmarks data.roots declared errors data.layout engines tasks context "

@@ -1,6 +1,6 @@
-"""JSON nested past the interpreter's recursion limit is one more malformed input: every file
-or reply querybench decodes goes through `json_input`, so it is a stated error, never a
-`RecursionError` traceback."""
+"""JSON nested past the interpreter's recursion limit, or holding an integer past its digit
+limit, is one more malformed input: every file or reply querybench decodes goes through
+`json_input`, so it is a stated error, never a `RecursionError` or `ValueError` traceback."""
 
 from __future__ import annotations
 
@@ -19,6 +19,9 @@ from querybench.tasks.input_files import read_json_array, read_jsonl
 
 PACKAGE = Path(__file__).resolve().parent.parent / "querybench"
 DEEP = "[" * 100_000 + "]" * 100_000
+# An integer past the interpreter's 4,300-digit conversion limit: `json.loads` raises a plain
+# `ValueError` for it, not a `JSONDecodeError`.
+LONG = '{"0": ' + "9" * 5_000 + "}"
 # Modules that decode only bytes they wrote themselves into their own SQLite stores.
 OWN_STORES = {
     "evaluation/spider2/verdict_cache.py",
@@ -34,6 +37,12 @@ def test_deep_nesting_is_a_decode_error() -> None:
     with pytest.raises(json.JSONDecodeError, match=json_input.NESTED):
         json_input.raw_decode(f"[{DEEP}]", 1)
     assert json_input.loads('{"a": [1]}') == {"a": [1]}
+    for text in (LONG, LONG.encode()):
+        with pytest.raises(json.JSONDecodeError, match=json_input.LONG_NUMBER):
+            json_input.loads(text)
+    with pytest.raises(json.JSONDecodeError, match=json_input.LONG_NUMBER):
+        json_input.raw_decode(f"[{LONG}]", 1)
+    assert json_input.loads("9" * 4_300) == int("9" * 4_300)
     assert json_input.raw_decode("[1] x", 0) == ([1], 3)
 
 
@@ -67,10 +76,13 @@ def test_a_tool_call_nested_too_deep_is_that_calls_error() -> None:
     assert call.arguments is None and json_input.NESTED in (call.error or "")
 
 
+@pytest.mark.parametrize("text", [DEEP, LONG], ids=["nested", "long-number"])
 @pytest.mark.parametrize("flag", ["--predictions", "--questions"])
-def test_eval_bird_on_a_file_nested_too_deep_is_one_error_line(tmp_path: Path, flag: str) -> None:
+def test_eval_bird_on_a_file_json_cannot_hold_is_one_error_line(
+    tmp_path: Path, flag: str, text: str
+) -> None:
     deep = tmp_path / "deep.json"
-    deep.write_text(DEEP)
+    deep.write_text(text)
     (questions := tmp_path / "questions.json").write_text("[]")
     (predictions := tmp_path / "predictions.json").write_text("{}")
     db = tmp_path / "db" / "shop" / "shop.sqlite"
@@ -80,8 +92,9 @@ def test_eval_bird_on_a_file_nested_too_deep_is_one_error_line(tmp_path: Path, f
     args = ["eval", "bird", *(x for kv in files.items() for x in (kv[0], str(kv[1])))]
     result = CliRunner().invoke(app, [*args, "--db-dir", str(tmp_path / "db")])
     assert result.exit_code == 2, result.output
-    assert "nested past the reader" in " ".join(result.output.split())
-    assert not isinstance(result.exception, RecursionError)
+    why = json_input.NESTED if text == DEEP else json_input.LONG_NUMBER
+    assert why in " ".join(result.output.split())
+    assert result.exception is None or isinstance(result.exception, SystemExit)
 
 
 def test_run_config_nested_too_deep_is_one_error_line(tmp_path: Path) -> None:

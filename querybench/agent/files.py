@@ -9,7 +9,10 @@ regular files with a single link are read or written, and every open is `O_NONBL
 with `fstat` before a byte moves, so a FIFO or a device never blocks a host thread.
 
 `pack` and `unpack` carry a workspace into and out of the sandbox as a tar stream (see
-`sandbox.py`); `unpack` keeps regular files and folders only, within a byte and entry bound.
+`sandbox.py`); `unpack` keeps regular files and folders only, within a byte and entry bound,
+and reads the stream (which whatever ran in the sandbox may have made) with the checks of a
+downloaded archive (`tar_checks.py`): a tar header past its bound, a member outside the
+workspace or on, under or over another's is `UnsafeArchive`, and nothing is kept.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from pathlib import Path, PurePosixPath
 from typing import IO
 
 from querybench.errors import UnsafePath, WorkspaceFull
+from querybench.tar_checks import CheckedTarInfo, MemberLayout, unkeepable
 
 MOUNT_POINT = "/workspace"
 NAME_MAX = 255  # bytes of one component (Linux)
@@ -268,18 +272,28 @@ def pack(root: Path, out: IO[bytes]) -> None:
 def unpack(stream: IO[bytes], root: Path, *, max_bytes: int, max_entries: int) -> Usage:
     """Extract a tar stream into the empty folder `root`: folders and regular files only (by
     safe paths, never following anything), at most `max_bytes` and `max_entries`;
-    `WorkspaceFull` past either bound, `tarfile.TarError` on a broken stream."""
+    `WorkspaceFull` past either bound, `UnsafeArchive` for a header or a member's place that a
+    downloaded archive would have refused too (`tar_checks`), `tarfile.TarError` on a broken
+    stream."""
     size = entries = skipped = 0
     folders = _Folders(root)
-    with tarfile.open(fileobj=stream, mode="r|") as tar:
+    layout = MemberLayout("the workspace's tar")
+    with tarfile.open(fileobj=stream, mode="r|", tarinfo=CheckedTarInfo) as tar:
         for member in tar:
-            names = tuple(p for p in PurePosixPath(member.name).parts if p not in (".", "/"))
-            if not names:
+            destination = _destination(member.name)
+            if destination is None:
+                continue  # the workspace itself
+            if not (member.isdir() or member.isreg()):
+                skipped += 1  # a link or a special file: never written
                 continue
-            too_deep = len(names) > MAX_DEPTH or len(member.name) > PATH_MAX
-            if ".." in names or too_deep or not (member.isdir() or member.isreg()):
-                skipped += 1
+            if len(destination.parts) > MAX_DEPTH or unkeepable(destination) is not None:
+                skipped += 1  # a name the host would not keep (a file there is not kept)
                 continue
+            if member.isdir():
+                layout.claim_folder(destination, member.name)
+            else:
+                layout.claim(destination, member.name)
+            names = destination.parts
             entries += 1
             size += max(member.size, 0)
             if entries > max_entries:
@@ -302,6 +316,15 @@ def unpack(stream: IO[bytes], root: Path, *, max_bytes: int, max_entries: int) -
                 skipped += 1  # e.g. a name the host's filesystem refuses
     folders.close()
     return Usage(size, entries, skipped)
+
+
+def _destination(name: str) -> PurePosixPath | None:
+    """Where member `name` lands in the workspace (None: the workspace itself); a name outside
+    it (absolute, `..`) as it is, for the layout to refuse."""
+    pure = PurePosixPath(name)
+    if pure.is_absolute() or ".." in pure.parts:
+        return pure
+    return pure if pure.parts else None
 
 
 class _Folders:

@@ -39,7 +39,7 @@ from pathlib import Path
 
 from querybench.agent import files
 from querybench.agent.files import MOUNT_POINT
-from querybench.errors import WorkspaceFull
+from querybench.errors import UnsafeArchive, WorkspaceFull
 
 NOBODY = 65534  # the probe's user
 # Uids of sandboxes: above account, dynamic-user and container (systemd-nspawn) ranges, below
@@ -329,7 +329,7 @@ class _Exchange:
                     max_bytes=self.limits.workspace_bytes,
                     max_entries=self.limits.workspace_files,
                 )
-            except (tarfile.TarError, OSError, EOFError) as exc:
+            except (tarfile.TarError, OSError, EOFError, UnsafeArchive) as exc:
                 self.failure = exc
             except WorkspaceFull as exc:
                 self.failure = exc
@@ -356,6 +356,12 @@ class _Exchange:
                 )
         if result.timed_out:
             return replace(result, note="the files it changed are not kept")
+        if isinstance(self.failure, UnsafeArchive):  # what ran in the sandbox made the tar
+            return replace(
+                result,
+                note=f"ERROR: the workspace was refused as it came out of the sandbox "
+                f"({self.failure}); the files this command changed are not kept",
+            )
         if not self.status or self.unpacked is None or self.failure is not None:
             return replace(
                 result,

@@ -27,13 +27,14 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from functools import partial
 from pathlib import Path, PurePosixPath
-from typing import IO, Any
+from typing import IO
 from urllib.parse import urlsplit
 
 import httpx
 
 from querybench.errors import FetchError, HtmlPageError
 from querybench.file_digests import file_sha256
+from querybench.tar_checks import CheckedTarInfo, MemberLayout
 
 Progress = Callable[[int, int | None], None]  # (bytes so far, total bytes or None)
 Route = Callable[[PurePosixPath], PurePosixPath | None]  # member -> destination, None: skip
@@ -241,45 +242,22 @@ def unpack_routed(
         shutil.rmtree(stage, ignore_errors=True)
 
 
-_MAX_PART_BYTES = 255  # a file name's bound on every common file system
-_MAX_PATH_BYTES = 4096
-
-
-class _Layout:
+class _Layout(MemberLayout):
     """The destinations one archive's members were written to (relative to the root), so that
-    no member lands on, under or over another's, and the whole can be checked against what
-    the root already holds before anything moves there."""
+    no member lands on, under or over another's (`MemberLayout`), nor in the staging folder,
+    and the whole can be checked against what the root already holds before anything moves
+    there."""
 
     def __init__(self, archive: Path, reserved: str) -> None:
+        super().__init__(str(archive))
         self.archive, self.reserved = archive, reserved
-        self.files: dict[PurePosixPath, None] = {}  # in the order written
-        self.folders: set[PurePosixPath] = set()
 
     def claim(self, destination: PurePosixPath, name: str) -> None:
         """Take `destination` for member `name`, or raise `FetchError` saying why not."""
-        where = f"{self.archive}: member {name!r}"
-        if destination.is_absolute() or not destination.parts or ".." in destination.parts:
-            raise FetchError(f"{where} would unpack outside the data folder")
+        where = self.checked(destination, name)
         if destination.parts[0] == self.reserved:
             raise FetchError(f"{where} would land in the unpacking's own staging folder")
-        text = str(destination)
-        if len(text.encode("utf-8", "surrogateescape")) > _MAX_PATH_BYTES:
-            raise FetchError(f"{where}: its path is longer than {_MAX_PATH_BYTES} bytes")
-        for part in destination.parts:
-            if any(ord(c) < 32 or ord(c) == 127 for c in part):
-                raise FetchError(f"{where}: its name holds a control character")
-            if len(part.encode("utf-8", "surrogateescape")) > _MAX_PART_BYTES:
-                raise FetchError(f"{where}: a part of its name is past {_MAX_PART_BYTES} bytes")
-        if destination in self.files:
-            raise FetchError(f"{where} lands on {text}, which an earlier member wrote")
-        if destination in self.folders:
-            raise FetchError(f"{where} lands on {text}, a folder of earlier members")
-        parents = list(destination.parents)[:-1]  # less the root itself
-        for parent in parents:
-            if parent in self.files:
-                raise FetchError(f"{where} would put {text} under {parent}, an earlier file")
-        self.files[destination] = None
-        self.folders.update(parents)
+        super().claim(destination, name)
 
     def release(self, destination: PurePosixPath) -> None:
         """A nested zip, unpacked and removed: its own members may take its name."""
@@ -397,7 +375,7 @@ def _members(archive: Path, stage: Path | None = None) -> Iterator[Iterator[Memb
             yield ((i.filename, i.is_dir(), partial(zf.open, i)) for i in infos)
         return
     if _is_tar(archive):
-        with tarfile.open(archive, tarinfo=_CheckedTarInfo) as tf:
+        with tarfile.open(archive, tarinfo=CheckedTarInfo) as tf:
             members = []
             for count, m in enumerate(tf, 1):  # counted as read: no listing past the bound
                 _check_member_count(archive, count)
@@ -461,93 +439,10 @@ def _check_declared_sizes(archive: Path, infos: list[zipfile.ZipInfo], stage: Pa
         )
 
 
-# A tar's own headers beside a member's: a pax header (long names, times, a few fields) or a GNU
-# long name holds a few KiB. Past these bounds, or not made of well-formed records, one is
-# refused before Python's reader takes it: in Python 3.11 that reader is quadratic in a pax
-# header's size for some contents (a long run of digits, its `hdrcharset` search,
-# CVE-2024-6232; many records before one `=`), so one crafted header of 1 MB took minutes and
-# one of 10 MB a day, and a declared size is read into memory whole (a compressed tar of a
-# 10 GB "name").
-MAX_TAR_HEADER_BYTES = 1 << 20
-_PAX_DIGITS = 64
-_LONG_DIGIT_RUN = re.compile(rb"\d{%d}" % (_PAX_DIGITS + 1))
-
-
-def _pax_problem(records: bytes) -> str | None:
-    """What makes `records` (a pax header's bytes) no pax header read here, or None: each
-    record `<length> <keyword>=<value>\n`, its length its own, no run of more than
-    `_PAX_DIGITS` digits, no GNU sparse map (no benchmark's data is a sparse file, and reading
-    one is quadratic in the member's size). Linear in the bytes."""
-    if _LONG_DIGIT_RUN.search(records):
-        return f"a run of more than {_PAX_DIGITS} digits"
-    if b"GNU.sparse" in records:
-        return "a sparse file's map"
-    pos = 0
-    while pos < len(records):
-        space = records.find(b" ", pos, pos + 21)
-        if space <= pos or not records[pos:space].isdigit():
-            return f"a record without its length at byte {pos}"
-        end = pos + int(records[pos:space])
-        if end <= space + 2 or end > len(records) or records[end - 1] != 0x0A:
-            return f"a record whose length is not its own at byte {pos}"
-        if records.find(b"=", space + 2, end) < 0:
-            return f"a record without a keyword at byte {pos}"
-        pos = end
-    return None
-
-
-class _Replay:
-    """A tar's file object whose next read returns bytes already read from it (the pax header
-    checked before Python's reader parses it), then reads on."""
-
-    def __init__(self, fileobj: Any, first: bytes) -> None:
-        self._fileobj = fileobj
-        self._first: bytes | None = first
-
-    def read(self, size: int = -1) -> bytes:
-        first, self._first = self._first, None
-        if first is not None:
-            return first
-        data: bytes = self._fileobj.read(size)
-        return data
-
-    def __getattr__(self, name: str) -> object:
-        return getattr(self._fileobj, name)
-
-
-class _CheckedTarInfo(tarfile.TarInfo):
-    """A tar member whose pax or GNU long-name header is checked before it is read (the bounds
-    above); past them, `FetchError` naming the archive, the header's offset and why."""
-
-    def _refuse(self, tar: tarfile.TarFile, why: str) -> FetchError:
-        name = "the tar" if tar.name is None else os.fsdecode(tar.name)
-        return FetchError(f"{name}: the tar header at byte {self.offset:,} holds {why}")
-
-    def _proc_gnulong(self, tar: tarfile.TarFile) -> tarfile.TarInfo:
-        if not 0 <= self.size <= MAX_TAR_HEADER_BYTES:
-            raise self._refuse(tar, f"a long name of {self.size:,} bytes")
-        return super()._proc_gnulong(tar)  # type: ignore[misc, no-any-return]
-
-    def _proc_pax(self, tar: tarfile.TarFile) -> tarfile.TarInfo:
-        if not 0 <= self.size <= MAX_TAR_HEADER_BYTES:
-            raise self._refuse(tar, f"{self.size:,} bytes of pax records")
-        fileobj = tar.fileobj
-        assert fileobj is not None
-        buf = fileobj.read(self._block(self.size))  # type: ignore[attr-defined]
-        problem = _pax_problem(buf[: self.size])
-        if problem is not None:
-            raise self._refuse(tar, problem)
-        tar.fileobj = _Replay(fileobj, buf)  # type: ignore[assignment]
-        try:
-            return super()._proc_pax(tar)  # type: ignore[misc, no-any-return]
-        finally:
-            tar.fileobj = fileobj
-
-
 def _is_tar(archive: Path) -> bool:
-    """`tarfile.is_tarfile`, its first header read as every other (`_CheckedTarInfo`)."""
+    """`tarfile.is_tarfile`, its first header read as every other (`CheckedTarInfo`)."""
     try:
-        with tarfile.open(archive, tarinfo=_CheckedTarInfo):
+        with tarfile.open(archive, tarinfo=CheckedTarInfo):
             return True
     except tarfile.TarError:
         return False

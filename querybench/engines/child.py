@@ -32,13 +32,19 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
+from multiprocessing.reduction import ForkingPickler
 from typing import Any, Protocol
 
 from querybench.engines.base import Engine
 from querybench.engines.memory import out_of_memory
-from querybench.engines.supervision import OPEN_TIMEOUT_S, enter_query_child
+from querybench.engines.supervision import (
+    OPEN_TIMEOUT_S,
+    enter_query_child,
+    max_reply_bytes,
+    reply_too_large,
+)
 from querybench.engines.timeouts import counts_cpu, finite_timeout, wall_cap
-from querybench.errors import EngineError
+from querybench.errors import EngineError, ResultTooManyBytes
 
 # deadline (monotonic, 0: none), message number, item index (in the message as sent), step,
 # and the CPU deadline (this process's `time.process_time`, 0: none; `timeouts.py`)
@@ -71,6 +77,9 @@ class ChildSetup:
     # `Child` and `work_args`), served for `work` messages.
     work: str | None = None
     work_args: tuple[Any, ...] = ()
+    # The cap on one reply's pickle (`supervision.max_reply_bytes`), the parent's, which reads
+    # no length past it: None, read by the parent when it starts the child.
+    reply_bytes: int | None = None
 
 
 class Progress:
@@ -223,7 +232,8 @@ class _Server:
 
     def __init__(self, child: Child, replies: Connection) -> None:
         self.child = child
-        self.replies = replies
+        cap = child.setup.reply_bytes
+        self.replies = _Replies(replies, max_reply_bytes() if cap is None else cap)
         self.stream: Iterator[list[tuple[Any, ...]]] | None = None
         self.stream_deadlines = (0.0, 0.0)
         setup = child.setup
@@ -338,46 +348,66 @@ class _Server:
 _UNSENDABLE = (pickle.PicklingError, TypeError, AttributeError, RecursionError)
 
 
-def _send(pipe: Connection, number: int, reply: tuple[str, Any]) -> bool:
-    """Send one reply (a result that cannot be pickled as an error); False once the parent
-    is gone."""
+class _Replies:
+    """The replies' end, each reply pickled whole and held to the reply cap before its first
+    byte is written: the parent reads no length past the cap."""
+
+    __slots__ = ("cap", "pipe")
+
+    def __init__(self, pipe: Connection, cap: int) -> None:
+        self.pipe, self.cap = pipe, cap
+
+    def send(self, reply: tuple[Any, ...]) -> None:
+        """Send `reply`; `ResultTooManyBytes` (nothing written) when its pickle is past the cap."""
+        data = ForkingPickler.dumps(reply)
+        if len(data) > self.cap:
+            raise reply_too_large(len(data), self.cap)
+        self.pipe.send_bytes(data)
+
+
+def _send(pipe: _Replies, number: int, reply: tuple[str, Any]) -> bool:
+    """Send one reply (a result that cannot be pickled, or is past the reply cap, as an
+    error); False once the parent is gone."""
     try:
         pipe.send((number, *reply))
-    except MemoryError:
-        pipe.send((number, "error", out_of_memory("handing the result over")))
-    except _UNSENDABLE as exc:
-        pipe.send((number, "error", EngineError(f"the result cannot be handed over: {exc}")))
+    except (*_UNSENDABLE, MemoryError, ResultTooManyBytes) as exc:
+        pipe.send((number, "error", _unsent(exc)))
     except (BrokenPipeError, OSError):
         return False
     return True
 
 
-def _send_group(pipe: Connection, number: int, replies: list[tuple[str, Any]]) -> bool:
-    """Send the replies of a batch in one message; when one of them cannot be pickled, each
-    on its own (that one as an error). False once the parent is gone."""
+def _send_group(pipe: _Replies, number: int, replies: list[tuple[str, Any]]) -> bool:
+    """Send the replies of a batch in one message; when one of them cannot be pickled (or
+    they are past the reply cap together), each on its own (one that cannot be, as an error).
+    False once the parent is gone."""
     try:
         pipe.send((number, "group", replies))
         return True
-    except (*_UNSENDABLE, MemoryError):
+    except (*_UNSENDABLE, MemoryError, ResultTooManyBytes):
         pass  # nothing was written: pickling comes first
     except OSError:
         return False
     for reply in replies:
         try:
             pipe.send((number, "group", [reply]))
-        except (*_UNSENDABLE, MemoryError) as exc:
-            error = (
-                out_of_memory("handing the result over")
-                if isinstance(exc, MemoryError)
-                else EngineError(f"the result cannot be handed over: {exc}")
-            )
+        except (*_UNSENDABLE, MemoryError, ResultTooManyBytes) as exc:
             try:
-                pipe.send((number, "group", [("error", error)]))
+                pipe.send((number, "group", [("error", _unsent(exc))]))
             except OSError:
                 return False
         except OSError:
             return False
     return True
+
+
+def _unsent(exc: BaseException) -> EngineError:
+    """The error answered for a reply that could not be sent (`exc`, nothing written)."""
+    if isinstance(exc, MemoryError):
+        return out_of_memory("handing the result over")
+    if isinstance(exc, ResultTooManyBytes):
+        return exc
+    return EngineError(f"the result cannot be handed over: {exc}")
 
 
 def _close(stream: Iterator[Any] | None) -> None:

@@ -21,6 +21,9 @@ it, never a second way to start, time or stop a child:
 * **Databases are opened only through `engines.connect`**: read-only, one statement per
   query, results capped in rows and bytes, DuckDB with external access off and its
   configuration locked.
+* **A reply is bounded** (`max_reply_bytes`, from the result byte cap): the child sends none
+  past it (it answers `too_large`), the parent reads no length past it, nor a frame that
+  stalls (`supervisor.REPLY_STALL_S`).
 * **A child that ends is said so in one way** (`exit_reason`), and the parent kills every
   child it started before it stops waiting for it (Ctrl-C, an exception).
 
@@ -35,13 +38,23 @@ import os
 import re
 import signal
 
+from querybench.engines.base import MAX_RESULT_BYTES_ENV, max_result_bytes
 from querybench.engines.memory import cap_memory
 from querybench.engines.registry import ENGINES
 from querybench.engines.timeouts import WALL_CLOCK, mark_query_process, timed_out
-from querybench.errors import QueryTimeout
+from querybench.errors import QueryTimeout, ResultTooManyBytes
 
 # Opening a database has no timeout of its own; a child that takes longer is killed.
 OPEN_TIMEOUT_S = 120.0
+
+# The cap on one reply's pickle, from the cap on one result's bytes (`max_result_bytes`):
+# a result counts text by its characters, which take up to 4 bytes each in UTF-8, and a cell
+# pickles with a few bytes of framing beyond the 8 a number counts for; the margin holds every
+# reply that is no result (an error, a reward's verdicts, a table list) and a small result's
+# framing. 1,088 MiB with the default result cap. A child refuses to send more (its reply
+# is then `too_large`); a parent refuses to read a length past it (a child taken over).
+REPLY_BYTES_PER_RESULT_BYTE = 4
+REPLY_MARGIN_BYTES = 64 * 1024**2
 
 # Names of model-service and other API secrets, which a process running a model's SQL never
 # needs (a key, a token, a password: OPENAI_KEY and SMTP_PASSWORD as much as OPENAI_API_KEY).
@@ -75,6 +88,20 @@ def enter_query_child(*, ignore_ctrl_c: bool, memory_bytes: int | None) -> None:
     keep = query_environment()
     os.environ.clear()
     os.environ.update(keep)
+
+
+def max_reply_bytes() -> int:
+    """The cap on one reply's pickle, from the result byte cap (`REPLY_BYTES_PER_RESULT_BYTE`)."""
+    return REPLY_BYTES_PER_RESULT_BYTE * max_result_bytes() + REPLY_MARGIN_BYTES
+
+
+def reply_too_large(size: int, cap: int) -> ResultTooManyBytes:
+    """The error a child answers for a reply of `size` bytes past the reply cap `cap`."""
+    return ResultTooManyBytes(
+        f"the reply holds {size:,} bytes, past the reply cap of {cap:,} bytes "
+        f"({REPLY_BYTES_PER_RESULT_BYTE} x the result byte cap + {REPLY_MARGIN_BYTES:,}; "
+        f"set {MAX_RESULT_BYTES_ENV} to change it)"
+    )
 
 
 def past_timeout(timeout: float | None, decided: str = WALL_CLOCK) -> QueryTimeout:

@@ -4,10 +4,12 @@ A `Supervisor` starts one child (`child.py`), sends it numbered messages, reads 
 and kills it when the step the child announced in the shared progress bytes (message, item,
 step, deadline) has run `GRACE_S` past its deadline: its CPU time on an embedded engine (read
 from `/proc/<pid>/stat`), else the wall clock. A kill or a crash is a `Stopped`, saying where
-the child was, and the next message goes to a fresh child. Every driver of untrusted execution
-is a thin layer over it: `isolated.QueryProcess` (the pool, `run_one`, the agents and tools,
-the DuckDB answers, the evaluators' children) and the RL reward's `envs/reward_workers.py`,
-which differ only in their work items.
+the child was, and the next message goes to a fresh child. A reply's frame is read by the
+parent itself, within bounds (`_frame`): a length past the reply cap is refused unread, and a
+frame that stalls kills its child, so no reply holds the parent past them. Every driver of
+untrusted execution is a thin layer over it: `isolated.QueryProcess` (the pool, `run_one`, the
+agents and tools, the DuckDB answers, the evaluators' children) and the RL reward's
+`envs/reward_workers.py`, which differ only in their work items.
 
 Two ways to start a child, one protocol: `fork` (straight from this process when nothing could
 be caught mid-way by the fork, else from a forkserver with the engines imported: milliseconds
@@ -26,6 +28,7 @@ import multiprocessing
 import os
 import select
 import signal
+import struct
 import subprocess
 import sys
 import tempfile
@@ -39,13 +42,35 @@ from typing import Any, Literal
 
 from querybench.engines.child import OPENING, PROGRESS, ChildSetup, serve
 from querybench.engines.replies import Global, ReplyReader
-from querybench.engines.supervision import OPEN_TIMEOUT_S, exit_reason, query_environment
+from querybench.engines.supervision import (
+    OPEN_TIMEOUT_S,
+    exit_reason,
+    max_reply_bytes,
+    query_environment,
+)
 from querybench.engines.timeouts import CPU_CLOCK, GRACE_S, WALL_CLOCK, process_cpu_s
 from querybench.errors import EngineError
 
 # How often the parent reads the progress bytes while a step runs long: a later step may
 # have a nearer deadline, and CPU time is read, not waited for.
 TICK_S = GRACE_S / 5
+
+# A reply's frame as multiprocessing's `Connection` writes it: a 4-byte big-endian signed
+# length (-1: an 8-byte length follows, for 2 GiB and more), then the pickle. The parent reads
+# it itself, within bounds: `recv_bytes` waits for ever on a child that wrote a length and
+# stopped, and allocates whatever length it is told.
+_LENGTH = struct.Struct("!i")
+_LONG_LENGTH = struct.Struct("!Q")
+# A child pickles a reply whole before it writes its first byte, so the rest comes as fast as
+# the pipe goes: no byte for `REPLY_STALL_S` is a child stopped (SIGSTOP) or taken over, and
+# so is a frame not whole `REPLY_STALL_S` + a second per `REPLY_BYTES_PER_S` bytes after its
+# first read (a child dripping it); a step still running bounds it by its deadline + grace.
+REPLY_STALL_S = 2.0
+REPLY_BYTES_PER_S = 16 * 1024**2
+# The most one read asks for: the pipe holds 64 KiB, so no read brings more while the child
+# writes, and `os.read` allocates what it is asked for. A reply up to it that came whole (the
+# common case, written with its length at once) costs two reads and no clock.
+_READ_CHUNK = 256 * 1024
 
 # `__main__` first, as multiprocessing's own default: imported once in the server, not in
 # every child. DuckDB (0.25 s to import) only when the parent has loaded it: a SQLite-only
@@ -97,6 +122,8 @@ class Supervisor:
         self._process: _Handle | None = None
         self._requests: Connection | None = None
         self._replies: Connection | None = None
+        self._fd = -1  # the replies' descriptor, non-blocking
+        self._reply_cap = 0
         self._progress: mmap.mmap | None = None
         self._poller: select.poll | None = None
         self._numbers = 0
@@ -145,11 +172,16 @@ class Supervisor:
             os.close(progress_fd)
         self._process, self._requests, self._replies = handle, requests, replies
         self._progress = progress
+        self._fd = replies.fileno()
+        os.set_blocking(self._fd, False)  # a read takes what came: `_frame` waits, bounded
         self._poller = select.poll()
-        self._poller.register(replies.fileno(), select.POLLIN)
+        self._poller.register(self._fd, select.POLLIN)
         setup = self.setup
         if setup.ignore_ctrl_c is None:  # as this process does now
             setup = replace(setup, ignore_ctrl_c=ignores_ctrl_c())
+        cap = max_reply_bytes() if setup.reply_bytes is None else setup.reply_bytes
+        self._reply_cap = cap
+        setup = replace(setup, reply_bytes=cap)  # the child's cap on what it sends
         with contextlib.suppress(OSError):  # a child dead at once: the wait reads its end
             requests.send(setup)
 
@@ -202,10 +234,9 @@ class Supervisor:
         if ready:
             if self._replies is None:
                 return self._ended()
-            try:
-                data = self._replies.recv_bytes()
-            except (EOFError, OSError):
-                return self._ended()
+            data = self._frame()
+            if not isinstance(data, bytes):
+                return data
             try:
                 reply = self._reader.load(data)
             except Exception as exc:  # a malformed pickle raises what it happens to raise
@@ -274,14 +305,98 @@ class Supervisor:
                 return CPU_CLOCK
         return None
 
+    def _frame(self) -> bytes | Stopped | None:
+        """The next reply's bytes, once the pipe is readable; where the child stopped if it
+        ended or its frame was refused or stalled; None if nothing came after all."""
+        fd = self._fd
+        try:
+            head = os.read(fd, 4)
+        except BlockingIOError:
+            return None
+        except OSError:
+            return self._ended()
+        if not head:
+            return self._ended()
+        body = b""
+        if len(head) == 4:
+            size = _LENGTH.unpack(head)[0]
+            if 0 <= size <= _READ_CHUNK:
+                try:
+                    body = os.read(fd, size)
+                except BlockingIOError:
+                    pass
+                except OSError:
+                    return self._ended()
+                if len(body) == size:
+                    return body
+        return self._rest(head, body)
+
+    def _rest(self, head: bytes, body: bytes) -> bytes | Stopped:
+        """The rest of a frame that did not come whole at once (`head`, `body`: what did), read
+        as it comes: a length past the reply cap is refused before any of it is read, a frame
+        stalled or dripped (`REPLY_STALL_S`, `REPLY_BYTES_PER_S`, the step's deadline + grace)
+        kills its child."""
+        started = time.monotonic()
+        deadline = self._where()[3]
+        limit = deadline + GRACE_S if deadline else math.inf
+        until = min(started + REPLY_STALL_S, limit)
+        read = self._exactly(4, head, until)
+        if not isinstance(read, bytes):
+            return self._stalled(read, None, started)
+        if len(read) < 4:
+            return self._ended()
+        size = _LENGTH.unpack(read)[0]
+        if size == -1:
+            read = self._exactly(8, b"", until)
+            if not isinstance(read, bytes):
+                return self._stalled(read, None, started)
+            if len(read) < 8:
+                return self._ended()
+            size = _LONG_LENGTH.unpack(read)[0]
+        if size < 0:
+            return self._refused(f"it declares {size:,} bytes")
+        if size > self._reply_cap:
+            return self._refused(
+                f"it declares {size:,} bytes, past the reply cap of {self._reply_cap:,}"
+            )
+        until = min(started + REPLY_STALL_S + size / REPLY_BYTES_PER_S, limit)
+        read = self._exactly(size, body, until)
+        if not isinstance(read, bytes):
+            return self._stalled(read, size, started)
+        if len(read) < size:
+            return self._ended()
+        return read
+
+    def _exactly(self, count: int, have: bytes, until: float) -> bytes | int:
+        """`count` bytes, `have` the first of them, read as they come; fewer: the pipe ended;
+        an int: how many came before none came for `REPLY_STALL_S`, or `until` passed."""
+        parts, got = [have], len(have)
+        while got < count:
+            chunk = _chunk(self._fd, self._poller, min(count - got, _READ_CHUNK), until)
+            if chunk is None:
+                return got
+            if not chunk:
+                break
+            parts.append(chunk)
+            got += len(chunk)
+        return b"".join(parts)
+
+    def _stalled(self, got: int, size: int | None, started: float) -> Stopped:
+        """A frame not whole in time (a child stopped, or taken over): the child is killed,
+        and where it was is settled as a crash there."""
+        took = time.monotonic() - started
+        of = "its length" if size is None else f"{size:,}"
+        return self._killed(f"its reply stalled: {got:,} of {of} bytes came in {took:.1f} s")
+
     def _refused(self, why: str) -> Stopped:
         """A reply that is no reply's value (a child taken over, or a bug): the child is
         killed, and where it was is settled as a crash there."""
+        return self._killed(f"its reply was refused: {why}")
+
+    def _killed(self, why: str) -> Stopped:
         number, index, step = self._where()[:3]
         self.kill()
-        return Stopped(
-            number, index, step, killed=False, reason=f"killed: its reply was refused: {why}"
-        )
+        return Stopped(number, index, step, killed=False, reason=f"killed: {why}")
 
     def _ended(self) -> Stopped:
         process = self._process
@@ -296,6 +411,7 @@ class Supervisor:
         process, requests, replies = self._process, self._requests, self._replies
         self._process = self._requests = self._replies = None
         self._poller = None
+        self._fd = -1
         if self._progress is not None:
             self._progress.close()
             self._progress = None
@@ -312,6 +428,26 @@ class Supervisor:
             if not process.wait(None if kill else 5.0):
                 process.kill()
                 process.wait(None)
+
+
+def _chunk(fd: int, poller: select.poll | None, want: int, until: float) -> bytes | None:
+    """Up to `want` bytes of `fd` (non-blocking), as soon as some came; b"" at its end; None
+    when none came for `REPLY_STALL_S` or by `until`."""
+    stall = math.inf
+    while True:
+        try:
+            return os.read(fd, want)
+        except BlockingIOError:
+            pass
+        except OSError:
+            return b""
+        now = time.monotonic()
+        if stall == math.inf:
+            stall = now + REPLY_STALL_S
+        wait = min(stall, until) - now
+        if wait <= 0 or poller is None:
+            return None
+        poller.poll(math.ceil(wait * 1000))
 
 
 def _well_formed(reply: Any) -> bool:
