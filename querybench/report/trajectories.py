@@ -12,7 +12,9 @@ from html import escape
 from typing import Any
 
 from querybench import json_input
+from querybench.errors import DataError
 from querybench.report.runs import RunData
+from querybench.tasks.input_files import read_text
 
 CSS = """
 body{font:14px/1.45 system-ui,sans-serif;margin:2em auto;max-width:1100px;padding:0 1em;color:#222}
@@ -65,9 +67,9 @@ def _task(run: RunData, instance_id: str) -> str:
     verdict = "" if result is None else f"score {result.score:g} {result.error or ''}"
     path = run.trajectory_dir / f"{instance_id}.json"
     try:
-        data = json_input.loads(path.read_text(encoding="utf-8"))
+        data = json_input.loads(read_text(path, "trajectory", run.trajectory_dir))
         steps: list[dict[str, Any]] = list(data.get("steps") or [])
-    except (OSError, ValueError, AttributeError) as exc:
+    except (DataError, ValueError, AttributeError) as exc:
         body = f"<p>unreadable trajectory: {escape(str(exc))}</p>"
         data, steps = {}, []
     else:

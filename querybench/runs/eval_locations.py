@@ -10,6 +10,7 @@ from typing import Any
 from querybench import json_input
 from querybench.benchmarks import BenchmarkSpec, Family
 from querybench.errors import DataError
+from querybench.tasks.input_files import read_text
 
 Arguments = dict[str, Any]
 
@@ -65,8 +66,8 @@ def _parsed_questions(path: Path) -> Path | None:
     """The data's Spider 1.0 dev.json for the gold's hardness, when it carries the official
     parse (`sql`) hardness is read from; else None (no hardness, as without --questions)."""
     try:
-        entries = json_input.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        entries = json_input.loads(read_text(path, "questions"))
+    except (DataError, ValueError):
         return None
     parsed = isinstance(entries, list) and bool(entries) and isinstance(entries[0], dict)
     return path if parsed and "sql" in entries[0] else None

@@ -34,6 +34,7 @@ from querybench import json_input
 from querybench.benchmarks import spec
 from querybench.errors import DataError, ErrorCode
 from querybench.file_digests import file_sha256
+from querybench.tasks.input_files import read_text
 
 if TYPE_CHECKING:
     from querybench.engines.cache import ResultCache
@@ -169,7 +170,7 @@ class Manifest:
     @classmethod
     def read(cls, path: Path) -> Manifest:
         try:
-            return cls.from_json(json_input.loads(path.read_text(encoding="utf-8")))
+            return cls.from_json(json_input.loads(read_text(path, "manifest", path.parent)))
         except OSError as exc:
             raise DataError(f"cannot read the manifest {path}: {exc.strerror or exc}") from exc
         except ValueError as exc:

@@ -37,7 +37,7 @@ from querybench.runs.store import RECORDS, InstanceRecord
 from querybench.runs.summary import RunSummary, mean, summarise_run, write_summary
 from querybench.tasks.databases import database_dirs, spider2_database_dirs, task_database
 from querybench.tasks.input_files import one_line as one_line
-from querybench.tasks.input_files import text_lines
+from querybench.tasks.input_files import read_text, text_lines
 from querybench.tasks.model import Task
 
 Predict = Callable[[InstanceRecord | None], str | None]
@@ -386,12 +386,13 @@ def pass_at_k_scores(
 def _wall(run_dir: Path) -> float:
     total = 0.0
     try:
-        for line in text_lines((run_dir / "sessions.jsonl").read_text(encoding="utf-8")):
+        sessions = read_text(run_dir / "sessions.jsonl", "sessions", run_dir)
+        for line in text_lines(sessions):
             try:
                 total += float(json_input.loads(line)["wall_s"])
             except (ValueError, KeyError, TypeError):
                 continue
-    except OSError:
+    except DataError:  # none, or none to read: no wall time
         pass
     return round(total, 3)
 

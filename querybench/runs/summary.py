@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,7 @@ from querybench.errors import ErrorCode
 from querybench.evaluation.record import InstanceResult
 from querybench.runs.config import RunConfig
 from querybench.runs.store import InstanceRecord
+from querybench.tasks.input_files import read_text
 from querybench.tasks.model import Task
 
 log = logging.getLogger(__name__)
@@ -99,12 +101,13 @@ class RunSummary:
 
     @classmethod
     def read(cls, run_dir: Path) -> RunSummary | None:
-        """RUNDIR/summary.json, None when there is none (raises `ValueError`/`OSError` for an
-        unreadable one)."""
+        """RUNDIR/summary.json, None when there is none (raises `ValueError` for a malformed
+        one, `DataError` for one that is no regular file, too large, or a link out of the run
+        folder)."""
         path = run_dir / SUMMARY
-        if not path.is_file():
+        if not os.path.lexists(path):
             return None
-        data = json_input.loads(path.read_text(encoding="utf-8"))
+        data = json_input.loads(read_text(path, "run summary", run_dir))
         return cls.from_json(data) if isinstance(data, dict) else None
 
     def __getitem__(self, key: str) -> Any:

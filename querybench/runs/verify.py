@@ -35,7 +35,7 @@ from querybench.runs.manifest import (
     policy_of,
     scorer_identity,
 )
-from querybench.tasks.input_files import text_lines
+from querybench.tasks.input_files import read_text, text_lines
 
 # A verdict as `verify` compares it: what scoring decided, not the words or the timings.
 VerdictKey = tuple[float, str | None, float | None, float | None]
@@ -92,7 +92,7 @@ def locate(path: Path) -> tuple[Path, Path]:
 def read_results(path: Path) -> dict[str, InstanceResult]:
 
     out: dict[str, InstanceResult] = {}
-    for n, line in enumerate(text_lines(path.read_text(encoding="utf-8")), 1):
+    for n, line in enumerate(text_lines(read_text(path, "results", path.parent)), 1):
         if line.strip():
             try:
                 result = InstanceResult.from_json(json_input.loads(line))

@@ -22,11 +22,15 @@ _WHITESPACE = " \t\n\r"
 MAX_INPUT_BYTES = 1 << 30
 
 
-def read_text(path: Path, what: str) -> str:
+def read_text(path: Path, what: str, folder: Path | None = None) -> str:
     """The file's text as `Path.read_text` gives it (UTF-8, universal newlines), read only
     if it is a regular file of at most `MAX_INPUT_BYTES`: a FIFO never returns a read, and a
     device such as `/dev/zero` has no end (it was read until the process was killed for its
-    memory). Opened without blocking, checked on the descriptor."""
+    memory). Opened without blocking, checked on the descriptor. With `folder` (a run folder,
+    a data folder: whoever made it chose its links), a file whose real path is outside it is
+    refused, not read."""
+    if folder is not None:
+        _inside(path, folder, what)
     try:
         fd, _ = open_regular(path)
     except FileNotFoundError:
@@ -48,6 +52,15 @@ def read_text(path: Path, what: str) -> str:
         return io.TextIOWrapper(io.BytesIO(data), encoding="utf-8").read()
     except UnicodeDecodeError as exc:
         raise DataError(f"{path}: cannot read {what}: {exc}") from exc
+
+
+def _inside(path: Path, folder: Path, what: str) -> None:
+    """`DataError` when `path`, links resolved, is not inside `folder`."""
+    real, root = os.path.realpath(path), os.path.realpath(folder)
+    if real != root and not real.startswith(root.rstrip(os.sep) + os.sep):
+        raise DataError(
+            f"{path}: cannot read {what}: it is a link to {real}, outside {folder} (not followed)"
+        )
 
 
 def text_lines(text: str) -> list[str]:

@@ -23,6 +23,7 @@ from querybench.evaluation.spider1.exact import (
     foreign_key_map,
     score_exact,
 )
+from querybench.tasks.input_files import read_text
 from querybench.tasks.spider1_sql import SpiderSchema
 
 
@@ -44,9 +45,11 @@ def default_tables_json(gold: Path, db_dir: Path) -> Path | None:
 
 def read_tables_json(path: Path) -> dict[str, Mapping[str, Any]]:
     try:
-        entries = json_input.loads(path.read_text(encoding="utf-8"))
+        entries = json_input.loads(read_text(path, "tables.json"))
         return {str(e["db_id"]): e for e in entries}
-    except (OSError, UnicodeDecodeError, ValueError, TypeError, KeyError) as exc:
+    except DataError:
+        raise
+    except (ValueError, TypeError, KeyError) as exc:
         raise DataError(f"cannot read tables.json {path}: {exc!r}") from exc
 
 
