@@ -107,3 +107,58 @@ def test_a_fifo_as_a_data_folders_tables_json_or_dev_json_does_not_hang(tmp_path
     assert isinstance(refused, DataError) and "not a regular file" in str(refused)
     dev = _fifo(tmp_path / "spider1" / "dev.json")
     assert _returns(lambda: eval_locations._parsed_questions(dev), dev) is None
+
+
+def test_an_external_knowledge_name_out_of_the_documents_folder_is_refused_not_read(
+    tmp_path: Path,
+) -> None:
+    from querybench.context.resolve import task_document
+    from querybench.engines.registry import EngineKind
+    from querybench.tasks.model import Task
+
+    documents = tmp_path / "spider2" / "spider2-lite" / "resource" / "documents"
+    documents.mkdir(parents=True)
+    (tmp_path / "secret.md").write_text("host secret", encoding="utf-8")
+    ref = "../../../../secret.md"  # a task file's name, as a task file may hold one
+    task = Task("x", "spider2-lite", "q", "db", EngineKind.SQLITE, external_knowledge=ref)
+    with pytest.raises(DataError, match=r"secret.md, outside .*documents \(not followed\)"):
+        task_document(task, tmp_path)
+    (documents / "ok.md").write_text("kept", encoding="utf-8")
+    found = task_document(Task("x", "spider2-lite", "q", "db", EngineKind.SQLITE, None), tmp_path)
+    assert found is None
+    ok = Task("x", "spider2-lite", "q", "db", EngineKind.SQLITE, external_knowledge="ok.md")
+    document = task_document(ok, tmp_path)
+    assert document is not None and document.text == "kept"
+
+
+def test_a_fifo_in_a_data_folder_an_archive_filled_does_not_hang(tmp_path: Path) -> None:
+    from querybench.context.documents import bigquery_functions
+    from querybench.engines import spider2_metadata_load
+    from querybench.evaluation.spider1.evaluate import _hardness_by_line
+    from querybench.evaluation.spider2.csv_cache import read_result_table
+    from querybench.methods.examples import _read_file
+    from querybench.report.audit import _duplicate_names
+    from querybench.tasks.spider2_metadata import _schema_tables
+
+    gold = _fifo(tmp_path / "gold" / "x.csv")
+    refused = _returns(lambda: read_result_table(gold, "gold"), gold)
+    assert isinstance(refused, DataError) and "not a regular file" in str(refused)
+    assert _returns(lambda: _duplicate_names(gold), gold) == []
+
+    table = _fifo(tmp_path / "resource" / "databases" / "db" / "schema" / "t.json")
+    refused = _returns(lambda: _schema_tables(table.parent), table)
+    assert isinstance(refused, DataError) and "not a regular file" in str(refused)
+    refused = _returns(lambda: spider2_metadata_load._read_specs(table.parent, "sqlite"), table)
+    assert isinstance(refused, DataError) and "bad table metadata" in str(refused)
+
+    docs = _fifo(tmp_path / "syntax" / "bigquery_functions" / "bigquery_functions.json")
+    refused = _returns(lambda: bigquery_functions(docs.parent.parent), docs)
+    assert isinstance(refused, DataError) and "not a regular file" in str(refused)
+
+    pool = _fifo(tmp_path / "train.json")
+    refused = _returns(lambda: _read_file(pool), pool)
+    assert isinstance(refused, DataError) and "not a regular file" in str(refused)
+
+    questions = _fifo(tmp_path / "spider1" / "dev_questions.json")
+    refused = _returns(lambda: _hardness_by_line(questions, []), questions)
+    assert isinstance(refused, DataError) and "not a regular file" in str(refused)

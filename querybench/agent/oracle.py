@@ -24,6 +24,7 @@ from querybench.errors import ModelError
 from querybench.models.base import ChatRequest, Completion, Usage
 from querybench.models.labelled import OracleModel
 from querybench.models.tools import ToolCall
+from querybench.tasks.input_files import read_text
 
 if TYPE_CHECKING:
     from querybench.tasks.model import Task
@@ -49,10 +50,10 @@ def _agentic_plan(task: Task) -> list[Step]:
         func, gold = check["func"], check["parameters"].get("gold")
         names = [gold] if isinstance(gold, str) else gold if isinstance(gold, list) else []
         if func == "table_match" and names and names[0] in folder:
-            text = folder[names[0]].read_text(encoding="utf-8")
+            text = read_text(folder[names[0]], "gold result")
             return [_write(task, RESULT, text), ("Terminate", {"output": RESULT})]
         if func == "tables_match" and names and all(n in folder for n in names):
-            writes = [_write(task, n, folder[n].read_text(encoding="utf-8")) for n in names]
+            writes = [_write(task, n, read_text(folder[n], "gold result")) for n in names]
             return [*writes, ("Terminate", {"output": ", ".join(names)})]
     for check in checks:
         gold = check["parameters"].get("gold")

@@ -12,6 +12,7 @@ from querybench.context.function_docs import BY_DIALECT, COMMON
 from querybench.context.rank import BM25, terms
 from querybench.context.tokens import count_tokens
 from querybench.errors import DataError
+from querybench.tasks.input_files import read_text
 
 _CHUNK_TOKENS = 250
 _HEADING = re.compile(r"^#{1,6}\s", re.MULTILINE)
@@ -64,7 +65,7 @@ def bigquery_functions(syntax_dir: Path) -> tuple[FunctionDoc, ...]:
     """BigQuery function docs from `resource/syntax/bigquery_functions/bigquery_functions.json`."""
     path = syntax_dir / "bigquery_functions" / "bigquery_functions.json"
     try:
-        categories = json_input.loads(path.read_text(encoding="utf-8"))
+        categories = json_input.loads(read_text(path, "BigQuery function docs"))
         docs = []
         for category in categories:
             for fn in category["functions"].values():

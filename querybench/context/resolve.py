@@ -17,6 +17,7 @@ from querybench.context.spider2_meta import ENGINES, Spider2Metadata, find_datab
 from querybench.data.layout import benchmark_root
 from querybench.errors import DataError
 from querybench.tasks.databases import task_database
+from querybench.tasks.input_files import read_text
 from querybench.tasks.model import Task
 
 
@@ -55,9 +56,10 @@ def task_document(task: Task, data: Path) -> Document | None:
         return None
     if ref.endswith(".md") and "\n" not in ref:
         for benchmark in (task.benchmark, "spider2-lite"):
-            path = _spider2_resource(data, benchmark) / "documents" / ref
-            if path.is_file():
-                return Document(ref, path.read_text(encoding="utf-8"))
+            folder = _spider2_resource(data, benchmark) / "documents"
+            path = folder / ref
+            if path.is_file():  # a name of the task file's, read only inside the folder
+                return Document(ref, read_text(path, "external knowledge document", folder))
         raise DataError(f"{task.instance_id}: external knowledge document {ref!r} not found")
     return Document("evidence", ref)
 

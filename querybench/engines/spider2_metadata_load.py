@@ -21,6 +21,7 @@ import io
 import json
 import logging
 import math
+import os
 import tokenize
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -35,6 +36,7 @@ from sqlglot import exp
 from querybench import json_input
 from querybench.engines.base import quote_identifier
 from querybench.errors import DataError
+from querybench.file_digests import open_regular
 
 log = logging.getLogger(__name__)
 
@@ -143,7 +145,7 @@ def _read_specs(source: Path, dialect: Dialect) -> list[_TableSpec]:
         seen: set[str] = set()
         for path in sorted(folder.glob("*.json")):
             try:
-                meta = json_input.loads(path.read_text(encoding="utf-8"))
+                meta = json_input.loads(_regular_text(path))
                 columns = tuple(zip(meta["column_names"], meta["column_types"], strict=True))
                 name = str(meta.get("table_name") or path.stem).strip()
             except (OSError, ValueError, KeyError, TypeError) as exc:
@@ -158,6 +160,14 @@ def _read_specs(source: Path, dialect: Dialect) -> list[_TableSpec]:
     return specs
 
 
+def _regular_text(path: Path) -> str:
+    """`path`'s UTF-8 text, once it is a regular file (`open_regular`: a FIFO is an `OSError`
+    at once, not a read that waits for a writer)."""
+    fd, _ = open_regular(path)
+    with os.fdopen(fd, encoding="utf-8") as f:
+        return f.read()
+
+
 def _is_schema_folder(path: Path) -> bool:
     return (path / "DDL.csv").is_file() or any(path.glob("*.json"))
 
@@ -167,7 +177,8 @@ def _ddl_tables(path: Path, dialect: Dialect) -> list[tuple[str, tuple[tuple[str
         return []
     csv.field_size_limit(1 << 30)
     out = []
-    with path.open(encoding="utf-8", newline="") as f:
+    fd, _ = open_regular(path)  # a FIFO in the data folder never holds the load
+    with os.fdopen(fd, encoding="utf-8", newline="") as f:
         for row in csv.DictReader(f):
             name, ddl = (row.get("table_name") or "").strip(), row.get("ddl") or ""
             try:

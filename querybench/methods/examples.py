@@ -29,6 +29,7 @@ from typing import Any
 from querybench import json_input
 from querybench.context.rank import BM25, terms
 from querybench.errors import DataError
+from querybench.tasks.input_files import read_text
 
 SKELETON_THRESHOLD = 0.8
 SHORTLIST = 4  # skeletons are compared over the SHORTLIST * k best questions
@@ -83,10 +84,7 @@ def _read_pool(spec: str, data_dir: Path | None) -> list[Example]:
 
 
 def _read_file(path: Path) -> list[Example]:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise DataError(f"example pool {path}: {exc}") from exc
+    text = read_text(path, "example pool")
     if path.suffix.lower() == ".jsonl":
         items = [(i, line) for i, line in enumerate(text.splitlines(), 1) if line.strip()]
         parsed = []

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import csv
 import json
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -47,6 +48,7 @@ from querybench.evaluation.spider2.gold import (
 )
 from querybench.evaluation.spider2.instance import strict_condition_cols
 from querybench.evaluation.spider2.large_result import ResultTable
+from querybench.file_digests import open_regular
 from querybench.report.audit_scoring import (
     Finding,
     GoldSqlRun,
@@ -54,6 +56,7 @@ from querybench.report.audit_scoring import (
     gold_sql_findings,
     self_score_findings,
 )
+from querybench.tasks.input_files import read_text
 
 __all__ = ["KINDS", "AuditReport", "Finding", "audit_gold"]
 
@@ -169,13 +172,24 @@ def _same_content(path: Path, table: ResultTable, other_path: Path, other: Resul
     if isinstance(table, pd.DataFrame) and isinstance(other, pd.DataFrame):
         return list(table.columns) == list(other.columns) and table.equals(other)
     # A big file read as compact columns: only a byte-identical copy is known to be the same.
-    return path.read_bytes() == other_path.read_bytes()
+    try:
+        return _bytes(path) == _bytes(other_path)
+    except OSError:
+        return False  # no regular file: not known to be the same
+
+
+def _bytes(path: Path) -> bytes:
+    """`path`'s bytes, once it is a regular file (`open_regular`)."""
+    fd, _ = open_regular(path)
+    with os.fdopen(fd, "rb") as f:
+        return f.read()
 
 
 def _duplicate_names(path: Path) -> list[str]:
     """Header names given twice, from the raw header (pandas would rename them)."""
     try:
-        with path.open(encoding="utf-8", newline="") as handle:
+        fd, _ = open_regular(path)  # a FIFO in the gold folder never holds the audit
+        with os.fdopen(fd, encoding="utf-8", newline="") as handle:
             header = next(csv.reader(handle), [])
     except (OSError, UnicodeDecodeError, csv.Error):
         return []  # unreadable files are reported by the parse that follows
@@ -189,7 +203,7 @@ def _duplicate_names(path: Path) -> list[str]:
 
 
 def _config_shapes(config: Path) -> Iterator[Finding]:
-    for line in config.read_text(encoding="utf-8").splitlines():
+    for line in read_text(config, "eval config").splitlines():
         if not line.strip():
             continue
         item = json_input.loads(line)  # Spider2Gold has already refused a bad line

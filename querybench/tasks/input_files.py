@@ -22,13 +22,13 @@ _WHITESPACE = " \t\n\r"
 MAX_INPUT_BYTES = 1 << 30
 
 
-def read_text(path: Path, what: str, folder: Path | None = None) -> str:
+def read_text(path: Path, what: str, folder: Path | None = None, errors: str = "strict") -> str:
     """The file's text as `Path.read_text` gives it (UTF-8, universal newlines), read only
     if it is a regular file of at most `MAX_INPUT_BYTES`: a FIFO never returns a read, and a
     device such as `/dev/zero` has no end (it was read until the process was killed for its
     memory). Opened without blocking, checked on the descriptor. With `folder` (a run folder,
     a data folder: whoever made it chose its links), a file whose real path is outside it is
-    refused, not read."""
+    refused, not read; `errors` as `read_text`'s."""
     if folder is not None:
         _inside(path, folder, what)
     try:
@@ -49,7 +49,7 @@ def read_text(path: Path, what: str, folder: Path | None = None) -> str:
             f"{path}: cannot read {what}: larger than the limit {MAX_INPUT_BYTES:,} bytes"
         )
     try:
-        return io.TextIOWrapper(io.BytesIO(data), encoding="utf-8").read()
+        return io.TextIOWrapper(io.BytesIO(data), encoding="utf-8", errors=errors).read()
     except UnicodeDecodeError as exc:
         raise DataError(f"{path}: cannot read {what}: {exc}") from exc
 

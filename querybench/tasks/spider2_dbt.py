@@ -18,7 +18,7 @@ from querybench.benchmarks import BenchmarkSpec
 from querybench.engines.registry import EngineKind
 from querybench.errors import DataError
 from querybench.tasks.agentic_checks import parse_checks
-from querybench.tasks.input_files import read_jsonl, required_str, unique_ids
+from querybench.tasks.input_files import read_jsonl, read_text, required_str, unique_ids
 from querybench.tasks.model import GoldRef, Task
 
 ANSWER_TAGS = {
@@ -102,7 +102,7 @@ def _database(instance_id: str, evaluation: list[dict[str, Any]], project: Path)
             return Path(gold).stem
     profile = project / "profiles.yml"
     if profile.is_file():
-        match = _PROFILE_PATH.search(profile.read_text(encoding="utf-8", errors="replace"))
+        match = _PROFILE_PATH.search(read_text(profile, "dbt profile", errors="replace"))
         if match:
             return Path(match[1]).name
     return instance_id.rstrip("0123456789")

@@ -17,6 +17,7 @@ from querybench import json_input
 from querybench.benchmarks import Benchmark as Name
 from querybench.data.layout import GOLD_DIRS, benchmark_root
 from querybench.errors import DataError
+from querybench.tasks.input_files import read_text
 
 Benchmark = str  # spider2-lite or spider2-snow, a registry name (the gold folders read here)
 
@@ -101,8 +102,8 @@ class GoldFolder:
     def gold_sql(self, instance_id: str) -> str | None:
         path = self.dir / "sql" / f"{instance_id}.sql"
         try:
-            return path.read_text(encoding="utf-8", errors="replace") if path.is_file() else None
-        except OSError:  # an unreadable gold SQL only costs the difficulty its token count
+            return read_text(path, "gold SQL", errors="replace") if path.is_file() else None
+        except DataError:  # an unreadable gold SQL only costs the difficulty its token count
             return None
 
     @cached_property
@@ -131,7 +132,7 @@ class GoldFolder:
 
 def _read_specs(path: Path) -> dict[str, EvalSpec]:
     specs: dict[str, EvalSpec] = {}
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+    for number, line in enumerate(read_text(path, "eval config").splitlines(), start=1):
         if not line.strip():
             continue
         try:

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from querybench import json_input
 from querybench.errors import DataError
+from querybench.tasks.input_files import read_text
 
 csv.field_size_limit(min(sys.maxsize, 2**31 - 1))  # a DDL cell can be megabytes long
 
@@ -120,7 +121,7 @@ def _schema_tables(schema: Path) -> list[tuple[str, str]]:
     tables = []
     for path in files:
         try:
-            info = json_input.loads(path.read_text(encoding="utf-8"))
+            info = json_input.loads(read_text(path, "table metadata"))
             types = "\n".join(str(t) for t in info.get("column_types", []))
             name = str(info.get("table_name") or path.stem)
         except (OSError, ValueError, AttributeError, TypeError) as exc:  # ValueError: JSON, UTF-8
@@ -131,10 +132,7 @@ def _schema_tables(schema: Path) -> list[tuple[str, str]]:
 
 def _ddl_tables(path: Path) -> list[tuple[str, str]] | None:
     """None when the file has no DDL column (one upstream file lists only names)."""
-    try:
-        text = path.read_text(encoding="utf-8", errors="replace")
-    except OSError as exc:
-        raise DataError(f"{path}: cannot read ({exc})") from exc
+    text = read_text(path, "DDL.csv", errors="replace")
     # strict: a file cut inside a quoted DDL is an error, not a last table of the lines it kept
     reader = csv.reader(io.StringIO(text), strict=True)
     number = 0  # the last row read

@@ -39,7 +39,7 @@ from querybench.evaluation.prediction_file import PREDICTIONS, oversized_answer,
 from querybench.evaluation.record import InstanceResult, OnResult
 from querybench.evaluation.row_keys import hash_safe
 from querybench.evaluation.verdict import Verdict
-from querybench.tasks.input_files import one_line, text_lines
+from querybench.tasks.input_files import one_line, read_text, text_lines
 from querybench.tasks.model import Task
 from querybench.tasks.spider1_hardness import spider1_hardness as spider1_hardness
 
@@ -359,9 +359,11 @@ def _lines(path: str | Path, what: str) -> list[str]:
 
 def _hardness_by_line(questions_json: str | Path, gold_lines: list[str]) -> dict[int, str]:
     try:
-        entries = json_input.loads(Path(questions_json).read_text(encoding="utf-8"))
+        entries = json_input.loads(read_text(Path(questions_json), "questions"))
         pairs = [(e["query"], e["db_id"], e["sql"]) for e in entries]
-    except (OSError, UnicodeDecodeError, ValueError, TypeError, KeyError) as exc:
+    except DataError:
+        raise
+    except (ValueError, TypeError, KeyError) as exc:
         raise DataError(f"cannot read parsed SQL from {questions_json}: {exc!r}") from exc
     if len(pairs) != len(gold_lines):
         raise DataError(f"{questions_json} has {len(pairs)} entries for {len(gold_lines)} gold")

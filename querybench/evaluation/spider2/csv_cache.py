@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from querybench import store
+from querybench.errors import DataError, NotRegularFile
 from querybench.evaluation import prediction_file
 from querybench.file_digests import open_regular
 
@@ -146,19 +147,27 @@ def read_result_file(path: Path, namespace: Namespace) -> ResultTable:
 def read_result_table(path: Path, namespace: Namespace) -> Table | CompactTable:
     """`read_result_file` as the scorers read it: a small file as a `Table` (pandas not
     imported for a plain file or a cache entry), a big one as a `CompactTable`."""
-    if not enabled():
-        return _as_table(_read_result(path))
-    try:
-        with open(path, "rb") as f:
-            if os.fstat(f.fileno()).st_size >= prediction_file.LARGE_FILE_BYTES:
-                data = None  # a big file is read a chunk at a time, never whole
-            else:
-                data = f.read()
-    except OSError:
-        data = None  # `read_result` says why in its error
+    data = _small_file(path, whole=enabled())
     if data is None:
         return _as_table(_read_result(path))
     return parse_table(data, str(path), namespace)
+
+
+def _small_file(path: Path, *, whole: bool) -> bytes | None:
+    """`path`'s bytes (`whole`) when it is a regular file under `LARGE_FILE_BYTES`, else None
+    (a big file is read a chunk at a time; a missing one `read_result` reports), once it is
+    known to be a regular file: `DataError` for a FIFO or a device, which pandas' open by name
+    would wait on for ever."""
+    try:
+        fd, info = open_regular(path)
+    except NotRegularFile:
+        raise DataError(f"{path}: cannot read the result: not a regular file") from None
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as f:
+        if not whole or info.st_size >= prediction_file.LARGE_FILE_BYTES:
+            return None
+        return f.read()
 
 
 def _read_result(path: Path) -> ResultTable:
