@@ -219,6 +219,10 @@ def test_plain_files_are_read_here(monkeypatch: pytest.MonkeyPatch) -> None:
         b'a,b\n"x\ty",\t\n\tz,w\n',  # tabs
         b"a\n1234567890123456789\n-9223372036854775808\n",  # 19 digits: int64
         b"a\n18446744073709551615\n0312226371899637611\n",  # beyond int64: uint64
+        b"a\n-9223372036854775809\n",  # beyond int64, and negative: text (pandas 2.2)
+        b"a\n18446744073709551616\n5\n",  # beyond uint64: text
+        b"a\n9223372036854775808\n-1\n",
+        b"a\n9223372036854775808\n-0\n",
         b"a,b\n",  # a header alone
         b'"a,b"\r\n',
         b"a\nTrue\nFalse\n",
@@ -255,11 +259,8 @@ def test_left_to_pandas() -> None:
         b"a,b\n1\n",
         b"a\n1\n\n",
         b"a\n\n",
-        b"a\n-9223372036854775809\n",  # beyond int64, and negative
-        b"a\n18446744073709551616\n",  # beyond uint64
-        b"a\n9223372036854775808\n-1\n",
-        b"a\n9223372036854775808\n-0\n",
         b"a,b\n1234567890123456789,1\n,2\n",
+        b"a,b\n123456789012345678901234,1\n,2\n",  # beside a missing cell
         b"a\n1\ninf\n",
         b"a\n+1\n",
         b"a\n 1\n",

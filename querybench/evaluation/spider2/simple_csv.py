@@ -9,8 +9,9 @@ its text inside the quotes, typed like any other (`"1"` is 1, `"NA"` missing, `"
 Each column of such a file is typed here as `pd.read_csv` (defaults) types it, the values of
 record (`result_csv`) with it:
 
-* every cell plain digits with an optional minus, at most 18 of them: int64; up to 20 of
-  them: int64 when every value fits, else uint64 when every one does and none has a minus;
+* every cell plain digits with an optional minus, at most 18 of them: int64; up to 100 of
+  them: int64 when every value fits, else uint64 when every one does and none has a minus,
+  else objects of `str`, every cell as it is (pandas 2.2 keeps the text);
 * the same with missing cells (pandas' default missing texts), at most 15 digits: float64,
   each integer exact (no `-0`: pandas 3 makes it 0.0, pandas 2.2's float parse -0.0);
 * plain decimals (`record_floats.plain_floats` reads every one of them), at most 18 digits
@@ -29,10 +30,10 @@ so does this reader, where every chunk of a column has one dtype.
 
 Anything else (text after a closing quote, a quote inside an unquoted field, a quote never
 closed, a `\\r` not before `\\n`, a control character but a tab, a blank line (spaces and tabs
-alone too), a name repeated, empty or with a space around it, an integer beyond 64 bits, or
-beyond 18 digits beside missing cells or decimals, `inf` or a `+` among numbers, a column with
-a line end in a cell and no cell of text, chunks of a column of dtypes apart...) returns None,
-and the file is parsed by pandas as before.
+alone too), a name repeated, empty or with a space around it, an integer beyond 18 digits
+beside missing cells or decimals, `inf` or a `+` among numbers, a column with a line end in a
+cell and no cell of text, chunks of a column of dtypes apart...) returns None, and the file is
+parsed by pandas as before.
 """
 
 from __future__ import annotations
@@ -77,7 +78,7 @@ NA_TEXTS = frozenset(
 # a column's present cells joined by newlines, tested at once
 _INTS = re.compile(r"-?[0-9]{1,18}(?:\n-?[0-9]{1,18})*")
 _SHORT_INTS = re.compile(r"-?[0-9]{1,15}(?:\n-?[0-9]{1,15})*")
-_LONG_INTS = re.compile(r"-?[0-9]{1,20}(?:\n-?[0-9]{1,20})*")
+_LONG_INTS = re.compile(r"-?[0-9]{1,100}(?:\n-?[0-9]{1,100})*")
 _NUMBER = r"-?(?:[0-9]{1,18}(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]{1,3})?"
 _NUMBERS = re.compile(f"{_NUMBER}(?:\\n{_NUMBER})*")
 # a superset of what any parse of pandas reads as a number (spaces, a sign, digits and points,
@@ -258,16 +259,18 @@ def _column(tokens: list[str], quoted: bool) -> npt.NDArray[Any] | None:
     return out
 
 
-def _long_ints(tokens: list[str]) -> npt.NDArray[Any] | None:
-    """Integers of up to 20 digits, none missing: int64 when every one fits, else uint64 when
-    every one does and none has a minus (pandas' second try); else pandas keeps the text (2.2)
-    or makes Python ints (3): left to it."""
+def _long_ints(tokens: list[str]) -> npt.NDArray[Any]:
+    """Integers of up to 100 digits, none missing: int64 when every one fits, else uint64 when
+    every one does and none has a minus (pandas' second try), else the column's text, as
+    pandas 2.2 keeps it (`result_csv._record_column`; pandas 3 makes Python ints)."""
     values = list(map(int, tokens))
     if min(values) >= -(2**63) and max(values) < 2**63:
         return np.array(values, dtype=np.int64)
     if max(values) < 2**64 and not any(t.startswith("-") for t in tokens):
         return np.array(values, dtype=np.uint64)
-    return None
+    out = np.empty(len(tokens), dtype=object)
+    out[:] = tokens
+    return out
 
 
 def _floats(tokens: list[str], missing: bool) -> npt.NDArray[np.float64] | None:
