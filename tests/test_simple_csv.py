@@ -31,6 +31,7 @@ CELLS = [
         "12345678901234567890",
     ],
     *["1.5", "-0.0", "0.1", "1.", ".5", ".", "-", "1e5", "1E-05", "1e400", "1e-400", "2.5e+3"],
+    *["5e-324", "-1e-320", "2.2250738585072014e-308", "1.7976931348623157e308", "1e309"],
     *[
         "123456789012345678.5",
         "1234567890123456789.5",
@@ -223,6 +224,7 @@ def test_plain_files_are_read_here(monkeypatch: pytest.MonkeyPatch) -> None:
         b"a\n18446744073709551616\n5\n",  # beyond uint64: text
         b"a\n9223372036854775808\n-1\n",
         b"a\n9223372036854775808\n-0\n",
+        b"a,b\n5e-324,1e-320\n1.5,2.5e-310\n",  # subnormal floats
         b"a,b\n",  # a header alone
         b'"a,b"\r\n',
         b"a\nTrue\nFalse\n",
@@ -266,6 +268,7 @@ def test_left_to_pandas() -> None:
         b"a\n 1\n",
         b"a\n501031809891940837977.000000000\n",  # pandas 2.2: an integer overflow, text
         b"a\n1e400\n",
+        b"a\n1e309\n5e-324\n",  # one beyond the double range: pandas 2.2 keeps the text
         b"a,b\n,1\n-0,2\n",  # pandas 3: 0.0, pandas 2.2: -0.0
         b"a\n\xff\n",
         b"a\n1\x002\n",

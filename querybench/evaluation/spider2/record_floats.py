@@ -1,4 +1,4 @@
-"""pandas 2.2's float parse (`result_csv.precise_xstrtod`) of a column's tokens at once.
+"""pandas 2.2's float parse (`precise_xstrtod`), of one token and of a column's tokens at once.
 
 A Spider 2.0 result column of floats printed at full precision has hundreds of thousands of
 17-digit tokens, each of which pandas 2.2 reads otherwise than a correctly rounded parser; one
@@ -13,6 +13,8 @@ scale falls outside 10**±308 or whose value overflows, is left to the scalar pa
 
 from __future__ import annotations
 
+import math
+import re
 from collections.abc import Sequence
 
 import numpy as np
@@ -23,6 +25,10 @@ _INT_POW10 = np.array([10**k for k in range(16)], dtype=np.int64)
 _DIGITS_TAKEN = 17  # pandas 2.2 gathers this many digits, leading zeros included
 _EXACT_DIGITS = 15  # gathered at once: below 2**53, so exact
 _MAX_POWER_DIGITS = 3
+_FLOAT_TOKEN = re.compile(
+    r"[ \t\n\v\f\r]*([+-]?)([0-9]*)(?:\.([0-9]*))?(?:[eE]([+-]?[0-9]+))?[ \t\n\v\f\r]*"
+)
+_SCALAR_POW10 = [float(f"1e{k}") for k in range(309)]  # Python floats, for the scalar parse
 
 
 def plain_floats(tokens: Sequence[str]) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.bool_]]:
@@ -98,3 +104,37 @@ def plain_floats(tokens: Sequence[str]) -> tuple[npt.NDArray[np.float64], npt.ND
         values = np.where(exponent > 0, number * scale, number / scale)
     plain &= np.isfinite(values)
     return values, plain
+
+
+def precise_xstrtod(token: str) -> float | None:
+    """pandas 2.2's default float parse (`precise_xstrtod` in its tokenizer, float_precision
+    "high"): the first 17 digits (leading zeros count) gathered in a double one at a time, then
+    scaled by one power of ten. None where it reports an error (no digits, other text, beyond
+    the double range)."""
+    match = _FLOAT_TOKEN.fullmatch(token)
+    if match is None:
+        return None
+    sign, whole, fraction, power = match.groups()
+    digits = whole + (fraction or "")
+    if not digits or (power is not None and len(power.lstrip("+-")) > 17):
+        return None
+    taken = digits[:17]
+    exponent = max(0, len(whole) - 17) - max(0, min(len(fraction or ""), 17 - len(whole)))
+    exponent += int(power) if power is not None else 0
+    # Exact while below 2**53: the first 15 digits at once, the last two rounded step by step.
+    number = float(int(taken[:15]))
+    for digit in taken[15:]:
+        number = number * 10.0 + (ord(digit) - 48)
+    if sign == "-":
+        number = -number
+    if exponent > 308:
+        return None
+    if exponent > 0:
+        number *= _SCALAR_POW10[exponent]
+    elif exponent < -616:
+        number = 0.0
+    elif exponent < -308:
+        number = number / _SCALAR_POW10[-308 - exponent] / _SCALAR_POW10[308]
+    else:
+        number /= _SCALAR_POW10[-exponent]
+    return None if number in (math.inf, -math.inf) else number

@@ -32,6 +32,7 @@ from pandas._libs.parsers import STR_NA_VALUES  # type: ignore[import-not-found]
 
 from querybench.errors import DataError
 from querybench.evaluation.spider2.record_floats import plain_floats
+from querybench.evaluation.spider2.record_floats import precise_xstrtod as precise_xstrtod
 from querybench.evaluation.spider2.simple_csv import read_simple
 from querybench.evaluation.spider2.table import PARSER_VERSION as PARSER_VERSION
 from querybench.evaluation.spider2.table import column_arrays as column_arrays
@@ -54,10 +55,6 @@ _NUMBER_SHAPES = bytes(
 )
 _SPACE = " \t\n\v\f\r"
 _INFINITIES = frozenset({"inf", "+inf", "-inf", "infinity", "+infinity", "-infinity"})
-_FLOAT_TOKEN = re.compile(
-    r"[ \t\n\v\f\r]*([+-]?)([0-9]*)(?:\.([0-9]*))?(?:[eE]([+-]?[0-9]+))?[ \t\n\v\f\r]*"
-)
-_POW10 = [float(f"1e{k}") for k in range(309)]
 _NA_TOKENS = frozenset(STR_NA_VALUES)  # pandas' default missing-value texts
 
 
@@ -237,40 +234,6 @@ def _record_float(token: str) -> float | None:
     if token.strip(_SPACE).lower() in _INFINITIES:
         return float(token.strip(_SPACE))
     return precise_xstrtod(token)
-
-
-def precise_xstrtod(token: str) -> float | None:
-    """pandas 2.2's default float parse (`precise_xstrtod` in its tokenizer, float_precision
-    "high"): the first 17 digits (leading zeros count) gathered in a double one at a time, then
-    scaled by one power of ten. None where it reports an error (no digits, other text, beyond
-    the double range)."""
-    match = _FLOAT_TOKEN.fullmatch(token)
-    if match is None:
-        return None
-    sign, whole, fraction, power = match.groups()
-    digits = whole + (fraction or "")
-    if not digits or (power is not None and len(power.lstrip("+-")) > 17):
-        return None
-    taken = digits[:17]
-    exponent = max(0, len(whole) - 17) - max(0, min(len(fraction or ""), 17 - len(whole)))
-    exponent += int(power) if power is not None else 0
-    # Exact while below 2**53: the first 15 digits at once, the last two rounded step by step.
-    number = float(int(taken[:15]))
-    for digit in taken[15:]:
-        number = number * 10.0 + (ord(digit) - 48)
-    if sign == "-":
-        number = -number
-    if exponent > 308:
-        return None
-    if exponent > 0:
-        number *= _POW10[exponent]
-    elif exponent < -616:
-        number = 0.0
-    elif exponent < -308:
-        number = number / _POW10[-308 - exponent] / _POW10[308]
-    else:
-        number /= _POW10[-exponent]
-    return None if number in (math.inf, -math.inf) else number
 
 
 @contextlib.contextmanager

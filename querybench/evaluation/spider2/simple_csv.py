@@ -14,7 +14,7 @@ record (`result_csv`) with it:
   else objects of `str`, every cell as it is (pandas 2.2 keeps the text);
 * the same with missing cells (pandas' default missing texts), at most 15 digits: float64,
   each integer exact (no `-0`: pandas 3 makes it 0.0, pandas 2.2's float parse -0.0);
-* plain decimals (`record_floats.plain_floats` reads every one of them), at most 18 digits
+* plain decimals (`record_floats.precise_xstrtod` reads every one of them), at most 18 digits
   before the point (pandas 2.2 reads a longer run as an integer overflow and keeps the text),
   integers beside them, missing cells: float64, pandas 2.2's values;
 * text with at least one cell that no parse of pandas takes for a number or a boolean (so
@@ -49,7 +49,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from querybench.evaluation.spider2.record_floats import plain_floats
+from querybench.evaluation.spider2.record_floats import plain_floats, precise_xstrtod
 
 # pandas' default missing-value texts (`pandas._libs.parsers.STR_NA_VALUES`, checked by a test)
 NA_TEXTS = frozenset(
@@ -277,14 +277,18 @@ def _floats(tokens: list[str], missing: bool) -> npt.NDArray[np.float64] | None:
     """pandas 2.2's floats (`precise_xstrtod`) of plain decimal tokens and missing cells: a
     token of at most 15 characters without an exponent is correctly rounded by both parsers
     (at most 15 digits scaled by at most 10**14), so Python's `float` reads it; the others are
-    read by `plain_floats`, all of them or the file is left to pandas."""
+    read by `plain_floats` at once, those it leaves (a scale beyond 10**±308) one at a time;
+    one beyond the double range leaves the file to pandas (pandas 2.2 keeps the text)."""
     if missing:
         tokens = ["nan" if t in NA_TEXTS else t for t in tokens]
     values = np.array(list(map(float, tokens)))
     long = [i for i, t in enumerate(tokens) if len(t) > 15 or "e" in t or "E" in t]
     if long:
         exact, plain = plain_floats([tokens[i] for i in long])
-        if not plain.all():
-            return None
         values[long] = exact
+        for k in np.flatnonzero(~plain).tolist():
+            value = precise_xstrtod(tokens[long[k]])
+            if value is None:
+                return None
+            values[long[k]] = value
     return values
