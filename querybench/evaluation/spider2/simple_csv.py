@@ -1,11 +1,16 @@
 """The common result CSV read without pandas' tokenizer, only where its values are certain.
 
-Most result CSVs are plain: UTF-8 without a byte order mark, one line a row, no quote, no
-control character, every row as many fields as the header, distinct non-empty names. Each
-column of such a file is then typed here as `pd.read_csv` (defaults) types it, the values of
+Most result CSVs are plain: UTF-8 without a byte order mark, one record a row, no control
+character but tabs and line ends, every row as many fields as the header, distinct non-empty
+names. Lines end in `\\n` or `\\r\\n`. A field may be quoted as pandas' tokenizer reads it:
+opened by a `"` as its first character, `""` inside it one quote, delimiters and line ends
+inside it its own text, closed by a `"` just before a delimiter or a line end; the cell is then
+its text inside the quotes, typed like any other (`"1"` is 1, `"NA"` missing, `"1\\n"` 1).
+Each column of such a file is typed here as `pd.read_csv` (defaults) types it, the values of
 record (`result_csv`) with it:
 
-* every cell plain digits with an optional minus, at most 18 of them: int64;
+* every cell plain digits with an optional minus, at most 18 of them: int64; up to 20 of
+  them: int64 when every value fits, else uint64 when every one does and none has a minus;
 * the same with missing cells (pandas' default missing texts), at most 15 digits: float64,
   each integer exact (no `-0`: pandas 3 makes it 0.0, pandas 2.2's float parse -0.0);
 * plain decimals (`record_floats.plain_floats` reads every one of them), at most 18 digits
@@ -13,16 +18,29 @@ record (`result_csv`) with it:
   integers beside them, missing cells: float64, pandas 2.2's values;
 * text with at least one cell that no parse of pandas takes for a number or a boolean (so
   the column is text, every cell as it is), missing cells as NaN: objects of `str` (not
-  beside a run of 19 digits: pandas may then keep the missing texts as they are).
+  beside a run of 19 digits: pandas may then keep the missing texts as they are);
+* every cell missing: float64, all NaN;
+* every cell one of pandas' boolean texts (`True`, `TRUE`, `true`, the same of `False`):
+  bool; with missing cells beside them, objects of `bool` and NaN;
+* a header alone: no row, every column of objects.
 
-Anything else (a quote, a `\\r`, a control character, a blank line, a header alone, a name
-repeated, empty or with a space around it, a boolean column, an all-missing column, an integer
-beyond 18 digits, `inf` or a `+` among numbers...) returns None, and the file is parsed by
-pandas as before.
+pandas types the rows of a big file a chunk at a time (`_chunk_rows`) and joins the chunks;
+so does this reader, where every chunk of a column has one dtype.
+
+Anything else (text after a closing quote, a quote inside an unquoted field, a quote never
+closed, a `\\r` not before `\\n`, a control character but a tab, a blank line (spaces and tabs
+alone too), a name repeated, empty or with a space around it, an integer beyond 64 bits, or
+beyond 18 digits beside missing cells or decimals, `inf` or a `+` among numbers, a column with
+a line end in a cell and no cell of text, chunks of a column of dtypes apart...) returns None,
+and the file is parsed by pandas as before.
 """
 
 from __future__ import annotations
 
+import csv
+import functools
+import io
+import itertools
 import operator
 import re
 from typing import Any
@@ -59,12 +77,17 @@ NA_TEXTS = frozenset(
 # a column's present cells joined by newlines, tested at once
 _INTS = re.compile(r"-?[0-9]{1,18}(?:\n-?[0-9]{1,18})*")
 _SHORT_INTS = re.compile(r"-?[0-9]{1,15}(?:\n-?[0-9]{1,15})*")
+_LONG_INTS = re.compile(r"-?[0-9]{1,20}(?:\n-?[0-9]{1,20})*")
 _NUMBER = r"-?(?:[0-9]{1,18}(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]{1,3})?"
 _NUMBERS = re.compile(f"{_NUMBER}(?:\\n{_NUMBER})*")
 # a superset of what any parse of pandas reads as a number (spaces, a sign, digits and points,
 # an exponent) or as infinity, NaN or a boolean
-_MAYBE_NUMBER = re.compile(r" *[-+]?[0-9]*\.?[0-9]*(?:[eE][-+]?[0-9]*)? *")
+_MAYBE_NUMBER = re.compile(r"[ \t\n\v\f\r]*[-+]?[0-9]*\.?[0-9]*(?:[eE][-+]?[0-9]*)?[ \t\n\v\f\r]*")
+_SPACES = " \t\n\v\f\r"  # what pandas' number parses skip around a number (`isspace_ascii`)
 _WORDS = frozenset({"inf", "infinity", "nan", "true", "false"})
+# pandas' boolean texts (`true_values`, `false_values` left as they are)
+_TRUE = frozenset({"True", "TRUE", "true"})
+_BOOLEANS = _TRUE | {"False", "FALSE", "false"}
 # a run of digits that may lie past int64: pandas' inference, having seen one, may give back
 # the column's raw texts, missing ones too, so text beside missing cells with one is left to it
 _LONG_DIGITS = re.compile(r"[0-9]{19}")
@@ -75,11 +98,19 @@ def _refused(token: str) -> bool:
     column holding it is kept as text, every cell as it is."""
     if _MAYBE_NUMBER.fullmatch(token):
         return False
-    return token.strip(" ").lstrip("+-").lower() not in _WORDS
+    return token.strip(_SPACES).lstrip("+-").lower() not in _WORDS
 
 
 _COMMAS = operator.methodcaller("count", ",")
-_UNSAFE_BYTES = re.compile(rb'["\r\x00-\x09\x0b-\x1f\x7f]')
+# control characters but tabs and line ends (a `\r` before a `\n`: one line end)
+_UNSAFE_BYTES = re.compile(rb"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+# a whole file of fields as pandas' tokenizer reads them with quotes: each quoted from its
+# first character to a closing quote just before a delimiter or a line end, or unquoted
+# without a quote; blank lines and rows of the wrong width are refused after `csv` reads it
+_FIELD = r'(?:"[^"]*+(?:""[^"]*+)*+"|[^,"\r\n]*+)'
+_QUOTED_FILE = re.compile(f"{_FIELD}(?:(?:,|\r?\n){_FIELD})*+")
+# a line of spaces and tabs alone (after the header; or inside a quoted field)
+_SPACES_LINE = re.compile(r"\n[ \t]+(?:\r?\n|$)")
 
 
 def read_simple(data: bytes) -> tuple[list[str], list[npt.NDArray[Any]]] | None:
@@ -87,48 +118,137 @@ def read_simple(data: bytes) -> tuple[list[str], list[npt.NDArray[Any]]] | None:
     is not one of the plain kind (the caller parses it with pandas)."""
     if not data or data.startswith(b"\xef\xbb\xbf") or _UNSAFE_BYTES.search(data):
         return None
+    if b"\r" in data and data.count(b"\r") != data.count(b"\r\n"):
+        return None  # a `\r` alone: a line end to pandas, outside quotes or not
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
         return None
+    if '"' in text:
+        return _quoted(text)
+    if "\r" in text:
+        text = text.replace("\r\n", "\n")  # every `\r` ends a line here: one line end
     if text.endswith("\n"):
         text = text[:-1]
     lines = text.split("\n")
-    if len(lines) < 2:
-        return None
     names = lines[0].split(",")
     width = len(names)
-    if "" in names or len(set(names)) != width or any(n != n.strip() for n in names):
+    if not _plain_names_and_lines(names, text):
         return None
+    if len(lines) == 1:
+        return _header_alone(names)
     rows = len(lines) - 1
     cells: list[str] = ",".join(lines[1:]).split(",")
     if len(cells) != rows * width or "" in lines:
         return None
     if set(map(_COMMAS, lines)) != {width - 1}:
         return None
+    return _typed(names, cells, False)
+
+
+def _quoted(text: str) -> tuple[list[str], list[npt.NDArray[Any]]] | None:
+    """`read_simple` of a file with a quote: its fields as `csv` reads them (the very fields of
+    pandas' tokenizer, once `_QUOTED_FILE` holds the whole file)."""
+    if not _QUOTED_FILE.fullmatch(text):
+        return None
+    try:
+        records = list(csv.reader(io.StringIO(text, newline=""), strict=True))
+    except csv.Error:  # a field beyond `csv.field_size_limit`
+        return None
+    if not records:
+        return None
+    names = records[0]
+    width = len(names)
+    if not _plain_names_and_lines(names, text) or any(len(r) != width for r in records):
+        return None  # a blank line is a record of no field
+    if len(records) == 1:
+        return _header_alone(names)
+    cells = list(itertools.chain.from_iterable(records[1:]))
+    return _typed(names, cells, True)
+
+
+def _plain_names_and_lines(names: list[str], text: str) -> bool:
+    """Whether pandas keeps these names as they are (no `Unnamed: 0`, no `a.1`), none with a
+    space around it, and skips no line of the file's `text` but empty ones (a line of spaces
+    and tabs alone, in a file of one column, is blank to pandas too)."""
+    if "" in names or len(set(names)) != len(names):
+        return False
+    if len(names) == 1 and _SPACES_LINE.search(text):
+        return False
+    return all(n == n.strip() for n in names)
+
+
+def _header_alone(names: list[str]) -> tuple[list[str], list[npt.NDArray[Any]]]:
+    """A file of names and no row: pandas' columns of objects, empty."""
+    return names, [np.empty(0, dtype=object) for _ in names]
+
+
+def _typed(
+    names: list[str], cells: list[str], quoted: bool
+) -> tuple[list[str], list[npt.NDArray[Any]]] | None:
+    width = len(names)
+    chunk = _chunk_rows(width)
     arrays = []
     for j in range(width):
-        column = _column(cells[j::width])
+        tokens = cells[j::width]
+        if len(tokens) <= chunk:
+            column = _column(tokens, quoted)
+        else:
+            column = _chunked_column(tokens, quoted, chunk)
         if column is None:
             return None
         arrays.append(column)
     return names, arrays
 
 
-def _column(tokens: list[str]) -> npt.NDArray[Any] | None:
+@functools.cache
+def _chunk_rows(width: int) -> int:
+    """The rows pandas' tokenizer types at a time in a file of `width` columns (`low_memory`:
+    `TextReader.buffer_lines`: the largest power of two whose double is below `2**20 // width`)."""
+    most = 2**20 // width
+    rows = 1
+    while rows * 2 < most:
+        rows *= 2
+    return rows
+
+
+def _chunked_column(tokens: list[str], quoted: bool, chunk: int) -> npt.NDArray[Any] | None:
+    """A column of more rows than pandas types at a time: each chunk typed apart and joined,
+    as pandas does, when every chunk has the same dtype (else pandas casts them to a common
+    one, each chunk's values otherwise: left to it)."""
+    parts: list[npt.NDArray[Any]] = []
+    for start in range(0, len(tokens), chunk):
+        part = _column(tokens[start : start + chunk], quoted)
+        if part is None or (parts and part.dtype != parts[0].dtype):
+            return None
+        parts.append(part)
+    return np.concatenate(parts)
+
+
+def _column(tokens: list[str], quoted: bool) -> npt.NDArray[Any] | None:
     missing = not NA_TEXTS.isdisjoint(tokens)
     present = [t for t in tokens if t not in NA_TEXTS] if missing else tokens
     if not present:
-        return None  # all missing: left to pandas
+        return np.full(len(tokens), np.nan)  # every cell missing: floats
     joined = "\n".join(present)
-    if _INTS.fullmatch(joined):
+    # a quoted cell may hold a line end: then the numbers' patterns do not see cells apart
+    numbers = not quoted or (joined.count("\n") == len(present) - 1 and "\r" not in joined)
+    if numbers and _INTS.fullmatch(joined):
         if not missing:
             return np.array(list(map(int, present)), dtype=np.int64)
         if not _SHORT_INTS.fullmatch(joined) or "\n-0" in f"\n{joined}":
             return None  # a -0 may be 0.0 or -0.0 as the version of pandas reads it
         return np.array([np.nan if t in NA_TEXTS else float(int(t)) for t in tokens])
-    if _NUMBERS.fullmatch(joined):
+    if numbers and not missing and _LONG_INTS.fullmatch(joined):
+        return _long_ints(present)
+    if numbers and _NUMBERS.fullmatch(joined):
         return _floats(tokens, missing)
+    if _BOOLEANS.issuperset(present):
+        if not missing:
+            return np.array([t in _TRUE for t in tokens], dtype=np.bool_)
+        out = np.empty(len(tokens), dtype=object)
+        out[:] = [np.nan if t in NA_TEXTS else t in _TRUE for t in tokens]
+        return out
     if not any(map(_refused, present)):
         return None  # no cell that every parse of pandas refuses: left to pandas
     if missing and _LONG_DIGITS.search(joined):
@@ -136,6 +256,18 @@ def _column(tokens: list[str]) -> npt.NDArray[Any] | None:
     out = np.empty(len(tokens), dtype=object)
     out[:] = [np.nan if t in NA_TEXTS else t for t in tokens] if missing else tokens
     return out
+
+
+def _long_ints(tokens: list[str]) -> npt.NDArray[Any] | None:
+    """Integers of up to 20 digits, none missing: int64 when every one fits, else uint64 when
+    every one does and none has a minus (pandas' second try); else pandas keeps the text (2.2)
+    or makes Python ints (3): left to it."""
+    values = list(map(int, tokens))
+    if min(values) >= -(2**63) and max(values) < 2**63:
+        return np.array(values, dtype=np.int64)
+    if max(values) < 2**64 and not any(t.startswith("-") for t in tokens):
+        return np.array(values, dtype=np.uint64)
+    return None
 
 
 def _floats(tokens: list[str], missing: bool) -> npt.NDArray[np.float64] | None:
