@@ -115,3 +115,26 @@ def test_pages_render_in_headless_chromium(tmp_path: Path) -> None:
             page, tmp_path / ("ud2-" + page.stem), f"--screenshot={shot}", "--window-size=1000,800"
         )
         assert shot.stat().st_size > 1000
+
+
+def test_a_trajectory_of_the_wrong_shape_is_shown_as_unreadable(tmp_path: Path) -> None:
+    """A run folder comes from anywhere: a trajectory whose fields have other types than the
+    agent writes (steps not objects, a number for the final SQL) is that task's "unreadable
+    trajectory", with the reason; the page still lists every task."""
+    results = [InstanceResult(i, 0.0, "wrong_result") for i in ("b1", "b2", "b3", "b4", "b5")]
+    trajectories: dict[str, dict[str, object]] = {
+        "b1": {"steps": ["a step", 5]},
+        "b2": {"final_sql": 5, "steps": []},
+        "b3": {"steps": {"index": 0}},
+        "b5": {
+            "status": "done",
+            "final_sql": "SELECT 2",
+            "steps": [{"index": "<b>", "model_s": "x"}],
+        },
+    }
+    run = write_run(tmp_path / "odd", results, method="spider-agent", trajectories=trajectories)
+    (run / "trajectories" / "b4.json").write_text("[1, 2]", encoding="utf-8")
+    page = trajectory_page(load_run(run, with_features=False))
+    assert page.count('<details class="task"') == 5
+    assert page.count("unreadable trajectory") == 4
+    assert "SELECT 2" in page and "&lt;b&gt;" in page and "<b><b>" not in page

@@ -39,19 +39,38 @@ window.addEventListener('hashchange',openHash);openHash();
 """
 
 
+def _shaped(data: Any) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The trajectory and its steps, if they have the shape the agent writes (an object, its
+    steps a list of objects, its final SQL text); else a `ValueError` saying which part not:
+    a run folder may come from anywhere."""
+    if not isinstance(data, dict):
+        raise ValueError(f"not a JSON object but {type(data).__name__}")
+    steps = data.get("steps") or []
+    if not isinstance(steps, list) or not all(isinstance(s, dict) for s in steps):
+        raise ValueError("its steps are not a list of objects")
+    if not isinstance(data.get("final_sql") or "", str):
+        raise ValueError("its final SQL is not text")
+    return data, steps
+
+
+def _seconds(value: Any) -> float:
+    """A step's time as written, or 0 for anything but a number."""
+    return float(value) if isinstance(value, int | float) else 0.0
+
+
 def _step(step: dict[str, Any]) -> str:
     action = step.get("action")
     action_text = json.dumps(action, ensure_ascii=False, indent=1) if action else "(no action)"
-    model_s, action_s = float(step.get("model_s") or 0), float(step.get("action_s") or 0)
+    model_s, action_s = _seconds(step.get("model_s")), _seconds(step.get("action_s"))
     meta = (
         f"model {model_s:.2f}s · action {action_s:.2f}s"
         f" · tokens {step.get('prompt_tokens', 0)} in / {step.get('completion_tokens', 0)} out"
     )
     if step.get("dropped_steps"):
         meta += f" · {step['dropped_steps']} earlier steps dropped from the history"
-    thought = step.get("thought") or ""
+    thought = str(step.get("thought") or "")
     if not thought and not action:  # unreadable reply: show what the model said
-        thought = step.get("reply") or ""
+        thought = str(step.get("reply") or "")
     return (
         f'<div class="step"><b>step {escape(str(step.get("index", "?")))}</b> '
         f'<span class="meta">{escape(meta)}</span>'
@@ -67,9 +86,8 @@ def _task(run: RunData, instance_id: str) -> str:
     verdict = "" if result is None else f"score {result.score:g} {result.error or ''}"
     path = run.trajectory_dir / f"{instance_id}.json"
     try:
-        data = json_input.loads(read_text(path, "trajectory", run.trajectory_dir))
-        steps: list[dict[str, Any]] = list(data.get("steps") or [])
-    except (DataError, ValueError, AttributeError) as exc:
+        data, steps = _shaped(json_input.loads(read_text(path, "trajectory", run.trajectory_dir)))
+    except (DataError, ValueError) as exc:
         body = f"<p>unreadable trajectory: {escape(str(exc))}</p>"
         data, steps = {}, []
     else:
