@@ -157,6 +157,57 @@ def absent_json(field: dataclasses.Field[Any]) -> Any:
     return default_json(field) if spec.before_it is UNSET else to_json_value(spec.before_it)
 
 
+def checked_values(cls: type, values: dict[str, Any]) -> dict[str, Any]:
+    """`values` for fields of the dataclass `cls`, read from a file that may come from anywhere
+    (a run folder): each checked against its annotation where `check_value` knows the kind
+    (text, numbers, flags, paths, tuples and optional ones; a dict only as a dict), others
+    left to the caller. An `OptionError` names the first field holding the wrong type."""
+    hints = _hints(cls)
+    out = dict(values)
+    for name, value in values.items():
+        kind = hints.get(name)
+        if kind is None:
+            continue
+        if _checkable(kind):
+            out[name] = check_value(name, value, kind)
+            continue
+        base = _not_none(kind)
+        optional = base is not kind and value is None
+        if typing.get_origin(base) is dict and not (isinstance(value, dict) or optional):
+            raise OptionError(f"{name}: expected an object, got {type(value).__name__}")
+    return out
+
+
+_HINTS: dict[type, dict[str, Any]] = {}
+_SCALARS = (str, int, float, bool, Path, type(None))
+
+
+def _hints(cls: type) -> dict[str, Any]:
+    if cls not in _HINTS:
+        _HINTS[cls] = typing.get_type_hints(cls)
+    return _HINTS[cls]
+
+
+def _not_none(kind: Any) -> Any:
+    """`X` of `X | None`; any other kind as it is."""
+    if typing.get_origin(kind) in (typing.Union, types.UnionType):
+        args = [a for a in typing.get_args(kind) if a is not type(None)]
+        if len(args) == 1:
+            return args[0]
+    return kind
+
+
+def _checkable(kind: Any) -> bool:
+    """Whether `check_value` holds a value to `kind` (rather than passing it through)."""
+    origin = typing.get_origin(kind)
+    if origin in (typing.Union, types.UnionType):
+        return all(_checkable(a) for a in typing.get_args(kind))
+    if origin is tuple:
+        args = typing.get_args(kind)
+        return len(args) == 2 and args[1] is Ellipsis and _checkable(args[0])
+    return kind in _SCALARS
+
+
 def check_value(name: str, value: Any, kind: Any) -> Any:
     """`value` as a `kind` (str, int, float, bool, Path, tuple[str, ...], optional ones)."""
     args = typing.get_args(kind)

@@ -6,6 +6,7 @@ import json
 import re
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from querybench.cli import app
@@ -301,3 +302,33 @@ def test_by_difficulty_gives_each_runs_n_when_the_task_sets_differ(tmp_path: Pat
     [row] = [r for r in section.rows if r[0] == "easy"]
     assert row[1] == "2 / 1"
     assert row[2:] == ["50.0", "100.0"]
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "said"),
+    [
+        ("results.jsonl", "[1, 2]", "1: not a scored instance (not a JSON object): [1, 2]"),
+        ("results.jsonl", '"text"', "not a scored instance (not a JSON object)"),
+        ("results.jsonl", '{"instance_id": "a", "score": 1, "message": [1]}', "expected text"),
+        ("records.jsonl", "[1, 2]", None),
+        ("records.jsonl", '{"instance_id": "a", "status": "ok", "prompt_tokens": "x"}', None),
+        ("summary.json", '{"wall_s": "x"}', None),
+        ("summary.json", '{"errors": [1]}', None),
+    ],
+)
+def test_a_run_folder_file_of_the_wrong_shape_is_a_stated_error_or_left_out(
+    tmp_path: Path, name: str, text: str, said: str | None
+) -> None:
+    """A run folder may come from anywhere: a results line that is no scored instance is the
+    report's stated error (exit 2); a records line or a summary field of the wrong type is
+    left out, as a torn line is. Never a traceback."""
+    run = write_run(tmp_path / "run", [InstanceResult("a", 1.0), InstanceResult("b", 0.0)])
+    (run / name).write_text(text + "\n", encoding="utf-8")
+    result = CliRunner().invoke(app, ["report", str(run), "--no-features"])
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.output
+    if said is None:
+        assert result.exit_code == 0, result.output
+        assert "overall" in result.output
+    else:
+        assert result.exit_code == 2
+        assert said in " ".join(result.output.split())

@@ -57,17 +57,19 @@ class InstanceResult:
     def from_json(cls, data: dict[str, Any]) -> InstanceResult:
         """The inverse of `to_json`; `DataError` when `data` is not one (an error that is no
         `ErrorCode` value included)."""
+        if not isinstance(data, dict):
+            raise DataError(f"not a scored instance (not a JSON object): {str(data)[:120]}")
         try:
             error = data.get("error")
             return cls(
                 instance_id=str(data["instance_id"]),
                 score=float(data["score"]),
                 error=None if error is None else ErrorCode(error),
-                message=data.get("message"),
+                message=_text_or_none(data.get("message")),
                 official_score=_float_or_none(data.get("official_score")),
                 strict_score=_float_or_none(data.get("strict_score")),
-                difficulty=data.get("difficulty"),
-                engine=data.get("engine"),
+                difficulty=_text_or_none(data.get("difficulty")),
+                engine=_text_or_none(data.get("engine")),
                 metrics={str(k): float(v) for k, v in (data.get("metrics") or {}).items()},
                 detail=VerdictDetail.from_json(data["detail"]) if "detail" in data else None,
                 exact_match=_exact_match(data.get("exact_match")),
@@ -82,6 +84,12 @@ def _exact_match(data: Any) -> ExactMatch | ExactMatchFailure | None:
     from querybench.evaluation.spider1.exact import exact_match_from_json
 
     return exact_match_from_json(data)
+
+
+def _text_or_none(value: Any) -> str | None:
+    if value is None or isinstance(value, str):
+        return value
+    raise TypeError(f"expected text, got {type(value).__name__}")
 
 
 def _float_or_none(value: Any) -> float | None:

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from querybench import json_input
+from querybench.declared import checked_values
 from querybench.errors import DataError, ErrorCode, RunFolderBusy
 
 log = logging.getLogger(__name__)
@@ -114,10 +115,14 @@ class InstanceRecord:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> InstanceRecord:
-        """The inverse of `to_json`; `ValueError` for a status or error code that is not one."""
+        """The inverse of `to_json`; `ValueError` for a status or error code that is not one,
+        or for a line that is no object, `TypeError` for a field of the wrong type."""
+        if not isinstance(data, dict):
+            raise ValueError(f"not a JSON object but {type(data).__name__}")
         known = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
         for key in ("replies", "sqls", "retried_for"):
             known[key] = tuple(known.get(key) or ())
+        known = checked_values(cls, known)  # an `OptionError` (a TypeError) for a wrong type
         known["status"] = RecordStatus(known.get("status", ""))
         if known.get("error") is not None:
             known["error"] = ErrorCode(known["error"])

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from querybench import json_input
+from querybench.declared import checked_values
 from querybench.errors import ErrorCode
 from querybench.evaluation.record import InstanceResult
 from querybench.runs.config import RunConfig
@@ -94,7 +95,7 @@ class RunSummary:
         values["tokens"] = Tokens(**tokens) if isinstance(tokens, dict) else Tokens()
         values["oracle_settings"] = tuple(values.get("oracle_settings") or ())
         try:
-            return cls(**values)
+            return cls(**checked_values(cls, values))  # text for a number: an OptionError
         except TypeError as exc:
             log.warning("summary fields left at their defaults: %s", exc)
             return cls()
