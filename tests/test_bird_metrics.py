@@ -420,3 +420,20 @@ def test_db_load_two_renamings_refused(tmp_path: Path) -> None:
     assert result.exit_code == 2
     assert "choose one" in result.stderr
     assert not (tmp_path / "copy.sqlite").exists()
+
+
+def test_a_question_database_id_that_is_a_path_opens_no_host_file(tmp_path: Path) -> None:
+    """`<db-dir>/<db_id>/<db_id>.sqlite`: a db_id of `../x` would open `x.sqlite` beside the
+    databases' folder (it scored 1 there); the questions file is refused, naming the entry."""
+    import shutil
+
+    from querybench.errors import DataError
+
+    shutil.copy(_database(tmp_path / "db"), tmp_path / "x.sqlite")
+    (tmp_path / "x").mkdir()  # `db/../x/../x.sqlite` resolves
+    entries = [{"question_id": 1, "db_id": "../x", "SQL": "SELECT count(*) FROM item"}]
+    q_path, p_path = tmp_path / "q.json", tmp_path / "p.json"
+    q_path.write_text(json.dumps(entries), encoding="utf-8")
+    p_path.write_text(json.dumps({"1": f"SELECT count(*) FROM item{BIRD_SEPARATOR}../x"}))
+    with pytest.raises(DataError, match=r"entry 0: db_id '\.\./x' is not a plain name"):
+        evaluate_bird(p_path, questions=q_path, db_dir=tmp_path / "db")

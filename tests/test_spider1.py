@@ -499,3 +499,15 @@ def test_every_value_substring_becomes_1_officially_not_strictly(tmp_path: Path)
     assert prepare_spider1("SELECT 1", "SELECT value_id FROM t").pred_sql == "SELECT 1_id FROM t"
     strict = prepare_spider1("SELECT 1", "SELECT value_id FROM t", reading="strict")
     assert strict.pred_sql == "SELECT value_id FROM t"
+
+
+def test_a_gold_database_id_that_is_a_path_opens_no_host_file(tmp_path: Path) -> None:
+    """`SQL<TAB>db_id` becomes `<db-dir>/<db_id>/<db_id>.sqlite`: a db_id of `../../x` would
+    open `x.sqlite` wherever it is (here, beside the database folder)."""
+    _make_db(tmp_path / "outside.sqlite", SINGERS)
+    (tmp_path / "outside").mkdir()  # `<db-dir>/../outside/../outside.sqlite` resolves
+    (tmp_path / "db").mkdir()  # before: scored 1.0 on the outside file
+    gold = _lines(tmp_path / "gold.sql", ["SELECT count(*) FROM singer\t../outside"])
+    pred = _lines(tmp_path / "pred.sql", ["SELECT count(*) FROM singer"])
+    with pytest.raises(DataError, match=r"gold\.sql:1: the database id '\.\./outside' is not"):
+        evaluate_spider1(pred, gold=gold, db_dir=tmp_path / "db", timeout=10, workers=1)

@@ -159,3 +159,17 @@ def test_dbt_check_its_matcher_does_not_take_fails_that_instance(tmp_path: Path)
     result = score_dbt_task(task, predictions, gold)
     assert (result.score, result.error) == (0.0, "gold_error")
     assert result.message == "unknown Spider 2.0 eval function 'nope_match'"
+
+
+@pytest.mark.parametrize("name", ["../../../../tmp/x", "a/b", "..", "a\\b", "x\x00y"])
+def test_a_database_id_that_is_a_path_is_refused(tmp_path: Path, name: str) -> None:
+    """A database id becomes `<folder>/<db>/<db>.sqlite` (or a server URL's database): one
+    that is a path out of its folder would open any host file of that name."""
+    item = {"instance_id": "local001", "db": name, "question": "q?"}
+    root = _spider2_root(tmp_path, [json.dumps(item)])
+    assert "spider2-lite.jsonl:1: field 'db' is not a plain name" in _error("spider2-lite", root)
+    spider1 = tmp_path / "s1" / "spider1"
+    spider1.mkdir(parents=True)
+    question = {"db_id": name, "question": "q?", "query": "SELECT 1"}
+    (spider1 / "dev.json").write_text(json.dumps([question]), encoding="utf-8")
+    assert "field 'db_id' is not a plain name" in _error("spider1", tmp_path / "s1")

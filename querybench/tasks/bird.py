@@ -23,6 +23,7 @@ from querybench.tasks.input_files import (
     optional_str,
     read_json_array,
     read_jsonl,
+    required_name,
     required_str,
     unique_ids,
 )
@@ -90,7 +91,7 @@ def load_bird(benchmark: str, bird_dir: Path, *, path: Path | None = None) -> li
                 instance_id=instance_id,
                 benchmark=benchmark,
                 question=required_str(item, "question", where),
-                db=required_str(item, "db_id", where),
+                db=required_name(item, "db_id", where),
                 engine=EngineKind.SQLITE,
                 external_knowledge=evidence,
                 gold=GoldRef(sql=sql),

@@ -155,6 +155,21 @@ def required_str(item: Mapping[str, Any], field: str, where: str, *, int_ok: boo
     return text
 
 
+def required_name(item: Mapping[str, Any], field: str, where: str) -> str:
+    """`required_str`, naming one entry of a folder (a database id, which becomes
+    `<folder>/<db>/<db>.sqlite` or a server URL's database): a path out of its folder, `..`,
+    a separator or a NUL is a `DataError`, not a host file opened."""
+    text = required_str(item, field, where)
+    if not plain_name(text):
+        raise DataError(f"{where}: field {field!r} is not a plain name: {text!r}")
+    return text
+
+
+def plain_name(text: str) -> bool:
+    """Whether `text` names one entry of a folder, and only that."""
+    return text not in ("", ".", "..") and not any(c in text for c in "/\\\x00")
+
+
 def optional_str(item: Mapping[str, Any], field: str, where: str) -> str | None:
     """A string field that may be absent, null or empty (then None)."""
     value = item.get(field)

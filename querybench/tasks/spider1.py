@@ -22,7 +22,7 @@ from querybench.data.layout import sqlite_candidates
 from querybench.data.roots import data_roots, find_data
 from querybench.engines.registry import EngineKind
 from querybench.errors import DataError, SqlParseError
-from querybench.tasks.input_files import read_json_array, required_str
+from querybench.tasks.input_files import read_json_array, required_name, required_str
 from querybench.tasks.model import GoldRef, Task
 from querybench.tasks.spider1_hardness import spider1_hardness
 from querybench.tasks.spider1_sql import SpiderSchema, parse_spider_sql
@@ -48,7 +48,7 @@ def read_spider1_file(benchmark: BenchmarkSpec, questions: Path, root: Path) -> 
     tasks = []
     for index, (where, item) in enumerate(entries):
         sql = required_str(item, "query", where)
-        db = required_str(item, "db_id", where)
+        db = required_name(item, "db_id", where)
         if reference is not None:
             difficulty = reference.by_position.get(index)
         elif schemas is not None:

@@ -19,7 +19,13 @@ from typing import Literal
 from querybench.benchmarks import Benchmark, BenchmarkSpec, spec
 from querybench.engines.registry import EngineKind
 from querybench.errors import DataError
-from querybench.tasks.input_files import optional_str, read_jsonl, required_str, unique_ids
+from querybench.tasks.input_files import (
+    optional_str,
+    read_jsonl,
+    required_name,
+    required_str,
+    unique_ids,
+)
 from querybench.tasks.model import GoldRef, Task
 from querybench.tasks.spider2_gold import GoldFolder, engine_family
 from querybench.tasks.spider2_metadata import database_traits, find_database_dir
@@ -52,7 +58,7 @@ def load_spider2(
     for where, item in read_jsonl(tasks_file):
         instance_id = required_str(item, "instance_id", where)
         question = required_str(item, question_key, where)
-        db = required_str(item, db_key, where)
+        db = required_name(item, db_key, where)
         knowledge = optional_str(item, "external_knowledge", where)
         engine = _engine(benchmark, instance_id, where)
         traits_dir = find_database_dir(metadata, engine, db)

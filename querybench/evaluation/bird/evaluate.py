@@ -50,6 +50,7 @@ from querybench.evaluation.record import InstanceResult, OnResult
 from querybench.evaluation.row_keys import hash_safe
 from querybench.evaluation.sql_extract import extract_sql
 from querybench.evaluation.verdict import Verdict
+from querybench.tasks.input_files import plain_name
 
 Row = tuple[Any, ...]
 
@@ -317,6 +318,8 @@ def _questions(text: str, path: str | Path) -> list[BirdQuestion]:
             raise DataError(f"{path}: entry {index} has no {missing.args[0]!r} field") from None
         if not isinstance(db_id, str) or not isinstance(sql, str):
             raise DataError(f"{path}: entry {index}: db_id and SQL must be strings")
+        if not plain_name(db_id):  # `<db-dir>/<db_id>/<db_id>.sqlite`, a URL's `{db_id}`
+            raise DataError(f"{path}: entry {index}: db_id {db_id!r} is not a plain name")
         qid = item.get("question_id", index)
         difficulty = item.get("difficulty")
         questions.append(

@@ -39,7 +39,7 @@ from querybench.evaluation.prediction_file import PREDICTIONS, oversized_answer,
 from querybench.evaluation.record import InstanceResult, OnResult
 from querybench.evaluation.row_keys import hash_safe
 from querybench.evaluation.verdict import Verdict
-from querybench.tasks.input_files import one_line, read_text, text_lines
+from querybench.tasks.input_files import one_line, plain_name, read_text, text_lines
 from querybench.tasks.model import Task
 from querybench.tasks.spider1_hardness import spider1_hardness as spider1_hardness
 
@@ -341,6 +341,10 @@ def _gold_file_lines(gold_file: str | Path, questions_json: str | Path | None) -
         fields = line.strip().split("\t")
         if len(fields) != 2 or not all(f.strip() for f in fields):
             raise DataError(f"{gold_file}:{i + 1}: expected 'SQL<TAB>db_id', got {line!r}")
+        if not plain_name(fields[1]):  # `<db-dir>/<db_id>/<db_id>.sqlite` stays in the folder
+            raise DataError(
+                f"{gold_file}:{i + 1}: the database id {fields[1]!r} is not a plain name"
+            )
         out.append((str(i), fields[0], fields[1], hardness.get(i)))
     return out
 
