@@ -173,3 +173,20 @@ def test_a_database_id_that_is_a_path_is_refused(tmp_path: Path, name: str) -> N
     question = {"db_id": name, "question": "q?", "query": "SELECT 1"}
     (spider1 / "dev.json").write_text(json.dumps([question]), encoding="utf-8")
     assert "field 'db_id' is not a plain name" in _error("spider1", tmp_path / "s1")
+
+
+@pytest.mark.parametrize("benchmark", ["spider2-lite", "bird"])
+def test_an_instance_id_that_is_a_path_is_refused(tmp_path: Path, benchmark: str) -> None:
+    """An instance id names files (`<id>.csv`, `<id>.sql`, a trajectory, a DBT project's
+    folder): `local../../x` would read or write outside the folder it names a file in."""
+    if benchmark == "bird":
+        folder = tmp_path / "bird"
+        folder.mkdir()
+        entry = {"question_id": "1/../../x", "db_id": "d", "question": "q", "SQL": "SELECT 1"}
+        (folder / "dev.json").write_text(json.dumps([entry]), encoding="utf-8")
+        root = tmp_path
+    else:
+        item = {"instance_id": "local../../../x", "db": "d", "question": "q?"}
+        root = _spider2_root(tmp_path, [json.dumps(item)])
+    field = "question_id" if benchmark == "bird" else "instance_id"
+    assert f"field '{field}' is not a plain name" in _error(benchmark, root)

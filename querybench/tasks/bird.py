@@ -73,7 +73,7 @@ def load_bird(benchmark: str, bird_dir: Path, *, path: Path | None = None) -> li
     for index, (where, item) in enumerate(_entries(questions)):
         # train.json has no question_id: its ids are positions in the file
         instance_id = (
-            required_str(item, "question_id", where, int_ok=True)
+            required_name(item, "question_id", where, int_ok=True)
             if "question_id" in item
             else str(index)
         )

@@ -155,11 +155,12 @@ def required_str(item: Mapping[str, Any], field: str, where: str, *, int_ok: boo
     return text
 
 
-def required_name(item: Mapping[str, Any], field: str, where: str) -> str:
+def required_name(item: Mapping[str, Any], field: str, where: str, *, int_ok: bool = False) -> str:
     """`required_str`, naming one entry of a folder (a database id, which becomes
-    `<folder>/<db>/<db>.sqlite` or a server URL's database): a path out of its folder, `..`,
-    a separator or a NUL is a `DataError`, not a host file opened."""
-    text = required_str(item, field, where)
+    `<folder>/<db>/<db>.sqlite` or a server URL's database; an instance id, which becomes
+    `<id>.csv`, `<id>.sql`, a trajectory's file, a DBT project's folder): a path out of its
+    folder, `..`, a separator or a NUL is a `DataError`, not a host file opened or written."""
+    text = required_str(item, field, where, int_ok=int_ok)
     if not plain_name(text):
         raise DataError(f"{where}: field {field!r} is not a plain name: {text!r}")
     return text

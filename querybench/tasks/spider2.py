@@ -56,7 +56,7 @@ def load_spider2(
     metadata = spider2_dir / "spider2-lite" / "resource" / "databases"
     tasks = []
     for where, item in read_jsonl(tasks_file):
-        instance_id = required_str(item, "instance_id", where)
+        instance_id = required_name(item, "instance_id", where)
         question = required_str(item, question_key, where)
         db = required_name(item, db_key, where)
         knowledge = optional_str(item, "external_knowledge", where)

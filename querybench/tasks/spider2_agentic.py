@@ -29,7 +29,13 @@ from querybench.benchmarks import BenchmarkSpec
 from querybench.engines.registry import EngineKind
 from querybench.errors import DataError
 from querybench.tasks.agentic_checks import parse_checks
-from querybench.tasks.input_files import read_jsonl, read_text, required_str, unique_ids
+from querybench.tasks.input_files import (
+    read_jsonl,
+    read_text,
+    required_name,
+    required_str,
+    unique_ids,
+)
 from querybench.tasks.model import GoldRef, Task
 from querybench.tasks.spider2_dbt import load_spider2_dbt
 
@@ -131,7 +137,7 @@ def load_spider2_agentic(
     databases = local_map(root)
     tasks = []
     for where, item in read_jsonl(tasks_file):
-        instance_id = required_str(item, "instance_id", where)
+        instance_id = required_name(item, "instance_id", where)
         question = required_str(item, "instruction", where)
         kind = required_str(item, "type", where)
         if kind not in ENGINES:
@@ -224,7 +230,7 @@ def read_eval_config(config: Path) -> dict[str, object]:
     official scorer only meets when it scores them)."""
     out: dict[str, object] = {}
     for where, item in read_jsonl(config, "eval config"):
-        instance_id = required_str(item, "instance_id", where)
+        instance_id = required_name(item, "instance_id", where)
         if "evaluation" not in item:
             raise DataError(f"{where}: field 'evaluation' is missing")
         try:

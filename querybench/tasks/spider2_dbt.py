@@ -18,7 +18,13 @@ from querybench.benchmarks import BenchmarkSpec
 from querybench.engines.registry import EngineKind
 from querybench.errors import DataError
 from querybench.tasks.agentic_checks import parse_checks
-from querybench.tasks.input_files import read_jsonl, read_text, required_str, unique_ids
+from querybench.tasks.input_files import (
+    read_jsonl,
+    read_text,
+    required_name,
+    required_str,
+    unique_ids,
+)
 from querybench.tasks.model import GoldRef, Task
 
 ANSWER_TAGS = {
@@ -44,7 +50,7 @@ def load_spider2_dbt(
     evaluations = _evaluations(gold_dir / "spider2_eval.jsonl") if with_gold else {}
     tasks = []
     for where, item in read_jsonl(tasks_file):
-        instance_id = required_str(item, "instance_id", where)
+        instance_id = required_name(item, "instance_id", where)
         question = required_str(item, "instruction", where)
         project = dbt_dir / "examples" / instance_id
         evaluation = evaluations.get(instance_id, [])
@@ -84,7 +90,7 @@ def _evaluations(config: Path) -> dict[str, list[dict[str, Any]]]:
         return {}
     out: dict[str, list[dict[str, Any]]] = {}
     for where, item in read_jsonl(config, "eval config"):
-        instance_id = required_str(item, "instance_id", where)
+        instance_id = required_name(item, "instance_id", where)
         if "evaluation" not in item:
             raise DataError(f"{where}: field 'evaluation' is missing")
         try:
