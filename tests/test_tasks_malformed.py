@@ -190,3 +190,19 @@ def test_an_instance_id_that_is_a_path_is_refused(tmp_path: Path, benchmark: str
         root = _spider2_root(tmp_path, [json.dumps(item)])
     field = "question_id" if benchmark == "bird" else "instance_id"
     assert f"field '{field}' is not a plain name" in _error(benchmark, root)
+
+
+def test_an_eval_config_instance_id_that_is_a_path_is_refused(tmp_path: Path) -> None:
+    """The gold's eval config names the predictions read (`<id>.csv`): an id of
+    `../../secret` read a CSV outside the predictions folder as a submitted prediction."""
+    from querybench.tasks.spider2_gold import GoldFolder
+
+    gold = tmp_path / "gold"
+    (gold / "exec_result").mkdir(parents=True)
+    line = json.dumps({"instance_id": "../../secret", "condition_cols": [], "ignore_order": True})
+    (gold / "spider2lite_eval.jsonl").write_text(line + "\n", encoding="utf-8")
+    with pytest.raises(
+        DataError,
+        match=r"bad eval config line \(instance_id '\.\./\.\./secret' is not a plain name\)",
+    ):
+        GoldFolder(gold, "spider2-lite")

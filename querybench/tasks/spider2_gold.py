@@ -17,7 +17,7 @@ from querybench import json_input
 from querybench.benchmarks import Benchmark as Name
 from querybench.data.layout import GOLD_DIRS, benchmark_root
 from querybench.errors import DataError
-from querybench.tasks.input_files import read_text
+from querybench.tasks.input_files import plain_name, read_text
 
 Benchmark = str  # spider2-lite or spider2-snow, a registry name (the gold folders read here)
 
@@ -140,8 +140,11 @@ def _read_specs(path: Path) -> dict[str, EvalSpec]:
             if not isinstance(item, dict):
                 raise TypeError(f"a JSON {type(item).__name__}, not an object")
             toks = item.get("toks")
+            instance_id = item["instance_id"]
+            if not isinstance(instance_id, str) or not plain_name(instance_id):
+                raise ValueError(f"instance_id {instance_id!r} is not a plain name")  # <id>.csv
             spec = EvalSpec(
-                instance_id=item["instance_id"],
+                instance_id=instance_id,
                 condition_cols=item.get("condition_cols"),
                 ignore_order=bool(item.get("ignore_order", False)),
                 toks=int(toks) if toks not in (None, "") else None,
