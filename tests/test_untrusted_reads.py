@@ -6,7 +6,6 @@ out of the run folder is refused with the reason, not followed."""
 from __future__ import annotations
 
 import os
-import threading
 from collections.abc import Callable
 from pathlib import Path
 from types import SimpleNamespace
@@ -21,29 +20,13 @@ from querybench.runs import eval_locations, outputs
 from querybench.runs.manifest import Manifest
 from querybench.runs.summary import RunSummary
 from querybench.runs.verify import read_results
-
-HANG_S = 10.0
+from tests.test_regular_databases import within
 
 
 def _returns(call: Callable[[], Any], fifo: Path) -> Any:
     """`call()`'s value (or the exception it raised) once it returned; a call still reading
-    the FIFO after `HANG_S` is released by a writer, and the test fails."""
-    out: list[Any] = []
-
-    def run() -> None:
-        try:
-            out.append(call())
-        except Exception as exc:
-            out.append(exc)
-
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    thread.join(HANG_S)
-    if thread.is_alive():
-        os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))  # the reader sees its end
-        thread.join(HANG_S)
-        pytest.fail(f"the read of {fifo.name} waited on the FIFO")
-    return out[0]
+    the FIFO fails the test (`within`)."""
+    return within(call, [fifo])
 
 
 def _fifo(path: Path) -> Path:
