@@ -15,6 +15,7 @@ import pytest
 
 from querybench.agent import files
 from querybench.errors import UnsafeArchive, WorkspaceFull
+from tests.test_data_fetch import HOSTILE_HEADER_IDS, HOSTILE_HEADERS, tar_with_header
 
 Member = tuple[str, bytes | None, bytes]  # name, content (None: a folder), type
 
@@ -93,39 +94,13 @@ def test_a_member_outside_the_workspace_or_on_another_is_refused(
     assert not (tmp_path / "escaped").exists()
 
 
-def _with_header(kind: bytes, payload: bytes) -> io.BytesIO:
-    """A tar stream whose first header is a `kind` header (pax `x`, GNU long name `L`) of
-    `payload`, then one regular file `x`."""
-    header = tarfile.TarInfo("././@PaxHeader")
-    header.type, header.size = kind, len(payload)
-    out = io.BytesIO()
-    out.write(header.tobuf(tarfile.USTAR_FORMAT))
-    out.write(payload + b"\0" * (-len(payload) % 512))
-    member = tarfile.TarInfo("x")
-    member.size = 1
-    out.write(member.tobuf(tarfile.USTAR_FORMAT) + b"x" + b"\0" * 511 + b"\0" * 1024)
-    out.seek(0)
-    return out
-
-
-@pytest.mark.parametrize(
-    ("kind", "payload", "why"),
-    [
-        # Python 3.11's hdrcharset search is quadratic in a run of digits: minutes for this
-        (tarfile.XHDTYPE, b"1" * 400_000, "a run of more than 64 digits"),
-        (tarfile.XHDTYPE, b"4 a\n" * 100_000 + b"=", "a record"),
-        (tarfile.XHDTYPE, b"40 GNU.sparse.map=0,512,1024,1536,20480\n", "sparse"),
-        (tarfile.XHDTYPE, b"\0" * (2 << 20), "2,097,152 bytes of pax records"),
-        (tarfile.GNUTYPE_LONGNAME, b"n" * (2 << 20), "a long name of 2,097,152 bytes"),
-    ],
-    ids=["digits", "records", "sparse", "large-pax", "large-long-name"],
-)
+@pytest.mark.parametrize(("kind", "payload", "why"), HOSTILE_HEADERS, ids=HOSTILE_HEADER_IDS)
 def test_a_tar_header_past_what_the_reader_takes_is_refused_at_once(
     tmp_path: Path, kind: bytes, payload: bytes, why: str
 ) -> None:
     start = time.monotonic()
     with pytest.raises(UnsafeArchive, match=f"the tar header at byte 0 holds .*{why}"):
-        _unpack(_with_header(kind, payload), tmp_path / "out")
+        _unpack(io.BytesIO(tar_with_header(kind, payload)), tmp_path / "out")
     assert time.monotonic() - start < 5.0
     assert not (tmp_path / "out" / "x").exists()
 

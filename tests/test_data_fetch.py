@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import io
 import json
@@ -457,9 +458,9 @@ def test_a_tar_of_absurdly_many_members_is_refused(
     assert not (tmp_path / "out" / "m0").exists()
 
 
-def _tar_with_header(kind: bytes, payload: bytes) -> bytes:
-    """A gzipped tar whose first header is a `kind` header (pax `x`, GNU long name `L`) of
-    `payload`, then one regular file `x`."""
+def tar_with_header(kind: bytes, payload: bytes) -> bytes:
+    """A tar whose first header is a `kind` header (pax `x`, GNU long name `L`) of `payload`,
+    then one regular file `x`."""
     header = tarfile.TarInfo("././@PaxHeader")
     header.type, header.size = kind, len(payload)
     out = io.BytesIO()
@@ -468,29 +469,28 @@ def _tar_with_header(kind: bytes, payload: bytes) -> bytes:
     member = tarfile.TarInfo("x")
     member.size = 1
     out.write(member.tobuf(tarfile.USTAR_FORMAT) + b"x" + b"\0" * 511 + b"\0" * 1024)
-    import gzip
-
-    return gzip.compress(out.getvalue())
+    return out.getvalue()
 
 
-@pytest.mark.parametrize(
-    ("kind", "payload", "why"),
-    [
-        # Python 3.11's hdrcharset search is quadratic in a run of digits: minutes for this
-        (tarfile.XHDTYPE, b"1" * 400_000, "a run of more than 64 digits"),
-        # many short records before one `=`: the record match is quadratic too
-        (tarfile.XHDTYPE, b"4 a\n" * 100_000 + b"=", "a record"),
-        (tarfile.XHDTYPE, b"40 GNU.sparse.map=0,512,1024,1536,20480\n", "sparse"),
-        (tarfile.XHDTYPE, b"\0" * (2 << 20), "2,097,152 bytes of pax records"),
-        (tarfile.GNUTYPE_LONGNAME, b"n" * (2 << 20), "a long name of 2,097,152 bytes"),
-    ],
-    ids=["digits", "records", "sparse", "large-pax", "large-long-name"],
-)
+# Headers past what the reader takes: (kind, payload, the refusal's words), and their ids.
+HOSTILE_HEADERS = [
+    # Python 3.11's hdrcharset search is quadratic in a run of digits: minutes for this
+    (tarfile.XHDTYPE, b"1" * 400_000, "a run of more than 64 digits"),
+    # many short records before one `=`: the record match is quadratic too
+    (tarfile.XHDTYPE, b"4 a\n" * 100_000 + b"=", "a record"),
+    (tarfile.XHDTYPE, b"40 GNU.sparse.map=0,512,1024,1536,20480\n", "sparse"),
+    (tarfile.XHDTYPE, b"\0" * (2 << 20), "2,097,152 bytes of pax records"),
+    (tarfile.GNUTYPE_LONGNAME, b"n" * (2 << 20), "a long name of 2,097,152 bytes"),
+]
+HOSTILE_HEADER_IDS = ["digits", "records", "sparse", "large-pax", "large-long-name"]
+
+
+@pytest.mark.parametrize(("kind", "payload", "why"), HOSTILE_HEADERS, ids=HOSTILE_HEADER_IDS)
 def test_a_tar_header_past_what_the_reader_takes_is_refused_at_once(
     tmp_path: Path, kind: bytes, payload: bytes, why: str
 ) -> None:
     archive = tmp_path / "hostile.tar.gz"
-    archive.write_bytes(_tar_with_header(kind, payload))
+    archive.write_bytes(gzip.compress(tar_with_header(kind, payload)))
     start = time.monotonic()
     with pytest.raises(FetchError, match=f"hostile.tar.gz: the tar header at byte 0 holds .*{why}"):
         unpack(archive, tmp_path / "out")
