@@ -128,6 +128,16 @@ def _settled(child: Supervisor) -> tuple[Reply | Stopped, float]:
     return out[0], took
 
 
+def _settled_traced(child: Supervisor) -> tuple[Reply | Stopped, float, int]:
+    """`_settled`, and the peak of this process's traced allocations while it read."""
+    tracemalloc.start()
+    try:
+        stopped, took = _settled(child)
+        return stopped, took, tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
 def _fresh_child_answers(child: Supervisor) -> None:
     """The next message goes to a fresh child, which answers."""
     child.closed = False
@@ -161,12 +171,7 @@ def test_a_reply_stalled_with_no_step_running_is_settled_without_allocating_its_
     declared = max_reply_bytes() - 1  # under the cap: read as it comes, never allocated whole
     try:
         child.send("work", struct.pack("!i", declared) + b"a", None, "sleep")
-        tracemalloc.start()
-        try:
-            stopped, took = _settled(child)
-            peak = tracemalloc.get_traced_memory()[1]
-        finally:
-            tracemalloc.stop()
+        stopped, took, peak = _settled_traced(child)
         assert isinstance(stopped, Stopped)
         assert f"its reply stalled: 1 of {declared:,} bytes came in" in stopped.reason
         assert supervisor.REPLY_STALL_S <= took < supervisor.REPLY_STALL_S + SLACK
@@ -216,12 +221,7 @@ def test_a_length_past_the_reply_cap_is_refused_at_once_without_allocating_it(
     child = _child("fork")
     try:
         number = child.send("work", header, 60.0, "sleep")
-        tracemalloc.start()
-        try:
-            stopped, took = _settled(child)
-            peak = tracemalloc.get_traced_memory()[1]
-        finally:
-            tracemalloc.stop()
+        stopped, took, peak = _settled_traced(child)
         assert isinstance(stopped, Stopped) and (stopped.number, stopped.index) == (number, 5)
         declared = struct.unpack("!i", header[:4])[0]
         if declared == -1:
