@@ -74,6 +74,14 @@ def open_regular(path: Path | str, flags: int = 0) -> tuple[int, os.stat_result]
     return fd, info
 
 
+def read_regular(path: Path | str) -> bytes:
+    """`path`'s bytes, once it is a regular file (`open_regular`: a FIFO is an `OSError` at
+    once, not a read that waits for a writer)."""
+    fd, _ = open_regular(path)
+    with os.fdopen(fd, "rb") as f:
+        return f.read()
+
+
 def regular_database(path: Path | str, sidecars: Iterable[str] = ()) -> Path:
     """`path`, once it and each of its `sidecars` that exists (`<path><suffix>`: an engine's
     `EngineSpec.sidecars`, SQLite's `-journal` and `-wal`) are regular files; else

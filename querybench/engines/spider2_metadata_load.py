@@ -36,7 +36,7 @@ from sqlglot import exp
 from querybench import json_input
 from querybench.engines.base import quote_identifier
 from querybench.errors import DataError
-from querybench.file_digests import open_regular
+from querybench.file_digests import open_regular, read_regular
 
 log = logging.getLogger(__name__)
 
@@ -145,7 +145,7 @@ def _read_specs(source: Path, dialect: Dialect) -> list[_TableSpec]:
         seen: set[str] = set()
         for path in sorted(folder.glob("*.json")):
             try:
-                meta = json_input.loads(_regular_text(path))
+                meta = json_input.loads(read_regular(path).decode("utf-8"))
                 columns = tuple(zip(meta["column_names"], meta["column_types"], strict=True))
                 name = str(meta.get("table_name") or path.stem).strip()
             except (OSError, ValueError, KeyError, TypeError) as exc:
@@ -158,14 +158,6 @@ def _read_specs(source: Path, dialect: Dialect) -> list[_TableSpec]:
                 seen.add(name.lower())
                 specs.append(_TableSpec(schema, name, columns, ()))
     return specs
-
-
-def _regular_text(path: Path) -> str:
-    """`path`'s UTF-8 text, once it is a regular file (`open_regular`: a FIFO is an `OSError`
-    at once, not a read that waits for a writer)."""
-    fd, _ = open_regular(path)
-    with os.fdopen(fd, encoding="utf-8") as f:
-        return f.read()
 
 
 def _is_schema_folder(path: Path) -> bool:

@@ -48,7 +48,7 @@ from querybench.evaluation.spider2.gold import (
 )
 from querybench.evaluation.spider2.instance import strict_condition_cols
 from querybench.evaluation.spider2.large_result import ResultTable
-from querybench.file_digests import open_regular
+from querybench.file_digests import open_regular, read_regular
 from querybench.report.audit_scoring import (
     Finding,
     GoldSqlRun,
@@ -173,16 +173,9 @@ def _same_content(path: Path, table: ResultTable, other_path: Path, other: Resul
         return list(table.columns) == list(other.columns) and table.equals(other)
     # A big file read as compact columns: only a byte-identical copy is known to be the same.
     try:
-        return _bytes(path) == _bytes(other_path)
+        return read_regular(path) == read_regular(other_path)
     except OSError:
         return False  # no regular file: not known to be the same
-
-
-def _bytes(path: Path) -> bytes:
-    """`path`'s bytes, once it is a regular file (`open_regular`)."""
-    fd, _ = open_regular(path)
-    with os.fdopen(fd, "rb") as f:
-        return f.read()
 
 
 def _duplicate_names(path: Path) -> list[str]:
