@@ -51,6 +51,15 @@ def require_sandbox() -> None:
         pytest.skip(reason)
 
 
+@pytest.fixture(autouse=True)
+def _wide_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Command output is read at a width no line reaches: rich folds a word longer than the
+    terminal mid-way, and a test's tmp paths (their length moves with pytest's numbered tmp
+    folders) would otherwise land a fold inside the words a test looks for. A test that
+    needs a width sets its own."""
+    monkeypatch.setenv("COLUMNS", "4000")
+
+
 _SESSION_CACHE: list[Path] = []
 
 
