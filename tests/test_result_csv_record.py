@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from querybench.evaluation.spider2 import result_csv
+from querybench.evaluation.spider2 import result_csv, simple_csv
 from querybench.evaluation.spider2.record_floats import plain_floats
 from querybench.evaluation.spider2.result_csv import precise_xstrtod, read_result_csv
 
@@ -132,5 +132,5 @@ def test_a_text_column_beside_a_long_integer_stays_text() -> None:
 def test_the_first_integer_error_is_the_scalar_scans(tokens: list[str]) -> None:
     """Plain digits skip `_int_error`, which gives them "" (other digits, such as "٣" or
     "²", still ask it)."""
-    expected = next((e for e in map(result_csv._int_error, tokens) if e), "")
-    assert result_csv._first_int_error(tokens) == expected
+    expected = next((e for e in map(simple_csv.int_error, tokens) if e), "")
+    assert simple_csv.first_int_error(tokens) == expected

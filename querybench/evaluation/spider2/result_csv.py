@@ -33,7 +33,12 @@ from pandas._libs.parsers import STR_NA_VALUES  # type: ignore[import-not-found]
 from querybench.errors import DataError
 from querybench.evaluation.spider2.record_floats import plain_floats
 from querybench.evaluation.spider2.record_floats import precise_xstrtod as precise_xstrtod
-from querybench.evaluation.spider2.simple_csv import read_simple
+from querybench.evaluation.spider2.simple_csv import (
+    first_int_error,
+    int_error,
+    read_simple,
+    uint_error,
+)
 from querybench.evaluation.spider2.table import PARSER_VERSION as PARSER_VERSION
 from querybench.evaluation.spider2.table import column_arrays as column_arrays
 from querybench.evaluation.spider2.table import interleaved_dtype as interleaved_dtype
@@ -152,21 +157,21 @@ def _record_column(tokens: list[str], parsed: pd.Series) -> npt.NDArray[Any] | N
     each stopping at its first bad token, and keeps the text when a number overflows both
     integer types or no type takes every token."""
     present = [t for t in tokens if t not in _NA_TOKENS]
-    int_error = _first_int_error(present)
-    if int_error == "overflow":
-        uint_error = next((e for e in map(_uint_error, present) if e), "")
-        if uint_error == "overflow":
+    signed = first_int_error(present)
+    if signed == "overflow":
+        unsigned = next((e for e in map(uint_error, present) if e), "")
+        if unsigned == "overflow":
             return _text(tokens, na_filter=True)
-        if not uint_error:
+        if not unsigned:
             signs = [t.lstrip(_SPACE).startswith("-") for t in present]
             negative = any(signs)
-            beyond = any(not m and _int_error(t) for t, m in zip(present, signs, strict=True))
+            beyond = any(not m and int_error(t) for t, m in zip(present, signs, strict=True))
             if beyond and (negative or len(present) < len(tokens)):
                 return _text(tokens, na_filter=False)  # a conflict: the text as it is
             if negative:
                 return _text(tokens, na_filter=True)
             return None  # uint64 alike
-    elif not int_error:
+    elif not signed:
         return None  # int64 alike
     if parsed.dtype.kind != "f":
         floats = []
@@ -197,37 +202,6 @@ def _text(tokens: list[str], na_filter: bool) -> npt.NDArray[np.object_]:
     out = np.empty(len(tokens), dtype=object)
     out[:] = [math.nan if na_filter and t in _NA_TOKENS else t for t in tokens]
     return out
-
-
-def _first_int_error(tokens: list[str]) -> str:
-    """The first of the tokens' `_int_error`s ("" if none): plain digits, up to 18 of them,
-    are an int64 without a look."""
-    for token in tokens:
-        if len(token) <= 18 and token.isdigit() and token.isascii():
-            continue
-        if error := _int_error(token):
-            return error
-    return ""
-
-
-def _int_error(token: str, bound: int = (1 << 63) - 1) -> str:
-    """pandas' `str_to_int64`: "" for an integer in range, "overflow", or "invalid"."""
-    s = token.lstrip(_SPACE)
-    negative = s.startswith("-")
-    s = s[1:] if s[:1] in ("-", "+") else s
-    digits = len(s) - len(s.lstrip("0123456789"))
-    if digits == 0:
-        return "invalid"
-    if int(s[:digits]) > bound + negative:
-        return "overflow"  # found before the text after the digits
-    return "" if not s[digits:].strip(_SPACE) else "invalid"
-
-
-def _uint_error(token: str) -> str:
-    """pandas' `str_to_uint64` (a negative number is no error here: the caller sees it)."""
-    if token.lstrip(_SPACE).startswith("-"):
-        return ""
-    return _int_error(token, (1 << 64) - 1)
 
 
 def _record_float(token: str) -> float | None:

@@ -15,8 +15,9 @@ record (`result_csv`) with it:
 * the same with missing cells (pandas' default missing texts), at most 15 digits: float64,
   each integer exact (no `-0`: pandas 3 makes it 0.0, pandas 2.2's float parse -0.0);
 * plain decimals (`record_floats.precise_xstrtod` reads every one of them), at most 18 digits
-  before the point (pandas 2.2 reads a longer run as an integer overflow and keeps the text),
-  integers beside them, missing cells: float64, pandas 2.2's values;
+  before the point, integers beside them, missing cells: float64, pandas 2.2's values; with
+  longer runs of digits and no missing cell, the same where pandas 2.2's integer parse meets a
+  decimal before any integer overflows (an overflow first may keep the text: left to pandas);
 * text with at least one cell that no parse of pandas takes for a number or a boolean (so
   the column is text, every cell as it is), missing cells as NaN: objects of `str` (not
   beside a run of 19 digits: pandas may then keep the missing texts as they are);
@@ -31,9 +32,9 @@ so does this reader, where every chunk of a column has one dtype.
 Anything else (text after a closing quote, a quote inside an unquoted field, a quote never
 closed, a `\\r` not before `\\n`, a control character but a tab, a blank line (spaces and tabs
 alone too), a name repeated, empty or with a space around it, an integer beyond 18 digits
-beside missing cells or decimals, `inf` or a `+` among numbers, a column with a line end in a
-cell and no cell of text, chunks of a column of dtypes apart...) returns None, and the file is
-parsed by pandas as before.
+beside missing cells, or overflowing before the first decimal among decimals, `inf` or a `+`
+among numbers, a column with a line end in a cell and no cell of text, chunks of a column of
+dtypes apart...) returns None, and the file is parsed by pandas as before.
 """
 
 from __future__ import annotations
@@ -81,6 +82,9 @@ _SHORT_INTS = re.compile(r"-?[0-9]{1,15}(?:\n-?[0-9]{1,15})*")
 _LONG_INTS = re.compile(r"-?[0-9]{1,100}(?:\n-?[0-9]{1,100})*")
 _NUMBER = r"-?(?:[0-9]{1,18}(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]{1,3})?"
 _NUMBERS = re.compile(f"{_NUMBER}(?:\\n{_NUMBER})*")
+# the same with runs of up to 100 digits before the point
+_LONG_NUMBER = r"-?(?:[0-9]{1,100}(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]{1,3})?"
+_LONG_NUMBERS = re.compile(f"{_LONG_NUMBER}(?:\\n{_LONG_NUMBER})*")
 # a superset of what any parse of pandas reads as a number (spaces, a sign, digits and points,
 # an exponent) or as infinity, NaN or a boolean
 _MAYBE_NUMBER = re.compile(r"[ \t\n\v\f\r]*[-+]?[0-9]*\.?[0-9]*(?:[eE][-+]?[0-9]*)?[ \t\n\v\f\r]*")
@@ -244,6 +248,11 @@ def _column(tokens: list[str], quoted: bool) -> npt.NDArray[Any] | None:
         return _long_ints(present)
     if numbers and _NUMBERS.fullmatch(joined):
         return _floats(tokens, missing)
+    if numbers and not missing and _LONG_NUMBERS.fullmatch(joined):
+        # a run of 19 digits or more among decimals: pandas 2.2's int64 parse stops at its
+        # first bad cell; a decimal there (no integer overflowed before it) makes it read
+        # every cell as a float, where an overflow may keep the text (left to pandas)
+        return _floats(tokens, False) if first_int_error(present) == "invalid" else None
     if _BOOLEANS.issuperset(present):
         if not missing:
             return np.array([t in _TRUE for t in tokens], dtype=np.bool_)
@@ -292,3 +301,34 @@ def _floats(tokens: list[str], missing: bool) -> npt.NDArray[np.float64] | None:
                 return None
             values[long[k]] = value
     return values
+
+
+def first_int_error(tokens: list[str]) -> str:
+    """The first of the tokens' `int_error`s ("" if none): plain digits, up to 18 of them,
+    are an int64 without a look."""
+    for token in tokens:
+        if len(token) <= 18 and token.isdigit() and token.isascii():
+            continue
+        if error := int_error(token):
+            return error
+    return ""
+
+
+def int_error(token: str, bound: int = (1 << 63) - 1) -> str:
+    """pandas' `str_to_int64`: "" for an integer in range, "overflow", or "invalid"."""
+    s = token.lstrip(_SPACES)
+    negative = s.startswith("-")
+    s = s[1:] if s[:1] in ("-", "+") else s
+    digits = len(s) - len(s.lstrip("0123456789"))
+    if digits == 0:
+        return "invalid"
+    if int(s[:digits]) > bound + negative:
+        return "overflow"  # found before the text after the digits
+    return "" if not s[digits:].strip(_SPACES) else "invalid"
+
+
+def uint_error(token: str) -> str:
+    """pandas' `str_to_uint64` (a negative number is no error here: the caller sees it)."""
+    if token.lstrip(_SPACES).startswith("-"):
+        return ""
+    return int_error(token, (1 << 64) - 1)
