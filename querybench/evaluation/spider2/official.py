@@ -39,6 +39,7 @@ from querybench.evaluation.spider2.table import (
 
 if TYPE_CHECKING:  # pandas for frames and odd projections, pyarrow for long text: on demand
     import pandas as pd
+    import pyarrow as pa
 
 Variant = Literal["lite", "snow"]
 _T = TypeVar("_T")
@@ -120,11 +121,8 @@ def stable_text_order(texts: npt.NDArray[np.object_]) -> npt.NDArray[np.intp]:
         import pyarrow as pa
         import pyarrow.compute as pc
 
-        with contextlib.suppress(pa.ArrowException, UnicodeError, TypeError):
-            order: npt.NDArray[np.intp] = pc.sort_indices(
-                pa.array(texts, type=pa.string())
-            ).to_numpy()
-            return order.astype(np.intp, copy=False)
+        with contextlib.suppress(pa.ArrowException, UnicodeError, TypeError, AttributeError):
+            return _positions(pc.sort_indices(_arrow_texts(texts.tolist())))
     return np.argsort(texts, kind="stable")
 
 
@@ -135,11 +133,8 @@ def text_ranks(texts: npt.NDArray[np.object_]) -> npt.NDArray[np.intp]:
         import pyarrow as pa
         import pyarrow.compute as pc
 
-        with contextlib.suppress(pa.ArrowException, UnicodeError, TypeError):
-            ranks: npt.NDArray[np.intp] = pc.rank(
-                pa.array(texts, type=pa.string()), tiebreaker="dense"
-            ).to_numpy()
-            return ranks.astype(np.intp) - 1
+        with contextlib.suppress(pa.ArrowException, UnicodeError, TypeError, AttributeError):
+            return _positions(pc.rank(_arrow_texts(texts.tolist()), tiebreaker="dense")) - 1
     inverse: npt.NDArray[np.intp] = np.unique(texts, return_inverse=True)[1]
     return inverse
 
@@ -171,6 +166,33 @@ def _numeric_order(source: npt.NDArray[Any]) -> npt.NDArray[np.intp]:
     del chunks
     out: npt.NDArray[np.intp] = order.astype(np.intp, copy=False)
     return out
+
+
+def _arrow_texts(texts: list[str]) -> pa.LargeStringArray:
+    """Arrow strings of `texts`, made from their UTF-8 bytes: `pa.array` would first ask
+    pandas whether they are a pandas object, loading it (a third of a second of a scoring
+    worker's CPU) where nothing else needs it. A text UTF-8 cannot hold (a lone surrogate)
+    raises `UnicodeError`, a cell that is not text `AttributeError`."""
+    import pyarrow as pa
+
+    encoded = [text.encode() for text in texts]
+    ends = np.zeros(len(encoded) + 1, dtype=np.int64)
+    np.cumsum(np.fromiter(map(len, encoded), dtype=np.int64, count=len(encoded)), out=ends[1:])
+    data = pa.py_buffer(b"".join(encoded))
+    return pa.LargeStringArray.from_buffers(len(encoded), pa.py_buffer(ends), data)
+
+
+def _positions(indices: pa.Array) -> npt.NDArray[np.intp]:
+    """An Arrow array of unsigned 64-bit integers without nulls (the sort's indices, the
+    rank's ranks) as NumPy's, read from its buffer: its `to_numpy` would load pandas."""
+    import pyarrow as pa
+
+    if indices.type != pa.uint64() or indices.null_count:
+        raise TypeError(f"expected unsigned 64-bit integers without nulls, not {indices.type}")
+    data = indices.buffers()[1]
+    assert data is not None
+    values = np.frombuffer(data, dtype=np.uint64, count=len(indices), offset=indices.offset * 8)
+    return values.astype(np.intp)
 
 
 def _numeric_keys(source: npt.NDArray[Any]) -> npt.NDArray[np.str_]:
