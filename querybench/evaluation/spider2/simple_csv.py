@@ -17,7 +17,8 @@ record (`result_csv`) with it:
 * plain decimals (`record_floats.precise_xstrtod` reads every one of them), at most 18 digits
   before the point, integers beside them, missing cells: float64, pandas 2.2's values; with
   longer runs of digits and no missing cell, the same where pandas 2.2's integer parse meets a
-  decimal before any integer overflows (an overflow first may keep the text: left to pandas);
+  decimal before any integer overflows; where an integer past uint64 comes first, objects of
+  `str`, every cell as it is (pandas 2.2 keeps the text);
 * text with at least one cell that no parse of pandas takes for a number or a boolean (so
   the column is text, every cell as it is), missing cells as NaN: objects of `str` (not
   beside a run of 19 digits: pandas may then keep the missing texts as they are);
@@ -32,8 +33,8 @@ so does this reader, where every chunk of a column has one dtype.
 Anything else (text after a closing quote, a quote inside an unquoted field, a quote never
 closed, a `\\r` not before `\\n`, a control character but a tab, a blank line (spaces and tabs
 alone too), a name repeated, empty or with a space around it, an integer beyond 18 digits
-beside missing cells, or overflowing before the first decimal among decimals, `inf` or a `+`
-among numbers, a column with a line end in a cell and no cell of text, chunks of a column of
+beside missing cells, or among decimals overflowing int64 first but not uint64, `inf` or a
+`+` among numbers, a column with a line end in a cell and no cell of text, chunks of a column of
 dtypes apart...) returns None, and the file is parsed by pandas as before.
 """
 
@@ -250,9 +251,17 @@ def _column(tokens: list[str], quoted: bool) -> npt.NDArray[Any] | None:
         return _floats(tokens, missing)
     if numbers and not missing and _LONG_NUMBERS.fullmatch(joined):
         # a run of 19 digits or more among decimals: pandas 2.2's int64 parse stops at its
-        # first bad cell; a decimal there (no integer overflowed before it) makes it read
-        # every cell as a float, where an overflow may keep the text (left to pandas)
-        return _floats(tokens, False) if first_int_error(present) == "invalid" else None
+        # first bad cell. A decimal there (no integer overflowed before it) makes it read
+        # every cell as a float; an overflow there, then one in its uint64 parse, keeps the
+        # text; any other way (a minus, a decimal first in the uint64 parse) is left to pandas
+        signed = first_int_error(present)
+        if signed == "invalid":
+            return _floats(tokens, False)
+        if signed == "overflow" and next(filter(None, map(uint_error, present)), "") == "overflow":
+            out = np.empty(len(tokens), dtype=object)
+            out[:] = tokens
+            return out
+        return None
     if _BOOLEANS.issuperset(present):
         if not missing:
             return np.array([t in _TRUE for t in tokens], dtype=np.bool_)
