@@ -27,6 +27,9 @@ record (`result_csv`) with it:
   bool; with missing cells beside them, objects of `bool` and NaN;
 * a header alone: no row, every column of objects.
 
+A row of fewer fields than the header (unquoted files) has its last fields missing, as pandas
+reads it.
+
 pandas types the rows of a big file a chunk at a time (`_chunk_rows`) and joins the chunks;
 so does this reader, where every chunk of a column has one dtype.
 
@@ -112,7 +115,7 @@ _COMMAS = operator.methodcaller("count", ",")
 _UNSAFE_BYTES = re.compile(rb"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 # a whole file of fields as pandas' tokenizer reads them with quotes: each quoted from its
 # first character to a closing quote just before a delimiter or a line end, or unquoted
-# without a quote; blank lines and rows of the wrong width are refused after `csv` reads it
+# without a quote; blank lines and rows of another width are refused after `csv` reads it
 _FIELD = r'(?:"[^"]*+(?:""[^"]*+)*+"|[^,"\r\n]*+)'
 _QUOTED_FILE = re.compile(f"{_FIELD}(?:(?:,|\r?\n){_FIELD})*+")
 # a line of spaces and tabs alone (after the header; or inside a quoted field)
@@ -143,12 +146,14 @@ def read_simple(data: bytes) -> tuple[list[str], list[npt.NDArray[Any]]] | None:
         return None
     if len(lines) == 1:
         return _header_alone(names)
-    rows = len(lines) - 1
+    if "" in lines:
+        return None  # a blank line, which pandas skips
+    commas = list(map(_COMMAS, lines))
+    if max(commas) != width - 1:
+        return None  # a row longer than the header
+    if min(commas) < width - 1:  # a short row: pandas makes its last fields missing
+        lines = [line + "," * (width - 1 - n) for line, n in zip(lines, commas, strict=True)]
     cells: list[str] = ",".join(lines[1:]).split(",")
-    if len(cells) != rows * width or "" in lines:
-        return None
-    if set(map(_COMMAS, lines)) != {width - 1}:
-        return None
     return _typed(names, cells, False)
 
 
