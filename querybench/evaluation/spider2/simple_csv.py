@@ -3,9 +3,10 @@
 Most result CSVs are plain: UTF-8 without a byte order mark, one record a row, no control
 character but tabs and line ends, every row as many fields as the header, distinct non-empty
 names. Lines end in `\\n` or `\\r\\n`. A field may be quoted as pandas' tokenizer reads it:
-opened by a `"` as its first character, `""` inside it one quote, delimiters and line ends
-inside it its own text, closed by a `"` just before a delimiter or a line end; the cell is then
-its text inside the quotes, typed like any other (`"1"` is 1, `"NA"` missing, `"1\\n"` 1).
+opened by a `"` as its first character, `""` inside it one quote, delimiters, line ends and
+a `\\r` alone inside it its own text, closed by a `"` just before a delimiter or a line end;
+the cell is then its text inside the quotes, typed like any other (`"1"` is 1, `"NA"`
+missing, `"1\\n"` 1).
 Each column of such a file is typed here as `pd.read_csv` (defaults) types it, the values of
 record (`result_csv`) with it:
 
@@ -34,11 +35,12 @@ pandas types the rows of a big file a chunk at a time (`_chunk_rows`) and joins 
 so does this reader, where every chunk of a column has one dtype.
 
 Anything else (text after a closing quote, a quote inside an unquoted field, a quote never
-closed, a `\\r` not before `\\n`, a control character but a tab, a blank line (spaces and tabs
-alone too), a name repeated, empty or with a space around it, an integer beyond 18 digits
-beside missing cells, or among decimals overflowing int64 first but not uint64, `inf` or a
-`+` among numbers, a column with a line end in a cell and no cell of text, chunks of a column of
-dtypes apart...) returns None, and the file is parsed by pandas as before.
+closed, a `\\r` not before `\\n` outside quotes, a control character but a tab, a blank
+line (spaces and tabs alone too), a name repeated, empty or with a space around it, an
+integer beyond 18 digits beside missing cells, or among decimals overflowing int64 first but
+not uint64, `inf` or a `+` among numbers, a column with a line end in a cell and no cell of
+text, chunks of a column of dtypes apart...) returns None, and the file is parsed by pandas
+as before.
 """
 
 from __future__ import annotations
@@ -127,14 +129,14 @@ def read_simple(data: bytes) -> tuple[list[str], list[npt.NDArray[Any]]] | None:
     is not one of the plain kind (the caller parses it with pandas)."""
     if not data or data.startswith(b"\xef\xbb\xbf") or _UNSAFE_BYTES.search(data):
         return None
-    if b"\r" in data and data.count(b"\r") != data.count(b"\r\n"):
-        return None  # a `\r` alone: a line end to pandas, outside quotes or not
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
         return None
     if '"' in text:
-        return _quoted(text)
+        return _quoted(text)  # a `\r` alone inside quotes is text; outside, `_QUOTED_FILE` fails
+    if "\r" in text and text.count("\r") != text.count("\r\n"):
+        return None  # a `\r` alone: a line end to pandas
     if "\r" in text:
         text = text.replace("\r\n", "\n")  # every `\r` ends a line here: one line end
     if text.endswith("\n"):
