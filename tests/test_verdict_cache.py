@@ -437,10 +437,11 @@ def test_new_plain_predictions_against_stored_gold_import_no_pandas(tmp_path: Pa
     assert scores == [(1.0, 1.0), (0.0, 0.0), (1.0, 1.0)]
 
 
-def test_a_worker_sends_back_the_digests_of_the_gold_it_read(
+def test_a_worker_sends_back_the_digests_of_the_files_it_read(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """What a worker process hashed for its verdict keys, the parent's manifest need not."""
+    """What a worker process hashed for its verdict keys (the gold and the predictions), the
+    parent's manifest need not."""
     from querybench import file_digests
     from querybench.evaluation.prediction_file import ReadLimits
     from querybench.evaluation.spider2 import evaluate as spider2_eval
@@ -451,9 +452,9 @@ def test_a_worker_sends_back_the_digests_of_the_gold_it_read(
     spider2_eval._adopt_job(job)
     results, known = spider2_eval._score_chunk(["local001", "local002"])
     assert [r.instance_id for r in results] == ["local001", "local002"]
-    files = sorted(
-        p for p in (gold / "exec_result").iterdir() if p.name[:8] in ("local001", "local002")
-    )
+    ids = ("local001", "local002")
+    golds = sorted(p for p in (gold / "exec_result").iterdir() if p.name[:8] in ids)
+    files = [*golds, *(preds / f"{i}.csv" for i in ids)]
     digests = {
         file_digests._identity(os.stat(p)): hashlib.sha256(p.read_bytes()).hexdigest()
         for p in files

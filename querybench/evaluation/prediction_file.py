@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, cast
 
+from querybench import file_digests
 from querybench.benchmarks import eval_options as eo
 from querybench.errors import DataError, ErrorCode, PredictionRefused
 
@@ -86,6 +87,15 @@ class Scanned:
     size: int
     lines: int
     name: str
+    # the file's `fstat` when it was opened and once its bytes were read (kept files only)
+    read_between: tuple[os.stat_result, os.stat_result] | None = None
+
+    def remember(self, digest: bytes) -> None:
+        """`digest` is the sha256 of the bytes kept here: the manifest names the file by it
+        without reading it again (`file_digests.remember`, so only while the file's identity
+        was the same at both ends of the read)."""
+        if self.read_between is not None:
+            file_digests.remember(*self.read_between, digest)
 
 
 def _kind(mode: int) -> str | None:
@@ -196,9 +206,12 @@ def _checked_target(
     return target, entry
 
 
-def _open(target: str, entry: os.stat_result, name: str, one_name: bool) -> int:
-    """A descriptor on exactly the file checked: no symlink, no blocking open, same inode
-    (and, with `one_name`, still no second name: a link made since the check)."""
+def _open(
+    target: str, entry: os.stat_result, name: str, one_name: bool
+) -> tuple[int, os.stat_result]:
+    """A descriptor on exactly the file checked, and its `fstat`: no symlink, no blocking
+    open, same inode (and, with `one_name`, still no second name: a link made since the
+    check)."""
     flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
     try:
         fd = os.open(target, flags)
@@ -216,7 +229,7 @@ def _open(target: str, entry: os.stat_result, name: str, one_name: bool) -> int:
         except PredictionRefused:
             os.close(fd)
             raise
-    return fd
+    return fd, now
 
 
 class _Scan:
@@ -235,6 +248,7 @@ class _Scan:
         self.header_done = False
         self.ends_with_newline = False
         self.error: BaseException | None = None
+        self.opened: os.stat_result | None = None  # the descriptor's `fstat` at the open
         # Who closes the descriptor: the reader once the waiting side gave up on it.
         self.handover = threading.Lock()
         self.finished = self.abandoned = False
@@ -374,7 +388,7 @@ def _read(
         raise PredictionRefused(
             ErrorCode.TOO_LARGE, f"{name}: {entry.st_size:,} bytes (limit {limits.max_bytes:,})"
         )
-    fd = _open(target, entry, name, single)
+    fd, opened = _open(target, entry, name, single)
     keep = entry.st_size < keep_below
     copy = None
     if spool and not keep:
@@ -388,6 +402,7 @@ def _read(
                 ErrorCode.BAD_PREDICTION_FILE, f"{name}: cannot copy it: {exc}"
             ) from exc
     scan = _Scan(limits, keep=keep, spool=copy)
+    scan.opened = opened
     if entry.st_dev in _local_devices():
         _read_all(fd, scan)  # a local disk's read returns: no thread to hand it to
     else:
@@ -513,7 +528,9 @@ def open_prediction(
                 ErrorCode.TOO_LARGE, f"{name}: about {cells:,} cells (limit {limits.max_cells:,})"
             )
         if scan.keep:
-            yield Scanned(io.BytesIO(b"".join(scan.parts)), scan.size, lines, name)
+            assert scan.opened is not None
+            read_between = (scan.opened, os.fstat(fd))
+            yield Scanned(io.BytesIO(b"".join(scan.parts)), scan.size, lines, name, read_between)
             return
         assert scan.spool is not None
         scan.spool.seek(0)

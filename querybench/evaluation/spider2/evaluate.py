@@ -120,6 +120,8 @@ class _Job:
                 return read_result(scanned), None
             data = scanned.handle.getbuffer()  # a small file, read whole: cacheable
             known, keyed = self._known(instance_id, data)
+            if keyed is not None:
+                scanned.remember(keyed.prediction_digest)
             if known is not None:
                 return known, keyed
             if keyed is None:
