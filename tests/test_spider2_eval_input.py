@@ -685,3 +685,23 @@ def test_a_pool_broken_while_its_chunks_are_sent_costs_no_instance(
     results = by_id(evaluate_spider2(pred, benchmark="spider2-lite", gold_dir=gold, workers=2))
     assert set(results) == set(ids)
     assert all(results[i].score == 1 for i in ids)
+
+
+def test_the_workers_jobs_hold_the_biggest_predictions_first(tmp_path: Path) -> None:
+    """Jobs go out biggest first, each bounded by tasks and bytes, so the small ones left at
+    the end even out the workers' finish; every task is in exactly one job."""
+    from querybench.evaluation.spider2 import evaluate as spider2_eval
+
+    sizes = {f"t{i:03d}": (i * 7919) % 5000 for i in range(60)}
+    sizes["t007"] = spider2_eval.CHUNK_BYTES * 2  # a file bigger than a job's bytes: alone
+    for name, size in sizes.items():
+        (tmp_path / f"{name}.csv").write_bytes(b"x" * size)
+    ids = [*sorted(sizes), "absent"]
+    chunks = spider2_eval._chunks(tmp_path, ids)
+    assert sorted(i for chunk in chunks for i in chunk) == sorted(ids)
+    assert chunks[0] == ["t007"]
+    order = [sizes.get(i, 0) for chunk in chunks for i in chunk]
+    assert order == sorted(order, reverse=True)
+    assert all(len(chunk) <= spider2_eval._CHUNK for chunk in chunks)
+    for chunk in chunks:  # a job is closed once its bytes reach the bound
+        assert sum(sizes.get(i, 0) for i in chunk[:-1]) < spider2_eval.CHUNK_BYTES

@@ -52,6 +52,7 @@ Scoring = Literal["official", "strict"]
 
 _FENCED_SQL = "```sql\n"
 _CHUNK = 16  # tasks per worker-process job in exec_result mode
+CHUNK_BYTES = 1 << 20  # predictions per job at most, a file bigger alone
 # Prediction bytes below which exec_result mode scores in-process whatever --workers says:
 # forking, and sending results back, cost more than they save on less (see docs/benchmarks.md).
 POOL_MIN_BYTES = 32 << 20
@@ -171,7 +172,7 @@ def _exec_result_mode(job: _Job, ids: list[str], workers: int) -> Iterator[Insta
         with csv_cache.deferred_writes():
             yield from _score_ids(job, ids)
         return
-    chunks = [ids[i : i + _CHUNK] for i in range(0, len(ids), _CHUNK)]
+    chunks = _chunks(job.pred_dir, ids)
     context = multiprocessing.get_context("fork" if sys.platform == "linux" else "spawn")
     job.gold.result_paths(ids[0])  # list the gold folder once, before the workers start
     # the scorers too: imported once here, each forked worker has them (a spawned one imports)
@@ -198,6 +199,28 @@ def _exec_result_mode(job: _Job, ids: list[str], workers: int) -> Iterator[Insta
             yield from results
     for chunk in lost:
         yield from _rescued(job, chunk, context)
+
+
+def _chunks(pred_dir: Path, ids: list[str]) -> list[list[str]]:
+    """The workers' jobs, the biggest predictions first: each of `_CHUNK` tasks or
+    `CHUNK_BYTES` of predictions, whichever comes first. A worker takes the next job when it
+    is done, so the small ones at the end even out the workers' finish (in id order the big
+    Snowflake results came last, and one worker went on alone)."""
+    sizes = {}
+    for instance_id in ids:
+        try:
+            sizes[instance_id] = os.stat(pred_dir / f"{instance_id}.csv").st_size
+        except OSError:  # the read reports it
+            sizes[instance_id] = 0
+    chunks: list[list[str]] = []
+    held = 0
+    for instance_id in sorted(ids, key=lambda i: -sizes[i]):
+        if not chunks or len(chunks[-1]) == _CHUNK or held >= CHUNK_BYTES:
+            chunks.append([])
+            held = 0
+        chunks[-1].append(instance_id)
+        held += sizes[instance_id]
+    return chunks
 
 
 def _worth_a_pool(
