@@ -35,9 +35,10 @@ from querybench.evaluation.spider2.record_floats import plain_floats
 from querybench.evaluation.spider2.record_floats import precise_xstrtod as precise_xstrtod
 from querybench.evaluation.spider2.simple_csv import (
     first_int_error,
+    first_uint_error,
     int_error,
     read_simple,
-    uint_error,
+    text_column,
 )
 from querybench.evaluation.spider2.table import PARSER_VERSION as PARSER_VERSION
 from querybench.evaluation.spider2.table import column_arrays as column_arrays
@@ -159,17 +160,17 @@ def _record_column(tokens: list[str], parsed: pd.Series) -> npt.NDArray[Any] | N
     present = [t for t in tokens if t not in _NA_TOKENS]
     signed = first_int_error(present)
     if signed == "overflow":
-        unsigned = next((e for e in map(uint_error, present) if e), "")
+        unsigned = first_uint_error(present)
         if unsigned == "overflow":
-            return _text(tokens, na_filter=True)
+            return text_column(tokens, na_filter=True)
         if not unsigned:
             signs = [t.lstrip(_SPACE).startswith("-") for t in present]
             negative = any(signs)
             beyond = any(not m and int_error(t) for t, m in zip(present, signs, strict=True))
             if beyond and (negative or len(present) < len(tokens)):
-                return _text(tokens, na_filter=False)  # a conflict: the text as it is
+                return text_column(tokens, na_filter=False)  # a conflict: the text as it is
             if negative:
-                return _text(tokens, na_filter=True)
+                return text_column(tokens, na_filter=True)
             return None  # uint64 alike
     elif not signed:
         return None  # int64 alike
@@ -193,14 +194,8 @@ def _record_column(tokens: list[str], parsed: pd.Series) -> npt.NDArray[Any] | N
         if (token := tokens[i]) not in _NA_TOKENS:
             value = _record_float(token)
             if value is None:
-                return _text(tokens, na_filter=True)
+                return text_column(tokens, na_filter=True)
             out[i] = value
-    return out
-
-
-def _text(tokens: list[str], na_filter: bool) -> npt.NDArray[np.object_]:
-    out = np.empty(len(tokens), dtype=object)
-    out[:] = [math.nan if na_filter and t in _NA_TOKENS else t for t in tokens]
     return out
 
 

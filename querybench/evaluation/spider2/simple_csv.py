@@ -258,7 +258,7 @@ def _column(tokens: list[str], quoted: bool) -> npt.NDArray[Any] | None:
     if numbers and not missing and _LONG_INTS.fullmatch(joined):
         return _long_ints(present)
     if numbers and _NUMBERS.fullmatch(joined):
-        return _floats(tokens, missing)
+        return _floats(tokens, missing, joined)
     if numbers and not missing and _LONG_NUMBERS.fullmatch(joined):
         # a run of 19 digits or more among decimals: pandas 2.2's int64 parse stops at its
         # first bad cell. A decimal there (no integer overflowed before it) makes it read
@@ -266,11 +266,9 @@ def _column(tokens: list[str], quoted: bool) -> npt.NDArray[Any] | None:
         # text; any other way (a minus, a decimal first in the uint64 parse) is left to pandas
         signed = first_int_error(present)
         if signed == "invalid":
-            return _floats(tokens, False)
-        if signed == "overflow" and next(filter(None, map(uint_error, present)), "") == "overflow":
-            out = np.empty(len(tokens), dtype=object)
-            out[:] = tokens
-            return out
+            return _floats(tokens, False, joined)
+        if signed == "overflow" and first_uint_error(present) == "overflow":
+            return text_column(tokens, na_filter=False)
         return None
     if _BOOLEANS.issuperset(present):
         if not missing:
@@ -282,8 +280,13 @@ def _column(tokens: list[str], quoted: bool) -> npt.NDArray[Any] | None:
         return None  # no cell that every parse of pandas refuses: left to pandas
     if missing and _LONG_DIGITS.search(joined):
         return None
+    return text_column(tokens, na_filter=missing)
+
+
+def text_column(tokens: list[str], na_filter: bool) -> npt.NDArray[np.object_]:
+    """A column of objects, each cell its text (with `na_filter`, the missing texts NaN)."""
     out = np.empty(len(tokens), dtype=object)
-    out[:] = [np.nan if t in NA_TEXTS else t for t in tokens] if missing else tokens
+    out[:] = [np.nan if t in NA_TEXTS else t for t in tokens] if na_filter else tokens
     return out
 
 
@@ -296,21 +299,19 @@ def _long_ints(tokens: list[str]) -> npt.NDArray[Any]:
         return np.array(values, dtype=np.int64)
     if max(values) < 2**64 and not any(t.startswith("-") for t in tokens):
         return np.array(values, dtype=np.uint64)
-    out = np.empty(len(tokens), dtype=object)
-    out[:] = tokens
-    return out
+    return text_column(tokens, na_filter=False)
 
 
-def _floats(tokens: list[str], missing: bool) -> npt.NDArray[np.float64] | None:
+def _floats(tokens: list[str], missing: bool, joined: str) -> npt.NDArray[np.float64] | None:
     """pandas 2.2's floats (`precise_xstrtod`) of plain decimal tokens and missing cells: a
     token of at most 15 characters without an exponent is correctly rounded by both parsers
     (at most 15 digits scaled by at most 10**14), so Python's `float` reads it; the others are
     read by `plain_floats` at once, those it leaves (a scale beyond 10**±308) one at a time;
-    one beyond the double range leaves the file to pandas (pandas 2.2 keeps the text)."""
+    one beyond the double range leaves the file to pandas (pandas 2.2 keeps the text).
+    `joined`: the present cells joined, which tells whether any has an exponent."""
     if missing:
         tokens = ["nan" if t in NA_TEXTS else t for t in tokens]
     values = np.array(list(map(float, tokens)))
-    joined = "".join(tokens)
     if "e" in joined or "E" in joined:
         long = [i for i, t in enumerate(tokens) if len(t) > 15 or "e" in t or "E" in t]
     else:  # lengths alone decide, read in C
@@ -349,6 +350,11 @@ def int_error(token: str, bound: int = (1 << 63) - 1) -> str:
     if int(s[:digits]) > bound + negative:
         return "overflow"  # found before the text after the digits
     return "" if not s[digits:].strip(_SPACES) else "invalid"
+
+
+def first_uint_error(tokens: list[str]) -> str:
+    """The first of the tokens' `uint_error`s ("" if none)."""
+    return next(filter(None, map(uint_error, tokens)), "")
 
 
 def uint_error(token: str) -> str:
