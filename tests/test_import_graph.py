@@ -21,8 +21,9 @@ LAYERS: tuple[frozenset[str], ...] = tuple(
     frozenset(names.split())
     for names in (
         # the foundation: the errors, where data lives, declared options, the registry, the
-        # content store, the one JSON decoder, the one file digest
-        "errors data data.roots declared benchmarks store json_input file_digests tar_checks",
+        # content store, the one JSON decoder, the one file digest, installed versions
+        "errors data data.roots declared benchmarks store json_input file_digests tar_checks "
+        "versions",
         "data.layout data.credentials data.download",
         "engines",  # a shared service: every layer above may run SQL
         "tasks",
@@ -54,6 +55,7 @@ DEPENDS: dict[str, frozenset[str]] = {
         "json_input": "",
         "file_digests": "errors",
         "tar_checks": "errors",
+        "versions": "",
         "benchmarks": "declared errors",
         "declared": "errors",
         "data.layout": "benchmarks data.roots",
@@ -68,13 +70,14 @@ DEPENDS: dict[str, frozenset[str]] = {
         "models": "errors tasks context json_input",
         "agent": "benchmarks declared errors engines tasks context models tar_checks",
         # no context, model or agent
-        "evaluation": "benchmarks errors data.layout engines tasks store json_input file_digests",
+        "evaluation": "benchmarks errors data.layout engines tasks store json_input file_digests "
+        "versions",
         "methods": "benchmarks data.roots declared errors data.layout engines tasks context "
         "models agent evaluation json_input",
         "envs": "benchmarks data.roots errors engines tasks context models evaluation methods "
         "store json_input file_digests",
         "runs": "benchmarks data.roots declared errors data.layout engines tasks models "
-        "evaluation methods store json_input file_digests",
+        "evaluation methods store json_input file_digests versions",
         "report": "benchmarks data.roots errors engines tasks agent evaluation runs json_input "
         "file_digests",
         "commands": "benchmarks data.roots declared errors data.layout engines data.fetch "

@@ -125,9 +125,18 @@ def test_a_database_hashed_for_a_manifest_is_not_read_again_by_the_next(
 def test_installed_versions_are_those_importlib_metadata_reads(tmp_path: Path) -> None:
     import sys
 
-    from querybench.runs.manifest import installed_version
+    from querybench.versions import installed_version
 
-    for name in ("pandas", "numpy", "sqlglot", "duckdb", "querybench", "typer", "PyYAML"):
+    for name in (
+        "pandas",
+        "numpy",
+        "pyarrow",
+        "sqlglot",
+        "duckdb",
+        "querybench",
+        "typer",
+        "PyYAML",
+    ):
         assert installed_version(name) == importlib.metadata.version(name), name
     assert installed_version("no-such-distribution-here") is None
     # a folder on the path holding a distribution whose metadata is written unusually

@@ -239,3 +239,18 @@ def test_a_stacked_table_is_printed_as_it_is_on_richs_path_too(
     sections = [[[":a:", "[b]", "12.50"]]]
     out = _ours(20, lambda t: t.table("title", columns, sections))
     assert ":a:: n [b], score % 12.50" in out.replace("\n  ", " ").replace(",\n", ", ")
+
+
+def test_a_literal_line_with_brackets_is_written_without_rich() -> None:
+    """The summary's error lines (`condition_cols=[]`) are literal: rich would print their
+    `escape` as the text itself, so they need no rich console."""
+    line = "  wrong_result 3: prediction 1x2 matches no gold (condition_cols=[], [x])"
+    t = Terminal()
+    out = _ours(80, lambda t: t.print(line, literal=True, soft_wrap=True))
+    assert out == _rich(80, lambda c: c.print(escape(line), soft_wrap=True)) == line + "\n"
+    old, sys.stdout = sys.stdout, io.StringIO()
+    try:
+        t.print(line, literal=True, soft_wrap=True)
+    finally:
+        sys.stdout = old
+    assert t._rich is None

@@ -244,6 +244,27 @@ def test_a_changed_scorer_source_or_library_is_a_new_key(
     verdict_cache.scorer_identity.cache_clear()
 
 
+def test_the_scorer_identity_names_the_versions_importlib_metadata_reads() -> None:
+    """The same key as `importlib.metadata.version` of each library makes (stores written
+    before stay valid), read without importing it (`email`: a tenth of a small eval)."""
+    import importlib.metadata
+
+    from querybench import store
+
+    expected = hashlib.sha256()
+    assert store.add_sources(expected, verdict_cache.SCORER_MODULES)
+    for library in verdict_cache.LIBRARIES:
+        expected.update(f"{library} {importlib.metadata.version(library)}\n".encode())
+    verdict_cache.scorer_identity.cache_clear()
+    assert verdict_cache.scorer_identity() == expected.digest()
+    code = (
+        "import sys; from querybench.evaluation.spider2 import verdict_cache as v; "
+        "v.scorer_identity(); print('importlib.metadata' in sys.modules, 'email' in sys.modules)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.stdout.split() == ["False", "False"], done.stderr
+
+
 def test_the_scorer_modules_cover_what_scoring_imports() -> None:
     """Every evaluation module the exec_result scoring reaches (and `errors`) is hashed."""
     reached = evaluation_modules_reached("querybench.evaluation.spider2.evaluate")

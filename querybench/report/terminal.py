@@ -44,11 +44,12 @@ class Column:
     justify: Justify = "left"
 
 
-def _plain_text(text: str, *, soft_wrap: bool) -> bool:
-    """Whether rich prints `text` as it is: no markup, emoji code, control code, tab or
-    trailing space (rich strips some); only ASCII where rich may wrap (its width is then
-    the length)."""
-    if "[" in text or "\\" in text or _EMOJI_CODE.search(text):
+def _plain_text(text: str, *, soft_wrap: bool, literal: bool = False) -> bool:
+    """Whether rich prints `text` as it is: no markup (a bracket is text when it is
+    `literal`: rich prints its `escape` as the text; a backslash is not always), emoji code,
+    control code, tab or trailing space (rich strips some); only ASCII where rich may wrap
+    (its width is then the length)."""
+    if "\\" in text or (not literal and "[" in text) or _EMOJI_CODE.search(text):
         return False
     lines = text.split("\n")
     if not all(line.isprintable() and not line.endswith(" ") for line in lines):
@@ -119,7 +120,7 @@ class Terminal:
         """`Console.print(text, markup=..., highlight=..., soft_wrap=...)`, of `escape(text)`
         with `literal`; plain text is written here."""
         width = self._plain_width()
-        plain = width is not None and _plain_text(text, soft_wrap=soft_wrap)
+        plain = width is not None and _plain_text(text, soft_wrap=soft_wrap, literal=literal)
         if plain and (soft_wrap or all(len(x) <= (width or 0) for x in text.split("\n"))):
             self._write(text + "\n")
             return

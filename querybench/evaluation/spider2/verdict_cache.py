@@ -99,17 +99,13 @@ def store_path() -> Path:
 def scorer_identity() -> bytes | None:
     """sha256 of the scorer modules' source and the libraries' versions; None when a source
     cannot be read (then nothing is stored or looked up)."""
-    from importlib import metadata  # 10 ms: only once a verdict is looked up
+    from querybench.versions import installed_version
 
     digest = hashlib.sha256()
     if not store.add_sources(digest, SCORER_MODULES):
         return None
     for library in LIBRARIES:
-        try:
-            version = metadata.version(library)
-        except metadata.PackageNotFoundError:
-            version = "absent"
-        digest.update(f"{library} {version}\n".encode())
+        digest.update(f"{library} {installed_version(library) or 'absent'}\n".encode())
     return digest.digest()
 
 
