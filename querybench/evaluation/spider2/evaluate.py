@@ -11,6 +11,7 @@ import io
 import multiprocessing
 import os
 import sys
+import time
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
@@ -252,16 +253,26 @@ def _worth_a_pool(
     return _mostly_unparsed(pred_dir, sample)
 
 
+# Readings of the runnable count, a millisecond apart: a kernel thread writing back the files
+# just written (a new submission) is runnable in about one reading of thirty.
+_IDLE_READINGS, _IDLE_GAP_S = 3, 0.001
+
+
 def _idle_core() -> bool:
     """Whether a core is free now: fewer runnable threads than cores, this one included
-    (`/proc/loadavg`'s instant count: the load averages lag a minute behind). Elsewhere, no."""
+    (`/proc/loadavg`'s instant count: the load averages lag a minute behind), in one of a
+    few readings (`_IDLE_READINGS`; a busy machine is busy in all of them). Elsewhere, no."""
     try:
-        with open("/proc/loadavg", "rb") as f:
-            runnable = int(f.read().split()[3].split(b"/")[0])
         cores = len(os.sched_getaffinity(0))
+        for reading in range(_IDLE_READINGS):
+            if reading:
+                time.sleep(_IDLE_GAP_S)
+            with open("/proc/loadavg", "rb") as f:
+                if int(f.read().split()[3].split(b"/")[0]) < cores:
+                    return True
     except (OSError, ValueError, IndexError, AttributeError):
         return False
-    return runnable < cores
+    return False
 
 
 def _mostly_unparsed(pred_dir: Path, sample: list[str]) -> bool:
