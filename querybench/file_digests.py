@@ -112,8 +112,17 @@ def refusal(exc: OSError, path: Path | str) -> str:
 
 
 def file_sha256(path: Path) -> str:
-    """The hex sha256 of `path`'s bytes: remembered if this process read them whole, else read
-    a chunk at a time. Anything but a regular file is an `OSError` at once (`open_regular`)."""
+    """The hex sha256 of `path`'s bytes: remembered if this process read them whole (looked up
+    by a `stat`: a file not opened costs a fifth), else read a chunk at a time. Anything but a
+    regular file is an `OSError` at once (`open_regular`)."""
+    try:
+        info = os.stat(path)
+    except OSError:
+        info = None  # `open_regular` says why
+    if info is not None and stat.S_ISREG(info.st_mode):
+        known = _KNOWN.get(_identity(info))
+        if known is not None:
+            return known
     fd, info = open_regular(path)
     with os.fdopen(fd, "rb") as f:
         known = _KNOWN.get(_identity(info))
