@@ -10,11 +10,11 @@ import io
 import math
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from querybench.evaluation.spider2 import result_csv, simple_csv
-from querybench.evaluation.spider2.record_floats import plain_floats
+from querybench.evaluation.spider2.record_floats import decimal_floats, plain_floats
 from querybench.evaluation.spider2.result_csv import precise_xstrtod, read_result_csv
 
 # (csv text, pandas 2.2's dtype of column "a", repr of each of its cells)
@@ -105,6 +105,44 @@ def test_the_column_float_reader_is_the_scalar_one(tokens: list[str]) -> None:
             expected = precise_xstrtod(token)
             assert expected is not None
             assert (value, math.copysign(1.0, value)) == (expected, math.copysign(1.0, expected))
+
+
+_DIGITS = st.text(alphabet="0123456789", max_size=40)
+
+
+@st.composite
+def _decimals(draw: st.DrawFn) -> str:
+    """A plain decimal without exponent: leading zeros, 0-40 digits each side of the point,
+    a sign, a point alone at either end."""
+    whole, fraction = draw(_DIGITS), draw(_DIGITS)
+    point = draw(st.booleans()) or not whole
+    if not whole and not fraction:
+        whole = draw(st.sampled_from(["0", "7"]))
+    if not point and not whole:
+        whole = "3"
+    return draw(st.sampled_from(["", "-"])) + whole + ("." + fraction if point else "")
+
+
+@settings(max_examples=2000, deadline=None)
+@given(st.lists(_decimals(), min_size=1, max_size=30))
+def test_the_decimal_reader_is_the_scalar_one(tokens: list[str]) -> None:
+    """`decimal_floats` gives every plain decimal `precise_xstrtod`'s value, to the bit (the
+    sign of a zero too)."""
+    for token, value in zip(tokens, decimal_floats(tokens).tolist(), strict=True):
+        expected = precise_xstrtod(token)
+        assert expected is not None
+        assert (value, math.copysign(1.0, value)) == (expected, math.copysign(1.0, expected))
+
+
+def test_the_decimal_reader_on_its_edges() -> None:
+    tokens = ["0.12345678901234568", "-1970700367141744.8123", "-.5", "5.", "-0.000", "007.50"]
+    tokens += ["123456789012345678.987654321", "0.00000000000000000000000123456789012345678"]
+    tokens += ["9" * 40, "-" + "9" * 17 + "." + "9" * 30, "1" * 300 + ".5"]
+    expected = [precise_xstrtod(t) for t in tokens]
+    got = decimal_floats(tokens).tolist()
+    assert [(v, math.copysign(1.0, v)) for v in got] == [
+        (e, math.copysign(1.0, e)) for e in expected if e is not None
+    ]
 
 
 def test_plain_tokens_are_read_at_once() -> None:

@@ -106,6 +106,49 @@ def plain_floats(tokens: Sequence[str]) -> tuple[npt.NDArray[np.float64], npt.ND
     return values, plain
 
 
+def decimal_floats(tokens: Sequence[str]) -> npt.NDArray[np.float64]:
+    """`precise_xstrtod` of tokens that are each a plain decimal without exponent
+    (`-?(?:[0-9]+(?:\\.[0-9]*)?|\\.[0-9]+)`, at most 308 digits before the point), bit for bit,
+    in a quarter of `plain_floats`' time: the same steps, on one byte per character, each of
+    the first 17 digits taken by its position (the sign and the point skipped) rather than
+    through matrices of every character."""
+    n = len(tokens)
+    if n == 0:
+        return np.zeros(0)
+    text = np.array(tokens, dtype=np.bytes_)  # ASCII by their shape
+    width = text.dtype.itemsize
+    chars = text.view(np.uint8).reshape(n, width)
+    lengths = np.fromiter(map(len, tokens), dtype=np.int64, count=n)
+    negative = chars[:, 0] == 45
+    lead = negative.astype(np.int64)
+    dots = chars == 46
+    has_dot = dots.any(axis=1)
+    dot_at = np.where(has_dot, dots.argmax(axis=1), lengths)
+    whole = dot_at - lead
+    fraction = np.where(has_dot, lengths - dot_at - 1, 0)
+    count = whole + fraction
+    # the first 17 digits, each found by its place: the sign and the point skipped
+    at = lead[:, None] + np.arange(_DIGITS_TAKEN)[None, :]
+    at += has_dot[:, None] & (at >= dot_at[:, None])
+    taken = np.arange(_DIGITS_TAKEN)[None, :] < count[:, None]
+    digits = np.where(taken, chars[np.arange(n)[:, None], np.minimum(at, width - 1)] - 48, 0)
+    digits = digits.astype(np.int64)
+    # the first 15 as one exact integer (those past the count are 0: it is a multiple of
+    # the power of ten they stand for), then the 16th and 17th a step each, in floats
+    first = digits[:, :_EXACT_DIGITS] @ _INT_POW10[_EXACT_DIGITS - 1 :: -1]
+    first //= _INT_POW10[_EXACT_DIGITS - np.minimum(count, _EXACT_DIGITS)]
+    number = first.astype(np.float64)
+    for k in range(_EXACT_DIGITS, _DIGITS_TAKEN):
+        number = np.where(count > k, number * 10.0 + digits[:, k], number)
+    number = np.where(negative, -number, number)
+    exponent = np.maximum(0, whole - _DIGITS_TAKEN) - np.maximum(
+        0, np.minimum(fraction, _DIGITS_TAKEN - whole)
+    )
+    scale = _POW10[np.clip(np.abs(exponent), 0, 308)]
+    values: npt.NDArray[np.float64] = np.where(exponent > 0, number * scale, number / scale)
+    return values
+
+
 def precise_xstrtod(token: str) -> float | None:
     """pandas 2.2's default float parse (`precise_xstrtod` in its tokenizer, float_precision
     "high"): the first 17 digits (leading zeros count) gathered in a double one at a time, then

@@ -56,7 +56,11 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from querybench.evaluation.spider2.record_floats import plain_floats, precise_xstrtod
+from querybench.evaluation.spider2.record_floats import (
+    decimal_floats,
+    plain_floats,
+    precise_xstrtod,
+)
 
 # pandas' default missing-value texts (`pandas._libs.parsers.STR_NA_VALUES`, checked by a test)
 NA_TEXTS = frozenset(
@@ -305,18 +309,21 @@ def _long_ints(tokens: list[str]) -> npt.NDArray[Any]:
 def _floats(tokens: list[str], missing: bool, joined: str) -> npt.NDArray[np.float64] | None:
     """pandas 2.2's floats (`precise_xstrtod`) of plain decimal tokens and missing cells: a
     token of at most 15 characters without an exponent is correctly rounded by both parsers
-    (at most 15 digits scaled by at most 10**14), so Python's `float` reads it; the others are
-    read by `plain_floats` at once, those it leaves (a scale beyond 10**±308) one at a time;
-    one beyond the double range leaves the file to pandas (pandas 2.2 keeps the text).
+    (at most 15 digits scaled by at most 10**14), so Python's `float` reads it; the longer
+    ones are read at once, by `decimal_floats` in a column without an exponent, else by
+    `plain_floats`, those it leaves (a scale beyond 10**±308) one at a time; one beyond the
+    double range leaves the file to pandas (pandas 2.2 keeps the text).
     `joined`: the present cells joined, which tells whether any has an exponent."""
     if missing:
         tokens = ["nan" if t in NA_TEXTS else t for t in tokens]
     values = np.array(list(map(float, tokens)))
-    if "e" in joined or "E" in joined:
-        long = [i for i, t in enumerate(tokens) if len(t) > 15 or "e" in t or "E" in t]
-    else:  # lengths alone decide, read in C
+    if "e" not in joined and "E" not in joined:  # lengths alone decide, read in C
         lengths = np.fromiter(map(len, tokens), dtype=np.int64, count=len(tokens))
-        long = np.flatnonzero(lengths > 15).tolist()
+        at = np.flatnonzero(lengths > 15)
+        if len(at):  # plain decimals, every one of them
+            values[at] = decimal_floats([tokens[i] for i in at.tolist()])
+        return values
+    long = [i for i, t in enumerate(tokens) if len(t) > 15 or "e" in t or "E" in t]
     if long:
         exact, plain = plain_floats([tokens[i] for i in long])
         values[long] = exact
