@@ -16,7 +16,6 @@ from querybench.data.layout import (
     sqlite_candidates,
 )
 from querybench.data.roots import Roots, data_roots, find_data
-from querybench.engines.cloud import cloud_target
 from querybench.engines.registry import emulation_spec
 from querybench.tasks.model import Task
 
@@ -66,6 +65,8 @@ def task_target(task: Task, where: Where = None) -> str | None:
         path = emulation_file(task, where)
         if path is not None:
             return emulation.url_for(path.resolve())
+        from querybench.engines.cloud import cloud_target  # credentials: only here
+
         return cloud_target(task.engine, task.db).url
     database = task_database(task, where)
     return None if database is None else str(database)

@@ -23,7 +23,6 @@ from typing import TYPE_CHECKING, Literal, cast
 from querybench import file_digests
 from querybench.benchmarks.spider2 import Spider2EvalOptions
 from querybench.engines.base import Result
-from querybench.engines.cloud import CloudTarget, cloud_target
 from querybench.engines.registry import emulation_spec
 from querybench.errors import DataError, ErrorCode, PredictionRefused
 from querybench.evaluation.prediction_file import (
@@ -41,11 +40,11 @@ from querybench.evaluation.spider2.verdict_cache import Keyed
 from querybench.evaluation.spider2.verdicts import Verdicts, failed, instance_result
 from querybench.evaluation.verdict import Verdict
 from querybench.tasks.input_files import read_jsonl
-from querybench.tasks.spider2 import FAMILY_KINDS
 
 if TYPE_CHECKING:  # pandas and the scorers load on the first prediction the store cannot answer
     import pandas as pd
 
+    from querybench.engines.cloud import CloudTarget
     from querybench.evaluation.spider2.instance import Scored
 
 Mode = Literal["exec_result", "sql"]
@@ -431,7 +430,10 @@ def _sql_mode(
     timeout: float,
     write_csv: bool = False,
 ) -> Iterator[InstanceResult]:
+    # sql mode's own: the warehouses' credentials and the task families' engines
+    from querybench.engines.cloud import cloud_target
     from querybench.engines.pool import QueryJob, QueryPool
+    from querybench.tasks.spider2 import FAMILY_KINDS
 
     jobs: list[QueryJob] = []
     dirs = [Path(db_dir)] if isinstance(db_dir, str | Path) else [Path(d) for d in db_dir or ()]
