@@ -23,6 +23,15 @@ def _sha(data: bytes) -> str:
     return _real_sha256(data).hexdigest()
 
 
+def _read_whole(path: Path) -> None:
+    """`path` read whole as a scorer reads it, its digest remembered under its identity."""
+    with path.open("rb") as f:
+        before = os.fstat(f.fileno())
+        data = f.read()
+        after = os.fstat(f.fileno())
+    file_digests.remember(before, after, hashlib.sha256(data).digest())
+
+
 def test_a_file_read_by_the_verdict_store_is_not_read_again(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -52,11 +61,7 @@ def test_a_file_read_by_the_verdict_store_is_not_read_again(
 def test_a_file_written_since_is_hashed_anew(tmp_path: Path) -> None:
     path = tmp_path / "f.csv"
     path.write_bytes(b"a\n1\n")
-    with path.open("rb") as f:
-        before = os.fstat(f.fileno())
-        data = f.read()
-        after = os.fstat(f.fileno())
-    file_digests.remember(before, after, hashlib.sha256(data).digest())
+    _read_whole(path)
     assert file_digests.file_sha256(path) == _sha(b"a\n1\n")
     time.sleep(0.05)  # past the change time's granularity
     path.write_bytes(b"a\n2\n")  # the same size
@@ -107,11 +112,7 @@ def test_a_known_file_is_named_by_its_stat_alone(
     known, other = tmp_path / "known.csv", tmp_path / "other.csv"
     known.write_bytes(b"a\n1\n")
     other.write_bytes(b"a\n2\n")
-    with known.open("rb") as f:
-        before = os.fstat(f.fileno())
-        data = f.read()
-        after = os.fstat(f.fileno())
-    file_digests.remember(before, after, hashlib.sha256(data).digest())
+    _read_whole(known)
     opened: list[str] = []
     real_open = os.open
 
