@@ -172,3 +172,25 @@ def test_the_first_integer_error_is_the_scalar_scans(tokens: list[str]) -> None:
     "²", still ask it)."""
     expected = next((e for e in map(simple_csv.int_error, tokens) if e), "")
     assert simple_csv.first_int_error(tokens) == expected
+
+
+def test_the_scan_for_long_numbers_reads_a_block_at_a_time(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A big file's scan holds a few blocks, never the file (a 16 MiB block was 48 MiB of a
+    5M-row pair's peak); a number across two blocks is still found."""
+    monkeypatch.setattr(result_csv, "_NEW_NUMBERS", True)  # the scan runs under pandas 3
+    monkeypatch.setattr(result_csv, "READ_APART_BLOCK", 100)
+    reads: list[int] = []
+
+    class Counting(io.BytesIO):
+        def read(self, size: int | None = -1) -> bytes:
+            reads.append(-1 if size is None else size)
+            return super().read(size)
+
+    plain = b"a,b\n" + b"1.5,x\n" * 200
+    assert not result_csv.may_read_apart(Counting(plain))
+    assert reads and all(0 < size <= 100 for size in reads)
+    # 20 digits from byte 95 on: the first block ends inside the number
+    straddling = plain[:95] + b"12345678901234567890.5" + plain[95:]
+    assert result_csv.may_read_apart(Counting(straddling))
