@@ -194,3 +194,25 @@ def test_the_scan_for_long_numbers_reads_a_block_at_a_time(
     # 20 digits from byte 95 on: the first block ends inside the number
     straddling = plain[:95] + b"12345678901234567890.5" + plain[95:]
     assert result_csv.may_read_apart(Counting(straddling))
+
+
+def test_one_huge_cell_does_not_make_a_huge_matrix() -> None:
+    """A hostile prediction's column of short numbers and one cell of 100,000 digits: both
+    column readers keep to a few characters a token (the old matrices were the column's count
+    times the longest token: 23 GB for a million digits among 300 cells), the same values."""
+    import tracemalloc
+
+    huge = "1." + "7" * 100_000
+    decimals = ["0.1234567890123456"] * 299 + [huge]
+    exponents = ["1.5e1"] * 29 + [huge + "e1"]
+    tracemalloc.start()
+    try:
+        values = decimal_floats(decimals)
+        read, plain = plain_floats(exponents)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 8 << 20, peak
+    assert values.tolist() == [precise_xstrtod(t) for t in decimals]
+    assert plain.tolist() == [True] * 29 + [False]  # the huge one: the scalar parse's
+    assert read[:29].tolist() == [15.0] * 29

@@ -14,6 +14,7 @@ scale falls outside 10**±308 or whose value overflows, is left to the scalar pa
 from __future__ import annotations
 
 import math
+import operator
 import re
 from collections.abc import Sequence
 
@@ -29,6 +30,11 @@ _FLOAT_TOKEN = re.compile(
     r"[ \t\n\v\f\r]*([+-]?)([0-9]*)(?:\.([0-9]*))?(?:[eE]([+-]?[0-9]+))?[ \t\n\v\f\r]*"
 )
 _SCALAR_POW10 = [float(f"1e{k}") for k in range(309)]  # Python floats, for the scalar parse
+# The longest token read by `plain_floats`' character matrices (n x the longest token, in
+# int64): a longer one, as rare as it is (a cell of a million digits among 300 made that
+# matrix 23 GB), is read by the scalar parse.
+_MATRIX_CHARS = 64
+_FIND_POINT = operator.methodcaller("find", ".")
 
 
 def plain_floats(tokens: Sequence[str]) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.bool_]]:
@@ -39,6 +45,13 @@ def plain_floats(tokens: Sequence[str]) -> tuple[npt.NDArray[np.float64], npt.ND
     if n == 0:
         return values, np.zeros(0, dtype=bool)
     lengths = np.fromiter(map(len, tokens), dtype=np.int64, count=n)
+    if (
+        lengths.max() > _MATRIX_CHARS
+    ):  # those left to the scalar parse: the matrix is n x the longest
+        plain = np.zeros(n, dtype=bool)
+        kept = np.flatnonzero(lengths <= _MATRIX_CHARS)
+        values[kept], plain[kept] = plain_floats([tokens[i] for i in kept.tolist()])
+        return values, plain
     text = np.array(tokens, dtype=np.str_)
     width = text.dtype.itemsize // 4
     if width == 0:
@@ -115,15 +128,19 @@ def decimal_floats(tokens: Sequence[str]) -> npt.NDArray[np.float64]:
     n = len(tokens)
     if n == 0:
         return np.zeros(0)
-    text = np.array(tokens, dtype=np.bytes_)  # ASCII by their shape
+    lengths = np.fromiter(map(len, tokens), dtype=np.int64, count=n)
+    found = np.fromiter(map(_FIND_POINT, tokens), dtype=np.int64, count=n)
+    has_dot = found >= 0
+    dot_at = np.where(has_dot, found, lengths)
+    # only a sign, the first 17 digits and a point among them are read: a token's first
+    # characters (a column holding one cell of a million digits is not a matrix of them)
+    prefix = _DIGITS_TAKEN + 2
+    clipped = tokens if lengths.max() <= prefix else [t[:prefix] for t in tokens]
+    text = np.array(clipped, dtype=np.bytes_)  # ASCII by their shape
     width = text.dtype.itemsize
     chars = text.view(np.uint8).reshape(n, width)
-    lengths = np.fromiter(map(len, tokens), dtype=np.int64, count=n)
     negative = chars[:, 0] == 45
     lead = negative.astype(np.int64)
-    dots = chars == 46
-    has_dot = dots.any(axis=1)
-    dot_at = np.where(has_dot, dots.argmax(axis=1), lengths)
     whole = dot_at - lead
     fraction = np.where(has_dot, lengths - dot_at - 1, 0)
     count = whole + fraction
