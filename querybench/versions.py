@@ -17,7 +17,7 @@ def installed_version(name: str) -> str | None:
 
     Read as `importlib.metadata` reads it (the first `<name>-*.dist-info` or `.egg-info` in
     `sys.path` order, its METADATA's first Version header) without importing it: it imports
-    `email`, a third of a small eval's start-up. Whatever is not that plain layout (a zip on
+    `email`, a tenth of a small eval's start-up. Whatever is not that plain layout (a zip on
     the path, another distribution finder, an unusual header) is left to it."""
     import importlib.machinery
 
